@@ -1,0 +1,273 @@
+package results
+
+import "time"
+
+// SchemaV1 is the value of Profile.Schema for this version of the format.
+// Keys documented in docs/profile-schema.md are stable within v1: new keys
+// may be added, none is renamed or removed.
+const SchemaV1 = "bench.profile/v1"
+
+// Section names accepted by `bench probe --only`.
+const (
+	SectionMachine  = "machine"
+	SectionTopology = "topology"
+	SectionMemory   = "memory"
+	SectionLatency  = "latency"
+	SectionShared   = "shared"
+	SectionNUMA     = "numa"
+)
+
+// Profile is one run of `bench probe` on one machine. Sections that were not
+// selected are nil and omitted from the JSON.
+type Profile struct {
+	Schema    string    `json:"schema"`
+	CreatedAt time.Time `json:"created_at"`
+	Host      string    `json:"host"`
+	Tool      Tool      `json:"tool"`
+	Options   Options   `json:"options"`
+
+	Machine  *Machine         `json:"machine,omitempty"`
+	Topology *Topology        `json:"topology,omitempty"`
+	Memory   *Memory          `json:"memory,omitempty"`
+	Latency  *Latency         `json:"latency,omitempty"`
+	Shared   *SharedBandwidth `json:"shared,omitempty"`
+	NUMA     *NUMA            `json:"numa,omitempty"`
+
+	// Notes are free-text remarks on the whole run (e.g. "machine is a VM").
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Tool identifies the program that wrote the profile.
+type Tool struct {
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	GoVersion string `json:"go_version"`
+}
+
+// Options records the parameters of the probe run.
+type Options struct {
+	Quick    bool     `json:"quick"`
+	Sections []string `json:"sections"`
+	// Threads is the list of thread counts swept (1..all usable CPUs by default).
+	Threads []int `json:"threads"`
+	// Reps is the number of timed repetitions per figure (after one warm-up).
+	Reps int `json:"reps"`
+	// MinRepSeconds is the minimum duration of one timed repetition.
+	MinRepSeconds float64 `json:"min_rep_seconds"`
+	// MaxWorkingSetBytes is the largest working set of the memory sweep.
+	MaxWorkingSetBytes int64 `json:"max_working_set_bytes"`
+	// ISA is the kernel implementation used for the memory section
+	// ("avx512", "avx2", "neon", "go").
+	ISA string `json:"isa"`
+}
+
+// Stat summarizes repeated timed runs of one figure. The unit is given by the
+// field that holds the Stat (e.g. GBps: GB/s = 1e9 bytes/s; NS: nanoseconds).
+type Stat struct {
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
+	// CV is the coefficient of variation: sample standard deviation / mean.
+	CV float64 `json:"cv"`
+	// N is the number of timed repetitions (warm-up excluded).
+	N int `json:"n"`
+}
+
+// Machine is the "machine" section: what the CPU and OS are. Values that
+// could not be read are the string "unknown".
+type Machine struct {
+	Arch       string `json:"arch"` // GOARCH: amd64, arm64
+	Vendor     string `json:"vendor"`
+	CPUModel   string `json:"cpu_model"`
+	Family     int    `json:"family,omitempty"`
+	Model      int    `json:"model,omitempty"`
+	Stepping   int    `json:"stepping,omitempty"`
+	Hypervisor string `json:"hypervisor,omitempty"`
+	// LogicalCPUs is the number of online hardware threads.
+	LogicalCPUs int `json:"logical_cpus"`
+	// Features are the ISA features, sorted, in cpuid/v2 spelling on x86
+	// (e.g. "AVX512F") and HWCAP spelling upper-cased on arm64 (e.g. "SME").
+	Features []string `json:"features"`
+	// ISAs are the vector/matrix instruction sets bench has kernels for and
+	// the CPU supports (e.g. "avx2", "avx512", "amx", "neon", "sve", "sme").
+	ISAs []string `json:"isas"`
+	// BaseHz and MaxHz from cpufreq or cpuid, 0 when unknown.
+	BaseHz float64 `json:"base_hz,omitempty"`
+	MaxHz  float64 `json:"max_hz,omitempty"`
+	// TSCHz is the invariant TSC frequency where known (x86).
+	TSCHz float64 `json:"tsc_hz,omitempty"`
+
+	OS                   string `json:"os"`
+	Kernel               string `json:"kernel"`
+	GoVersion            string `json:"go_version"`
+	Governor             string `json:"governor"`              // e.g. "performance", or "unknown"
+	Boost                string `json:"boost"`                 // "enabled", "disabled" or "unknown"
+	PerfCounters         string `json:"perf_counters"`         // "usable" or "unavailable: why"
+	TransparentHugePages string `json:"transparent_hugepages"` // e.g. "always", "madvise", "unknown"
+}
+
+// Cache describes one cache (one kind of instance) of the machine.
+type Cache struct {
+	Level     int    `json:"level"`
+	Type      string `json:"type"` // "Data", "Instruction", "Unified"
+	SizeBytes int64  `json:"size_bytes"`
+	LineBytes int    `json:"line_bytes"`
+	Ways      int    `json:"ways,omitempty"`
+	// Instances is the number of distinct copies (distinct shared_cpu_list).
+	Instances int `json:"instances"`
+	// SharedBy is the number of logical CPUs sharing one instance.
+	SharedBy int `json:"shared_by"`
+}
+
+// NUMANode is one NUMA node of the topology section.
+type NUMANode struct {
+	ID int `json:"id"`
+	// CPUList is the node's cpulist in kernel syntax ("0-47,96-143").
+	CPUList  string `json:"cpulist"`
+	CPUs     []int  `json:"cpus"`
+	MemBytes int64  `json:"mem_bytes,omitempty"`
+}
+
+// TopoNode is a node of the topology tree (the base TopoTree of Sandwich §5.1).
+// Kind is one of "machine", "package", "numa", "l3", "l2", "core", "thread".
+type TopoNode struct {
+	Kind string `json:"kind"`
+	ID   int    `json:"id"`
+	// CPUList is the set of logical CPUs under this node, kernel syntax.
+	CPUList string `json:"cpulist"`
+	// CacheBytes is the size of the cache this node stands for (l3, l2 nodes).
+	CacheBytes int64       `json:"cache_bytes,omitempty"`
+	Children   []*TopoNode `json:"children,omitempty"`
+}
+
+// Topology is the "topology" section.
+type Topology struct {
+	Packages  int `json:"packages"`
+	NUMANodes int `json:"numa_nodes"`
+	Cores     int `json:"cores"`
+	Threads   int `json:"threads"`
+	// OnlineCPUs lists the online logical CPUs.
+	OnlineCPUs []int   `json:"online_cpus"`
+	Caches     []Cache `json:"caches"`
+	// LLCBytes is the size of one instance of the last-level cache; the
+	// memory sweep extends to at least 4x this times the number of instances.
+	LLCBytes  int64      `json:"llc_bytes"`
+	LineBytes int        `json:"line_bytes"`
+	Nodes     []NUMANode `json:"nodes"`
+	// Distances is the NUMA distance matrix (ACPI SLIT units, 10 = local),
+	// Distances[i][j] from node Nodes[i] to node Nodes[j].
+	Distances [][]int   `json:"distances"`
+	Tree      *TopoNode `json:"tree"`
+	// CoreCPUs lists one logical CPU per physical core (the first sibling),
+	// in the order threads are placed by the probes.
+	CoreCPUs []int `json:"core_cpus"`
+}
+
+// Bandwidth is one measured bandwidth figure.
+type Bandwidth struct {
+	// Kernel is "read", "write", "write_nt", "copy" or "triad".
+	Kernel string `json:"kernel"`
+	// ISA is the implementation: "avx512", "avx2", "neon" or "go".
+	ISA string `json:"isa"`
+	// WorkingSetBytes is the total bytes of all arrays of all threads.
+	WorkingSetBytes int64 `json:"working_set_bytes"`
+	Threads         int   `json:"threads"`
+	CPUs            []int `json:"cpus"`
+	Pinned          bool  `json:"pinned"`
+	// GBps: counted bytes / seconds / 1e9, per repetition.
+	GBps Stat `json:"gbps"`
+	// Checksum is the kernel's checksum of the last repetition; the probe
+	// verifies it against the expected value before recording the figure.
+	Checksum float64 `json:"checksum"`
+}
+
+// LevelBandwidth is the summary roof for one level of the memory hierarchy.
+type LevelBandwidth struct {
+	Level           string `json:"level"` // "L1", "L2", "L3", "DRAM"
+	Kernel          string `json:"kernel"`
+	Threads         int    `json:"threads"`
+	WorkingSetBytes int64  `json:"working_set_bytes"`
+	GBps            Stat   `json:"gbps"`
+}
+
+// Memory is the "memory" section.
+type Memory struct {
+	// ByteCounting states how bytes are counted.
+	ByteCounting string `json:"byte_counting"`
+	ISA          string `json:"isa"`
+	// WorkingSet is the sweep over working-set sizes (at 1 thread and at all threads).
+	WorkingSet []Bandwidth `json:"working_set"`
+	// Threads is the sweep over thread counts at a DRAM-sized working set.
+	Threads []Bandwidth `json:"threads"`
+	// Levels are per-cache-level read roofs, picked from the sweeps.
+	Levels []LevelBandwidth `json:"levels"`
+}
+
+// LatencyPoint is the load-to-use latency at one working set.
+type LatencyPoint struct {
+	WorkingSetBytes int64 `json:"working_set_bytes"`
+	CPU             int   `json:"cpu"`
+	// NS is nanoseconds per dependent load.
+	NS Stat `json:"ns"`
+	// Checksum is the final index of the chase, checked against a replay.
+	Checksum uint64 `json:"checksum"`
+}
+
+// Latency is the "latency" section: a dependent pointer chase over a random
+// cyclic permutation of cache lines.
+type Latency struct {
+	Method string         `json:"method"`
+	Points []LatencyPoint `json:"points"`
+}
+
+// GroupRun is one thread group's bandwidth in a shared-bandwidth experiment.
+type GroupRun struct {
+	Name   string `json:"name"`
+	Kernel string `json:"kernel"`
+	CPUs   []int  `json:"cpus"`
+	// WorkingSetBytes is this group's total working set.
+	WorkingSetBytes int64 `json:"working_set_bytes"`
+	Alone           Stat  `json:"alone_gbps"`
+	Together        Stat  `json:"together_gbps"`
+}
+
+// SharedExperiment runs two pinned thread groups alone and concurrently.
+type SharedExperiment struct {
+	Groups []GroupRun `json:"groups"`
+	// TogetherGBps is the sum of the groups' medians when run concurrently.
+	TogetherGBps float64 `json:"together_gbps"`
+	// SumAloneGBps is the sum of the groups' medians when run alone.
+	SumAloneGBps float64 `json:"sum_alone_gbps"`
+	// Additivity = TogetherGBps / SumAloneGBps (1 = perfectly additive).
+	Additivity float64 `json:"additivity"`
+}
+
+// SharedBandwidth is the "shared" section (SMEPilot §3.1).
+type SharedBandwidth struct {
+	Unavailable string             `json:"unavailable,omitempty"`
+	Experiments []SharedExperiment `json:"experiments,omitempty"`
+}
+
+// NUMAPair is one cell of the node-to-node matrix.
+type NUMAPair struct {
+	CPUNode int   `json:"cpu_node"`
+	MemNode int   `json:"mem_node"`
+	CPUs    []int `json:"cpus"`
+	// ReadGBps is the read bandwidth of all of the CPU node's cores.
+	ReadGBps Stat `json:"read_gbps"`
+	// LatencyNS is the pointer-chase latency from one core of the CPU node.
+	LatencyNS Stat `json:"latency_ns"`
+	// PagesOnNode is the fraction of sampled pages that get_mempolicy /
+	// move_pages found on MemNode.
+	PagesOnNode float64 `json:"pages_on_node"`
+	Verified    bool    `json:"verified"`
+}
+
+// NUMA is the "numa" section: ArcLight Table 1.
+type NUMA struct {
+	Unavailable     string     `json:"unavailable,omitempty"`
+	Nodes           []int      `json:"nodes"`
+	WorkingSetBytes int64      `json:"working_set_bytes"`
+	Pairs           []NUMAPair `json:"pairs"`
+	Note            string     `json:"note,omitempty"`
+}
