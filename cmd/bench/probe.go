@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/probes"
+	"github.com/cpubench/bench/reports"
+	"github.com/cpubench/bench/results"
+)
+
+func init() { subcommands = append(subcommands, newProbeCmd) }
+
+// ProbeOptions are the parsed flags of `bench probe`.
+type ProbeOptions struct {
+	IO      IO
+	Out     string
+	JSON    string
+	Only    []string
+	Quick   bool
+	Threads []int
+	MaxWS   string
+	ISA     string
+	Reps    int
+	RepMS   int
+	Quiet   bool
+	RootSys string
+	RootPrc string
+	// IsTerminal reports whether stderr is a terminal (injected for tests).
+	IsTerminal func() bool
+	Now        func() time.Time
+}
+
+func newProbeCmd(streams IO) *cobra.Command {
+	return newProbeCmdWith(streams, probeRun)
+}
+
+func newProbeCmdWith(streams IO, runF func(context.Context, *ProbeOptions) error) *cobra.Command {
+	opts := &ProbeOptions{IO: streams, Now: time.Now}
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Characterize this machine: topology, memory bandwidth and latency, shared bandwidth, NUMA",
+		Long: `Characterize this machine and write a versioned profile (schema bench.profile/v1).
+
+Sections (--only): ` + strings.Join(probes.Sections, ", ") + `.
+Every figure is the median of at least 5 timed repetitions after a warm-up, with
+min, max and coefficient of variation; threads are pinned with sched_setaffinity;
+buffers are mapped with mmap. GB/s = 1e9 bytes/s, bytes counted as STREAM does.
+
+Writes results/<host>-<yyyymmdd-hhmmss>/ (or --out DIR) with profile.json,
+profile.md and PNG plots. --json - prints the profile on stdout instead (the
+directory is then written only if --out is given).`,
+		Example: `  bench probe                      # everything, about 1-3 minutes on 2 cores
+  bench probe --quick              # under 45 seconds
+  bench probe --only memory --threads 1,2 --max-ws 2GiB
+  bench probe --only machine,topology --json -`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := probes.ValidateSections(opts.Only); err != nil {
+				return fmt.Errorf("probe: --only: %w", err)
+			}
+			for _, t := range opts.Threads {
+				if t < 1 {
+					return fmt.Errorf("probe: --threads %d: must be at least 1", t)
+				}
+			}
+			if opts.Reps != 0 && opts.Reps < 5 {
+				return fmt.Errorf("probe: --reps %d: must be at least 5", opts.Reps)
+			}
+			if opts.RepMS < 0 {
+				return fmt.Errorf("probe: --rep-ms %d: must be positive", opts.RepMS)
+			}
+			if opts.MaxWS != "" {
+				if _, err := humanize.ParseBytes(opts.MaxWS); err != nil {
+					return fmt.Errorf("probe: --max-ws %q: %v", opts.MaxWS, err)
+				}
+			}
+			return runF(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Out, "out", "", "output directory (default results/<host>-<yyyymmdd-hhmmss>)")
+	f.StringVar(&opts.JSON, "json", "", "also write the profile JSON to this file; - for stdout")
+	f.StringSliceVar(&opts.Only, "only", nil, "sections to run, comma-separated: "+strings.Join(probes.Sections, ","))
+	f.BoolVar(&opts.Quick, "quick", false, "fewer working sets and shorter repetitions (under 45 s on 2 cores)")
+	f.IntSliceVar(&opts.Threads, "threads", nil, "thread counts of the thread sweep (default 1,2,4,... and all cores)")
+	f.StringVar(&opts.MaxWS, "max-ws", "", "largest working set, e.g. 2GiB (default: next power of two ≥ 4x the last-level cache, min 64MiB)")
+	f.StringVar(&opts.ISA, "isa", "", "memory kernel implementation: avx512, avx2, neon or go (default: best available)")
+	f.IntVar(&opts.Reps, "reps", 0, "timed repetitions per figure, at least 5 (default 7, quick 5)")
+	f.IntVar(&opts.RepMS, "rep-ms", 0, "minimum duration of one repetition in ms (default 20, quick 6)")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
+	f.StringVar(&opts.RootSys, "sysfs", "/sys", "root of sysfs to read the topology from (for testing on snapshots)")
+	f.StringVar(&opts.RootPrc, "procfs", "/proc", "root of procfs")
+	_ = f.MarkHidden("sysfs")
+	_ = f.MarkHidden("procfs")
+	return cmd
+}
+
+// barProgress draws a progress bar on stderr.
+type barProgress struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func (b *barProgress) Start(total int) {
+	b.bar = progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(b.w),
+		progressbar.OptionSetDescription("probe"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+}
+func (b *barProgress) Step(desc string) {
+	if b.bar != nil {
+		b.bar.Describe(fmt.Sprintf("%-32s", desc))
+		_ = b.bar.Add(1)
+	}
+}
+func (b *barProgress) Finish() {
+	if b.bar != nil {
+		_ = b.bar.Finish()
+	}
+}
+
+func stderrIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func probeRun(ctx context.Context, opts *ProbeOptions) error {
+	cfg := probes.Config{
+		Sections: opts.Only,
+		Quick:    opts.Quick,
+		Threads:  opts.Threads,
+		ISA:      opts.ISA,
+		Reps:     opts.Reps,
+		Roots:    topology.Roots{Sys: opts.RootSys, Proc: opts.RootPrc},
+		Version:  version,
+	}
+	if opts.RepMS > 0 {
+		cfg.RepDuration = time.Duration(opts.RepMS) * time.Millisecond
+	}
+	if opts.MaxWS != "" {
+		v, _ := humanize.ParseBytes(opts.MaxWS)
+		cfg.MaxWorkingSet = int64(v)
+	}
+	isTerm := opts.IsTerminal
+	if isTerm == nil {
+		isTerm = func() bool { return stderrIsTerminal(opts.IO.Err) }
+	}
+	if !opts.Quiet && isTerm() {
+		cfg.Progress = &barProgress{w: opts.IO.Err}
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	cfg.Host = host
+
+	// Decide and check the output directory before measuring for minutes.
+	writeDir := opts.JSON != "-" || opts.Out != ""
+	dir := opts.Out
+	if dir == "" {
+		dir = filepath.Join("results", fmt.Sprintf("%s-%s", host, opts.Now().Format("20060102-150405")))
+	}
+	var created bool
+	if writeDir {
+		var err error
+		if created, err = prepareDir(dir); err != nil {
+			return fmt.Errorf("probe: --out %s: %w", dir, err)
+		}
+	}
+	cleanup := func() {
+		if created {
+			os.Remove(dir) // only if still empty
+		}
+	}
+	p, err := probes.Run(ctx, cfg)
+	if err != nil {
+		cleanup()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("probe: %w", err)
+	}
+	if opts.JSON != "" {
+		data, err := results.MarshalProfile(p)
+		if err != nil {
+			return err
+		}
+		if opts.JSON == "-" {
+			if _, err := opts.IO.Out.Write(data); err != nil {
+				return err
+			}
+		} else if err := results.WriteFileAtomic(opts.JSON, data, 0o644); err != nil {
+			return fmt.Errorf("probe: --json: %w", err)
+		}
+	}
+	if !writeDir {
+		return nil
+	}
+	if err := writeProfileDir(dir, p); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	fmt.Fprintf(opts.IO.Err, "bench: wrote %s (profile.json, profile.md, plots)\n", dir)
+	return nil
+}
+
+// prepareDir creates dir if needed and checks it is writable. It reports
+// whether it created the directory.
+func prepareDir(dir string) (created bool, err error) {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		created = true
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		if created {
+			os.Remove(dir)
+		}
+		return false, fmt.Errorf("not writable: %w", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return created, nil
+}
+
+// writeProfileDir writes profile.json, the PNG plots and profile.md, each
+// atomically.
+func writeProfileDir(dir string, p *results.Profile) error {
+	if err := results.WriteProfile(filepath.Join(dir, "profile.json"), p); err != nil {
+		return err
+	}
+	plots, err := reports.ProfilePlots(p, dir)
+	if err != nil {
+		return err
+	}
+	var md strings.Builder
+	if err := reports.ProfileMarkdown(&md, p, plots); err != nil {
+		return err
+	}
+	return results.WriteFileAtomic(filepath.Join(dir, "profile.md"), []byte(md.String()), 0o644)
+}

@@ -1,0 +1,14 @@
+// Package probes runs the sections of `bench probe` and returns a
+// results.Profile: machine and topology (through internal/topology), memory
+// bandwidth over working sets and thread counts, pointer-chase latency,
+// bandwidth shared between two concurrent thread groups (SMEPilot §3.1), and
+// the node-to-node NUMA matrix (ArcLight §3.1, Table 1).
+//
+// Every figure is the median of at least five timed repetitions after a
+// warm-up, with min, max and the coefficient of variation, measured on
+// threads pinned with sched_setaffinity over buffers mapped with mmap. Bytes
+// are counted as STREAM counts them: write-allocate traffic is not counted.
+//
+// probes uses the shared kernel package (kernels) for all hot loops; it must
+// not import reports, roofline or engine.
+package probes

@@ -1,0 +1,400 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/results"
+)
+
+// Sections lists every section of `bench probe`, in run order.
+var Sections = []string{
+	results.SectionMachine, results.SectionTopology, results.SectionMemory,
+	results.SectionLatency, results.SectionShared, results.SectionNUMA,
+}
+
+// Progress receives the probe's progress. Implementations must be cheap: Step
+// is called between measurements, never inside one.
+type Progress interface {
+	Start(total int)
+	Step(desc string)
+	Finish()
+}
+
+type nopProgress struct{}
+
+func (nopProgress) Start(int)   {}
+func (nopProgress) Step(string) {}
+func (nopProgress) Finish()     {}
+
+// Config selects what `bench probe` measures.
+type Config struct {
+	// Sections to run; nil means all of Sections.
+	Sections []string
+	// Quick trades resolution for time: one working set per octave, shorter
+	// repetitions (the default probe takes under 3 minutes on 2 cores, quick
+	// under 45 seconds).
+	Quick bool
+	// Threads are the thread counts of the thread sweep; nil means 1, 2, 4,
+	// ... and all cores. Each must be in 1..logical CPUs allowed.
+	Threads []int
+	// MaxWorkingSet is the largest working set in bytes; 0 means the next
+	// power of two at or above 4 x the total last-level cache (min 64 MiB).
+	MaxWorkingSet int64
+	// ISA picks the memory kernels' implementation ("avx512", "avx2",
+	// "neon", "go"); "" means the best available.
+	ISA string
+	// Reps is the number of timed repetitions per figure (min 5; default 7,
+	// quick 5); RepDuration the length of one (default 20 ms, quick 6 ms).
+	Reps        int
+	RepDuration time.Duration
+	// Roots are where /sys and /proc are read from.
+	Roots    topology.Roots
+	Progress Progress
+	// Host overrides the host name recorded in the profile.
+	Host    string
+	Version string
+}
+
+// ValidateSections checks section names and returns them in run order.
+func ValidateSections(names []string) ([]string, error) {
+	if len(names) == 0 {
+		return slices.Clone(Sections), nil
+	}
+	var out []string
+	for _, s := range Sections {
+		for _, n := range names {
+			if n == s && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(Sections, n) {
+			return nil, fmt.Errorf("unknown section %q (want one of %s)", n, strings.Join(Sections, ", "))
+		}
+	}
+	return out, nil
+}
+
+// step is one planned measurement of the memory section.
+type memStep struct {
+	k       memKernel
+	ws      int64
+	threads int
+}
+
+// plan is everything the run will measure, computed up front so the progress
+// bar knows the total.
+type plan struct {
+	cores      int // workers used for "all cores"
+	memWS      []memStep
+	memThreads []memStep
+	latWS      []int64
+	shared     []sharedSpec
+	numaWS     int64
+	numaLatWS  int64
+	numaSteps  int
+	maxWS      int64
+}
+
+type runner struct {
+	cfg    Config
+	topo   *results.Topology
+	impl   kernels.MemImpl
+	pool   *pool
+	caches cacheSizes
+	plan   plan
+	prog   Progress
+}
+
+func (r *runner) step(desc string) { r.prog.Step(desc) }
+
+// Run executes the selected sections and returns the profile. It returns
+// ctx.Err() when interrupted, and an error naming the problem for bad
+// configuration (unknown section, thread count out of range, unknown ISA) or
+// unreadable /sys files.
+func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
+	sections, err := ValidateSections(cfg.Sections)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sections = sections
+	if cfg.Roots == (topology.Roots{}) {
+		cfg.Roots = topology.LiveRoots()
+	}
+	if cfg.Reps == 0 {
+		cfg.Reps = 7
+		if cfg.Quick {
+			cfg.Reps = 5
+		}
+	}
+	if cfg.Reps < 5 {
+		return nil, fmt.Errorf("--reps %d: must be at least 5", cfg.Reps)
+	}
+	if cfg.RepDuration == 0 {
+		cfg.RepDuration = 20 * time.Millisecond
+		if cfg.Quick {
+			cfg.RepDuration = 6 * time.Millisecond
+		}
+	}
+	prog := cfg.Progress
+	if prog == nil {
+		prog = nopProgress{}
+	}
+	host := cfg.Host
+	if host == "" {
+		host, _ = os.Hostname()
+		if host == "" {
+			host = "unknown"
+		}
+	}
+	p := &results.Profile{
+		Schema:    results.SchemaV1,
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
+		Host:      host,
+		Tool:      results.Tool{Name: "bench", Version: cfg.Version, GoVersion: runtime.Version()},
+	}
+	has := func(s string) bool { return slices.Contains(sections, s) }
+	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) || has(results.SectionNUMA)
+
+	if has(results.SectionMachine) {
+		m, err := topology.ReadMachine(cfg.Roots)
+		if err != nil {
+			return nil, err
+		}
+		p.Machine = m
+	}
+	var topo *results.Topology
+	if has(results.SectionTopology) || needMeasure {
+		topo, err = topology.ReadTopology(cfg.Roots)
+		if err != nil {
+			return nil, err
+		}
+		if has(results.SectionTopology) {
+			p.Topology = topo
+		}
+	}
+	p.Options = results.Options{Quick: cfg.Quick, Sections: sections, Reps: cfg.Reps, MinRepSeconds: cfg.RepDuration.Seconds()}
+	if !needMeasure {
+		return p, nil
+	}
+
+	r := &runner{cfg: cfg, topo: topo, prog: prog}
+	if cfg.ISA == "" {
+		r.impl = kernels.BestMem()
+	} else if r.impl, err = kernels.MemImplByISA(cfg.ISA); err != nil {
+		return nil, fmt.Errorf("--isa %s: %w", cfg.ISA, err)
+	}
+	order, err := cpuOrder(topo)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.makePlan(order); err != nil {
+		return nil, err
+	}
+	p.Options.Threads = threadCounts(r.plan.memThreads, cfg.Threads)
+	p.Options.MaxWorkingSetBytes = r.plan.maxWS
+	p.Options.ISA = r.impl.ISA
+
+	// Each pinned worker needs its own P while the others spin at a barrier.
+	if prev := runtime.GOMAXPROCS(0); prev < len(order)+1 {
+		runtime.GOMAXPROCS(len(order) + 1)
+		defer runtime.GOMAXPROCS(prev)
+	}
+	r.pool = newPool(order)
+	defer r.pool.close()
+	if r.pool.pinErr != nil {
+		p.Notes = append(p.Notes, "threads could not be pinned: "+r.pool.pinErr.Error()+"; figures say pinned=false")
+	}
+
+	prog.Start(r.plan.total(sections))
+	defer prog.Finish()
+	if has(results.SectionMemory) {
+		if p.Memory, err = r.memorySection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionLatency) {
+		if p.Latency, err = r.latencySection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionShared) {
+		if p.Shared, err = r.sharedSection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionNUMA) {
+		if p.NUMA, err = r.numaSection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func threadCounts(steps []memStep, cfg []int) []int {
+	var out []int
+	for _, s := range steps {
+		if !slices.Contains(out, s.threads) {
+			out = append(out, s.threads)
+		}
+	}
+	if len(out) == 0 {
+		return cfg
+	}
+	return out
+}
+
+// cpuOrder is the order threads are placed on CPUs: one per physical core
+// first (topology.CoreCPUs), then the remaining hardware threads, restricted
+// to the process's affinity mask.
+func cpuOrder(t *results.Topology) ([]int, error) {
+	allowed, err := affinity.Allowed()
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, c := range t.CoreCPUs {
+		if slices.Contains(allowed, c) {
+			out = append(out, c)
+		}
+	}
+	for _, c := range t.OnlineCPUs {
+		if slices.Contains(allowed, c) && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no usable CPU: online %v, allowed %v", t.OnlineCPUs, allowed)
+	}
+	return out, nil
+}
+
+func nextPow2(n int64) int64 {
+	p := int64(1)
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+func (r *runner) makePlan(order []int) error {
+	t := r.topo
+	// Cache sizes per level, data or unified.
+	for _, c := range t.Caches {
+		if c.Level >= 1 && c.Level <= 3 && c.Type != "Instruction" {
+			r.caches.size[c.Level] = c.SizeBytes
+			r.caches.sharers[c.Level] = max(1, c.SharedBy)
+			r.caches.instances[c.Level] = max(1, c.Instances)
+		}
+	}
+	cores := 0
+	for _, c := range t.CoreCPUs {
+		if slices.Contains(order, c) {
+			cores++
+		}
+	}
+	cores = max(cores, 1)
+	r.plan.cores = cores
+	maxThreads := len(order)
+
+	maxWS := r.cfg.MaxWorkingSet
+	if maxWS == 0 {
+		llcTotal := t.LLCBytes
+		for _, c := range t.Caches {
+			if c.SizeBytes == t.LLCBytes && c.Type != "Instruction" {
+				llcTotal = c.SizeBytes * int64(max(1, c.Instances))
+			}
+		}
+		maxWS = max(nextPow2(4*llcTotal), 64<<20)
+	}
+	if maxWS < 64<<10 {
+		return fmt.Errorf("--max-ws %d: must be at least 64 KiB", maxWS)
+	}
+	r.plan.maxWS = maxWS
+
+	threads := r.cfg.Threads
+	if threads == nil {
+		for n := 1; n < cores; n *= 2 {
+			threads = append(threads, n)
+		}
+		threads = append(threads, cores)
+	}
+	for _, n := range threads {
+		if n < 1 || n > maxThreads {
+			return fmt.Errorf("--threads %d: must be between 1 and %d", n, maxThreads)
+		}
+	}
+	allT := slices.Max(threads)
+
+	perOct := 2
+	if r.cfg.Quick {
+		perOct = 1
+	}
+	tcfgs := []int{1}
+	if allT > 1 {
+		tcfgs = append(tcfgs, allT)
+	}
+	for _, tc := range tcfgs {
+		lo := max(int64(16<<10), int64(tc)*4096*3)
+		for _, ws := range WorkingSets(lo, maxWS, perOct) {
+			for _, k := range allMemKernels {
+				r.plan.memWS = append(r.plan.memWS, memStep{k, ws, tc})
+			}
+		}
+	}
+	for _, n := range threads {
+		for _, k := range []memKernel{kRead, kCopy, kTriad} {
+			r.plan.memThreads = append(r.plan.memThreads, memStep{k, maxWS, n})
+		}
+	}
+	r.plan.latWS = WorkingSets(16<<10, maxWS, 1)
+	r.plan.shared = []sharedSpec{
+		{name: "dram-read", k: kRead, wsPerThread: maxWS / int64(cores)},
+	}
+	if l2 := r.caches.size[2]; l2 > 0 {
+		r.plan.shared = append(r.plan.shared, sharedSpec{name: "l2-read", k: kRead, wsPerThread: l2 / 2})
+	}
+	r.plan.numaWS = maxWS
+	r.plan.numaLatWS = maxWS
+	if r.cfg.Quick {
+		r.plan.numaLatWS = maxWS / 2
+	}
+	withCPUs := 0
+	for _, n := range t.Nodes {
+		if len(n.CPUs) > 0 {
+			withCPUs++
+		}
+	}
+	r.plan.numaSteps = withCPUs * len(t.Nodes)
+	return nil
+}
+
+// total is the number of progress steps of the selected sections.
+func (p plan) total(sections []string) int {
+	n := 0
+	for _, s := range sections {
+		switch s {
+		case results.SectionMemory:
+			n += len(p.memWS) + len(p.memThreads)
+		case results.SectionLatency:
+			n += len(p.latWS)
+		case results.SectionShared:
+			if p.cores >= 2 {
+				n += len(p.shared)
+			}
+		case results.SectionNUMA:
+			n += p.numaSteps
+		}
+	}
+	return n
+}

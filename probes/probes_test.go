@@ -1,0 +1,263 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/results"
+)
+
+func TestWorkingSets(t *testing.T) {
+	ws := WorkingSets(16<<10, 128<<20, 2)
+	if ws[0] != 16<<10 || ws[len(ws)-1] < 128<<20 {
+		t.Fatalf("range %d..%d", ws[0], ws[len(ws)-1])
+	}
+	if len(ws) != 27 {
+		t.Fatalf("2 per octave over 13 octaves: got %d sizes", len(ws))
+	}
+	for i, s := range ws {
+		if s%4096 != 0 {
+			t.Fatalf("size %d not a multiple of 4 KiB", s)
+		}
+		if i > 0 && s <= ws[i-1] {
+			t.Fatalf("not increasing at %d: %v", i, ws)
+		}
+	}
+	if q := WorkingSets(16<<10, 128<<20, 1); len(q) != 14 {
+		t.Fatalf("1 per octave: %d sizes", len(q))
+	}
+}
+
+func TestPatternSumAndSample(t *testing.T) {
+	for n := 0; n < 100; n++ {
+		var s float64
+		for i := 0; i < n; i++ {
+			s += pattern(i)
+		}
+		if s != patternSum(n) {
+			t.Fatalf("patternSum(%d) = %v, want %v", n, patternSum(n), s)
+		}
+	}
+	a := make([]float64, 1000)
+	for i := range a {
+		a[i] = writeValue
+	}
+	if got, want := sampleChecksum(kWrite, a); got != want || got == 0 {
+		t.Fatalf("write sample %v want %v", got, want)
+	}
+	a[61] = 0 // a sampled element
+	if got, want := sampleChecksum(kWrite, a); got == want {
+		t.Fatal("a wrong output element was not caught")
+	}
+}
+
+func newTestRunner(t *testing.T, impl kernels.MemImpl) *runner {
+	t.Helper()
+	r := &runner{cfg: Config{Reps: 5, RepDuration: time.Millisecond}, impl: impl, prog: nopProgress{}}
+	cpus := []int{}
+	for c := 0; c < runtime.NumCPU(); c++ {
+		cpus = append(cpus, c)
+	}
+	if prev := runtime.GOMAXPROCS(0); prev < len(cpus)+1 {
+		runtime.GOMAXPROCS(len(cpus) + 1)
+		t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+	}
+	r.pool = newPool(cpus)
+	t.Cleanup(r.pool.close)
+	return r
+}
+
+// Every kernel of every available implementation runs on pinned workers,
+// produces N timed samples and a verified checksum.
+func TestBandwidthAllImpls(t *testing.T) {
+	for _, impl := range kernels.MemImpls() {
+		if impl.Unavailable != "" {
+			t.Logf("%s: %s", impl.ISA, impl.Unavailable)
+			continue
+		}
+		t.Run(impl.ISA, func(t *testing.T) {
+			r := newTestRunner(t, impl)
+			for _, threads := range []int{1, len(r.pool.workers)} {
+				for _, k := range allMemKernels {
+					for _, ws := range []int64{48 << 10, 3 << 20} {
+						b, err := r.measureBandwidth(context.Background(), k, ws, threads, -1)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if b.GBps.N != 5 || b.GBps.Median <= 0 || b.GBps.Min > b.GBps.Median || b.GBps.Max < b.GBps.Median {
+							t.Fatalf("%s ws=%d threads=%d: stat %+v", k.name, ws, threads, b.GBps)
+						}
+						if b.Threads != threads || len(b.CPUs) != threads || b.ISA != impl.ISA {
+							t.Fatalf("figure parameters wrong: %+v", b)
+						}
+						if b.Checksum == 0 {
+							t.Fatalf("%s: zero checksum", k.name)
+						}
+						if b.WorkingSetBytes > ws || b.WorkingSetBytes < ws*9/10 {
+							t.Fatalf("%s: working set %d for requested %d", k.name, b.WorkingSetBytes, ws)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// A corrupted buffer is caught by the checksum and fails the measurement.
+func TestChecksumCatchesCorruption(t *testing.T) {
+	impl := kernels.BestMem()
+	broken := impl
+	broken.Read = func(x []float64) float64 { return impl.Read(x) + 1 }
+	broken.Triad = func(a, b, c []float64, s float64) { impl.Triad(a, b, c, s); a[0] = -1 }
+	r := newTestRunner(t, broken)
+	if _, err := r.measureBandwidth(context.Background(), kRead, 64<<10, 1, -1); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("read: err = %v, want checksum error", err)
+	}
+	if _, err := r.measureBandwidth(context.Background(), kTriad, 64<<10, 1, -1); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("triad: err = %v, want checksum error", err)
+	}
+}
+
+func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	p, err := Run(context.Background(), Config{
+		MaxWorkingSet: 1 << 20, Quick: true, RepDuration: time.Millisecond, Reps: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Schema != results.SchemaV1 || p.Machine == nil || p.Topology == nil {
+		t.Fatalf("profile header: %+v", p)
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m := p.Memory
+	if m == nil || len(m.WorkingSet) == 0 || len(m.Threads) == 0 {
+		t.Fatal("memory section empty")
+	}
+	levels := map[string]bool{}
+	for _, l := range m.Levels {
+		levels[l.Level] = true
+	}
+	if !levels["L1"] || !levels["DRAM"] {
+		t.Fatalf("levels %v lack L1 or DRAM", m.Levels)
+	}
+	if p.Latency == nil || len(p.Latency.Points) == 0 {
+		t.Fatal("latency section empty")
+	}
+	for _, pt := range p.Latency.Points {
+		if pt.NS.Median <= 0 || pt.NS.N != 5 {
+			t.Fatalf("latency %+v", pt)
+		}
+	}
+	// Larger working sets are not faster to chase than the L1-resident one.
+	if first, last := p.Latency.Points[0], p.Latency.Points[len(p.Latency.Points)-1]; last.NS.Median < first.NS.Median*0.8 {
+		t.Errorf("latency at %d B (%.2f ns) below latency at %d B (%.2f ns)", last.WorkingSetBytes, last.NS.Median, first.WorkingSetBytes, first.NS.Median)
+	}
+	if runtime.NumCPU() >= 2 {
+		if p.Shared == nil || len(p.Shared.Experiments) == 0 || p.Shared.Experiments[0].Additivity <= 0 {
+			t.Fatalf("shared section %+v", p.Shared)
+		}
+	}
+	if n := p.NUMA; n == nil || (n.Unavailable == "" && len(n.Pairs) != len(n.Nodes)*len(n.Nodes)) {
+		t.Fatalf("numa section %+v", n)
+	} else if n.Unavailable == "" {
+		for _, pr := range n.Pairs {
+			if !pr.Verified || pr.PagesOnNode != 1 {
+				t.Errorf("numa pair %d->%d not verified: %+v", pr.CPUNode, pr.MemNode, pr)
+			}
+		}
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Sections: []string{"memory", "bogus"}}, `unknown section "bogus"`},
+		{Config{Sections: []string{"memory"}, Threads: []int{runtime.NumCPU() + 1}}, "--threads"},
+		{Config{Sections: []string{"memory"}, Threads: []int{0}}, "--threads 0"},
+		{Config{Sections: []string{"memory"}, ISA: "sparc-vis"}, "--isa sparc-vis"},
+		{Config{Sections: []string{"memory"}, Reps: 3}, "--reps 3"},
+		{Config{Sections: []string{"memory"}, MaxWorkingSet: 1000}, "--max-ws"},
+	}
+	for _, c := range cases {
+		_, err := Run(ctx, c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Run(%+v) = %v, want error containing %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := Run(ctx, Config{Sections: []string{"memory"}, MaxWorkingSet: 1 << 20, RepDuration: time.Millisecond})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// With AVX2 and AVX-512 disabled the probe never calls their kernels.
+func TestDisabledISAFallsBack(t *testing.T) {
+	defer cpu.DisableAVX2()()
+	defer cpu.DisableSVE()()
+	p, err := Run(context.Background(), Config{Sections: []string{"memory"}, MaxWorkingSet: 128 << 10, Quick: true, RepDuration: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := kernels.BestMem().ISA
+	if best == "avx2" || best == "avx512" {
+		t.Fatalf("BestMem = %s with AVX2 disabled", best)
+	}
+	for _, b := range p.Memory.WorkingSet {
+		if b.ISA != best {
+			t.Fatalf("figure used %s, want %s", b.ISA, best)
+		}
+	}
+	if _, err := Run(context.Background(), Config{Sections: []string{"memory"}, ISA: "avx2", MaxWorkingSet: 128 << 10}); err == nil {
+		t.Fatal("explicit --isa avx2 accepted while AVX2 is disabled")
+	}
+}
+
+func TestPickLevels(t *testing.T) {
+	c := cacheSizes{}
+	c.size[1], c.sharers[1], c.instances[1] = 32<<10, 1, 2
+	c.size[2], c.sharers[2], c.instances[2] = 1<<20, 1, 2
+	c.size[3], c.sharers[3], c.instances[3] = 32<<20, 2, 1
+	var pts []results.Bandwidth
+	bw := map[int64]float64{16 << 10: 100, 256 << 10: 80, 4 << 20: 60, 128 << 20: 15, 64 << 10: 90}
+	for ws, v := range bw {
+		pts = append(pts, results.Bandwidth{Kernel: "read", Threads: 1, WorkingSetBytes: ws, GBps: results.Stat{Median: v}})
+	}
+	// order by size as the probe records them
+	for i := range pts {
+		for j := i + 1; j < len(pts); j++ {
+			if pts[j].WorkingSetBytes < pts[i].WorkingSetBytes {
+				pts[i], pts[j] = pts[j], pts[i]
+			}
+		}
+	}
+	got := map[string]float64{}
+	for _, l := range pickLevels(pts, c) {
+		got[l.Level] = l.GBps.Median
+	}
+	// 64 KiB is exactly twice L1: excluded from L2, whose range is (64 KiB, 512 KiB].
+	want := map[string]float64{"L1": 100, "L2": 80, "L3": 60, "DRAM": 15}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("level %s = %v, want %v (all %v)", k, got[k], v, got)
+		}
+	}
+}
