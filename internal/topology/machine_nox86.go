@@ -1,0 +1,11 @@
+//go:build !(amd64 || 386)
+
+package topology
+
+import "github.com/cpubench/bench/results"
+
+// liveCPUID does nothing without cpuid: cpuinfo already said what it knows.
+func liveCPUID(*results.Machine) {}
+
+// cpuidFreqs does nothing without cpuid.
+func cpuidFreqs(*results.Machine) {}

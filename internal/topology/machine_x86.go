@@ -1,0 +1,45 @@
+//go:build amd64 || 386
+
+package topology
+
+import (
+	"strings"
+
+	"github.com/cpubench/bench/results"
+	"github.com/klauspost/cpuid/v2"
+)
+
+// liveCPUID overwrites the cpuinfo-derived identity with cpuid's.
+func liveCPUID(m *results.Machine) {
+	c := &cpuid.CPU
+	if c.VendorID != cpuid.VendorUnknown {
+		m.Vendor = c.VendorID.String()
+	} else if c.VendorString != "" {
+		m.Vendor = c.VendorString
+	}
+	if s := strings.TrimSpace(c.BrandName); s != "" {
+		m.CPUModel = s
+	}
+	m.Family, m.Model, m.Stepping = c.Family, c.Model, c.Stepping
+	m.Hypervisor = ""
+	if c.VM() {
+		switch {
+		case c.HypervisorVendorID != cpuid.VendorUnknown:
+			m.Hypervisor = c.HypervisorVendorID.String()
+		case strings.TrimSpace(c.HypervisorVendorString) != "":
+			m.Hypervisor = strings.TrimSpace(c.HypervisorVendorString)
+		default:
+			m.Hypervisor = unknown
+		}
+	}
+}
+
+// cpuidFreqs fills BaseHz and MaxHz from cpuid where cpufreq did not.
+func cpuidFreqs(m *results.Machine) {
+	if m.BaseHz == 0 && cpuid.CPU.Hz > 0 {
+		m.BaseHz = float64(cpuid.CPU.Hz)
+	}
+	if m.MaxHz == 0 && cpuid.CPU.BoostFreq > 0 {
+		m.MaxHz = float64(cpuid.CPU.BoostFreq)
+	}
+}
