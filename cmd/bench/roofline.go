@@ -1,0 +1,450 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"github.com/cpubench/bench/models"
+	"github.com/cpubench/bench/reports"
+	"github.com/cpubench/bench/roofline"
+)
+
+func init() { subcommands = append(subcommands, newRooflineCmd) }
+
+// rooflineOptions are the flag values of `bench roofline` plus its IO.
+type rooflineOptions struct {
+	IO IO
+
+	Profile string
+	Model   string
+	Phase   string
+	Batch   int
+	Tokens  int
+	Context int
+	Weight  string
+	Act     string
+	KV      string
+	Routing string
+	Sweep   string
+	JSON    string
+	PNG     string
+
+	// Parsed by RunE.
+	routing   roofline.Routing
+	sweepVar  roofline.SweepVar
+	sweepVals []int
+}
+
+func newRooflineCmd(streams IO) *cobra.Command { return newCmdRoofline(streams, nil) }
+
+// newCmdRoofline builds the command; tests pass runF to capture the options.
+func newCmdRoofline(streams IO, runF func(*rooflineOptions) error) *cobra.Command {
+	opts := &rooflineOptions{IO: streams}
+	cmd := &cobra.Command{
+		Use:   "roofline --profile P --model M [--phase prefill|decode] [--batch B] [--tokens T] [--context C]",
+		Short: "Place every LLM operator on the multi-ceiling roofline of a machine",
+		Long: `Lists every operator of a decoder layer for a request shape (FLOPs, bytes,
+arithmetic intensity), classifies it on the machine's multi-ceiling roofline
+(memory-bound, ridge-crossing, compute-bound, non-linear; SMEPilot §3.2) and
+places it on the cores, the matrix unit, or both (Eq. 1 split), with the
+predicted time on every target and for the plan, per layer and per model.
+
+--profile is a profile.json from 'bench probe' (bench.profile/v1), a
+hand-written machine file (bench.machine/v1; see roofline.MachineSchemaV1),
+or a published profile: ` + strings.Join(roofline.PublishedNames(), ", ") + ` (aliases arl, arlh, lnl).
+--model is a shipped config (` + strings.Join(models.Names(), ", ") + `)
+or the path of a HuggingFace config.json.
+
+Defaults: decode of 1 token per sequence at context 1024; prefill of 512
+tokens with context = tokens. Units: GFLOP, MB = 1e6 bytes, FLOP/byte,
+seconds scaled for display.`,
+		Example: `  bench roofline --profile m4-pro --model qwen3-4b --phase decode --batch 8 --context 2048
+  bench roofline --profile m4-pro --model llama-3.2-3b --phase prefill --tokens 1024 --png roofline.png
+  bench roofline --profile m4-pro --model qwen3-30b-a3b --phase prefill --routing zipf:1.2
+  bench roofline --profile m4-pro --model llama-3.2-3b --sweep batch=1..64 --png sweep.png`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return rooflineRun(opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Profile, "profile", "", "machine: profile.json path, bench.machine/v1 path, or published profile name (required)")
+	f.StringVar(&opts.Model, "model", "", "model: shipped config name or path to a HuggingFace config.json (required)")
+	f.StringVar(&opts.Phase, "phase", roofline.Decode, "prefill or decode")
+	f.IntVar(&opts.Batch, "batch", 1, "sequences in the batch (B)")
+	f.IntVar(&opts.Tokens, "tokens", 0, "new tokens per sequence (T); default 1 for decode, 512 for prefill")
+	f.IntVar(&opts.Context, "context", 0, "positions attended to, including the new tokens (C ≥ T); default 1024 for decode, T for prefill")
+	f.StringVar(&opts.Weight, "dtype", "fp16", "weight dtype (fp32, bf16, fp16, int8, int4, int2, int1)")
+	f.StringVar(&opts.Act, "act-dtype", "fp16", "activation dtype; also the precision whose compute ceiling is used")
+	f.StringVar(&opts.KV, "kv-dtype", "fp16", "KV-cache dtype")
+	f.StringVar(&opts.Routing, "routing", "uniform", "MoE routing: uniform, zipf or zipf:S")
+	f.StringVar(&opts.Sweep, "sweep", "", "sweep one shape variable and report regime changes: batch=1..64, tokens=128..8k, context=1k..32k, or a list batch=1,8,64")
+	f.StringVar(&opts.JSON, "json", "", "write the analysis as JSON to this file ('-' for stdout instead of tables)")
+	f.StringVar(&opts.PNG, "png", "", "draw the roofline (or, with --sweep, the sweep) to this PNG file")
+	return cmd
+}
+
+// validate checks flag values only; it reads no files.
+func (o *rooflineOptions) validate(cmd *cobra.Command) error {
+	if o.Profile == "" {
+		return errors.New("roofline: --profile: required (a profile.json, a bench.machine/v1 file, or one of " + strings.Join(roofline.PublishedNames(), ", ") + ")")
+	}
+	if o.Model == "" {
+		return errors.New("roofline: --model: required (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
+	}
+	if o.Phase != roofline.Prefill && o.Phase != roofline.Decode {
+		return fmt.Errorf("roofline: --phase %q: must be prefill or decode", o.Phase)
+	}
+	if o.Batch < 1 {
+		return fmt.Errorf("roofline: --batch %d: must be ≥ 1", o.Batch)
+	}
+	if !cmd.Flags().Changed("tokens") {
+		o.Tokens = 1
+		if o.Phase == roofline.Prefill {
+			o.Tokens = 512
+		}
+	}
+	if o.Tokens < 1 {
+		return fmt.Errorf("roofline: --tokens %d: must be ≥ 1", o.Tokens)
+	}
+	if !cmd.Flags().Changed("context") {
+		o.Context = o.Tokens
+		if o.Phase == roofline.Decode && o.Tokens < 1024 {
+			o.Context = 1024
+		}
+	}
+	if o.Context < o.Tokens {
+		return fmt.Errorf("roofline: --context %d: must be ≥ --tokens %d (the context includes the new tokens)", o.Context, o.Tokens)
+	}
+	for _, d := range []struct{ flag, v string }{{"dtype", o.Weight}, {"act-dtype", o.Act}, {"kv-dtype", o.KV}} {
+		if _, err := roofline.DTypeBytes(d.v); err != nil {
+			return fmt.Errorf("roofline: --%s: %w", d.flag, err)
+		}
+	}
+	var err error
+	if o.routing, err = roofline.ParseRouting(o.Routing); err != nil {
+		return fmt.Errorf("roofline: --routing: %w", err)
+	}
+	if o.Sweep != "" {
+		if o.sweepVar, o.sweepVals, err = roofline.ParseSweep(o.Sweep); err != nil {
+			return fmt.Errorf("roofline: --sweep: %w", err)
+		}
+		if o.sweepVar == roofline.SweepContext && o.sweepVals[0] < o.Tokens {
+			return fmt.Errorf("roofline: --sweep %s: context %d < --tokens %d", o.Sweep, o.sweepVals[0], o.Tokens)
+		}
+	}
+	return nil
+}
+
+// precision is the ceiling key for an activation dtype.
+func precision(act string) string {
+	switch strings.ToLower(act) {
+	case "bfloat16":
+		return "bf16"
+	case "float16", "f16":
+		return "fp16"
+	case "float32", "f32":
+		return "fp32"
+	}
+	return strings.ToLower(act)
+}
+
+// loadMachine reads a file if one exists at p, else a published profile.
+func loadMachine(p string) (*roofline.Machine, error) {
+	data, err := os.ReadFile(p)
+	if err == nil {
+		return roofline.ParseMachine(data, p)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	m, perr := roofline.Published(p)
+	if perr != nil {
+		if strings.ContainsAny(p, `/\`) || strings.HasSuffix(p, ".json") {
+			return nil, fmt.Errorf("--profile %s: %w", p, err)
+		}
+		return nil, fmt.Errorf("--profile %s: not a file, and %w", p, perr)
+	}
+	return m, nil
+}
+
+func rooflineRun(o *rooflineOptions) error {
+	m, err := loadMachine(o.Profile)
+	if err != nil {
+		return fmt.Errorf("roofline: %w", err)
+	}
+	cfg, err := models.Load(o.Model)
+	if err != nil {
+		return fmt.Errorf("roofline: %w", err)
+	}
+	arch, err := cfg.Arch()
+	if err != nil {
+		return fmt.Errorf("roofline: %w", err)
+	}
+	r := roofline.Request{Phase: o.Phase, Batch: o.Batch, Tokens: o.Tokens, Context: o.Context,
+		Weight: o.Weight, Act: o.Act, KV: o.KV, Routing: o.routing}
+	prec := precision(o.Act)
+	var (
+		result any
+		table  func(io.Writer) error
+		png    func(io.Writer) error
+	)
+	if o.Sweep != "" {
+		s, err := roofline.Sweep(m, arch, r, prec, o.sweepVar, o.sweepVals)
+		if err != nil {
+			return fmt.Errorf("roofline: %w", err)
+		}
+		result = s
+		table = func(w io.Writer) error { return writeSweep(w, m, arch, r, s) }
+		png = func(w io.Writer) error {
+			return reports.RooflineSweepPNG(w, s, fmt.Sprintf("%s on %s: %s", arch.Name, m.Name, describe(r)))
+		}
+	} else {
+		a, err := roofline.Analyze(m, arch, r, prec)
+		if err != nil {
+			return fmt.Errorf("roofline: %w", err)
+		}
+		result = a
+		table = func(w io.Writer) error { return writeAnalysis(w, a) }
+		png = func(w io.Writer) error { return reports.RooflinePNG(w, a) }
+	}
+	if o.JSON != "-" {
+		if err := table(o.IO.Out); err != nil {
+			return fmt.Errorf("roofline: %w", err)
+		}
+	}
+	if o.JSON != "" {
+		data, err := json.MarshalIndent(result, "", "  ")
+		if err != nil {
+			return fmt.Errorf("roofline: %w", err)
+		}
+		data = append(data, '\n')
+		if o.JSON == "-" {
+			if _, err := o.IO.Out.Write(data); err != nil {
+				return err
+			}
+		} else if err := writeFileAtomic(o.JSON, data); err != nil {
+			return fmt.Errorf("roofline: --json: %w", err)
+		}
+	}
+	if o.PNG != "" {
+		var buf bytes.Buffer
+		if err := png(&buf); err != nil {
+			return fmt.Errorf("roofline: --png: %w", err)
+		}
+		if err := writeFileAtomic(o.PNG, buf.Bytes()); err != nil {
+			return fmt.Errorf("roofline: --png: %w", err)
+		}
+	}
+	return nil
+}
+
+// writeFileAtomic writes through a temporary file and a rename, so an
+// interrupted run leaves no partial file.
+func writeFileAtomic(name string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), name)
+}
+
+func describe(r roofline.Request) string {
+	s := fmt.Sprintf("%s B=%d T=%d C=%d, weights %s, act %s, KV %s", r.Phase, r.Batch, r.Tokens, r.Context, r.Weight, r.Act, r.KV)
+	if r.Routing.Kind != "uniform" {
+		s += ", routing " + r.Routing.String()
+	}
+	return s
+}
+
+func newMarkdown(w io.Writer, header ...string) *tablewriter.Table {
+	t := tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewMarkdown()),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+	)
+	t.Header(header)
+	return t
+}
+
+// Display scaling: values are stored in base units and scaled only here.
+func fmtSI(v float64, unit string) string {
+	if v == 0 {
+		return "0"
+	}
+	for _, s := range []struct {
+		f float64
+		p string
+	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if math.Abs(v) >= s.f {
+			return fmt.Sprintf("%.3g %s%s", v/s.f, s.p, unit)
+		}
+	}
+	return fmt.Sprintf("%.3g %s", v, unit)
+}
+
+func fmtTime(s float64) string {
+	switch {
+	case s == 0:
+		return "0"
+	case s >= 1:
+		return fmt.Sprintf("%.3g s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3g ms", s*1e3)
+	case s >= 1e-6:
+		return fmt.Sprintf("%.3g µs", s*1e6)
+	}
+	return fmt.Sprintf("%.3g ns", s*1e9)
+}
+
+func fmtAI(i float64) string {
+	if i >= 100 {
+		return fmt.Sprintf("%.0f", i)
+	}
+	return fmt.Sprintf("%.3g", i)
+}
+
+func writeAnalysis(w io.Writer, a *roofline.Analysis) error {
+	fmt.Fprintf(w, "## %s on %s: %s (ceilings at %s)\n\n", a.ModelName, a.Machine, describe(a.Request), a.Precision)
+	t := newMarkdown(w, "target", "kind", "ceiling", "bandwidth", "ridge (FLOP/B)")
+	for _, tg := range a.Targets {
+		ceil, ridge := "none", "—"
+		if tg.CeilingGFLOPS > 0 {
+			ceil, ridge = fmtSI(tg.CeilingGFLOPS*1e9, "FLOP/s"), fmt.Sprintf("%.2f", tg.Ridge)
+		}
+		t.Append([]string{tg.Name, tg.Kind, ceil, fmtSI(tg.BandwidthGBps*1e9, "B/s"), ridge})
+	}
+	for _, r := range a.Roofs {
+		t.Append([]string{r.Level, "roof", "", fmtSI(r.GBps*1e9, "B/s"), ""})
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	names := make([]string, len(a.Targets))
+	for i, tg := range a.Targets {
+		names[i] = tg.Name
+	}
+	header := append([]string{"layer", "operator", "shape", "FLOPs", "bytes", "AI", "regime", "placement"}, names...)
+	header = append(header, "plan")
+	fmt.Fprintln(w)
+	t = newMarkdown(w, header...)
+	row := func(layer string, p roofline.Placed) []string {
+		place := p.Target
+		if p.Split != nil {
+			place = fmt.Sprintf("%s (%s: %s %d + %s %d)", p.Target, p.Split.Dim, p.Split.MatrixTarget, p.Split.Matrix, p.Split.CoresTarget, p.Split.Cores)
+		}
+		cells := []string{layer, p.Name, p.Shape, fmtSI(p.FLOPs, ""), fmtSI(p.Bytes.Total(), "B"), fmtAI(p.Intensity), string(p.Regime), place}
+		for _, n := range names {
+			if v, ok := p.Times[n]; ok {
+				cells = append(cells, fmtTime(v))
+			} else {
+				cells = append(cells, "—")
+			}
+		}
+		return append(cells, fmtTime(p.Time))
+	}
+	for _, l := range a.Layers {
+		lab := fmt.Sprintf("%s ×%d", l.Kind, l.Count)
+		for _, p := range l.Ops {
+			t.Append(row(lab, p))
+		}
+	}
+	for _, p := range a.Head {
+		t.Append(row("head", p))
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newMarkdown(w, append(append([]string{"scope", "FLOPs", "bytes", "AI"}, names...), "plan")...)
+	tot := func(scope string, pt roofline.PlanTotals) {
+		ai := 0.0
+		if pt.Bytes > 0 {
+			ai = pt.FLOPs / pt.Bytes
+		}
+		cells := []string{scope, fmtSI(pt.FLOPs, ""), fmtSI(pt.Bytes, "B"), fmtAI(ai)}
+		for _, n := range names {
+			if v, ok := pt.Times[n]; ok {
+				cells = append(cells, fmtTime(v))
+			} else {
+				cells = append(cells, "—")
+			}
+		}
+		t.Append(append(cells, fmtTime(pt.Time)))
+	}
+	for _, l := range a.Layers {
+		tot(fmt.Sprintf("one %s layer", l.Kind), l.Totals)
+	}
+	tot("head (embed, final norm, LM head)", a.HeadTotals)
+	scope := "model: one decode step"
+	if a.Request.Phase == roofline.Prefill {
+		scope = "model: prefill"
+	}
+	tot(scope, a.Model)
+	if err := t.Render(); err != nil {
+		return err
+	}
+	notes := a.Notes
+	for _, l := range a.Layers {
+		if l.IdleExperts > 0 {
+			notes = append(notes, fmt.Sprintf("%d of the %s layer's experts receive no token and are not listed", l.IdleExperts, l.Kind))
+		}
+	}
+	notes = append(notes, "target columns: roofline time max(F/π, Q/β) if the operator ran there; non-linear operators run only on the cores; plan: the chosen placement")
+	fmt.Fprintln(w)
+	for _, n := range notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	return nil
+}
+
+func writeSweep(w io.Writer, m *roofline.Machine, arch roofline.Arch, r roofline.Request, s *roofline.SweepResult) error {
+	v := s.Values
+	fmt.Fprintf(w, "## %s on %s: sweep %s = %d..%d (%d values) from %s\n\n", arch.Name, m.Name, s.Var, v[0], v[len(v)-1], len(v), describe(r))
+	if len(s.Changes) == 0 {
+		fmt.Fprintln(w, "No operator changes regime or placement over the sweep.")
+	} else {
+		t := newMarkdown(w, "layer", "operator", "at "+string(s.Var), "from", "to")
+		for _, c := range s.Changes {
+			t.Append([]string{c.Layer, c.Operator, fmt.Sprint(c.At),
+				fmt.Sprintf("%s (%s)", c.From, c.FromTgt), fmt.Sprintf("%s (%s)", c.To, c.ToTgt)})
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(w)
+	for _, n := range m.Notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	fmt.Fprintf(w, "- a change at value x means the operator is in the new regime from x on (first value of the sweep that shows it)\n")
+	return nil
+}

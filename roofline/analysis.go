@@ -1,0 +1,277 @@
+package roofline
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// LayerPlan is the placed operators of one kind of layer.
+type LayerPlan struct {
+	Kind        string     `json:"kind"`
+	Count       int        `json:"count"`
+	IdleExperts int        `json:"idle_experts,omitempty"`
+	Ops         []Placed   `json:"ops"`
+	Totals      PlanTotals `json:"totals"`
+}
+
+// TargetInfo is a target's ceiling and ridge for the analysed precision.
+type TargetInfo struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	CeilingGFLOPS float64 `json:"ceiling_gflops,omitempty"`
+	BandwidthGBps float64 `json:"bandwidth_gbps"`
+	// Ridge is π/β in FLOP/byte; absent when there is no ceiling.
+	Ridge float64 `json:"ridge,omitempty"`
+}
+
+// Analysis is the output of `bench roofline`: the machine's targets, every
+// operator placed, and totals per layer and per model.
+type Analysis struct {
+	Machine   string       `json:"machine"`
+	ModelName string       `json:"model_name"`
+	Precision string       `json:"precision"`
+	Request   Request      `json:"request"`
+	Targets   []TargetInfo `json:"targets"`
+	Roofs     []Roof       `json:"roofs,omitempty"`
+	Layers    []LayerPlan  `json:"layers"`
+	Head      []Placed     `json:"head"`
+	// HeadTotals covers embedding, final norm and LM head.
+	HeadTotals PlanTotals `json:"head_totals"`
+	// Model is the whole forward pass (prefill) or one decode step.
+	Model PlanTotals `json:"model_totals"`
+	Notes []string   `json:"notes,omitempty"`
+}
+
+// Analyze builds the catalog of arch for request r and places it on m at
+// precision prec (the activation dtype: the precision matrix work runs in).
+func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
+	c, err := BuildCatalog(arch, r)
+	if err != nil {
+		return nil, err
+	}
+	a := &Analysis{Machine: m.Name, ModelName: arch.Name, Precision: prec, Request: r, Roofs: m.Roofs}
+	a.Notes = append(a.Notes, m.Notes...)
+	if !m.HasCeilings(prec) {
+		if p := m.Precisions(); len(p) > 0 {
+			return nil, fmt.Errorf("machine %s: no compute ceiling for %s (has %s): pick an activation dtype it has", m.Name, prec, strings.Join(p, ", "))
+		}
+	}
+	for _, t := range m.Targets {
+		ti := TargetInfo{Name: t.Name, Kind: t.Kind, CeilingGFLOPS: t.Ceiling(prec), BandwidthGBps: t.BandwidthGBps}
+		if r := t.Ridge(prec); !math.IsInf(r, 1) {
+			ti.Ridge = r
+		} else if m.HasCeilings(prec) {
+			a.Notes = append(a.Notes, fmt.Sprintf("target %s has no %s ceiling: not used", t.Name, prec))
+		}
+		a.Targets = append(a.Targets, ti)
+	}
+	if len(m.byKind(KindMatrix)) == 0 {
+		a.Notes = append(a.Notes, "one compute target: no matrix unit in this machine, so no operator is ridge-crossing")
+	}
+	for _, l := range c.Layers {
+		ps, err := Place(m, prec, l.Ops)
+		if err != nil {
+			return nil, err
+		}
+		lp := LayerPlan{Kind: l.Kind, Count: l.Count, IdleExperts: l.IdleExperts, Ops: ps, Totals: Total(m, ps, 1)}
+		a.Layers = append(a.Layers, lp)
+		a.Model.Add(Total(m, ps, float64(l.Count)))
+	}
+	if a.Head, err = Place(m, prec, c.Head); err != nil {
+		return nil, err
+	}
+	a.HeadTotals = Total(m, a.Head, 1)
+	a.Model.Add(a.HeadTotals)
+	return a, nil
+}
+
+// SweepVar is the request field a sweep varies.
+type SweepVar string
+
+// Sweepable fields.
+const (
+	SweepBatch   SweepVar = "batch"
+	SweepTokens  SweepVar = "tokens"
+	SweepContext SweepVar = "context"
+)
+
+// Change is one regime change of one operator along a sweep: at value At
+// (the first value with the new regime) the operator moves From → To.
+type Change struct {
+	Operator string `json:"operator"`
+	Layer    string `json:"layer"`
+	At       int    `json:"at"`
+	From     Regime `json:"from"`
+	To       Regime `json:"to"`
+	FromTgt  string `json:"from_target"`
+	ToTgt    string `json:"to_target"`
+}
+
+// SweepPoint is one operator at one value of the swept variable.
+type SweepPoint struct {
+	Value     int     `json:"value"`
+	Intensity float64 `json:"intensity"`
+	Regime    Regime  `json:"regime"`
+	Target    string  `json:"target"`
+}
+
+// SweepSeries is one operator across the sweep.
+type SweepSeries struct {
+	Operator string       `json:"operator"`
+	Layer    string       `json:"layer"`
+	Points   []SweepPoint `json:"points"`
+}
+
+// SweepResult is SMEPilot's Insight 2 (§3.3) made concrete: where each
+// operator changes regime as the request shape changes.
+type SweepResult struct {
+	Var     SweepVar      `json:"var"`
+	Values  []int         `json:"values"`
+	Targets []TargetInfo  `json:"targets"`
+	Series  []SweepSeries `json:"series"`
+	Changes []Change      `json:"changes"`
+}
+
+// Sweep analyses the request at each value of v and reports each
+// operator's regime changes. When the context is not swept it grows with
+// the tokens so that context ≥ tokens holds (prefill: context = tokens).
+// MoE experts are keyed by expert index, so an expert idle at one value is
+// absent there.
+func Sweep(m *Machine, arch Arch, base Request, prec string, v SweepVar, values []int) (*SweepResult, error) {
+	if len(values) == 0 {
+		return nil, fmt.Errorf("sweep %s: no values", v)
+	}
+	res := &SweepResult{Var: v, Values: values}
+	idx := map[string]int{}
+	for _, x := range values {
+		r := base
+		switch v {
+		case SweepBatch:
+			r.Batch = x
+		case SweepTokens:
+			r.Tokens = x
+			if r.Phase == Prefill && base.Context == base.Tokens {
+				r.Context = x
+			} else if r.Context < x {
+				r.Context = x
+			}
+		case SweepContext:
+			r.Context = x
+		default:
+			return nil, fmt.Errorf("sweep %q: want batch, tokens or context", v)
+		}
+		a, err := Analyze(m, arch, r, prec)
+		if err != nil {
+			return nil, fmt.Errorf("sweep %s=%d: %w", v, x, err)
+		}
+		if res.Targets == nil {
+			res.Targets = a.Targets
+		}
+		add := func(layer string, ps []Placed) {
+			for _, p := range ps {
+				key := layer + "/" + p.Name
+				i, ok := idx[key]
+				if !ok {
+					i = len(res.Series)
+					idx[key] = i
+					res.Series = append(res.Series, SweepSeries{Operator: p.Name, Layer: layer})
+				}
+				res.Series[i].Points = append(res.Series[i].Points, SweepPoint{Value: x, Intensity: p.Intensity, Regime: p.Regime, Target: p.Target})
+			}
+		}
+		for _, l := range a.Layers {
+			add(l.Kind, l.Ops)
+		}
+		add("head", a.Head)
+	}
+	for _, s := range res.Series {
+		for i := 1; i < len(s.Points); i++ {
+			p, q := s.Points[i-1], s.Points[i]
+			if p.Regime != q.Regime || p.Target != q.Target {
+				res.Changes = append(res.Changes, Change{Operator: s.Operator, Layer: s.Layer, At: q.Value,
+					From: p.Regime, To: q.Regime, FromTgt: p.Target, ToTgt: q.Target})
+			}
+		}
+	}
+	return res, nil
+}
+
+// ParseSweep parses "batch=1..64", "tokens=128..4096" or "context=1k..8k"
+// (every integer of the range, so change points are exact; a range of more
+// than 4096 values doubles from the start instead: 1k, 2k, 4k, …), a range
+// with a step, "context=512..8k:512", or a list, "batch=1,8,64", into the
+// variable and its values. The end of a range is always included.
+func ParseSweep(s string) (SweepVar, []int, error) {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok {
+		return "", nil, fmt.Errorf("sweep %q: want VAR=FROM..TO, VAR=FROM..TO:STEP or VAR=A,B,C", s)
+	}
+	v := SweepVar(k)
+	if v != SweepBatch && v != SweepTokens && v != SweepContext {
+		return "", nil, fmt.Errorf("sweep %q: variable %q: want batch, tokens or context", s, k)
+	}
+	num := func(x string) (int, error) {
+		mult := 1
+		if strings.HasSuffix(x, "k") {
+			mult, x = 1024, strings.TrimSuffix(x, "k")
+		}
+		var n int
+		if _, err := fmt.Sscanf(x, "%d", &n); err != nil || fmt.Sprint(n) != x || n < 1 {
+			return 0, fmt.Errorf("sweep %q: %q: want an integer ≥ 1", s, x)
+		}
+		return n * mult, nil
+	}
+	if from, to, ok := strings.Cut(val, ".."); ok {
+		step := 0
+		if t, st, ok := strings.Cut(to, ":"); ok {
+			n, err := num(st)
+			if err != nil {
+				return "", nil, err
+			}
+			to, step = t, n
+		}
+		a, err := num(from)
+		if err != nil {
+			return "", nil, err
+		}
+		b, err := num(to)
+		if err != nil {
+			return "", nil, err
+		}
+		if b < a {
+			return "", nil, fmt.Errorf("sweep %q: end %d < start %d", s, b, a)
+		}
+		if step == 0 && b-a < 4096 {
+			step = 1
+		}
+		var out []int
+		for x := a; x <= b; {
+			out = append(out, x)
+			if step > 0 {
+				x += step
+			} else {
+				x *= 2
+			}
+			if len(out) > 100000 {
+				return "", nil, fmt.Errorf("sweep %q: more than 100000 values", s)
+			}
+		}
+		if out[len(out)-1] != b {
+			out = append(out, b)
+		}
+		return v, out, nil
+	}
+	var out []int
+	for _, f := range strings.Split(val, ",") {
+		n, err := num(strings.TrimSpace(f))
+		if err != nil {
+			return "", nil, err
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return "", nil, fmt.Errorf("sweep %q: values must increase", s)
+		}
+		out = append(out, n)
+	}
+	return v, out, nil
+}

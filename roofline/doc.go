@@ -1,0 +1,17 @@
+// Package roofline is the multi-ceiling roofline model of SMEPilot §3.2
+// (one memory system, several execution targets with their own compute
+// ceilings), the LLM operator catalog (FLOPs and bytes of every operator of
+// a decoder layer for a request shape), the placement rules of SMEPilot
+// §3.2–3.3 and §4.4 (including the Eq. 1 tile-rounded split), and the other
+// analytic models of the seed papers: the low-bit paper's effective-bandwidth
+// roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model.
+//
+// It is pure math on plain structs: no I/O, no measurement, no clocks. It
+// imports results only for the profile types, and parses JSON only from
+// bytes handed to it. It must not import probes, kernels or engine.
+//
+// Units everywhere: FLOPs, bytes, seconds; rates in GFLOP/s and GB/s
+// (1 GB/s = 1e9 bytes/s); arithmetic intensity in FLOP/byte. Matrices are
+// row-major; a linear layer is X[M×K] · Wᵀ with W stored [N×K] as in
+// HuggingFace checkpoints, producing Y[M×N].
+package roofline

@@ -1,0 +1,405 @@
+package roofline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cpubench/bench/results"
+)
+
+// MachineSchemaV1 is the schema tag of a hand-written or published machine
+// file. The format is documented on Machine; a minimal file is
+//
+//	{"schema": "bench.machine/v1", "name": "my-cpu",
+//	 "targets": [{"name": "cores", "kind": "cores",
+//	              "ceilings_gflops": {"fp32": 1200, "fp16": 2400},
+//	              "bandwidth_gbps": 90, "tile": {"m": 8, "n": 16}}],
+//	 "roofs": [{"level": "L2", "gbps": 900}],
+//	 "nonlinear": {"gelems_per_s": 20}}
+const MachineSchemaV1 = "bench.machine/v1"
+
+// Target kinds. A machine may have any number of targets; placement uses the
+// kinds to apply SMEPilot's rules (§3.2): memory-bound work goes to the
+// "cores" target, ridge-crossing work to the best "matrix" target, and
+// compute-bound work to a "mixed" target when there is one.
+const (
+	KindCores  = "cores"
+	KindMatrix = "matrix"
+	KindMixed  = "mixed"
+)
+
+// Tile is the native output tile of a target's GEMM kernel, in rows (M,
+// tokens) and columns (N, output channels). Zero means 1 (no alignment).
+type Tile struct {
+	M int `json:"m,omitempty"`
+	N int `json:"n,omitempty"`
+}
+
+// Target is one execution target t of the multi-ceiling roofline
+// (SMEPilot §3.2): compute ceilings π_t per precision and an attainable
+// memory bandwidth β_t. All targets share one memory system, so the
+// bandwidth of a mixed target is measured on its own, never the sum of its
+// components' (SMEPilot §3.1: "adding SME raises the compute ceiling but
+// does not raise the memory-bandwidth roof").
+type Target struct {
+	Name string `json:"name"`
+	// Kind is "cores", "matrix" or "mixed".
+	Kind string `json:"kind"`
+	// Workers is the number of threads the figures were measured with (0 = unknown).
+	Workers int `json:"workers,omitempty"`
+	// CeilingsGFLOPS maps a precision ("fp32", "fp16", "bf16", "int8") to π_t in GFLOP/s.
+	CeilingsGFLOPS map[string]float64 `json:"ceilings_gflops,omitempty"`
+	// BandwidthGBps is β_t, the read bandwidth from the memory level that
+	// holds the weights (DRAM unless stated), in GB/s.
+	BandwidthGBps float64 `json:"bandwidth_gbps"`
+	// Tile is the kernel's native output tile, used to round the Eq. 1 split.
+	Tile Tile `json:"tile,omitzero"`
+	// Components names the targets a mixed target runs on together (e.g.
+	// ["matrix", "cores"]); the Eq. 1 split divides work between them.
+	Components []string `json:"components,omitempty"`
+	// Source cites where each number comes from.
+	Source string `json:"source,omitempty"`
+}
+
+// Roof is an extra bandwidth roof (a cache level, a remote NUMA node) drawn
+// and reported beside the targets' roofs. It does not change placement.
+type Roof struct {
+	Level  string  `json:"level"`
+	GBps   float64 `json:"gbps"`
+	Source string  `json:"source,omitempty"`
+}
+
+// Nonlinear is the throughput of element-wise non-linear work (exp, rsqrt,
+// SiLU) on the cores target, in billions of elements per second. SMEPilot
+// §3.2 (Fig. 4) places non-linear operators on the cores because SME runs a
+// fastexp kernel 3.26–4.10× slower.
+type Nonlinear struct {
+	GElemsPerS float64 `json:"gelems_per_s,omitempty"`
+	Source     string  `json:"source,omitempty"`
+}
+
+// NUMAMatrix is a node-to-node read bandwidth matrix (ArcLight Table 1):
+// GBps[i][j] is the bandwidth of the cores of node Nodes[i] reading memory
+// on node Nodes[j].
+type NUMAMatrix struct {
+	Nodes  []int       `json:"nodes"`
+	GBps   [][]float64 `json:"gbps"`
+	Source string      `json:"source,omitempty"`
+}
+
+// CPU describes core counts and loaded frequencies where a paper gives them.
+type CPU struct {
+	Model  string  `json:"model,omitempty"`
+	Cores  int     `json:"cores,omitempty"`
+	PCores int     `json:"p_cores,omitempty"`
+	ECores int     `json:"e_cores,omitempty"`
+	PGHz   float64 `json:"p_ghz,omitempty"`
+	EGHz   float64 `json:"e_ghz,omitempty"`
+	Source string  `json:"source,omitempty"`
+}
+
+// Machine is a set of execution targets sharing one memory system, plus
+// extra roofs. It is built from a probe profile (FromProfile), a published
+// profile (Published) or a bench.machine/v1 file (ParseMachine).
+type Machine struct {
+	Schema      string      `json:"schema"`
+	Name        string      `json:"name"`
+	Description string      `json:"description,omitempty"`
+	CPU         *CPU        `json:"cpu,omitempty"`
+	Targets     []Target    `json:"targets"`
+	Roofs       []Roof      `json:"roofs,omitempty"`
+	Nonlinear   *Nonlinear  `json:"nonlinear,omitempty"`
+	NUMA        *NUMAMatrix `json:"numa,omitempty"`
+	// Sources are the documents the numbers were read from.
+	Sources []string `json:"sources,omitempty"`
+	// Notes say what the model lacks (e.g. "no measured compute ceiling: ...").
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Attainable is the roofline bound of SMEPilot §3.2:
+// P_t(I) = min(π_t, β_t · I), in GFLOP/s, for arithmetic intensity I in
+// FLOP/byte, ceiling π_t in GFLOP/s and bandwidth β_t in GB/s. With no
+// ceiling (π ≤ 0) only the memory roof applies.
+func Attainable(pi, beta, intensity float64) float64 {
+	mem := beta * intensity
+	if pi <= 0 {
+		return mem
+	}
+	return math.Min(pi, mem)
+}
+
+// Ridge is the ridge point I_t = π_t / β_t of SMEPilot §3.2, in FLOP/byte:
+// below it target t is memory-bound, above it compute-bound. It is +Inf
+// when the ceiling is unknown.
+func Ridge(pi, beta float64) float64 {
+	if pi <= 0 || beta <= 0 {
+		return math.Inf(1)
+	}
+	return pi / beta
+}
+
+// Ceiling returns π_t for precision prec in GFLOP/s, or 0 when the target
+// has no ceiling for it.
+func (t Target) Ceiling(prec string) float64 { return t.CeilingsGFLOPS[prec] }
+
+// Ridge returns the target's ridge point for precision prec.
+func (t Target) Ridge(prec string) float64 { return Ridge(t.Ceiling(prec), t.BandwidthGBps) }
+
+// Time is the roofline lower bound on the time of an operator with the given
+// FLOPs and bytes on target t: max(F/π_t, Q/β_t) seconds.
+func (t Target) Time(prec string, flops, bytes float64) float64 {
+	tm := bytes / (t.BandwidthGBps * 1e9)
+	if pi := t.Ceiling(prec); pi > 0 {
+		tm = math.Max(tm, flops/(pi*1e9))
+	}
+	return tm
+}
+
+// Target returns the target called name.
+func (m *Machine) Target(name string) (Target, bool) {
+	for _, t := range m.Targets {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// byKind returns the targets of a kind in file order.
+func (m *Machine) byKind(kind string) []Target {
+	var out []Target
+	for _, t := range m.Targets {
+		if t.Kind == kind {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Precisions lists the precisions for which every target has a ceiling.
+func (m *Machine) Precisions() []string {
+	count := map[string]int{}
+	for _, t := range m.Targets {
+		for p, v := range t.CeilingsGFLOPS {
+			if v > 0 {
+				count[p]++
+			}
+		}
+	}
+	var out []string
+	for p, n := range count {
+		if n == len(m.Targets) {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HasCeilings reports whether any target has a compute ceiling for prec.
+func (m *Machine) HasCeilings(prec string) bool {
+	for _, t := range m.Targets {
+		if t.Ceiling(prec) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks that the machine can be used by the model. name is the
+// file or profile name used in messages.
+func (m *Machine) Validate(name string) error {
+	if len(m.Targets) == 0 {
+		return fmt.Errorf("%s: missing key \"targets\": a machine needs at least one target", name)
+	}
+	seen := map[string]bool{}
+	cores := 0
+	for i, t := range m.Targets {
+		where := fmt.Sprintf("%s: targets[%d]", name, i)
+		if t.Name == "" {
+			return fmt.Errorf("%s: missing key \"name\"", where)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("%s: duplicate target name %q", where, t.Name)
+		}
+		seen[t.Name] = true
+		switch t.Kind {
+		case KindCores:
+			cores++
+		case KindMatrix, KindMixed:
+		case "":
+			return fmt.Errorf("%s (%s): missing key \"kind\" (cores, matrix or mixed)", where, t.Name)
+		default:
+			return fmt.Errorf("%s (%s): kind %q: must be cores, matrix or mixed", where, t.Name, t.Kind)
+		}
+		if t.BandwidthGBps <= 0 || math.IsNaN(t.BandwidthGBps) || math.IsInf(t.BandwidthGBps, 0) {
+			return fmt.Errorf("%s (%s): missing key \"bandwidth_gbps\" or value %v: must be > 0", where, t.Name, t.BandwidthGBps)
+		}
+		for p, v := range t.CeilingsGFLOPS {
+			if !(v > 0) || math.IsInf(v, 0) {
+				return fmt.Errorf("%s (%s): ceilings_gflops[%q] = %v: must be > 0", where, t.Name, p, v)
+			}
+		}
+		if t.Tile.M < 0 || t.Tile.N < 0 {
+			return fmt.Errorf("%s (%s): tile %dx%d: must be ≥ 0", where, t.Name, t.Tile.M, t.Tile.N)
+		}
+	}
+	if cores != 1 {
+		return fmt.Errorf("%s: %d targets of kind \"cores\": need exactly one (non-linear operators run there)", name, cores)
+	}
+	for i, t := range m.Targets {
+		if t.Kind != KindMixed {
+			if len(t.Components) > 0 {
+				return fmt.Errorf("%s: targets[%d] (%s): components only apply to kind mixed", name, i, t.Name)
+			}
+			continue
+		}
+		if len(t.Components) != 2 {
+			return fmt.Errorf("%s: targets[%d] (%s): mixed target needs key \"components\" naming a matrix and a cores target", name, i, t.Name)
+		}
+		kinds := map[string]bool{}
+		for _, c := range t.Components {
+			ct, ok := m.Target(c)
+			if !ok {
+				return fmt.Errorf("%s: targets[%d] (%s): component %q is not a target", name, i, t.Name, c)
+			}
+			kinds[ct.Kind] = true
+		}
+		if !kinds[KindCores] || !kinds[KindMatrix] {
+			return fmt.Errorf("%s: targets[%d] (%s): components %v must be one matrix and one cores target", name, i, t.Name, t.Components)
+		}
+	}
+	for i, r := range m.Roofs {
+		if r.Level == "" || !(r.GBps > 0) {
+			return fmt.Errorf("%s: roofs[%d]: needs keys \"level\" and \"gbps\" > 0", name, i)
+		}
+	}
+	if m.Nonlinear != nil && m.Nonlinear.GElemsPerS < 0 {
+		return fmt.Errorf("%s: nonlinear.gelems_per_s %v: must be ≥ 0", name, m.Nonlinear.GElemsPerS)
+	}
+	if n := m.NUMA; n != nil {
+		if len(n.GBps) != len(n.Nodes) {
+			return fmt.Errorf("%s: numa: %d rows for %d nodes", name, len(n.GBps), len(n.Nodes))
+		}
+		for i, row := range n.GBps {
+			if len(row) != len(n.Nodes) {
+				return fmt.Errorf("%s: numa: row %d has %d values for %d nodes", name, i, len(row), len(n.Nodes))
+			}
+		}
+	}
+	return nil
+}
+
+// ParseMachine builds a machine from JSON bytes: either a bench.machine/v1
+// file or a bench.profile/v1 probe profile (see FromProfile). name is the
+// file name used in error messages. Unknown keys in a machine file are
+// rejected so that typos are caught.
+func ParseMachine(data []byte, name string) (*Machine, error) {
+	var head struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%s: not JSON: %w", name, err)
+	}
+	if head.Schema == nil {
+		return nil, fmt.Errorf("%s: missing key \"schema\" (want %q or %q)", name, MachineSchemaV1, results.SchemaV1)
+	}
+	switch *head.Schema {
+	case MachineSchemaV1:
+		var m Machine
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&m); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if m.Name == "" {
+			return nil, fmt.Errorf("%s: missing key \"name\"", name)
+		}
+		if err := m.Validate(name); err != nil {
+			return nil, err
+		}
+		return &m, nil
+	case results.SchemaV1:
+		var p results.Profile
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return FromProfile(&p, name)
+	default:
+		return nil, fmt.Errorf("%s: schema %q: want %q or %q", name, *head.Schema, MachineSchemaV1, results.SchemaV1)
+	}
+}
+
+// FromProfile builds a machine from a bench.profile/v1 probe profile. The
+// cores target takes the DRAM read roof of Memory.Levels as β; the L1, L2
+// and L3 roofs become extra roofs. Schema v1 measures no compute ceiling, so
+// the machine has one target with no ceilings and a note saying so; every
+// operator is then timed on the memory roof alone (a lower bound). Give
+// ceilings with a bench.machine/v1 file instead.
+func FromProfile(p *results.Profile, name string) (*Machine, error) {
+	if p.Memory == nil {
+		return nil, fmt.Errorf("%s: missing key \"memory\": the profile has no memory section (run bench probe with --only memory)", name)
+	}
+	if len(p.Memory.Levels) == 0 {
+		return nil, fmt.Errorf("%s: missing key \"memory.levels\": the memory section has no per-level roofs", name)
+	}
+	m := &Machine{Schema: MachineSchemaV1, Name: p.Host}
+	if m.Name == "" {
+		m.Name = name
+	}
+	if p.Machine != nil {
+		m.Description = strings.TrimSpace(p.Machine.CPUModel)
+		m.CPU = &CPU{Model: p.Machine.CPUModel, Source: name + " machine section"}
+		if p.Topology != nil {
+			m.CPU.Cores = p.Topology.Cores
+		}
+		if p.Machine.MaxHz > 0 {
+			m.CPU.PGHz = p.Machine.MaxHz / 1e9
+		}
+	}
+	var dram *results.LevelBandwidth
+	for i := range p.Memory.Levels {
+		l := &p.Memory.Levels[i]
+		if !(l.GBps.Median > 0) {
+			return nil, fmt.Errorf("%s: memory.levels[%d] (%s): gbps.median %v: must be > 0", name, i, l.Level, l.GBps.Median)
+		}
+		if l.Level == "DRAM" {
+			dram = l
+			continue
+		}
+		m.Roofs = append(m.Roofs, Roof{Level: l.Level, GBps: l.GBps.Median,
+			Source: fmt.Sprintf("%s: memory.levels %s, %s kernel, %d threads, median of %d", name, l.Level, l.Kernel, l.Threads, l.GBps.N)})
+	}
+	if dram == nil {
+		return nil, fmt.Errorf("%s: memory.levels has no \"DRAM\" level: cannot set the cores' bandwidth", name)
+	}
+	m.Targets = []Target{{
+		Name: KindCores, Kind: KindCores, Workers: dram.Threads, BandwidthGBps: dram.GBps.Median,
+		Source: fmt.Sprintf("%s: memory.levels DRAM, %s kernel, %d threads, median of %d", name, dram.Kernel, dram.Threads, dram.GBps.N),
+	}}
+	m.Sources = []string{name + " (" + results.SchemaV1 + ")"}
+	m.Notes = append(m.Notes, "no measured compute ceiling: "+results.SchemaV1+" has no compute section, so times are memory-roof lower bounds and no operator can be called compute-bound; give ceilings in a "+MachineSchemaV1+" file")
+	matrix := ""
+	if p.Machine != nil {
+		for _, isa := range p.Machine.ISAs {
+			if isa == "sme" || isa == "amx" {
+				matrix = isa
+			}
+		}
+	}
+	if matrix != "" {
+		m.Notes = append(m.Notes, fmt.Sprintf("the CPU has a matrix unit (%s) but the profile measures none of its ceilings or bandwidth: the model has one target, cores", matrix))
+	} else {
+		m.Notes = append(m.Notes, "no matrix unit in the profile: the model has one target, cores")
+	}
+	m.Nonlinear = nil
+	m.Notes = append(m.Notes, "no measured non-linear throughput: non-linear operators are timed on the memory roof only")
+	if err := m.Validate(name); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
