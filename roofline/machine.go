@@ -335,7 +335,8 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 }
 
 // FromProfile builds a machine from a bench.profile/v1 probe profile. The
-// cores target takes the DRAM read roof of Memory.Levels as β; the L1, L2
+// cores target takes the DRAM read roof of Memory.Levels (at the largest
+// thread count measured) as β; the L1, L2
 // and L3 roofs become extra roofs. Schema v1 measures no compute ceiling, so
 // the machine has one target with no ceilings and a note saying so; every
 // operator is then timed on the memory roof alone (a lower bound). Give
@@ -362,10 +363,19 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 		}
 	}
 	var dram *results.LevelBandwidth
+	// The roofs are the whole machine's: take the levels measured at the
+	// largest thread count (the probe also records 1-thread levels).
+	maxThreads := 0
+	for _, l := range p.Memory.Levels {
+		maxThreads = max(maxThreads, l.Threads)
+	}
 	for i := range p.Memory.Levels {
 		l := &p.Memory.Levels[i]
 		if !(l.GBps.Median > 0) {
 			return nil, fmt.Errorf("%s: memory.levels[%d] (%s): gbps.median %v: must be > 0", name, i, l.Level, l.GBps.Median)
+		}
+		if l.Threads != maxThreads {
+			continue
 		}
 		if l.Level == "DRAM" {
 			dram = l
