@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
 )
@@ -259,5 +261,61 @@ func TestPickLevels(t *testing.T) {
 		if got[k] != v {
 			t.Errorf("level %s = %v, want %v (all %v)", k, got[k], v, got)
 		}
+	}
+}
+
+// The plan on the fixture topologies: sizes from the caches, thread counts
+// up to all cores, one NUMA step per node pair.
+func TestPlanOnFixtures(t *testing.T) {
+	cases := []struct {
+		dir        string
+		cores      int
+		maxWS      int64
+		threads    []int
+		numaSteps  int
+		sharedRuns int
+	}{
+		{"linux-amd64-xeon-gold-6248-2s", 40, 256 << 20, []int{1, 2, 4, 8, 16, 32, 40}, 4, 2},
+		{"linux-arm64-kunpeng-920-4n", 192, 1 << 30, []int{1, 2, 4, 8, 16, 32, 64, 128, 192}, 16, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.dir, func(t *testing.T) {
+			root := "../internal/topology/testdata/" + c.dir
+			topo, err := topology.ReadTopology(topology.Roots{Sys: root + "/sys", Proc: root + "/proc"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &runner{topo: topo}
+			order := append([]int(nil), topo.CoreCPUs...)
+			for _, cpu := range topo.OnlineCPUs {
+				if !slices.Contains(order, cpu) {
+					order = append(order, cpu)
+				}
+			}
+			if err := r.makePlan(order); err != nil {
+				t.Fatal(err)
+			}
+			if r.plan.cores != c.cores {
+				t.Errorf("cores %d, want %d", r.plan.cores, c.cores)
+			}
+			if r.plan.maxWS != c.maxWS {
+				t.Errorf("max working set %d, want %d (4x LLC %d)", r.plan.maxWS, c.maxWS, topo.LLCBytes)
+			}
+			got := threadCounts(r.plan.memThreads, nil)
+			if !slices.Equal(got, c.threads) {
+				t.Errorf("thread counts %v, want %v", got, c.threads)
+			}
+			if r.plan.numaSteps != c.numaSteps {
+				t.Errorf("numa steps %d, want %d", r.plan.numaSteps, c.numaSteps)
+			}
+			if len(r.plan.shared) != c.sharedRuns {
+				t.Errorf("shared experiments %d, want %d", len(r.plan.shared), c.sharedRuns)
+			}
+			for _, s := range r.plan.memWS {
+				if s.threads > 1 && s.ws/int64(s.threads) < 4096 {
+					t.Fatalf("per-thread working set below a page: %+v", s)
+				}
+			}
+		})
 	}
 }
