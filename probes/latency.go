@@ -31,6 +31,10 @@ func (r *runner) measureLatency(ctx context.Context, w *worker, ws int64, node i
 			if w.layout == key {
 				return nil
 			}
+			// A fresh mapping of exactly ws bytes: reusing the (larger)
+			// bandwidth arena measured L1 hits at about 4x their latency
+			// on an EPYC KVM guest, for reasons not established.
+			w.free()
 			if err := w.ensure(int(ws), node); err != nil {
 				return err
 			}

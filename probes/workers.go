@@ -106,6 +106,9 @@ func (w *worker) free() {
 		numa.Free(w.arena)
 		w.arena = nil
 	}
+	w.layout = ""
+	w.f64 = [3][]float64{}
+	w.u64 = nil
 }
 
 // ensure makes the worker's arena at least size bytes, bound to node (-1 for
