@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/palette/moreland"
@@ -52,6 +53,37 @@ func (bytesTicks) Ticks(min, max float64) []plot.Tick {
 			lbl = FormatBytes(int64(v))
 		}
 		t = append(t, plot.Tick{Value: v, Label: lbl})
+	}
+	return t
+}
+
+// logTicks labels a log axis at 1, 2 and 5 times powers of ten.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var t []plot.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v >= min && v <= max {
+				t = append(t, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
+		}
+	}
+	if len(t) < 2 {
+		return plot.LogTicks{Prec: 2}.Ticks(min, max)
+	}
+	return t
+}
+
+// intTicks labels integer values only (thread counts).
+type intTicks struct{}
+
+func (intTicks) Ticks(min, max float64) []plot.Tick {
+	var t []plot.Tick
+	step := math.Max(1, math.Ceil((max-min)/10))
+	for v := math.Ceil(min); v <= max; v += step {
+		t = append(t, plot.Tick{Value: v, Label: strconv.Itoa(int(v))})
 	}
 	return t
 }
@@ -124,7 +156,7 @@ func bwVsWorkingSet(p *results.Profile, threads int, title, dir, name string) er
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = bytesTicks{}
 	pl.Y.Scale = plot.LogScale{}
-	pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	pl.Y.Tick.Marker = logTicks{}
 	byKernel := map[string]plotter.XYs{}
 	var order []string
 	ymin, ymax := math.Inf(1), 0.0
@@ -198,6 +230,8 @@ func bwVsThreads(p *results.Profile, title, dir, name string) error {
 		pl.Legend.Add(k, l, pts)
 	}
 	pl.Y.Min = 0
+	pl.X.Tick.Marker = intTicks{}
+	pl.Legend.Top = false
 	return savePNG(pl, 8*vg.Inch, 5*vg.Inch, dir, name)
 }
 
@@ -206,7 +240,7 @@ func latencyPlot(p *results.Profile, title, dir, name string) error {
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = bytesTicks{}
 	pl.Y.Scale = plot.LogScale{}
-	pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	pl.Y.Tick.Marker = logTicks{}
 	var xys plotter.XYs
 	for _, pt := range p.Latency.Points {
 		xys = append(xys, plotter.XY{X: float64(pt.WorkingSetBytes), Y: pt.NS.Median})
@@ -264,7 +298,7 @@ func numaHeatmap(p *results.Profile, title, dir, name string) error {
 	for i := range lbl.TextStyle {
 		lbl.TextStyle[i].XAlign = draw.XCenter
 		lbl.TextStyle[i].YAlign = draw.YCenter
-		lbl.TextStyle[i].Color = color.White
+		lbl.TextStyle[i].Color = color.Black
 	}
 	pl.Add(lbl)
 	pl.X.Tick.Marker = nodeTicks(g.mem)
