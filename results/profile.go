@@ -15,6 +15,11 @@ const (
 	SectionLatency  = "latency"
 	SectionShared   = "shared"
 	SectionNUMA     = "numa"
+	// Compute ceilings, two backends concurrently, and non-linear kernels
+	// (issue: bench probe part 2).
+	SectionCompute   = "compute"
+	SectionMixed     = "mixed"
+	SectionNonlinear = "nonlinear"
 )
 
 // Profile is one run of `bench probe` on one machine. Sections that were not
@@ -32,6 +37,10 @@ type Profile struct {
 	Latency  *Latency         `json:"latency,omitempty"`
 	Shared   *SharedBandwidth `json:"shared,omitempty"`
 	NUMA     *NUMA            `json:"numa,omitempty"`
+
+	Compute   *Compute   `json:"compute,omitempty"`
+	Mixed     *Mixed     `json:"mixed,omitempty"`
+	Nonlinear *Nonlinear `json:"nonlinear,omitempty"`
 
 	// Notes are free-text remarks on the whole run (e.g. "machine is a VM").
 	Notes []string `json:"notes,omitempty"`
@@ -270,4 +279,111 @@ type NUMA struct {
 	WorkingSetBytes int64      `json:"working_set_bytes"`
 	Pairs           []NUMAPair `json:"pairs"`
 	Note            string     `json:"note,omitempty"`
+}
+
+// Unavailable names a kernel the probe did not run and why, e.g.
+// {"amx_bf16", "unavailable: CPU lacks AMX-TILE"}.
+type Unavailable struct {
+	Kernel string `json:"kernel"`
+	Why    string `json:"why"`
+}
+
+// ComputePeak is one compute ceiling: a register-resident loop of one
+// instruction with enough independent accumulators to cover latency x issue
+// ports, at one thread count.
+type ComputePeak struct {
+	// Kernel names the loop, e.g. "avx512_fma_fp32", "avx512_bf16_dp", "amx_int8".
+	Kernel      string `json:"kernel"`
+	ISA         string `json:"isa"`         // "sse", "avx2", "avx512", "amx", "neon", "sve", "sme"
+	Instruction string `json:"instruction"` // mnemonic, e.g. "VFMADD231PS zmm"
+	// Precision of the inputs: "fp64", "fp32", "fp16", "bf16", "int8".
+	Precision string `json:"precision"`
+	// Unit is "GFLOP/s" for floating point, "GOP/s" for integers (one
+	// multiply-add = 2 ops).
+	Unit         string `json:"unit"`
+	Threads      int    `json:"threads"`
+	CPUs         []int  `json:"cpus"`
+	Pinned       bool   `json:"pinned"`
+	Accumulators int    `json:"accumulators"`
+	// OpsPerInstruction = lanes x 2 for a multiply-add (per instruction).
+	OpsPerInstruction int `json:"ops_per_instruction"`
+	// Rate is the measured throughput in Unit.
+	Rate Stat `json:"rate"`
+	// TheoreticalRate = ops per instruction x instructions per cycle x
+	// frequency x threads, in Unit; 0 when not derivable.
+	TheoreticalRate float64 `json:"theoretical_rate,omitempty"`
+	// IPC is the instructions per cycle per core assumed for the theoretical rate.
+	IPC float64 `json:"ipc,omitempty"`
+	// AchievedFraction = Rate.Median / TheoreticalRate.
+	AchievedFraction float64 `json:"achieved_fraction,omitempty"`
+	Checksum         float64 `json:"checksum"`
+}
+
+// Compute is the "compute" section: the compute ceilings per ISA and precision.
+type Compute struct {
+	// FrequencyHz is the core clock used for theoretical peaks and
+	// FrequencySource says where it came from (e.g. "dependent-add chain
+	// timed against the OS clock, 1 thread").
+	FrequencyHz     float64       `json:"frequency_hz"`
+	FrequencySource string        `json:"frequency_source"`
+	Peaks           []ComputePeak `json:"peaks"`
+	Unavailable     []Unavailable `json:"unavailable,omitempty"`
+}
+
+// MixedGroup is one backend of a mixed experiment on its own pinned threads.
+type MixedGroup struct {
+	Name     string `json:"name"`   // e.g. "amx_bf16", "avx512_fma_fp32"
+	Kernel   string `json:"kernel"` // compute kernel or "read"
+	CPUs     []int  `json:"cpus"`
+	Unit     string `json:"unit"` // "GFLOP/s", "GOP/s" or "GB/s"
+	Alone    Stat   `json:"alone"`
+	Together Stat   `json:"together"`
+}
+
+// MixedExperiment runs two backends alone and concurrently (SMEPilot Fig. 3).
+type MixedExperiment struct {
+	// Kind is "compute" or "read_bandwidth".
+	Kind   string       `json:"kind"`
+	Groups []MixedGroup `json:"groups"`
+	// Together is the sum of the groups' medians run concurrently, SumAlone
+	// the sum run alone, Additivity = Together / SumAlone. When the units
+	// differ (e.g. GFLOP/s and GOP/s) the sums are of fractions of each
+	// group's alone median and Unit is "fraction".
+	Unit       string  `json:"unit"`
+	Together   float64 `json:"together"`
+	SumAlone   float64 `json:"sum_alone"`
+	Additivity float64 `json:"additivity"`
+}
+
+// Mixed is the "mixed" section: the roofline's mixed ceiling and shared roof.
+type Mixed struct {
+	Unavailable string            `json:"unavailable,omitempty"`
+	Experiments []MixedExperiment `json:"experiments,omitempty"`
+}
+
+// NonlinearPoint is the throughput of one non-linear kernel on one backend.
+type NonlinearPoint struct {
+	// Kernel: "exp", "fastexp", "softmax", "rmsnorm", "silu", "gelu_tanh", "rope".
+	Kernel  string `json:"kernel"`
+	Backend string `json:"backend"` // "go", "avx2", "avx512", "neon", "sve", "sme"
+	// RowElems is the row length (softmax, rmsnorm, rope head dim x heads).
+	RowElems int `json:"row_elems,omitempty"`
+	// Elems is the elements processed per call (the working set / 4 bytes).
+	Elems   int `json:"elems"`
+	Threads int `json:"threads"`
+	CPU     int `json:"cpu"`
+	// GElemsPerSec is 1e9 elements per second; NSPerElem its inverse (median).
+	GElemsPerSec Stat    `json:"gelems_per_sec"`
+	NSPerElem    float64 `json:"ns_per_elem"`
+	Checksum     float64 `json:"checksum"`
+}
+
+// Nonlinear is the "nonlinear" section.
+type Nonlinear struct {
+	// FastExpMaxULP is the largest error of the fast exp against math.Exp
+	// measured over FastExpDomain, in float32 ULPs.
+	FastExpMaxULP float64          `json:"fastexp_max_ulp"`
+	FastExpDomain string           `json:"fastexp_domain"`
+	Points        []NonlinearPoint `json:"points"`
+	Unavailable   []Unavailable    `json:"unavailable,omitempty"`
 }
