@@ -131,6 +131,20 @@ func ProfilePlots(p *results.Profile, dir string) ([]Plot, error) {
 		}
 		out = append(out, Plot{title, name})
 	}
+	if p.Compute != nil && p.Memory != nil && len(allThreadLevels(p.Memory)) > 0 {
+		name, title := "roofline.png", "Roofline of the measured machine (all threads)"
+		if err := measuredRoofline(p, title, dir, name); err != nil {
+			return nil, err
+		}
+		out = append(out, Plot{title, name})
+	}
+	if n := p.Nonlinear; n != nil && len(n.Points) > 0 {
+		name, title := "nonlinear-throughput.png", "Non-linear kernel throughput per backend"
+		if err := nonlinearBars(p, title, dir, name); err != nil {
+			return nil, err
+		}
+		out = append(out, Plot{title, name})
+	}
 	if n := p.NUMA; n != nil && len(n.Pairs) > 0 {
 		name, title := "numa-read-bandwidth.png", "NUMA read bandwidth, CPU node x memory node"
 		if err := numaHeatmap(p, title, dir, name); err != nil {

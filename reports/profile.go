@@ -196,6 +196,9 @@ func ProfileMarkdown(w io.Writer, p *results.Profile, plots []Plot) error {
 			b.WriteString("\n")
 		}
 	}
+	if err := computeMarkdown(&b, p); err != nil {
+		return err
+	}
 	if len(plots) > 0 {
 		b.WriteString("## Plots\n\n")
 		for _, pl := range plots {

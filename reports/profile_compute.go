@@ -1,0 +1,82 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/cpubench/bench/results"
+)
+
+// computeMarkdown writes the compute, mixed and nonlinear sections of
+// profile.md.
+func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
+	if c := p.Compute; c != nil {
+		b.WriteString("## Compute ceilings\n\n")
+		fmt.Fprintf(b, "Core clock %s (%s). Theoretical rate = ops per instruction x instructions per cycle x clock x threads.\n\n", hz(c.FrequencyHz), c.FrequencySource)
+		var rows [][]string
+		for _, pk := range c.Peaks {
+			theo, frac := "—", "—"
+			if pk.TheoreticalRate > 0 {
+				theo = fmt.Sprintf("%.1f (IPC %.3g)", pk.TheoreticalRate, pk.IPC)
+				frac = fmt.Sprintf("%.1f%%", 100*pk.AchievedFraction)
+			}
+			rows = append(rows, []string{pk.Kernel, pk.Instruction, pk.Precision, strconv.Itoa(pk.Threads), strconv.Itoa(pk.Accumulators), pk.Unit, FormatStat(pk.Rate, 1), theo, frac})
+		}
+		if err := MarkdownTable(b, []string{"kernel", "instruction", "precision", "threads", "accumulators", "unit", "rate", "theoretical", "achieved"}, rows); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		unavailableList(b, c.Unavailable)
+	}
+	if m := p.Mixed; m != nil {
+		b.WriteString("## Mixed execution (SMEPilot Fig. 3)\n\n")
+		if m.Unavailable != "" {
+			fmt.Fprintf(b, "%s\n\n", m.Unavailable)
+		} else {
+			b.WriteString("Two backends on disjoint pinned thread groups, each alone and then together; additivity = together / (alone A + alone B).\n\n")
+			var rows [][]string
+			for _, e := range m.Experiments {
+				for _, g := range e.Groups {
+					rows = append(rows, []string{e.Kind, g.Name, cpuList(g.CPUs), g.Unit, FormatStat(g.Alone, 1), FormatStat(g.Together, 1), ""})
+				}
+				rows = append(rows, []string{e.Kind, "sum", "", e.Unit, fmt.Sprintf("%.2f", e.SumAlone), fmt.Sprintf("%.2f", e.Together), fmt.Sprintf("%.2f", e.Additivity)})
+			}
+			if err := MarkdownTable(b, []string{"experiment", "group", "CPUs", "unit", "alone", "together", "additivity"}, rows); err != nil {
+				return err
+			}
+			b.WriteString("\n")
+		}
+	}
+	if n := p.Nonlinear; n != nil {
+		b.WriteString("## Non-linear kernels\n\n")
+		if n.FastExpDomain != "" {
+			fmt.Fprintf(b, "Fast exp: maximum error %.2f ULP against math.Exp over %s.\n\n", n.FastExpMaxULP, n.FastExpDomain)
+		}
+		var rows [][]string
+		for _, pt := range n.Points {
+			row := ""
+			if pt.RowElems > 0 {
+				row = strconv.Itoa(pt.RowElems)
+			}
+			rows = append(rows, []string{pt.Kernel, pt.Backend, row, strconv.Itoa(pt.Elems), strconv.Itoa(pt.Threads), FormatStat(pt.GElemsPerSec, 2), fmt.Sprintf("%.3f", pt.NSPerElem)})
+		}
+		if err := MarkdownTable(b, []string{"kernel", "backend", "row", "elements", "threads", "Gelem/s", "ns/elem"}, rows); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		unavailableList(b, n.Unavailable)
+	}
+	return nil
+}
+
+func unavailableList(b *bytes.Buffer, u []results.Unavailable) {
+	if len(u) == 0 {
+		return
+	}
+	b.WriteString("Not measured on this machine:\n\n")
+	for _, x := range u {
+		fmt.Fprintf(b, "- %s: %s\n", x.Kernel, x.Why)
+	}
+	b.WriteString("\n")
+}
