@@ -392,24 +392,153 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 		Source: fmt.Sprintf("%s: memory.levels DRAM, %s kernel, %d threads, median of %d", name, dram.Kernel, dram.Threads, dram.GBps.N),
 	}}
 	m.Sources = []string{name + " (" + results.SchemaV1 + ")"}
-	m.Notes = append(m.Notes, "no measured compute ceiling: "+results.SchemaV1+" has no compute section, so times are memory-roof lower bounds and no operator can be called compute-bound; give ceilings in a "+MachineSchemaV1+" file")
-	matrix := ""
+	hasMatrixISA := ""
 	if p.Machine != nil {
 		for _, isa := range p.Machine.ISAs {
 			if isa == "sme" || isa == "amx" {
-				matrix = isa
+				hasMatrixISA = isa
 			}
 		}
 	}
-	if matrix != "" {
-		m.Notes = append(m.Notes, fmt.Sprintf("the CPU has a matrix unit (%s) but the profile measures none of its ceilings or bandwidth: the model has one target, cores", matrix))
-	} else {
-		m.Notes = append(m.Notes, "no matrix unit in the profile: the model has one target, cores")
-	}
-	m.Nonlinear = nil
-	m.Notes = append(m.Notes, "no measured non-linear throughput: non-linear operators are timed on the memory roof only")
+	addCompute(m, p, name, hasMatrixISA)
+	addNonlinear(m, p, name)
 	if err := m.Validate(name); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// isMatrixISA reports whether a compute kernel's ISA is a matrix unit.
+func isMatrixISA(isa string) bool { return isa == "amx" || isa == "sme" }
+
+// addCompute sets the compute ceilings from the profile's compute section:
+// per precision, the best vector-core peak at the largest thread count is
+// π of the cores target; AMX/SME peaks form a matrix target (bandwidth: the
+// cores' DRAM read roof, since the profile measures no separate matrix-unit
+// bandwidth); the mixed section's compute experiment, when it pairs a matrix
+// kernel with a vector kernel of the same precision, gives the mixed
+// target's π and its read-bandwidth experiment the mixed β (SMEPilot §3.1:
+// the shared roof is measured, never summed).
+func addCompute(m *Machine, p *results.Profile, name, hasMatrixISA string) {
+	c := p.Compute
+	if c == nil || len(c.Peaks) == 0 {
+		m.Notes = append(m.Notes, "no measured compute ceiling: the profile has no compute section, so times are memory-roof lower bounds and no operator can be called compute-bound; run bench probe with --only compute, or give ceilings in a "+MachineSchemaV1+" file")
+		if hasMatrixISA != "" {
+			m.Notes = append(m.Notes, fmt.Sprintf("the CPU has a matrix unit (%s) but the profile measures none of its ceilings: the model has one target, cores", hasMatrixISA))
+		} else {
+			m.Notes = append(m.Notes, "no matrix unit in the profile: the model has one target, cores")
+		}
+		return
+	}
+	maxT := 0
+	for _, pk := range c.Peaks {
+		if !isMatrixISA(pk.ISA) {
+			maxT = max(maxT, pk.Threads)
+		}
+	}
+	cores := &m.Targets[0]
+	cores.CeilingsGFLOPS = map[string]float64{}
+	matrix := Target{Name: "matrix", Kind: KindMatrix, BandwidthGBps: cores.BandwidthGBps, CeilingsGFLOPS: map[string]float64{}}
+	var coreSrc, matSrc []string
+	maxMT := 0
+	for _, pk := range c.Peaks {
+		if isMatrixISA(pk.ISA) {
+			maxMT = max(maxMT, pk.Threads)
+		}
+	}
+	for _, pk := range c.Peaks {
+		if !(pk.Rate.Median > 0) {
+			continue
+		}
+		if isMatrixISA(pk.ISA) {
+			if pk.Threads == maxMT && pk.Rate.Median > matrix.CeilingsGFLOPS[pk.Precision] {
+				matrix.CeilingsGFLOPS[pk.Precision] = pk.Rate.Median
+				matrix.Workers = pk.Threads
+				matSrc = append(matSrc, fmt.Sprintf("%s %s %.1f %s", pk.Precision, pk.Kernel, pk.Rate.Median, pk.Unit))
+			}
+			continue
+		}
+		if pk.Threads == maxT && pk.Rate.Median > cores.CeilingsGFLOPS[pk.Precision] {
+			cores.CeilingsGFLOPS[pk.Precision] = pk.Rate.Median
+			coreSrc = append(coreSrc, fmt.Sprintf("%s %s %.1f %s", pk.Precision, pk.Kernel, pk.Rate.Median, pk.Unit))
+		}
+	}
+	cores.Source += fmt.Sprintf("; ceilings from compute.peaks at %d threads (%s)", maxT, strings.Join(coreSrc, ", "))
+	m.Notes = append(m.Notes, "compute ceilings are peak rates of register-resident multiply-add loops (compute section), not attained GEMM throughput: the roofline's attainable ceiling will come from measured GEMM kernels")
+	if len(matrix.CeilingsGFLOPS) == 0 {
+		if hasMatrixISA != "" {
+			m.Notes = append(m.Notes, fmt.Sprintf("the CPU has a matrix unit (%s) but the profile measures none of its ceilings: the model has one target, cores", hasMatrixISA))
+		} else {
+			m.Notes = append(m.Notes, "no matrix unit in the profile: the model has one target, cores")
+		}
+		return
+	}
+	matrix.Source = fmt.Sprintf("%s: compute.peaks of the matrix unit at %d threads (%s); bandwidth is the cores' DRAM read roof (no separate matrix-unit bandwidth is measured)", name, maxMT, strings.Join(matSrc, ", "))
+	m.Targets = append(m.Targets, matrix)
+	if p.Mixed == nil {
+		return
+	}
+	var mixed *Target
+	for _, e := range p.Mixed.Experiments {
+		if e.Kind != "compute" || len(e.Groups) != 2 || e.Unit == "fraction" {
+			continue
+		}
+		prec := ""
+		for _, pk := range c.Peaks {
+			if pk.Kernel == e.Groups[0].Kernel {
+				prec = pk.Precision
+			}
+		}
+		if prec == "" {
+			continue
+		}
+		mixed = &Target{Name: "mixed", Kind: KindMixed, Components: []string{"matrix", "cores"}, BandwidthGBps: cores.BandwidthGBps,
+			CeilingsGFLOPS: map[string]float64{prec: e.Together},
+			Source:         fmt.Sprintf("%s: mixed compute experiment %s + %s together", name, e.Groups[0].Name, e.Groups[1].Name)}
+	}
+	if mixed == nil {
+		m.Notes = append(m.Notes, "the mixed section pairs no matrix and vector kernel of one precision: no mixed target")
+		return
+	}
+	for _, e := range p.Mixed.Experiments {
+		if e.Kind == "read_bandwidth" && e.Together > 0 {
+			mixed.BandwidthGBps = e.Together
+			mixed.Source += fmt.Sprintf("; bandwidth: mixed read-bandwidth experiment together, %.1f GB/s", e.Together)
+		}
+	}
+	m.Targets = append(m.Targets, *mixed)
+}
+
+// addNonlinear sets the non-linear throughput from the profile's nonlinear
+// section: the best backend's softmax at the longest row measured (SMEPilot
+// §3.2 places non-linear operators on the cores, Fig. 4), else exp.
+func addNonlinear(m *Machine, p *results.Profile, name string) {
+	n := p.Nonlinear
+	if n == nil || len(n.Points) == 0 {
+		m.Notes = append(m.Notes, "no measured non-linear throughput: non-linear operators are timed on the memory roof only")
+		return
+	}
+	for _, kernel := range []string{"softmax", "exp"} {
+		best, row := 0.0, 0
+		var src string
+		for _, pt := range n.Points {
+			if pt.Kernel != kernel || pt.Threads != 1 {
+				continue
+			}
+			if pt.RowElems > row || (pt.RowElems == row && pt.GElemsPerSec.Median > best) {
+				best, row = pt.GElemsPerSec.Median, pt.RowElems
+				src = fmt.Sprintf("%s: nonlinear %s on %s, row %d, 1 thread, median of %d", name, pt.Kernel, pt.Backend, pt.RowElems, pt.GElemsPerSec.N)
+			}
+		}
+		if best > 0 {
+			threads := 1
+			if m.Targets[0].Workers > 0 {
+				threads = m.Targets[0].Workers
+			}
+			// Element-wise work scales with cores; the probe measures one.
+			m.Nonlinear = &Nonlinear{GElemsPerS: best * float64(threads), Source: src + fmt.Sprintf(", x %d threads (assumed to scale linearly)", threads)}
+			return
+		}
+	}
+	m.Notes = append(m.Notes, "no softmax or exp figure in the nonlinear section: non-linear operators are timed on the memory roof only")
 }

@@ -1,0 +1,62 @@
+package roofline
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/results"
+)
+
+func TestFromProfileComputeSections(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-amd-epyc-2core.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FromProfile(p, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Targets) != 1 || m.HasCeilings("fp32") || !strings.Contains(strings.Join(m.Notes, "\n"), "no measured compute ceiling") {
+		t.Fatalf("without compute: targets %v notes %v", m.Targets, m.Notes)
+	}
+	// Synthetic sections (test values only).
+	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
+	p.Compute = &results.Compute{Peaks: []results.ComputePeak{
+		{Kernel: "avx2_fma_fp32", ISA: "avx2", Precision: "fp32", Threads: 1, Rate: st(85)},
+		{Kernel: "avx2_fma_fp32", ISA: "avx2", Precision: "fp32", Threads: 2, Rate: st(160)},
+		{Kernel: "avx512_bf16_dp", ISA: "avx512", Precision: "bf16", Threads: 2, Rate: st(300)},
+		{Kernel: "amx_bf16", ISA: "amx", Precision: "bf16", Threads: 1, Rate: st(1500)},
+	}}
+	p.Mixed = &results.Mixed{Experiments: []results.MixedExperiment{
+		{Kind: "compute", Unit: "GFLOP/s", Together: 1700, Groups: []results.MixedGroup{{Name: "amx_bf16", Kernel: "amx_bf16"}, {Name: "avx512_bf16_dp", Kernel: "avx512_bf16_dp"}}},
+		{Kind: "read_bandwidth", Unit: "GB/s", Together: 18},
+	}}
+	p.Nonlinear = &results.Nonlinear{Points: []results.NonlinearPoint{
+		{Kernel: "softmax", Backend: "avx2", RowElems: 1024, Threads: 1, GElemsPerSec: st(1)},
+		{Kernel: "softmax", Backend: "avx2", RowElems: 4096, Threads: 1, GElemsPerSec: st(2)},
+		{Kernel: "softmax", Backend: "go", RowElems: 4096, Threads: 1, GElemsPerSec: st(0.5)},
+	}}
+	m, err = FromProfile(p, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, _ := m.Target("cores")
+	if cores.Ceiling("fp32") != 160 || cores.Ceiling("bf16") != 300 {
+		t.Errorf("cores ceilings %v, want fp32 160 (all threads) and bf16 300", cores.CeilingsGFLOPS)
+	}
+	mat, ok := m.Target("matrix")
+	if !ok || mat.Ceiling("bf16") != 1500 || mat.Kind != KindMatrix {
+		t.Errorf("matrix target %+v", mat)
+	}
+	mix, ok := m.Target("mixed")
+	if !ok || mix.Ceiling("bf16") != 1700 || mix.BandwidthGBps != 18 {
+		t.Errorf("mixed target %+v", mix)
+	}
+	if m.Nonlinear == nil || m.Nonlinear.GElemsPerS != 2*float64(cores.Workers) {
+		t.Errorf("nonlinear %+v (cores workers %d)", m.Nonlinear, cores.Workers)
+	}
+	// With a ceiling, the ridge point exists and a GEMM can be compute-bound.
+	if r := cores.Ridge("fp32"); !(r > 0) {
+		t.Errorf("ridge %v", r)
+	}
+}
