@@ -92,7 +92,7 @@ func Bandwidth(ctx context.Context, cfg BandwidthConfig) ([]results.Bandwidth, e
 					return nil, err
 				}
 				out = append(out, b)
-				r.step(fmt.Sprintf("%s %s x%d", k.name, FormatBytes(ws), t))
+				r.step(fmt.Sprintf("%s %s x%d", k.name, sizeText(ws), t))
 			}
 		}
 	}

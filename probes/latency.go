@@ -83,7 +83,7 @@ func (r *runner) latencySection(ctx context.Context) (*results.Latency, error) {
 			return nil, err
 		}
 		l.Points = append(l.Points, p)
-		r.step("latency " + FormatBytes(ws))
+		r.step("latency " + sizeText(ws))
 	}
 	return l, nil
 }

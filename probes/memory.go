@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/cpubench/bench/internal/numa"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
@@ -259,7 +261,7 @@ func (r *runner) memorySection(ctx context.Context) (*results.Memory, error) {
 			return nil, err
 		}
 		m.WorkingSet = append(m.WorkingSet, b)
-		r.step(fmt.Sprintf("memory %s %s x%d", st.k.name, FormatBytes(st.ws), st.threads))
+		r.step(fmt.Sprintf("memory %s %s x%d", st.k.name, sizeText(st.ws), st.threads))
 	}
 	for _, st := range r.plan.memThreads {
 		b, err := r.measureBandwidth(ctx, st.k, st.ws, st.threads, -1)
@@ -340,21 +342,5 @@ func pickLevels(pts []results.Bandwidth, c cacheSizes) []results.LevelBandwidth 
 	return out
 }
 
-// FormatBytes renders n with IEC units (KiB, MiB, GiB).
-func FormatBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%dB", n)
-}
+// sizeText renders a size for progress messages.
+func sizeText(n int64) string { return humanize.IBytes(uint64(n)) }
