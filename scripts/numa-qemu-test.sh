@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# numa-qemu-test.sh: run the 2-node NUMA placement test of internal/numa in a
-# qemu-system-x86_64 guest (TCG, 2 CPUs, two 512 MiB nodes, distance 20).
+# numa-qemu-test.sh: run the 2-node NUMA tests in a qemu-system-x86_64 guest
+# (TCG, 2 CPUs, two 512 MiB nodes, distance 20; see internal/qemutest): the
+# placement test of internal/numa and the end-to-end test of the numa section
+# of `bench probe` (probes).
 #
 # It fetches Debian's current amd64 kernel once (the package that the
 # linux-image-amd64 metapackage depends on), extracts /boot/vmlinuz-* to
 # ${XDG_CACHE_HOME:-$HOME/.cache}/bench/vmlinuz, then runs
-#   BENCH_QEMU_KERNEL=<that> BENCH_REQUIRE_QEMU=1 go test -run TestQEMU ./internal/numa/
-# Extra arguments go to `go test` (e.g. -race). Set BENCH_QEMU_REFRESH=1 to
+#   BENCH_QEMU_KERNEL=<that> BENCH_REQUIRE_QEMU=1 go test -run '^TestQEMU' ./internal/numa/ ./probes/
+# Extra arguments go to `go test` (e.g. -race); BENCH_QEMU_TIMEOUT (a Go
+# duration, default 2m) bounds each guest. Set BENCH_QEMU_REFRESH=1 to
 # fetch the kernel again. Needs apt (Debian/Ubuntu host) and, if
 # qemu-system-x86_64 is missing, root to install it.
 set -euo pipefail
@@ -45,4 +48,4 @@ if [ ! -s "$kernel" ] || [ "${BENCH_QEMU_REFRESH:-0}" = 1 ]; then
 fi
 
 cd "$root"
-BENCH_QEMU_KERNEL="$kernel" BENCH_REQUIRE_QEMU=1 exec go test -count=1 -run '^TestQEMU' -v "$@" ./internal/numa/
+BENCH_QEMU_KERNEL="$kernel" BENCH_REQUIRE_QEMU=1 exec go test -count=1 -run '^TestQEMU' -v "$@" ./internal/numa/ ./probes/

@@ -15,5 +15,5 @@
 // ErrNoNUMA from the rest; other systems get errors from everything.
 //
 // This package imports no other package of bench (its tests import
-// internal/affinity).
+// internal/affinity and the qemu harness internal/qemutest).
 package numa
