@@ -19,6 +19,7 @@ import (
 var Sections = []string{
 	results.SectionMachine, results.SectionTopology, results.SectionMemory,
 	results.SectionLatency, results.SectionShared, results.SectionNUMA,
+	results.SectionNonlinear,
 }
 
 // Progress receives the probe's progress. Implementations must be cheap: Step
@@ -164,7 +165,8 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		Tool:      results.Tool{Name: "bench", Version: cfg.Version, GoVersion: runtime.Version()},
 	}
 	has := func(s string) bool { return slices.Contains(sections, s) }
-	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) || has(results.SectionNUMA)
+	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) ||
+		has(results.SectionNUMA) || has(results.SectionNonlinear)
 
 	if has(results.SectionMachine) {
 		m, err := topology.ReadMachine(cfg.Roots)
@@ -216,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		p.Notes = append(p.Notes, "threads could not be pinned: "+r.pool.pinErr.Error()+"; figures say pinned=false")
 	}
 
-	prog.Start(r.plan.total(sections))
+	prog.Start(r.total(sections))
 	defer prog.Finish()
 	if has(results.SectionMemory) {
 		if p.Memory, err = r.memorySection(ctx); err != nil {
@@ -235,6 +237,11 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	if has(results.SectionNUMA) {
 		if p.NUMA, err = r.numaSection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionNonlinear) {
+		if p.Nonlinear, err = r.nonlinearSection(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -380,7 +387,8 @@ func (r *runner) makePlan(order []int) error {
 }
 
 // total is the number of progress steps of the selected sections.
-func (p plan) total(sections []string) int {
+func (r *runner) total(sections []string) int {
+	p := r.plan
 	n := 0
 	for _, s := range sections {
 		switch s {
@@ -394,6 +402,8 @@ func (p plan) total(sections []string) int {
 			}
 		case results.SectionNUMA:
 			n += p.numaSteps
+		case results.SectionNonlinear:
+			n += r.nonlinearSteps()
 		}
 	}
 	return n

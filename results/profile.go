@@ -380,6 +380,8 @@ type NonlinearPoint struct {
 
 // Nonlinear is the "nonlinear" section.
 type Nonlinear struct {
+	// Method says how the figures were measured (buffers, threads, checksum).
+	Method string `json:"method,omitempty"`
 	// FastExpMaxULP is the largest error of the fast exp against math.Exp
 	// measured over FastExpDomain, in float32 ULPs.
 	FastExpMaxULP float64          `json:"fastexp_max_ulp"`
