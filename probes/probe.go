@@ -19,7 +19,7 @@ import (
 var Sections = []string{
 	results.SectionMachine, results.SectionTopology, results.SectionMemory,
 	results.SectionLatency, results.SectionShared, results.SectionNUMA,
-	results.SectionNonlinear,
+	results.SectionCompute, results.SectionMixed, results.SectionNonlinear,
 }
 
 // Progress receives the probe's progress. Implementations must be cheap: Step
@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	has := func(s string) bool { return slices.Contains(sections, s) }
 	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) ||
-		has(results.SectionNUMA) || has(results.SectionNonlinear)
+		has(results.SectionNUMA) || has(results.SectionNonlinear) || has(results.SectionCompute) || has(results.SectionMixed)
 
 	if has(results.SectionMachine) {
 		m, err := topology.ReadMachine(cfg.Roots)
@@ -237,6 +237,16 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	if has(results.SectionNUMA) {
 		if p.NUMA, err = r.numaSection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionCompute) {
+		if p.Compute, err = r.computeSection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionMixed) {
+		if p.Mixed, err = r.mixedSection(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -402,6 +412,10 @@ func (r *runner) total(sections []string) int {
 			}
 		case results.SectionNUMA:
 			n += p.numaSteps
+		case results.SectionCompute:
+			n += r.computeSteps()
+		case results.SectionMixed:
+			n += r.mixedSteps()
 		case results.SectionNonlinear:
 			n += r.nonlinearSteps()
 		}

@@ -37,6 +37,7 @@ type ProbeOptions struct {
 	Quiet   bool
 	RootSys string
 	RootPrc string
+	List    bool
 	// IsTerminal reports whether stderr is a terminal (injected for tests).
 	IsTerminal func() bool
 	Now        func() time.Time
@@ -67,6 +68,9 @@ directory is then written only if --out is given).`,
   bench probe --only machine,topology --json -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.List {
+				return listKernels(opts.IO.Out)
+			}
 			if _, err := probes.ValidateSections(opts.Only); err != nil {
 				return fmt.Errorf("probe: --only: %w", err)
 			}
@@ -100,6 +104,7 @@ directory is then written only if --out is given).`,
 	f.IntVar(&opts.Reps, "reps", 0, "timed repetitions per figure, at least 5 (default 7, quick 5)")
 	f.IntVar(&opts.RepMS, "rep-ms", 0, "minimum duration of one repetition in ms (default 20, quick 6)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
+	f.BoolVar(&opts.List, "list", false, "list the kernels compiled in, and why those this CPU cannot run are unavailable")
 	f.StringVar(&opts.RootSys, "sysfs", "/sys", "root of sysfs to read the topology from (for testing on snapshots)")
 	f.StringVar(&opts.RootPrc, "procfs", "/proc", "root of procfs")
 	_ = f.MarkHidden("sysfs")
@@ -257,4 +262,12 @@ func writeProfileDir(dir string, p *results.Profile) error {
 		return err
 	}
 	return results.WriteFileAtomic(filepath.Join(dir, "profile.md"), []byte(md.String()), 0o644)
+}
+
+func listKernels(w io.Writer) error {
+	var rows [][]string
+	for _, k := range probes.Kernels() {
+		rows = append(rows, []string{k.Section, k.ISA, k.Name, k.Detail, k.Status})
+	}
+	return reports.TextTable(w, []string{"section", "ISA", "kernels", "detail", "status"}, rows)
 }

@@ -1,0 +1,5 @@
+//go:build !purego
+
+package peak
+
+const purego = false

@@ -1,0 +1,5 @@
+//go:build race
+
+package peak
+
+const raceEnabled = true
