@@ -41,6 +41,16 @@ func pickMixed(ks []peak.Kernel) (a, b peak.Kernel, ok bool) {
 	}
 	vec, okVec := first(mixedVector, "")
 	if mat, okMat := first(mixedMatrix, ""); okMat {
+		// Prefer the vector kernel of the matrix kernel's precision, so the
+		// pair can share one operator (SMEPilot Fig. 3 runs FP16 work on both)
+		// and the sum is a mixed ceiling of that precision.
+		for _, name := range append(slices.Clone(mixedVector), mixedSecond...) {
+			for _, k := range ks {
+				if k.Name == name && k.Unavailable == "" && k.Precision == mat.Precision && k.ISA != mat.ISA {
+					return mat, k, true
+				}
+			}
+		}
 		if okVec {
 			return mat, vec, true
 		}

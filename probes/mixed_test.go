@@ -21,6 +21,13 @@ func TestPickMixed(t *testing.T) {
 		{[]peak.Kernel{k("avx512_fma_fp32", ""), k("avx512_bf16_dp", ""), k("avx512_fma_fp64", "")}, "avx512_fma_fp32", "avx512_bf16_dp"},
 		{[]peak.Kernel{k("neon_fma_fp32", ""), k("sme_fmopa_fp32", "")}, "sme_fmopa_fp32", "neon_fma_fp32"},
 		{[]peak.Kernel{k("sse_mul_add_fp32", "")}, "", ""},
+		// With precisions known, the matrix unit is paired with the vector
+		// kernel of its own precision.
+		{[]peak.Kernel{
+			{Name: "avx512_fma_fp32", ISA: "avx512", Precision: "fp32"},
+			{Name: "avx512_bf16_dp", ISA: "avx512", Precision: "bf16"},
+			{Name: "amx_bf16", ISA: "amx", Precision: "bf16"},
+		}, "amx_bf16", "avx512_bf16_dp"},
 	}
 	for _, c := range cases {
 		a, b, ok := pickMixed(c.ks)

@@ -41,6 +41,16 @@ func TestFromProfileComputeSections(t *testing.T) {
 		t.Fatal(err)
 	}
 	cores, _ := m.Target("cores")
+	// A pair of different precisions gives no mixed ceiling.
+	q := *p
+	q.Mixed = &results.Mixed{Experiments: []results.MixedExperiment{
+		{Kind: "compute", Unit: "GFLOP/s", Together: 1700, Groups: []results.MixedGroup{{Name: "amx_bf16", Kernel: "amx_bf16"}, {Name: "avx2_fma_fp32", Kernel: "avx2_fma_fp32"}}},
+	}}
+	if m2, err := FromProfile(&q, "q.json"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := m2.Target("mixed"); ok {
+		t.Error("mixed target from a bf16 + fp32 pair")
+	}
 	if cores.Ceiling("fp32") != 160 || cores.Ceiling("bf16") != 300 {
 		t.Errorf("cores ceilings %v, want fp32 160 (all threads) and bf16 300", cores.CeilingsGFLOPS)
 	}

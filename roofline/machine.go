@@ -483,13 +483,17 @@ func addCompute(m *Machine, p *results.Profile, name, hasMatrixISA string) {
 		if e.Kind != "compute" || len(e.Groups) != 2 || e.Unit == "fraction" {
 			continue
 		}
-		prec := ""
+		// Only a pair of one precision gives a mixed ceiling of that precision.
+		var precs [2]string
 		for _, pk := range c.Peaks {
-			if pk.Kernel == e.Groups[0].Kernel {
-				prec = pk.Precision
+			for gi, g := range e.Groups {
+				if pk.Kernel == g.Kernel {
+					precs[gi] = pk.Precision
+				}
 			}
 		}
-		if prec == "" {
+		prec := precs[0]
+		if prec == "" || precs[1] != prec {
 			continue
 		}
 		mixed = &Target{Name: "mixed", Kind: KindMixed, Components: []string{"matrix", "cores"}, BandwidthGBps: cores.BandwidthGBps,
