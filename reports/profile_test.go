@@ -23,7 +23,9 @@ func loadProfile(t *testing.T) *results.Profile {
 // withSyntheticCompute adds made-up compute and nonlinear sections so the
 // rendering code is exercised; the values are for the test only.
 func withSyntheticCompute(p *results.Profile) {
-	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v * 0.98, Max: v * 1.01, CV: 0.01, N: 5} }
+	st := func(v float64) results.Stat {
+		return results.Stat{Median: v, Min: v * 0.98, Max: v * 1.01, CV: 0.01, N: 5}
+	}
 	p.Compute = &results.Compute{FrequencyHz: 2.6e9, FrequencySource: "test", Peaks: []results.ComputePeak{
 		{Kernel: "avx2_fma_fp32", ISA: "avx2", Instruction: "VFMADD231PS ymm", Precision: "fp32", Unit: "GFLOP/s", Threads: 2, Accumulators: 10, OpsPerInstruction: 16, Rate: st(160), TheoreticalRate: 166.4, IPC: 2, AchievedFraction: 160 / 166.4},
 		{Kernel: "avx2_fma_fp64", ISA: "avx2", Instruction: "VFMADD231PD ymm", Precision: "fp64", Unit: "GFLOP/s", Threads: 2, Accumulators: 10, OpsPerInstruction: 8, Rate: st(80)},
