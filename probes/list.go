@@ -2,6 +2,7 @@ package probes
 
 import (
 	"fmt"
+	"runtime"
 
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/peak"
@@ -30,6 +31,10 @@ func Kernels() []KernelInfo {
 	for _, m := range kernels.MemImpls() {
 		out = append(out, KernelInfo{Section: "memory", Name: "read, write, write_nt, copy, triad", ISA: m.ISA,
 			Detail: fmt.Sprintf("non-temporal stores: %s", m.NT), Status: status(m.Unavailable)})
+	}
+	if len(peak.Kernels()) == 0 {
+		out = append(out, KernelInfo{Section: "compute", Name: "(none)", ISA: "-",
+			Status: "unavailable: this build has no compute-peak kernels (built with -tags purego, or no assembly for " + runtime.GOARCH + ")"})
 	}
 	for _, k := range peak.Kernels() {
 		out = append(out, KernelInfo{Section: "compute", Name: k.Name, ISA: k.ISA,

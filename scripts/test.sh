@@ -43,10 +43,10 @@ go test -race -count=1 ./...
 step "go test -tags=purego ./..."
 go test -tags=purego -count=1 ./...
 
-step "arm64 under qemu-aarch64 -cpu max"
-arm64_pkgs=(./internal/cpu/ ./kernels/ ./results/...)
-GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max' "${arm64_pkgs[@]}"
-GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max,sve=off,sme=off' "${arm64_pkgs[@]}"
+step "arm64 under qemu-aarch64: SME (512-bit, no FA64, like Apple M4), then without SVE/SME"
+arm64_pkgs=(./internal/cpu/ ./kernels/... ./results/...)
+GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max,sme512=on,sme_fa64=off' "${arm64_pkgs[@]}"
+GOARCH=arm64 go test -count=1 -short -exec 'qemu-aarch64 -cpu max,sve=off,sme=off' "${arm64_pkgs[@]}"
 
 step "NUMA placement on a 2-node kernel under qemu-system"
 bash scripts/numa-qemu-test.sh

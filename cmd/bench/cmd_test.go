@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cpubench/bench/probes"
 	"github.com/cpubench/bench/results"
 )
 
@@ -178,7 +179,9 @@ func TestProbeList(t *testing.T) {
 			t.Errorf("--list lacks %q:\n%s", s, out)
 		}
 	}
-	if runtime.GOARCH == "amd64" && !strings.Contains(out, "amx_bf16") {
-		t.Errorf("--list lacks amx_bf16 on amd64:\n%s", out)
+	for _, k := range probes.Kernels() {
+		if !strings.Contains(out, k.Name) || !strings.Contains(out, k.Status) {
+			t.Errorf("--list lacks %s (%s):\n%s", k.Name, k.Status, out)
+		}
 	}
 }
