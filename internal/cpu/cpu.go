@@ -75,7 +75,8 @@ func applyEnv() {
 // Disable treats the named feature family as absent and returns the undo.
 // Names: "avx512" (all AVX-512 subsets and AMX), "avx2" (AVX2, FMA, AVX-VNNI
 // and everything above), "amx", "avx512bf16", "avx512fp16", "vnni",
-// "sve" (SVE, SVE2 and SME), "sme", "sme2", "neon-dotprod", "bf16", "i8mm".
+// "sve" (SVE, SVE2 and SME), "sme", "sme2", "neon" (all arm64 SIMD),
+// "neon-dotprod", "bf16", "i8mm".
 func Disable(name string) (undo func(), err error) {
 	x, a := X86, ARM64
 	undo = func() { X86, ARM64 = x, a }
@@ -103,6 +104,12 @@ func Disable(name string) (undo func(), err error) {
 		fallthrough
 	case "sme2":
 		ARM64.HasSME2 = false
+	case "neon":
+		// NEON and every extension built on it (and SVE/SME, whose kernels
+		// fall back to NEON or Go): the pure-Go path on arm64.
+		ARM64.HasASIMD, ARM64.HasASIMDHP, ARM64.HasASIMDDP, ARM64.HasBF16, ARM64.HasI8MM = false, false, false, false, false
+		ARM64.HasSVE, ARM64.HasSVE2 = false, false
+		ARM64.HasSME, ARM64.HasSMEF32F32, ARM64.HasSMEB16F32, ARM64.HasSMEF16F32, ARM64.HasSMEI8I32, ARM64.HasSMEFA64, ARM64.HasSME2 = false, false, false, false, false, false, false
 	case "neon-dotprod":
 		ARM64.HasASIMDDP = false
 	case "bf16":
@@ -110,7 +117,7 @@ func Disable(name string) (undo func(), err error) {
 	case "i8mm":
 		ARM64.HasI8MM = false
 	default:
-		return func() {}, fmt.Errorf("cpu: unknown feature %q (want avx512, avx2, amx, avx512bf16, avx512fp16, vnni, sve, sme, sme2, neon-dotprod, bf16, i8mm)", name)
+		return func() {}, fmt.Errorf("cpu: unknown feature %q (want avx512, avx2, amx, avx512bf16, avx512fp16, vnni, sve, sme, sme2, neon, neon-dotprod, bf16, i8mm)", name)
 	}
 	return undo, nil
 }
@@ -123,6 +130,14 @@ func DisableAVX2() func() { u, _ := Disable("avx2"); return u }
 
 // DisableSVE treats SVE and SME as absent; it returns the undo.
 func DisableSVE() func() { u, _ := Disable("sve"); return u }
+
+// DisableSIMD treats every vector ISA (x86 AVX2 and above, arm64 NEON and
+// above) as absent, leaving the pure-Go kernels; it returns the undo.
+func DisableSIMD() func() {
+	u1, _ := Disable("avx2")
+	u2, _ := Disable("neon")
+	return func() { u2(); u1() }
+}
 
 // DisableSME treats SME as absent; it returns the undo.
 func DisableSME() func() { u, _ := Disable("sme"); return u }

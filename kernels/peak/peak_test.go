@@ -192,10 +192,20 @@ func TestAccumulatorsEnough(t *testing.T) {
 			t.Logf("%s: %s", k.Name, k.Unavailable)
 			continue
 		}
+		// Best of interleaved runs; on a shared machine a time slice lost
+		// to another process only ever lowers a figure, so a genuine
+		// shortfall of the production count shows in every attempt, while
+		// noise passes at least one of three.
 		var base, wide float64
-		for range 3 {
-			base = max(base, rate(k, 20*time.Millisecond, 3))
-			wide = max(wide, rate(w, 20*time.Millisecond, 3))
+		for attempt := 0; attempt < 3; attempt++ {
+			base, wide = 0, 0
+			for range 5 {
+				base = max(base, rate(k, 20*time.Millisecond, 3))
+				wide = max(wide, rate(w, 20*time.Millisecond, 3))
+			}
+			if wide <= 1.05*base {
+				break
+			}
 		}
 		t.Logf("%s: %d accumulators %.2f Gop/s, %d accumulators %.2f Gop/s (x%.3f)", k.Name, k.Accumulators, base/1e9, w.Accumulators, wide/1e9, wide/base)
 		if wide > 1.05*base {

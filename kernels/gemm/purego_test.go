@@ -1,0 +1,5 @@
+//go:build purego
+
+package gemm
+
+const purego = true
