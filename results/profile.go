@@ -20,6 +20,8 @@ const (
 	SectionCompute   = "compute"
 	SectionMixed     = "mixed"
 	SectionNonlinear = "nonlinear"
+	// Attained GEMM/GEMV throughput (issue: kernel library).
+	SectionMatrix = "matrix"
 )
 
 // Profile is one run of `bench probe` on one machine. Sections that were not
@@ -41,6 +43,7 @@ type Profile struct {
 	Compute   *Compute   `json:"compute,omitempty"`
 	Mixed     *Mixed     `json:"mixed,omitempty"`
 	Nonlinear *Nonlinear `json:"nonlinear,omitempty"`
+	Matrix    *Matrix    `json:"matrix,omitempty"`
 
 	// Notes are free-text remarks on the whole run (e.g. "machine is a VM").
 	Notes []string `json:"notes,omitempty"`
@@ -388,4 +391,64 @@ type Nonlinear struct {
 	FastExpDomain string           `json:"fastexp_domain"`
 	Points        []NonlinearPoint `json:"points"`
 	Unavailable   []Unavailable    `json:"unavailable,omitempty"`
+}
+
+// GEMMResult is the attained throughput of Y[M×N] = X[M×K] · Wᵀ (W stored
+// N×K, packed once) on one backend and thread count.
+type GEMMResult struct {
+	Backend string `json:"backend"` // e.g. "avx2-fp32", "avx512-bf16"
+	DType   string `json:"dtype"`   // weight precision: "fp32", "bf16", "int8"
+	M       int    `json:"m"`
+	N       int    `json:"n"`
+	K       int    `json:"k"`
+	Threads int    `json:"threads"`
+	CPUs    []int  `json:"cpus"`
+	Pinned  bool   `json:"pinned"`
+	// GFLOPS: 2·M·N·K / seconds / 1e9 per repetition.
+	GFLOPS Stat `json:"gflops"`
+	// WeightGBps is the median weight traffic, N·K·bytes(dtype) / seconds / 1e9.
+	WeightGBps float64 `json:"weight_gbps"`
+	// Fraction of the reference named by FractionOf (the compute ceiling for
+	// large M, the DRAM read roof for GEMV).
+	Fraction   float64 `json:"fraction,omitempty"`
+	FractionOf string  `json:"fraction_of,omitempty"`
+	// PackSeconds is the one-time cost of packing W (never on the per-call path).
+	PackSeconds float64 `json:"pack_seconds"`
+	Checksum    float64 `json:"checksum"`
+}
+
+// MatrixSplit is one GEMM partitioned at tile granularity between two thread
+// groups running different backends (SMEPilot §4.1, Eq. 1).
+type MatrixSplit struct {
+	BackendA string `json:"backend_a"`
+	BackendB string `json:"backend_b"`
+	CPUsA    []int  `json:"cpus_a"`
+	CPUsB    []int  `json:"cpus_b"`
+	M        int    `json:"m"`
+	N        int    `json:"n"`
+	K        int    `json:"k"`
+	// Dim is the split dimension ("M" or "N"); AlphaIdeal = P_a/(P_a+P_b)
+	// from the groups' measured rates, AlphaChosen after tile rounding.
+	Dim         string  `json:"dim"`
+	AlphaIdeal  float64 `json:"alpha_ideal"`
+	AlphaChosen float64 `json:"alpha_chosen"`
+	SecondsA    Stat    `json:"seconds_a"`
+	SecondsB    Stat    `json:"seconds_b"`
+	Makespan    Stat    `json:"makespan_seconds"`
+	// IdealSeconds = total work / (rate A + rate B); Ratio = Makespan.Median / IdealSeconds.
+	IdealSeconds float64 `json:"ideal_seconds"`
+	Ratio        float64 `json:"ratio"`
+	GFLOPS       Stat    `json:"gflops"`
+	Note         string  `json:"note,omitempty"`
+}
+
+// Matrix is the "matrix" section: attained GEMM throughput per backend and
+// precision at large LLM shapes (the roofline's attainable compute ceiling),
+// GEMV attained bandwidth, and partitioned mixed execution.
+type Matrix struct {
+	Method      string        `json:"method,omitempty"`
+	GEMM        []GEMMResult  `json:"gemm"`
+	GEMV        []GEMMResult  `json:"gemv"`
+	Mixed       []MatrixSplit `json:"mixed,omitempty"`
+	Unavailable []Unavailable `json:"unavailable,omitempty"`
 }
