@@ -20,6 +20,7 @@ var Sections = []string{
 	results.SectionMachine, results.SectionTopology, results.SectionMemory,
 	results.SectionLatency, results.SectionShared, results.SectionNUMA,
 	results.SectionCompute, results.SectionMixed, results.SectionNonlinear,
+	results.SectionMatrix,
 }
 
 // Progress receives the probe's progress. Implementations must be cheap: Step
@@ -166,7 +167,8 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	has := func(s string) bool { return slices.Contains(sections, s) }
 	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) ||
-		has(results.SectionNUMA) || has(results.SectionNonlinear) || has(results.SectionCompute) || has(results.SectionMixed)
+		has(results.SectionNUMA) || has(results.SectionNonlinear) || has(results.SectionCompute) || has(results.SectionMixed) ||
+		has(results.SectionMatrix)
 
 	if has(results.SectionMachine) {
 		m, err := topology.ReadMachine(cfg.Roots)
@@ -252,6 +254,11 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	if has(results.SectionNonlinear) {
 		if p.Nonlinear, err = r.nonlinearSection(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionMatrix) {
+		if p.Matrix, err = r.matrixSection(ctx, p.Compute, p.Memory); err != nil {
 			return nil, err
 		}
 	}
@@ -418,6 +425,8 @@ func (r *runner) total(sections []string) int {
 			n += r.mixedSteps()
 		case results.SectionNonlinear:
 			n += r.nonlinearSteps()
+		case results.SectionMatrix:
+			n += r.matrixSteps()
 		}
 	}
 	return n

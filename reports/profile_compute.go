@@ -48,6 +48,38 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 			b.WriteString("\n")
 		}
 	}
+	if mx := p.Matrix; mx != nil {
+		b.WriteString("## Matrix kernels: attained GEMM and GEMV\n\n")
+		if mx.Method != "" {
+			fmt.Fprintf(b, "%s\n\n", mx.Method)
+		}
+		b.WriteString("Y[M×N] = X[M×K] · Wᵀ with W packed once (packing time shown separately). GFLOP/s = 2·M·N·K / s / 1e9; weight GB/s = N·K·bytes / s / 1e9.\n\n")
+		var rows [][]string
+		for _, g := range append(append([]results.GEMMResult{}, mx.GEMM...), mx.GEMV...) {
+			frac := "—"
+			if g.Fraction > 0 {
+				frac = fmt.Sprintf("%.1f%% of %s", 100*g.Fraction, g.FractionOf)
+			}
+			rows = append(rows, []string{g.Backend, g.DType, fmt.Sprintf("%d×%d×%d", g.M, g.N, g.K), strconv.Itoa(g.Threads), FormatStat(g.GFLOPS, 1), fmt.Sprintf("%.1f", g.WeightGBps), fmt.Sprintf("%.3f", g.PackSeconds), frac})
+		}
+		if err := MarkdownTable(b, []string{"backend", "dtype", "M×N×K", "threads", "GFLOP/s", "weight GB/s", "pack s", "fraction"}, rows); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+		if len(mx.Mixed) > 0 {
+			b.WriteString("Tile-partitioned GEMM across two thread groups (SMEPilot §4.1, Eq. 1):\n\n")
+			rows = nil
+			for _, s := range mx.Mixed {
+				rows = append(rows, []string{s.BackendA + " | " + s.BackendB, cpuList(s.CPUsA) + " | " + cpuList(s.CPUsB), fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K), s.Dim,
+					fmt.Sprintf("%.3f / %.3f", s.AlphaIdeal, s.AlphaChosen), FormatStat(s.Makespan.Scale(1e3), 2), fmt.Sprintf("%.2f", s.IdealSeconds*1e3), fmt.Sprintf("%.2f", s.Ratio)})
+			}
+			if err := MarkdownTable(b, []string{"backends A | B", "CPUs A | B", "M×N×K", "split", "α ideal / chosen", "makespan ms", "ideal ms", "makespan / ideal"}, rows); err != nil {
+				return err
+			}
+			b.WriteString("\n")
+		}
+		unavailableList(b, mx.Unavailable)
+	}
 	if n := p.Nonlinear; n != nil {
 		b.WriteString("## Non-linear kernels\n\n")
 		if n.FastExpDomain != "" {

@@ -70,3 +70,31 @@ func TestFromProfileComputeSections(t *testing.T) {
 		t.Errorf("ridge %v", r)
 	}
 }
+
+func TestFromProfileAttainedGEMM(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-amd-epyc-2core.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
+	p.Compute = &results.Compute{Peaks: []results.ComputePeak{
+		{Kernel: "avx2_fma_fp32", ISA: "avx2", Precision: "fp32", Threads: 2, Rate: st(178)},
+		{Kernel: "avx2_fma_fp64", ISA: "avx2", Precision: "fp64", Threads: 2, Rate: st(88)},
+	}}
+	p.Matrix = &results.Matrix{GEMM: []results.GEMMResult{
+		{Backend: "avx2-fp32", DType: "fp32", M: 512, N: 3072, K: 3072, Threads: 1, GFLOPS: st(80)},
+		{Backend: "avx2-fp32", DType: "fp32", M: 512, N: 3072, K: 3072, Threads: 2, GFLOPS: st(150)},
+		{Backend: "avx2-bf16", DType: "bf16", M: 512, N: 3072, K: 3072, Threads: 2, GFLOPS: st(140)},
+	}}
+	m, err := FromProfile(p, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, _ := m.Target("cores")
+	if cores.Ceiling("fp32") != 150 || cores.Ceiling("bf16") != 140 || cores.Ceiling("fp64") != 88 {
+		t.Errorf("ceilings %v: want attained fp32 150 and bf16 140 (2 threads), FMA peak fp64 88", cores.CeilingsGFLOPS)
+	}
+	if !strings.Contains(strings.Join(m.Notes, "\n"), "attained GEMM") {
+		t.Errorf("notes %v do not say the ceilings are attained GEMM", m.Notes)
+	}
+}

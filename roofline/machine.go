@@ -401,6 +401,7 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 		}
 	}
 	addCompute(m, p, name, hasMatrixISA)
+	addAttainedGEMM(m, p)
 	addNonlinear(m, p, name)
 	if err := m.Validate(name); err != nil {
 		return nil, err
@@ -545,4 +546,68 @@ func addNonlinear(m *Machine, p *results.Profile, name string) {
 		}
 	}
 	m.Notes = append(m.Notes, "no softmax or exp figure in the nonlinear section: non-linear operators are timed on the memory roof only")
+}
+
+// addAttainedGEMM replaces the cores' (and the matrix unit's) FMA-peak
+// ceilings with the attained GEMM throughput of the profile's matrix section
+// at the largest thread count, per precision: the roofline's attainable
+// compute ceiling is what the GEMM kernels reach at large LLM shapes, not
+// the register-resident peak (SMEPilot §3.2 builds its roofline from
+// measured kernel throughput).
+func addAttainedGEMM(m *Machine, p *results.Profile) {
+	mx := p.Matrix
+	if mx == nil || len(mx.GEMM) == 0 {
+		return
+	}
+	maxT := 0
+	for _, g := range mx.GEMM {
+		maxT = max(maxT, g.Threads)
+	}
+	best := map[bool]map[string]results.GEMMResult{false: {}, true: {}}
+	for _, g := range mx.GEMM {
+		if g.Threads != maxT || !(g.GFLOPS.Median > 0) {
+			continue
+		}
+		unit := strings.HasPrefix(g.Backend, "amx") || strings.HasPrefix(g.Backend, "sme")
+		if cur, ok := best[unit][g.DType]; !ok || g.GFLOPS.Median > cur.GFLOPS.Median {
+			best[unit][g.DType] = g
+		}
+	}
+	apply := func(t *Target, bs map[string]results.GEMMResult) {
+		if len(bs) == 0 {
+			return
+		}
+		if t.CeilingsGFLOPS == nil {
+			t.CeilingsGFLOPS = map[string]float64{}
+		}
+		var src []string
+		for _, dt := range sortedKeys(bs) {
+			g := bs[dt]
+			t.CeilingsGFLOPS[dt] = g.GFLOPS.Median
+			src = append(src, fmt.Sprintf("%s %s %d×%d×%d %.1f GFLOP/s", dt, g.Backend, g.M, g.N, g.K, g.GFLOPS.Median))
+		}
+		t.Source += fmt.Sprintf("; attained GEMM ceilings from the matrix section at %d threads (%s)", maxT, strings.Join(src, ", "))
+	}
+	for i := range m.Targets {
+		switch m.Targets[i].Kind {
+		case KindCores:
+			apply(&m.Targets[i], best[false])
+		case KindMatrix:
+			apply(&m.Targets[i], best[true])
+		}
+	}
+	for i, n := range m.Notes {
+		if strings.HasPrefix(n, "compute ceilings are peak rates") || strings.HasPrefix(n, "no measured compute ceiling") {
+			m.Notes[i] = "compute ceilings are attained GEMM throughput (matrix section) where measured, FMA peaks (compute section) for other precisions"
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/probes"
+	"github.com/cpubench/bench/reports"
+	"github.com/cpubench/bench/results"
+)
+
+func init() { subcommands = append(subcommands, newGEMMCmd) }
+
+// GEMMOptions are the parsed flags of `bench gemm`.
+type GEMMOptions struct {
+	IO            IO
+	M             []int
+	N, K          int
+	DType         string
+	Threads       []int
+	Backend       string
+	BackendB      string
+	Split         string
+	PackEveryCall bool
+	Reps          int
+	RepMS         int
+	Profile       string
+	JSON          bool
+
+	// Resolved by RunE.
+	backend, backendB gemm.Backend
+	splitA, splitB    int
+	// CPUs is the thread placement (probes.GEMMCPUs; injected by tests).
+	CPUs []int
+}
+
+func newGEMMCmd(streams IO) *cobra.Command { return newCmdGEMM(streams, nil) }
+
+// newCmdGEMM builds the command; tests pass runF to capture the options.
+func newCmdGEMM(streams IO, runF func(context.Context, *GEMMOptions) error) *cobra.Command {
+	opts := &GEMMOptions{IO: streams}
+	cmd := &cobra.Command{
+		Use:   "gemm",
+		Short: "Measure the packed GEMM/GEMV (Y = X·Wᵀ) per M, dtype, backend and thread count",
+		Long: `Measure Y = X·Wᵀ (X M×K activations, W N×K weights packed once) on pinned
+threads of the engine's pool (kernels/pool: the output cut at the backend's
+tile, the timed loop on worker 0). Per M: GFLOP/s (median, min, max of --reps
+repetitions of at least --rep-ms after a warm-up), weight GB/s (N·K·bytes per
+call), and the fraction of the machine's ceiling from --profile: the compute
+section's best ceiling of the dtype at that thread count (or the matrix
+section's attained GEMM) for M > 16, the DRAM read roof for M ≤ 16. Packing
+is timed once, apart. Every figure checks 64 elements of Y against a float64
+reference.
+
+--split a:b runs one GEMM partitioned (SMEPilot §4.1, Eq. 1) between --backend
+on a threads and --backend-b on the next b: α ideal from both groups' measured
+standalone rates, α chosen after tile rounding, per-group seconds, makespan,
+and makespan / ideal (ideal = 2MNK / (rate A + rate B)).
+--pack-every-call is the SMEPilot §5.4 ablation: W is packed inside every call.`,
+		Example: `  bench gemm --m 1,16,128,512,2048 --n 3072 --k 3072 --dtype fp32 --threads 1,2
+  bench gemm --dtype int8 --threads 2 --profile results/host/profile.json
+  bench gemm --m 512 --backend avx2-fp32 --split 1:1 --backend-b avx2-bf16
+  bench gemm --m 1 --pack-every-call --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := opts.validate(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return gemmRun(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&opts.M, "m", []int{1, 16, 128, 512, 2048}, "rows of X and Y (tokens)")
+	f.IntVar(&opts.N, "n", 3072, "output columns (rows of W)")
+	f.IntVar(&opts.K, "k", 3072, "reduction depth")
+	f.StringVar(&opts.DType, "dtype", "fp32", "weight precision: fp32, bf16 or int8 (default: --backend's, else fp32)")
+	f.IntSliceVar(&opts.Threads, "threads", []int{1}, "thread counts")
+	f.StringVar(&opts.Backend, "backend", "auto", "backend name (e.g. avx2-fp32) or auto: the best for --dtype")
+	f.StringVar(&opts.BackendB, "backend-b", "", "with --split: group B's backend (default: the best of another dtype)")
+	f.StringVar(&opts.Split, "split", "", "a:b: one GEMM partitioned between a threads (--backend) and b threads (--backend-b)")
+	f.BoolVar(&opts.PackEveryCall, "pack-every-call", false, "pack W inside every call (SMEPilot §5.4 ablation)")
+	f.IntVar(&opts.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
+	f.IntVar(&opts.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
+	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling")
+	f.BoolVar(&opts.JSON, "json", false, "print JSON lines (results.GEMMResult, results.MatrixSplit) instead of tables")
+	return cmd
+}
+
+// validate checks the flags and resolves the backends; it reads no file.
+func (o *GEMMOptions) validate(cmd *cobra.Command) error {
+	if len(o.M) == 0 {
+		return fmt.Errorf("gemm: --m: need at least one value")
+	}
+	for _, m := range o.M {
+		if m < 1 {
+			return fmt.Errorf("gemm: --m %d: must be ≥ 1", m)
+		}
+	}
+	if o.N < 1 {
+		return fmt.Errorf("gemm: --n %d: must be ≥ 1", o.N)
+	}
+	if o.K < 1 {
+		return fmt.Errorf("gemm: --k %d: must be ≥ 1", o.K)
+	}
+	if o.Reps < 1 {
+		return fmt.Errorf("gemm: --reps %d: must be ≥ 1", o.Reps)
+	}
+	if o.RepMS < 1 {
+		return fmt.Errorf("gemm: --rep-ms %d: must be ≥ 1", o.RepMS)
+	}
+	dt := gemm.DType(o.DType)
+	if dt != gemm.FP32 && dt != gemm.BF16 && dt != gemm.Int8 {
+		return fmt.Errorf("gemm: --dtype %q: must be fp32, bf16 or int8", o.DType)
+	}
+	var err error
+	if o.Backend == "auto" {
+		if o.backend, err = gemm.Best(dt); err != nil {
+			return fmt.Errorf("gemm: --dtype %s: %w", o.DType, err)
+		}
+	} else {
+		if o.backend, err = gemm.BackendByName(o.Backend); err != nil {
+			return fmt.Errorf("gemm: --backend %s: %w", o.Backend, err)
+		}
+		if cmd.Flags().Changed("dtype") && o.backend.DType != dt {
+			return fmt.Errorf("gemm: --backend %s: computes %s weights, not --dtype %s", o.Backend, o.backend.DType, o.DType)
+		}
+		o.DType = string(o.backend.DType)
+	}
+	if o.CPUs == nil {
+		if o.CPUs, err = probes.GEMMCPUs(); err != nil {
+			return fmt.Errorf("gemm: CPU list: %w", err)
+		}
+	}
+	maxT := len(o.CPUs)
+	if o.Split == "" {
+		if o.BackendB != "" {
+			return fmt.Errorf("gemm: --backend-b %s: only with --split", o.BackendB)
+		}
+		if len(o.Threads) == 0 {
+			return fmt.Errorf("gemm: --threads: need at least one value")
+		}
+		for _, t := range o.Threads {
+			if t < 1 || t > maxT {
+				return fmt.Errorf("gemm: --threads %d: must be between 1 and %d", t, maxT)
+			}
+		}
+		return nil
+	}
+	if cmd.Flags().Changed("threads") {
+		return fmt.Errorf("gemm: --threads %v: not with --split %s (a:b sets both groups' threads)", o.Threads, o.Split)
+	}
+	if o.PackEveryCall {
+		return fmt.Errorf("gemm: --pack-every-call: not with --split %s (the split runs packed weights)", o.Split)
+	}
+	a, b, ok := strings.Cut(o.Split, ":")
+	na, errA := strconv.Atoi(a)
+	nb, errB := strconv.Atoi(b)
+	if !ok || errA != nil || errB != nil || na < 1 || nb < 1 {
+		return fmt.Errorf("gemm: --split %q: want a:b with thread counts a, b ≥ 1", o.Split)
+	}
+	if na+nb > maxT {
+		return fmt.Errorf("gemm: --split %s: %d threads, this process may use %d CPUs", o.Split, na+nb, maxT)
+	}
+	o.splitA, o.splitB = na, nb
+	if o.BackendB == "" {
+		other := gemm.BF16
+		if o.backend.DType != gemm.FP32 {
+			other = gemm.FP32
+		}
+		if o.backendB, err = gemm.Best(other); err != nil {
+			return fmt.Errorf("gemm: --backend-b: no default: %w", err)
+		}
+	} else if o.backendB, err = gemm.BackendByName(o.BackendB); err != nil {
+		return fmt.Errorf("gemm: --backend-b %s: %w", o.BackendB, err)
+	}
+	return nil
+}
+
+func gemmRun(ctx context.Context, o *GEMMOptions) error {
+	var prof *results.Profile
+	if o.Profile != "" {
+		var err error
+		if prof, err = results.ReadProfile(o.Profile); err != nil {
+			return fmt.Errorf("gemm: --profile %s: %w", o.Profile, err)
+		}
+	}
+	need := o.splitA + o.splitB
+	for _, t := range o.Threads {
+		need = max(need, t)
+	}
+	b, err := probes.NewGEMMBench(o.CPUs[:need], o.Reps, time.Duration(o.RepMS)*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	wa, err := probes.NewGEMMWeights(o.backend, o.N, o.K, 1)
+	if err != nil {
+		return fmt.Errorf("gemm: %w", err)
+	}
+	out := o.IO.Out
+	if o.Split != "" {
+		wb, err := probes.NewGEMMWeights(o.backendB, o.N, o.K, 1)
+		if err != nil {
+			return fmt.Errorf("gemm: %w", err)
+		}
+		var splits []results.MatrixSplit
+		for _, m := range o.M {
+			s, err := b.Split(ctx, wa, wb, m, o.splitA, o.splitB)
+			if err != nil {
+				return fmt.Errorf("gemm: %w", err)
+			}
+			if o.JSON {
+				if err := json.NewEncoder(out).Encode(s); err != nil {
+					return err
+				}
+			}
+			splits = append(splits, s)
+		}
+		if o.JSON {
+			return nil
+		}
+		printPacking(out, wa, wb)
+		return printSplits(out, splits)
+	}
+	var rows []results.GEMMResult
+	var whyNot []string
+	for _, m := range o.M {
+		for _, t := range o.Threads {
+			g, err := b.Measure(ctx, wa, m, t, o.PackEveryCall)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("gemm: %w", err)
+			}
+			why := "no profile: fraction not computed"
+			if prof != nil {
+				why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
+			}
+			if o.PackEveryCall {
+				g.PackSeconds = 0 // packing is inside every call
+			}
+			if o.JSON {
+				if err := json.NewEncoder(out).Encode(g); err != nil {
+					return err
+				}
+			}
+			rows = append(rows, g)
+			whyNot = append(whyNot, why)
+		}
+	}
+	if o.JSON {
+		return nil
+	}
+	if o.PackEveryCall {
+		fmt.Fprintf(out, "pack-every-call (SMEPilot §5.4 ablation): %s panels packed inside every call (BlockUnpacked); compare with the same command without the flag\n", o.backend.Name)
+	} else {
+		printPacking(out, wa)
+	}
+	return printGEMM(out, rows, whyNot)
+}
+
+func printPacking(w io.Writer, ws ...*probes.GEMMWeights) {
+	for _, x := range ws {
+		fmt.Fprintf(w, "packing %s W %d×%d (%s): %.1f ms, once, off the per-call path\n",
+			x.Backend.Name, x.N, x.K, reports.FormatBytes(gemm.WeightBytes(x.Backend.DType, x.N, x.K)), x.PackSeconds*1e3)
+	}
+}
+
+// printGEMM prints the figures with the fraction's reference as a numbered
+// footnote (or why there is none).
+func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string) error {
+	var notes []string
+	ref := func(s string) string {
+		for i, n := range notes {
+			if n == s {
+				return fmt.Sprintf("[%d]", i+1)
+			}
+		}
+		notes = append(notes, s)
+		return fmt.Sprintf("[%d]", len(notes))
+	}
+	var cells [][]string
+	for i, g := range rows {
+		frac := "— " + ref(whyNot[i])
+		if g.FractionOf != "" {
+			frac = fmt.Sprintf("%.1f%% %s", 100*g.Fraction, ref(g.FractionOf))
+		}
+		cells = append(cells, []string{
+			strconv.Itoa(g.M), strconv.Itoa(g.N), strconv.Itoa(g.K), g.Backend, strconv.Itoa(g.Threads),
+			fmt.Sprintf("%.2f", g.GFLOPS.Median), fmt.Sprintf("%.2f", g.GFLOPS.Min), fmt.Sprintf("%.2f", g.GFLOPS.Max),
+			fmt.Sprintf("%.1f%%", 100*g.GFLOPS.CV), fmt.Sprintf("%.2f", g.WeightGBps), frac,
+		})
+	}
+	if err := reports.TextTable(w, []string{"M", "N", "K", "backend", "threads", "GFLOP/s median", "min", "max", "cv", "weight GB/s", "fraction of ceiling"}, cells); err != nil {
+		return err
+	}
+	for i, n := range notes {
+		fmt.Fprintf(w, "[%d] %s\n", i+1, n)
+	}
+	return nil
+}
+
+func printSplits(w io.Writer, ss []results.MatrixSplit) error {
+	var cells [][]string
+	for _, s := range ss {
+		cells = append(cells, []string{
+			strconv.Itoa(s.M), strconv.Itoa(s.N), strconv.Itoa(s.K),
+			fmt.Sprintf("%s on %v", s.BackendA, s.CPUsA), fmt.Sprintf("%s on %v", s.BackendB, s.CPUsB), s.Dim,
+			fmt.Sprintf("%.3f", s.AlphaIdeal), fmt.Sprintf("%.3f", s.AlphaChosen),
+			fmtMS(s.SecondsA.Median), fmtMS(s.SecondsB.Median), fmtMS(s.Makespan.Median), fmtMS(s.IdealSeconds),
+			fmt.Sprintf("%.2f", s.Ratio), fmt.Sprintf("%.2f", s.GFLOPS.Median),
+		})
+	}
+	if err := reports.TextTable(w, []string{"M", "N", "K", "A", "B", "dim", "α ideal", "α chosen", "A ms", "B ms", "makespan ms", "ideal ms", "makespan/ideal", "GFLOP/s"}, cells); err != nil {
+		return err
+	}
+	for _, s := range ss {
+		fmt.Fprintf(w, "M=%d: %s\n", s.M, s.Note)
+	}
+	return nil
+}
+
+func fmtMS(s float64) string { return fmt.Sprintf("%.3f", s*1e3) }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/results"
+)
+
+// parseGEMM runs the command's flag parsing and validation only.
+func parseGEMM(t *testing.T, args ...string) (*GEMMOptions, error) {
+	t.Helper()
+	var got *GEMMOptions
+	var out, errb bytes.Buffer
+	cmd := newCmdGEMM(IO{In: strings.NewReader(""), Out: &out, Err: &errb}, func(_ context.Context, o *GEMMOptions) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SilenceErrors, cmd.SilenceUsage = true, true
+	err := cmd.Execute()
+	return got, err
+}
+
+func TestGEMMFlags(t *testing.T) {
+	o, err := parseGEMM(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, _ := gemm.Best(gemm.FP32)
+	if o.backend.Name != best.Name || o.N != 3072 || o.K != 3072 || len(o.M) != 5 || o.Reps != 5 {
+		t.Errorf("defaults: %+v", o)
+	}
+	// A backend implies its dtype.
+	bf, _ := gemm.Best(gemm.BF16)
+	o, err = parseGEMM(t, "--backend", bf.Name)
+	if err != nil || o.DType != "bf16" {
+		t.Fatalf("--backend %s: dtype %v, err %v", bf.Name, o, err)
+	}
+	if runtime.NumCPU() >= 2 {
+		o, err = parseGEMM(t, "--split", "1:1")
+		if err != nil || o.splitA != 1 || o.splitB != 1 || o.backendB.DType != gemm.BF16 {
+			t.Fatalf("--split 1:1: %+v, %v", o, err)
+		}
+	}
+}
+
+func TestGEMMFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"gemm", "--m", "0"}, "gemm: --m 0: must be ≥ 1"},
+		{[]string{"gemm", "--m", "x"}, "--m"},
+		{[]string{"gemm", "--n", "-3"}, "--n -3"},
+		{[]string{"gemm", "--k", "0"}, "--k 0"},
+		{[]string{"gemm", "--dtype", "fp8"}, `--dtype "fp8"`},
+		{[]string{"gemm", "--backend", "mmx-fp32"}, "--backend mmx-fp32"},
+		{[]string{"gemm", "--backend", "go-bf16", "--dtype", "fp32"}, "computes bf16 weights, not --dtype fp32"},
+		{[]string{"gemm", "--threads", "0"}, "--threads 0"},
+		{[]string{"gemm", "--threads", "999"}, "--threads 999: must be between 1 and"},
+		{[]string{"gemm", "--reps", "0"}, "--reps 0"},
+		{[]string{"gemm", "--rep-ms", "0"}, "--rep-ms 0"},
+		{[]string{"gemm", "--split", "2"}, `--split "2"`},
+		{[]string{"gemm", "--split", "1:0"}, `--split "1:0"`},
+		{[]string{"gemm", "--split", "500:500"}, "--split 500:500"},
+		{[]string{"gemm", "--backend-b", "go-bf16"}, "only with --split"},
+		{[]string{"gemm", "--split", "1:1", "--pack-every-call"}, "--pack-every-call"},
+		{[]string{"gemm", "--split", "1:1", "--threads", "1"}, "not with --split"},
+		{[]string{"gemm", "--m", "1", "--n", "8", "--k", "8", "--profile", "/nonexistent/profile.json"}, "--profile /nonexistent/profile.json"},
+	}
+	for _, c := range cases {
+		code, _, errs := run(t, c.args...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("bench %v: exit %d, stderr %q, want it to contain %q", c.args, code, errs, c.want)
+		}
+		if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("bench %v: error is not one line: %q", c.args, errs)
+		}
+	}
+}
+
+// A real run at a small shape: the table says no fraction without a
+// profile, JSON lines decode as results.GEMMResult, a profile gives
+// fractions of its ceilings, and pack-every-call is labelled.
+func TestGEMMRun(t *testing.T) {
+	small := []string{"gemm", "--m", "1,7,20", "--n", "40", "--k", "24", "--reps", "2", "--rep-ms", "1"}
+	code, out, errs := run(t, small...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"GFLOP/s median", "packing ", "no profile: fraction not computed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = run(t, append(small, "--json", "--threads", "1")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d JSON lines:\n%s", len(lines), out)
+	}
+	for _, l := range lines {
+		var g results.GEMMResult
+		if err := json.Unmarshal([]byte(l), &g); err != nil || g.GFLOPS.Median <= 0 || g.GFLOPS.N != 2 || g.N != 40 || g.Checksum == 0 {
+			t.Errorf("line %s: %+v, %v", l, g, err)
+		}
+	}
+
+	p := &results.Profile{Schema: results.SchemaV1, Host: "test", CreatedAt: time.Now(),
+		Compute: &results.Compute{Peaks: []results.ComputePeak{{Kernel: "fake_fma_fp32", Precision: "fp32", Unit: "GFLOP/s", Threads: 1, Rate: results.Stat{Median: 1e6}}}},
+		Memory:  &results.Memory{Levels: []results.LevelBandwidth{{Level: "DRAM", Kernel: "read", Threads: 1, WorkingSetBytes: 1 << 30, GBps: results.Stat{Median: 1e6}}}},
+	}
+	path := filepath.Join(t.TempDir(), "profile.json")
+	if err := results.WriteProfile(path, p); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = run(t, append(small, "--profile", path)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"compute ceiling fake_fma_fp32, 1 threads", "DRAM read roof, 1 threads"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--profile output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = run(t, append(small, "--pack-every-call")...)
+	if code != 0 || !strings.Contains(out, "pack-every-call (SMEPilot §5.4 ablation)") {
+		t.Errorf("--pack-every-call: exit %d %s\n%s", code, errs, out)
+	}
+}
+
+func TestGEMMSplitRun(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	args := []string{"gemm", "--m", "1,30", "--n", "64", "--k", "24", "--reps", "2", "--rep-ms", "1", "--split", "1:1"}
+	code, out, errs := run(t, append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var s results.MatrixSplit
+		if err := json.Unmarshal([]byte(l), &s); err != nil || s.Ratio <= 0 || s.BackendA == s.BackendB || s.Makespan.N != 2 {
+			t.Errorf("line %s: %+v, %v", l, s, err)
+		}
+	}
+	code, out, errs = run(t, args...)
+	if code != 0 || !strings.Contains(out, "makespan/ideal") || !strings.Contains(out, "α chosen") {
+		t.Errorf("exit %d %s\n%s", code, errs, out)
+	}
+}

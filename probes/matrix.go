@@ -1,0 +1,635 @@
+package probes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/kernels/gemm"
+	kpool "github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/results"
+)
+
+// Matrix-section shapes. The large GEMM is an LLM prefill Linear layer
+// (hidden 3072, 512 tokens: 9.7 GFLOP), sized so the section stays near
+// 15 s on 2 AVX2 cores (about 0.15 s per fp32 call on one core, 8 calls
+// per figure); quick mode halves M and takes hidden 2048 (1.1 GFLOP).
+// The GEMV weight is DRAM-sized: r.plan.maxWS bytes in each dtype (≥ 4×
+// the last-level cache), so its bandwidth compares with the memory
+// section's DRAM read roof at the same working set.
+var matrixShapes = map[bool][3]int{
+	false: {512, 3072, 3072}, // default: M, N, K
+	true:  {256, 2048, 2048}, // quick
+}
+
+const (
+	// goM is M for the portable "go" backends (about 2.5 GFLOP/s per core,
+	// the only ones on arm64 and with purego): 32 rows keep a call near
+	// 0.25 s at the default shape; the shape is recorded with the figure.
+	goM = 32
+	// gemvK is the GEMV's reduction depth; N = maxWS / bytes / gemvK.
+	gemvK = 4096
+	// gemmSamples is the number of elements of Y checked per figure.
+	gemmSamples = 64
+	// smallM is the largest M whose fraction is of the memory roof (decode:
+	// the weights are read once per call and dominate the traffic).
+	smallM = 16
+)
+
+// GEMMWeights is one weight matrix of a GEMM measurement: the unpacked W
+// (for the reference check and pack-every-call) and its packed copy.
+type GEMMWeights struct {
+	Backend gemm.Backend
+	N, K    int
+	// Raw is []float32 (fp32), []uint16 (bf16) or gemm.RawInt8.
+	Raw    any
+	Packed *gemm.Weights
+	// PackSeconds is the time of the one Pack call (not on the per-call path).
+	PackSeconds float64
+}
+
+// hashUnit maps i to a float in [-1, 1): a cheap deterministic generator
+// (splitmix64's finalizer) for large synthetic matrices.
+func hashUnit(i uint64) float32 {
+	z := i + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float32(int32(z>>32)) * 0x1p-31
+}
+
+// NewGEMMWeights makes a synthetic N×K weight matrix for backend b (values
+// from seed: fp32 in [-0.05, 0.05), the same values rounded to bf16, or
+// int8 in [-127, 127] with per-row scales) and packs it, timing the pack.
+// Backends of different dtypes given the same seed hold the same logical W.
+func NewGEMMWeights(b gemm.Backend, n, k int, seed uint64) (*GEMMWeights, error) {
+	if n <= 0 || k <= 0 {
+		return nil, fmt.Errorf("gemm: weights %d×%d: N and K must be positive", n, k)
+	}
+	w := &GEMMWeights{Backend: b, N: n, K: k}
+	base := seed << 40
+	var err error
+	switch b.DType {
+	case gemm.FP32:
+		raw := make([]float32, n*k)
+		for i := range raw {
+			raw[i] = 0.05 * hashUnit(base+uint64(i))
+		}
+		t0 := time.Now()
+		w.Packed, err = gemm.PackFP32(b, raw, n, k)
+		w.PackSeconds, w.Raw = time.Since(t0).Seconds(), raw
+	case gemm.BF16:
+		raw := make([]uint16, n*k)
+		for i := range raw {
+			raw[i] = gemm.Float32ToBF16(0.05 * hashUnit(base+uint64(i)))
+		}
+		t0 := time.Now()
+		w.Packed, err = gemm.PackBF16(b, raw, n, k)
+		w.PackSeconds, w.Raw = time.Since(t0).Seconds(), raw
+	case gemm.Int8:
+		raw := gemm.RawInt8{W: make([]int8, n*k), Scales: make([]float32, n)}
+		for i := range raw.W {
+			raw.W[i] = int8(127 * hashUnit(base+uint64(i)))
+		}
+		for i := range raw.Scales {
+			raw.Scales[i] = 0.05 / 127
+		}
+		t0 := time.Now()
+		w.Packed, err = gemm.PackInt8(b, raw.W, raw.Scales, n, k)
+		w.PackSeconds, w.Raw = time.Since(t0).Seconds(), raw
+	default:
+		return nil, fmt.Errorf("gemm: backend %q: unknown dtype %q", b.Name, b.DType)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// gemmInput returns the M×K activations (values in [-1, 1)).
+func gemmInput(m, k int) []float32 {
+	x := make([]float32, m*k)
+	for i := range x {
+		x[i] = hashUnit(1<<62 + uint64(i))
+	}
+	return x
+}
+
+// GEMMBench measures GEMMs on a kernels/pool of pinned workers: the first
+// t workers form the group of a t-thread figure, and every timed loop runs
+// through Pool.Do on worker 0's pinned thread (the master computes its
+// share inline, so no thread waits without working).
+type GEMMBench struct {
+	Pool        *kpool.Pool
+	Reps        int
+	RepDuration time.Duration
+	inputs      map[[2]int][]float32
+}
+
+// GEMMCPUs is the order GEMM threads are placed on CPUs, as in the other
+// probes: one per physical core first, then the remaining hardware
+// threads, within the process's affinity mask (the affinity mask alone
+// when the topology cannot be read).
+func GEMMCPUs() ([]int, error) {
+	if t, err := topology.ReadTopology(topology.LiveRoots()); err == nil {
+		if order, err := cpuOrder(t); err == nil {
+			return order, nil
+		}
+	}
+	return affinity.Allowed()
+}
+
+// NewGEMMBench starts one pinned worker per CPU of cpus (nil: GEMMCPUs). reps ≥ 1 timed repetitions of at least d follow
+// one warm-up of d/2; a repetition is at least one call.
+func NewGEMMBench(cpus []int, reps int, d time.Duration) (*GEMMBench, error) {
+	if cpus == nil {
+		order, err := GEMMCPUs()
+		if err != nil {
+			return nil, fmt.Errorf("gemm: CPU list: %w", err)
+		}
+		cpus = order
+	}
+	if len(cpus) == 0 {
+		return nil, errors.New("gemm: no CPU to run on")
+	}
+	if reps < 1 {
+		return nil, fmt.Errorf("gemm: --reps %d: must be ≥ 1", reps)
+	}
+	p, err := kpool.New(kpool.Options{CPUs: cpus})
+	if err != nil {
+		return nil, err
+	}
+	return &GEMMBench{Pool: p, Reps: reps, RepDuration: d, inputs: map[[2]int][]float32{}}, nil
+}
+
+// Close ends the workers.
+func (b *GEMMBench) Close() { b.Pool.Close() }
+
+func (b *GEMMBench) input(m, k int) []float32 {
+	x, ok := b.inputs[[2]int{m, k}]
+	if !ok {
+		x = gemmInput(m, k)
+		b.inputs[[2]int{m, k}] = x
+	}
+	return x
+}
+
+// groups returns the groups of the first sizes[0] workers, the next
+// sizes[1], ...
+func (b *GEMMBench) groups(sizes ...int) ([]*kpool.Group, error) {
+	for _, s := range sizes {
+		if s < 1 {
+			return nil, fmt.Errorf("gemm: --threads %d: must be ≥ 1", s)
+		}
+	}
+	gs, err := b.Pool.Groups(sizes...)
+	if err != nil {
+		return nil, fmt.Errorf("gemm: threads %v on %d CPUs: %w", sizes, b.Pool.Size(), err)
+	}
+	return gs, nil
+}
+
+func (b *GEMMBench) cpusPinned(g *kpool.Group) ([]int, bool) {
+	pinned := b.Pool.Pinned()
+	ok := true
+	for _, i := range g.Workers() {
+		ok = ok && pinned[i]
+	}
+	return g.CPUs(), ok
+}
+
+// timeCalls runs a warm-up and b.Reps timed repetitions of call (timeOnce)
+// and returns the calls per second of each timed one.
+func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) error) ([]float64, error) {
+	var out []float64
+	for rep := 0; rep <= b.Reps; rep++ {
+		rate, err := b.timeOnce(ctx, call, rep == 0)
+		if err != nil {
+			return nil, err
+		}
+		if rep > 0 {
+			out = append(out, rate)
+		}
+	}
+	return out, nil
+}
+
+// Measure times Y = X·Wᵀ at M rows on the first threads workers: w's
+// packed weights through gemm.Run, or, with packEveryCall, the unpacked
+// ones through gemm.RunUnpacked (SMEPilot §5.4's ablation). The result's
+// checksum is the sum of gemmSamples elements of Y, each checked against a
+// float64 reference (a wrong kernel fails the measurement).
+func (b *GEMMBench) Measure(ctx context.Context, w *GEMMWeights, m, threads int, packEveryCall bool) (results.GEMMResult, error) {
+	if m < 1 {
+		return results.GEMMResult{}, fmt.Errorf("gemm: --m %d: must be ≥ 1", m)
+	}
+	gs, err := b.groups(threads)
+	if err != nil {
+		return results.GEMMResult{}, err
+	}
+	g := gs[0]
+	x := b.input(m, w.K)
+	y := make([]float32, m*w.N)
+	scr := gemm.NewScratches(b.Pool.Size(), w.Packed, gemm.Blocking{})
+	call := func(mm *kpool.Master) error { return w.Packed.Run(mm, g, y, x, m, scr) }
+	if packEveryCall {
+		call = func(mm *kpool.Master) error {
+			return gemm.RunUnpacked(mm, g, w.Backend, gemm.Blocking{}, y, x, w.Raw, m, w.N, w.K, scr)
+		}
+	}
+	rates, err := b.timeCalls(ctx, call)
+	if err != nil {
+		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Backend.Name, m, threads, err)
+	}
+	sum, err := gemm.CheckSample(w.Backend.DType, y, x, w.Raw, m, w.N, w.K, gemmSamples)
+	if err != nil {
+		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Backend.Name, m, threads, err)
+	}
+	flops := gemm.Flops(m, w.N, w.K)
+	gf := make([]float64, len(rates))
+	for i, r := range rates {
+		gf[i] = r * flops / 1e9
+	}
+	st := results.Summarize(gf)
+	cpus, pinned := b.cpusPinned(g)
+	return results.GEMMResult{
+		Backend: w.Backend.Name, DType: string(w.Backend.DType), M: m, N: w.N, K: w.K,
+		Threads: threads, CPUs: cpus, Pinned: pinned, GFLOPS: st,
+		WeightGBps:  st.Median * 1e9 / flops * float64(gemm.WeightBytes(w.Backend.DType, w.N, w.K)) / 1e9,
+		PackSeconds: w.PackSeconds, Checksum: sum,
+	}, nil
+}
+
+// Split runs Y = X·Wᵀ at M rows partitioned between wa on the first ta
+// workers and wb on the next tb (the same logical W for two backends):
+// each alone first (their median GFLOP/s are the rates P_a, P_b), then
+// gemm.PlanSplit (Eq. 1 rounded to both tiles) and timed repetitions of
+// gemm.RunSplit. IdealSeconds = 2MNK / (P_a + P_b); Ratio = median
+// makespan / IdealSeconds (1 = the two backends add up perfectly). Each
+// side of Y is checked against its own backend's float64 reference.
+func (b *GEMMBench) Split(ctx context.Context, wa, wb *GEMMWeights, m, ta, tb int) (results.MatrixSplit, error) {
+	if wa.N != wb.N || wa.K != wb.K {
+		return results.MatrixSplit{}, fmt.Errorf("gemm: split: weights %d×%d and %d×%d differ", wa.N, wa.K, wb.N, wb.K)
+	}
+	gs, err := b.groups(ta, tb)
+	if err != nil {
+		return results.MatrixSplit{}, err
+	}
+	ra, err := b.alone(ctx, wa, gs[0], m)
+	if err != nil {
+		return results.MatrixSplit{}, err
+	}
+	rb, err := b.alone(ctx, wb, gs[1], m)
+	if err != nil {
+		return results.MatrixSplit{}, err
+	}
+	s, err := gemm.PlanSplit(wa.Packed, wb.Packed, m, ra, rb)
+	if err != nil {
+		return results.MatrixSplit{}, err
+	}
+	x := b.input(m, wa.K)
+	y := make([]float32, m*wa.N)
+	scr := gemm.NewScratches(b.Pool.Size(), wa.Packed, gemm.Blocking{})
+	for _, i := range gs[1].Workers() {
+		scr[i] = gemm.NewScratch(wb.Packed, gemm.Blocking{})
+	}
+	var secA, secB, span []float64
+	var sumA, sumB, sumSpan float64
+	calls := 0
+	call := func(mm *kpool.Master) error {
+		tm, err := gemm.RunSplit(mm, s, gs[0], wa.Packed, gs[1], wb.Packed, y, x, scr)
+		if err != nil {
+			return err
+		}
+		sumA += tm.Seconds[0]
+		sumB += tm.Seconds[1]
+		sumSpan += tm.Makespan
+		calls++
+		return nil
+	}
+	for rep := 0; rep <= b.Reps; rep++ {
+		sumA, sumB, sumSpan, calls = 0, 0, 0, 0
+		if _, err := b.timeOnce(ctx, call, rep == 0); err != nil {
+			return results.MatrixSplit{}, fmt.Errorf("gemm split %s+%s M=%d: %w", wa.Backend.Name, wb.Backend.Name, m, err)
+		}
+		if rep > 0 {
+			secA = append(secA, sumA/float64(calls))
+			secB = append(secB, sumB/float64(calls))
+			span = append(span, sumSpan/float64(calls))
+		}
+	}
+	for _, c := range []struct {
+		w *GEMMWeights
+		r kpool.Region
+	}{{wa, s.A}, {wb, s.B}} {
+		if c.r.Empty() {
+			continue
+		}
+		if _, err := gemm.CheckRegion(c.w.Backend.DType, y, x, c.w.Raw, m, wa.N, wa.K, c.r, gemmSamples); err != nil {
+			return results.MatrixSplit{}, fmt.Errorf("gemm split %s region %v: %w", c.w.Backend.Name, c.r, err)
+		}
+	}
+	flops := gemm.Flops(m, wa.N, wa.K)
+	gf := make([]float64, len(span))
+	for i, v := range span {
+		gf[i] = flops / v / 1e9
+	}
+	ms := results.MatrixSplit{
+		BackendA: wa.Backend.Name, BackendB: wb.Backend.Name,
+		CPUsA: gs[0].CPUs(), CPUsB: gs[1].CPUs(), M: m, N: wa.N, K: wa.K,
+		Dim: s.Dim, AlphaIdeal: s.AlphaIdeal, AlphaChosen: s.Alpha,
+		SecondsA: results.Summarize(secA), SecondsB: results.Summarize(secB), Makespan: results.Summarize(span),
+		IdealSeconds: flops / (ra + rb), GFLOPS: results.Summarize(gf), Note: s.Note,
+	}
+	ms.Ratio = ms.Makespan.Median / ms.IdealSeconds
+	ms.Note = joinNote(ms.Note, fmt.Sprintf("alone: %s %.1f GFLOP/s on %d threads, %s %.1f GFLOP/s on %d threads", wa.Backend.Name, ra/1e9, ta, wb.Backend.Name, rb/1e9, tb))
+	return ms, nil
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// alone returns the median FLOP/s of w on group g at M rows.
+func (b *GEMMBench) alone(ctx context.Context, w *GEMMWeights, g *kpool.Group, m int) (float64, error) {
+	x := b.input(m, w.K)
+	y := make([]float32, m*w.N)
+	scr := gemm.NewScratches(b.Pool.Size(), w.Packed, gemm.Blocking{})
+	rates, err := b.timeCalls(ctx, func(mm *kpool.Master) error { return w.Packed.Run(mm, g, y, x, m, scr) })
+	if err != nil {
+		return 0, fmt.Errorf("gemm %s alone on %d threads: %w", w.Backend.Name, g.Size(), err)
+	}
+	if _, err := gemm.CheckSample(w.Backend.DType, y, x, w.Raw, m, w.N, w.K, gemmSamples); err != nil {
+		return 0, fmt.Errorf("gemm %s alone: %w", w.Backend.Name, err)
+	}
+	return results.Summarize(rates).Median * gemm.Flops(m, w.N, w.K), nil
+}
+
+// timeOnce runs one repetition (a warm-up one when warm) of call inside
+// Pool.Do and returns the calls per second.
+func (b *GEMMBench) timeOnce(ctx context.Context, call func(m *kpool.Master) error, warm bool) (float64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	d := b.RepDuration
+	if warm {
+		d /= 2
+	}
+	var rate float64
+	err := b.Pool.Do(func(m *kpool.Master) error {
+		t0 := time.Now()
+		for n := 1; ; n++ {
+			if err := call(m); err != nil {
+				return err
+			}
+			if el := time.Since(t0); el >= d {
+				rate = float64(n) / el.Seconds()
+				return nil
+			}
+		}
+	})
+	return rate, err
+}
+
+// GEMMFraction sets g.Fraction and g.FractionOf from a profile's sections
+// (any may be nil) and returns "" or why no fraction was computed. For M ≤
+// 16 (decode: weight traffic dominates) the reference is the DRAM read roof
+// at g.Threads (memory section: its DRAM level, else its thread sweep), and
+// the fraction is WeightGBps over it. For larger M it is the compute
+// section's best ceiling of the dtype's precision at g.Threads (bf16
+// without a bf16 ceiling: the fp32 one, which is what a backend widening
+// bf16 to fp32 FMAs can reach), else the matrix section's attained GEMM of
+// the same backend and thread count.
+func GEMMFraction(g *results.GEMMResult, c *results.Compute, mem *results.Memory, mat *results.Matrix) string {
+	g.Fraction, g.FractionOf = 0, ""
+	if g.M <= smallM {
+		if mem == nil {
+			return "no memory section: fraction of the DRAM read roof not computed"
+		}
+		for _, l := range mem.Levels {
+			if l.Level == "DRAM" && l.Threads == g.Threads && l.GBps.Median > 0 {
+				g.Fraction = g.WeightGBps / l.GBps.Median
+				g.FractionOf = fmt.Sprintf("DRAM read roof, %d threads (memory section: %.1f GB/s at %s)", l.Threads, l.GBps.Median, sizeText(l.WorkingSetBytes))
+				return ""
+			}
+		}
+		for _, b := range mem.Threads {
+			if b.Kernel == "read" && b.Threads == g.Threads && b.GBps.Median > 0 {
+				g.Fraction = g.WeightGBps / b.GBps.Median
+				g.FractionOf = fmt.Sprintf("DRAM read, %d threads (memory section thread sweep: %.1f GB/s at %s)", b.Threads, b.GBps.Median, sizeText(b.WorkingSetBytes))
+				return ""
+			}
+		}
+		return fmt.Sprintf("no DRAM read roof at %d threads in the profile: fraction not computed", g.Threads)
+	}
+	if c != nil {
+		for _, prec := range []string{g.DType, "fp32"} {
+			if prec == "fp32" && g.DType != "bf16" && g.DType != "fp32" {
+				break
+			}
+			var best *results.ComputePeak
+			for i, p := range c.Peaks {
+				if p.Precision == prec && p.Threads == g.Threads && (best == nil || p.Rate.Median > best.Rate.Median) {
+					best = &c.Peaks[i]
+				}
+			}
+			if best != nil && best.Rate.Median > 0 {
+				g.Fraction = g.GFLOPS.Median / best.Rate.Median
+				g.FractionOf = fmt.Sprintf("compute ceiling %s, %d threads (compute section: %.1f %s)", best.Kernel, best.Threads, best.Rate.Median, best.Unit)
+				if prec != g.DType {
+					g.FractionOf += "; no " + g.DType + " ceiling, bf16 weights are widened to fp32"
+				}
+				return ""
+			}
+		}
+	}
+	if mat != nil {
+		for _, a := range mat.GEMM {
+			if a.Backend == g.Backend && a.Threads == g.Threads && a.GFLOPS.Median > 0 {
+				g.Fraction = g.GFLOPS.Median / a.GFLOPS.Median
+				g.FractionOf = fmt.Sprintf("attained %s GEMM M=%d N=%d K=%d, %d threads (matrix section: %.1f GFLOP/s)", a.Backend, a.M, a.N, a.K, a.Threads, a.GFLOPS.Median)
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("no %s ceiling at %d threads in the profile (compute or matrix section): fraction not computed", g.DType, g.Threads)
+}
+
+// matrixShape is the large GEMM of the section.
+func (r *runner) matrixShape() (m, n, k int) {
+	s := matrixShapes[r.cfg.Quick]
+	return s[0], s[1], s[2]
+}
+
+// matrixShapeFor is the large GEMM's shape for backend b: the section's
+// shape, or for the portable "go" backends M = goM and half N and K (a
+// quarter of the work per row), so a build with only those (arm64 today,
+// purego) keeps the section's time budget. The shape is in every figure.
+func (r *runner) matrixShapeFor(b gemm.Backend) (m, n, k int) {
+	m, n, k = r.matrixShape()
+	if b.ISA == "go" {
+		return min(m, goM), max(n/2, 1), max(k/2, 1)
+	}
+	return m, n, k
+}
+
+// matrixBackends returns the backends the section measures at the large
+// shape: every available backend except the portable "go" ones where a
+// faster backend of the same dtype is available (they are listed as not
+// measured, with the reason).
+func matrixBackends() (run []gemm.Backend, skipped []results.Unavailable) {
+	all := gemm.Backends()
+	for _, b := range all {
+		if b.Unavailable != "" {
+			skipped = append(skipped, results.Unavailable{Kernel: b.Name, Why: b.Unavailable})
+			continue
+		}
+		if b.ISA == "go" {
+			if best, err := gemm.Best(b.DType); err == nil && best.Name != b.Name {
+				skipped = append(skipped, results.Unavailable{Kernel: b.Name, Why: "not measured: the portable Go specification kernel; " + best.Name + " is measured for " + string(b.DType)})
+				continue
+			}
+		}
+		run = append(run, b)
+	}
+	return run, skipped
+}
+
+// matrixDTypes are the weight precisions, in order.
+var matrixDTypes = []gemm.DType{gemm.FP32, gemm.BF16, gemm.Int8}
+
+// matrixPair picks the two backends of the mixed run: the best fp32
+// backend (A) and the best backend of another dtype (bf16, else int8),
+// which computes the same logical W.
+func matrixPair() (a, b gemm.Backend, ok bool) {
+	a, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		return a, b, false
+	}
+	for _, dt := range []gemm.DType{gemm.BF16, gemm.Int8} {
+		if b, err = gemm.Best(dt); err == nil {
+			return a, b, true
+		}
+	}
+	return a, b, false
+}
+
+// matrixSteps is the number of progress steps of the matrix section: one
+// per measured backend and thread count, one per dtype and thread count
+// for the GEMV, and the mixed run with ≥ 2 cores.
+func (r *runner) matrixSteps() int {
+	run, _ := matrixBackends()
+	n := (len(run) + len(matrixDTypes)) * len(r.computeThreads())
+	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {
+		n++
+	}
+	return n
+}
+
+// matrixSection measures attained GEMM throughput (the roofline's
+// attainable compute ceiling, SMEPilot §5.3.1) per available backend at an
+// LLM prefill shape, GEMV weight bandwidth at a DRAM-sized weight per
+// dtype, and one GEMM partitioned between two backends on the two halves
+// of the cores (SMEPilot §4.1, Eq. 1), at 1 thread and all cores.
+// compute and memory are the profile's compute and memory sections (nil
+// when not run): the fractions are of their ceilings at the same thread
+// count (GEMMFraction). Call it after computeSection.
+//
+// The GEMM threads are a kernels/pool created here over the probe's first
+// r.plan.cores CPUs (the same pinned placement as the other sections) and
+// closed at the end; the probe's own workers are idle meanwhile. The pool
+// is the engine's: the partitioning (pool.Block at the backend's tile),
+// the master-inline fork-join (Pool.Do) and the split's per-group timing
+// (RunSplit) measured here are those inference runs with.
+func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, memory *results.Memory) (*results.Matrix, error) {
+	m, n, k := r.matrixShape()
+	workers := r.pool.workers[:r.plan.cores]
+	b, err := NewGEMMBench(cpusOf(workers), r.cfg.Reps, r.cfg.RepDuration)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	run, skipped := matrixBackends()
+	out := &results.Matrix{GEMM: []results.GEMMResult{}, GEMV: []results.GEMMResult{}, Unavailable: skipped}
+	out.Method = fmt.Sprintf("Y = X·Wᵀ on packed W (packed once, pack time recorded apart) through kernels/pool: "+
+		"the output cut at the backend's tile among pinned workers, the caller's loop on worker 0 (Pool.Do); "+
+		"warm-up then %d reps of ≥ %v (≥ 1 call each); GFLOP/s = 2MNK/s; every figure checks %d elements of Y "+
+		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
+		"(≥ 4× LLC), weight GB/s = N·K·bytes/s; mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
+		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.maxWS))
+
+	threads := r.computeThreads()
+	packed := map[string]*GEMMWeights{}
+	for _, be := range run {
+		bm, bn, bk := r.matrixShapeFor(be)
+		w, err := NewGEMMWeights(be, bn, bk, 1)
+		if err != nil {
+			return nil, err
+		}
+		packed[be.Name] = w
+		for _, t := range threads {
+			g, err := b.Measure(ctx, w, bm, t, false)
+			if err != nil {
+				return nil, err
+			}
+			GEMMFraction(&g, compute, memory, nil)
+			out.GEMM = append(out.GEMM, g)
+			r.step(fmt.Sprintf("matrix gemm %s threads=%d", be.Name, t))
+		}
+	}
+
+	for _, dt := range matrixDTypes {
+		be, err := gemm.Best(dt)
+		if err != nil {
+			return nil, err
+		}
+		bytes := gemm.WeightBytes(dt, 1, 1)
+		gn := max(int(r.plan.maxWS/bytes/gemvK)/64*64, 64)
+		w, err := NewGEMMWeights(be, gn, gemvK, 2)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range threads {
+			g, err := b.Measure(ctx, w, 1, t, false)
+			if err != nil {
+				return nil, err
+			}
+			GEMMFraction(&g, compute, memory, nil)
+			out.GEMV = append(out.GEMV, g)
+			r.step(fmt.Sprintf("matrix gemv %s threads=%d", be.Name, t))
+		}
+	}
+
+	if a, bb, ok := matrixPair(); ok && r.plan.cores >= 2 {
+		// Both at the smaller of the two backends' shapes (the same logical W).
+		sm, sn, sk := r.matrixShapeFor(a)
+		if om, on, ok := r.matrixShapeFor(bb); om*on*ok < sm*sn*sk {
+			sm, sn, sk = om, on, ok
+		}
+		wa, wb := packed[a.Name], packed[bb.Name]
+		for _, pair := range []struct {
+			w  **GEMMWeights
+			be gemm.Backend
+		}{{&wa, a}, {&wb, bb}} {
+			if *pair.w == nil || (*pair.w).N != sn || (*pair.w).K != sk {
+				if *pair.w, err = NewGEMMWeights(pair.be, sn, sk, 1); err != nil {
+					return nil, fmt.Errorf("matrix mixed: %w", err)
+				}
+			}
+		}
+		half := r.plan.cores / 2
+		s, err := b.Split(ctx, wa, wb, sm, half, r.plan.cores-half)
+		if err != nil {
+			return nil, err
+		}
+		out.Mixed = append(out.Mixed, s)
+		r.step(fmt.Sprintf("matrix mixed %s+%s", a.Name, bb.Name))
+	}
+	return out, nil
+}

@@ -1,0 +1,210 @@
+package probes
+
+import (
+	"context"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/results"
+)
+
+// smallMatrix shrinks the section's shapes for the test (restored after).
+func smallMatrix(t *testing.T) {
+	t.Helper()
+	old := matrixShapes
+	matrixShapes = map[bool][3]int{false: {13, 96, 40}, true: {13, 96, 40}}
+	t.Cleanup(func() { matrixShapes = old })
+}
+
+// The matrix section measures every measured backend at 1 thread and all
+// cores, a GEMV per dtype, and (with ≥ 2 cores) one split; figures are
+// positive with checksums, fractions refer to the sections given, and the
+// progress steps match matrixSteps.
+func TestMatrixSection(t *testing.T) {
+	smallMatrix(t)
+	r := newTestRunner(t, kernels.BestMem())
+	r.plan.cores = len(r.pool.workers)
+	r.plan.maxWS = 512 << 10
+	r.cfg.Quick = true
+	prog := &countProgress{}
+	r.prog = prog
+	threads := r.computeThreads()
+	// Ceilings far above anything attained, so every fraction is in (0, 1).
+	compute := &results.Compute{}
+	memory := &results.Memory{}
+	for _, th := range threads {
+		compute.Peaks = append(compute.Peaks, results.ComputePeak{Kernel: "fake_fp32", Precision: "fp32", Unit: "GFLOP/s", Threads: th, Rate: results.Stat{Median: 1e6}})
+		memory.Levels = append(memory.Levels, results.LevelBandwidth{Level: "DRAM", Kernel: "read", Threads: th, GBps: results.Stat{Median: 1e6}})
+	}
+	start := time.Now()
+	m, err := r.matrixSection(context.Background(), compute, memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("matrix section (test shapes): %v", time.Since(start))
+	if len(prog.steps) != r.matrixSteps() {
+		t.Errorf("%d progress steps, matrixSteps says %d: %v", len(prog.steps), r.matrixSteps(), prog.steps)
+	}
+	run, skipped := matrixBackends()
+	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != len(matrixDTypes)*len(threads) {
+		t.Errorf("%d GEMM and %d GEMV figures for %d backends, %d threads", len(m.GEMM), len(m.GEMV), len(run), len(threads))
+	}
+	if len(m.Unavailable) != len(skipped) {
+		t.Errorf("unavailable %v, want %v", m.Unavailable, skipped)
+	}
+	for _, g := range append(append([]results.GEMMResult{}, m.GEMM...), m.GEMV...) {
+		if !(g.GFLOPS.Median > 0) || math.IsInf(g.GFLOPS.Median, 0) || g.GFLOPS.N != r.cfg.Reps || len(g.CPUs) != g.Threads ||
+			g.Checksum == 0 || math.IsNaN(g.Checksum) || !(g.WeightGBps > 0) || g.PackSeconds <= 0 {
+			t.Errorf("%s M=%d threads=%d: %+v", g.Backend, g.M, g.Threads, g)
+		}
+		if g.DType == "int8" && g.M > smallM {
+			if g.FractionOf != "" {
+				t.Errorf("int8 GEMM has a fraction of %q, but the compute section has no int8 ceiling", g.FractionOf)
+			}
+			continue
+		}
+		if !(g.Fraction > 0 && g.Fraction < 1) || g.FractionOf == "" {
+			t.Errorf("%s M=%d threads=%d: fraction %v of %q", g.Backend, g.M, g.Threads, g.Fraction, g.FractionOf)
+		}
+	}
+	for _, g := range m.GEMV {
+		if g.M != 1 || gemm.WeightBytes(gemm.DType(g.DType), g.N, g.K) < r.plan.maxWS/2 || !strings.Contains(g.FractionOf, "DRAM") {
+			t.Errorf("GEMV %s: %d×%d, fraction of %q", g.Backend, g.N, g.K, g.FractionOf)
+		}
+	}
+	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {
+		if len(m.Mixed) != 1 {
+			t.Fatalf("mixed: %+v", m.Mixed)
+		}
+		s := m.Mixed[0]
+		if s.Ratio <= 0 || s.IdealSeconds <= 0 || s.Makespan.N != r.cfg.Reps || s.AlphaIdeal <= 0 || s.AlphaIdeal >= 1 ||
+			len(s.CPUsA)+len(s.CPUsB) != r.plan.cores || s.BackendA == s.BackendB {
+			t.Errorf("mixed: %+v", s)
+		}
+	}
+	if !strings.Contains(m.Method, "float64 reference") {
+		t.Errorf("method %q", m.Method)
+	}
+}
+
+func TestMatrixSectionInterrupted(t *testing.T) {
+	smallMatrix(t)
+	r := newTestRunner(t, kernels.BestMem())
+	r.plan.cores = len(r.pool.workers)
+	r.plan.maxWS = 256 << 10
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.matrixSection(ctx, nil, nil); err == nil || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// GEMMFraction picks the DRAM roof for decode shapes and the compute
+// ceiling of the dtype (bf16: fp32 when there is none) for large M, and
+// says why when the profile has neither.
+func TestGEMMFraction(t *testing.T) {
+	c := &results.Compute{Peaks: []results.ComputePeak{
+		{Kernel: "avx2_fma_fp32", Precision: "fp32", Unit: "GFLOP/s", Threads: 2, Rate: results.Stat{Median: 200}},
+		{Kernel: "sse_mul_add_fp32", Precision: "fp32", Unit: "GFLOP/s", Threads: 2, Rate: results.Stat{Median: 50}},
+		{Kernel: "avx2_fma_fp32", Precision: "fp32", Unit: "GFLOP/s", Threads: 1, Rate: results.Stat{Median: 100}},
+	}}
+	mem := &results.Memory{Levels: []results.LevelBandwidth{{Level: "DRAM", Threads: 1, GBps: results.Stat{Median: 20}}}}
+	mat := &results.Matrix{GEMM: []results.GEMMResult{{Backend: "avx2-int8", Threads: 2, M: 512, N: 3072, K: 3072, GFLOPS: results.Stat{Median: 80}}}}
+	cases := []struct {
+		g          results.GEMMResult
+		frac       float64
+		of, whyNot string
+	}{
+		{results.GEMMResult{DType: "fp32", M: 512, Threads: 2, GFLOPS: results.Stat{Median: 100}}, 0.5, "avx2_fma_fp32, 2 threads", ""},
+		{results.GEMMResult{DType: "bf16", M: 512, Threads: 1, GFLOPS: results.Stat{Median: 60}}, 0.6, "widened to fp32", ""},
+		{results.GEMMResult{Backend: "avx2-int8", DType: "int8", M: 512, Threads: 2, GFLOPS: results.Stat{Median: 40}}, 0.5, "matrix section", ""},
+		{results.GEMMResult{Backend: "avx2-int8", DType: "int8", M: 512, Threads: 1, GFLOPS: results.Stat{Median: 40}}, 0, "", "no int8 ceiling at 1 threads"},
+		{results.GEMMResult{DType: "fp32", M: 1, Threads: 1, WeightGBps: 15}, 0.75, "DRAM read roof", ""},
+		{results.GEMMResult{DType: "fp32", M: 16, Threads: 2, WeightGBps: 15}, 0, "", "no DRAM read roof at 2 threads"},
+	}
+	for i, cs := range cases {
+		g := cs.g
+		why := GEMMFraction(&g, c, mem, mat)
+		if math.Abs(g.Fraction-cs.frac) > 1e-12 || !strings.Contains(g.FractionOf, cs.of) || (cs.whyNot == "") != (why == "") || !strings.Contains(why, cs.whyNot) {
+			t.Errorf("case %d: fraction %v of %q, why not %q; want %v of %q / %q", i, g.Fraction, g.FractionOf, why, cs.frac, cs.of, cs.whyNot)
+		}
+	}
+	g := results.GEMMResult{DType: "fp32", M: 1, Threads: 1}
+	if why := GEMMFraction(&g, nil, nil, nil); !strings.Contains(why, "no memory section") {
+		t.Errorf("no profile sections: %q", why)
+	}
+}
+
+// A weight matrix computed by the wrong backend's numbers fails the
+// measurement's check instead of being recorded.
+func TestGEMMBenchCatchesWrongWeights(t *testing.T) {
+	b, err := NewGEMMBench([]int{0}, 1, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	be, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewGEMMWeights(be, 40, 24, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Measure(context.Background(), w, 5, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewGEMMWeights(be, 40, 24, 9)
+	w.Raw = other.Raw // the reference no longer matches the packed W
+	if _, err := b.Measure(context.Background(), w, 5, 1, false); err == nil || !strings.Contains(err.Error(), "float64 reference") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := b.Measure(context.Background(), w, 5, 2, false); err == nil {
+		t.Fatal("2 threads on a 1-worker pool accepted")
+	}
+}
+
+// TestMatrixSectionTiming times the section at its real shapes with the
+// probe's real plan (BENCH_MATRIX_TIMING=1; seconds, not for CI).
+func TestMatrixSectionTiming(t *testing.T) {
+	if os.Getenv("BENCH_MATRIX_TIMING") == "" {
+		t.Skip("set BENCH_MATRIX_TIMING=1 to time the matrix section")
+	}
+	for _, quick := range []bool{false, true} {
+		topo, err := topology.ReadTopology(topology.LiveRoots())
+		if err != nil {
+			t.Fatal(err)
+		}
+		order, err := cpuOrder(topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newTestRunner(t, kernels.BestMem())
+		r.topo, r.cfg.Quick = topo, quick
+		r.cfg.Reps, r.cfg.RepDuration = 7, 20*time.Millisecond
+		if quick {
+			r.cfg.Reps, r.cfg.RepDuration = 5, 6*time.Millisecond
+		}
+		if err := r.makePlan(order); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		m, err := r.matrixSection(context.Background(), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("quick=%v: %v, maxWS %s", quick, time.Since(start), sizeText(r.plan.maxWS))
+		for _, g := range append(m.GEMM, m.GEMV...) {
+			t.Logf("  %s M=%d N=%d K=%d threads=%d: %.1f GFLOP/s, %.1f GB/s, pack %.0f ms", g.Backend, g.M, g.N, g.K, g.Threads, g.GFLOPS.Median, g.WeightGBps, g.PackSeconds*1e3)
+		}
+		for _, s := range m.Mixed {
+			t.Logf("  mixed %s+%s: α %.3f/%.3f ratio %.2f (%s)", s.BackendA, s.BackendB, s.AlphaIdeal, s.AlphaChosen, s.Ratio, s.Note)
+		}
+	}
+}
