@@ -45,7 +45,7 @@ go test -tags=purego -count=1 ./...
 
 step "arm64 under qemu-aarch64: SME (512-bit, no FA64, like Apple M4), then without SVE/SME"
 arm64_pkgs=(./internal/cpu/ ./kernels/... ./results/...)
-GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max,sme512=on,sme_fa64=off' "${arm64_pkgs[@]}"
+BENCH_GEMM_REQUIRE=sme-fp32,neon-int8 GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max,sme512=on,sme_fa64=off' "${arm64_pkgs[@]}"
 GOARCH=arm64 go test -count=1 -short -exec 'qemu-aarch64 -cpu max,sve=off,sme=off' "${arm64_pkgs[@]}"
 
 step "NUMA placement on a 2-node kernel under qemu-system"

@@ -338,14 +338,14 @@ func TestErrors(t *testing.T) {
 }
 
 func TestDisabledISAsNeverChosen(t *testing.T) {
-	defer cpu.DisableAVX2()()
+	defer cpu.DisableSIMD()()
 	for _, dt := range []DType{FP32, BF16, Int8} {
 		b, err := Best(dt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b.ISA != "go" {
-			t.Errorf("Best(%s) with AVX2 disabled = %s", dt, b.Name)
+			t.Errorf("Best(%s) with SIMD disabled = %s", dt, b.Name)
 		}
 	}
 	for _, b := range Backends() {
@@ -353,13 +353,13 @@ func TestDisabledISAsNeverChosen(t *testing.T) {
 			continue
 		}
 		if b.Unavailable == "" {
-			t.Errorf("%s available with AVX2 disabled", b.Name)
+			t.Errorf("%s available with SIMD disabled", b.Name)
 		}
 		if _, err := BackendByName(b.Name); err == nil || !strings.Contains(err.Error(), b.Name) {
-			t.Errorf("BackendByName(%s) with AVX2 disabled: err = %v", b.Name, err)
+			t.Errorf("BackendByName(%s) with SIMD disabled: err = %v", b.Name, err)
 		}
 		if _, err := PackFP32(b, make([]float32, 4), 2, 2); err == nil {
-			t.Errorf("PackFP32(%s) with AVX2 disabled: no error", b.Name)
+			t.Errorf("PackFP32(%s) with SIMD disabled: no error", b.Name)
 		}
 	}
 }
