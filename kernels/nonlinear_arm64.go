@@ -12,6 +12,7 @@ import (
 // assembly yet: it uses the "go" rotation.
 func archNonlinearImpls() []NonlinearImpl {
 	return []NonlinearImpl{
+		newSVENonlinearImpl(false), newSVENonlinearImpl(true), // "sve", "sme": measured, never best (nonlinear_sve_arm64.go)
 		newNonlinearImpl("neon", lacks("ASIMD", cpu.ARM64.HasASIMD), neonNLKernels),
 	}
 }

@@ -3,6 +3,8 @@ package probes
 import (
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/peak"
@@ -42,7 +44,13 @@ func Kernels() []KernelInfo {
 			Status: status(k.Unavailable)})
 	}
 	for _, n := range kernels.NonlinearImpls() {
-		out = append(out, KernelInfo{Section: "nonlinear", Name: "exp, fastexp, softmax, rmsnorm, silu, gelu_tanh, rope", ISA: n.Backend,
+		var names []string
+		for _, spec := range nonlinearSpecs() {
+			if measuredOn(spec, n) && !slices.Contains(names, spec.kernel) {
+				names = append(names, spec.kernel)
+			}
+		}
+		out = append(out, KernelInfo{Section: "nonlinear", Name: strings.Join(names, ", "), ISA: n.Backend,
 			Status: status(n.Unavailable)})
 	}
 	return out

@@ -60,10 +60,18 @@ func (r *runner) nonlinearSteps() int {
 }
 
 // measuredOn reports whether spec is a distinct implementation on impl:
-// RoPE has no assembly yet (every backend runs the "go" rotation), so it is
-// measured once, on "go", rather than reported again under an ISA name.
+// RoPE has no assembly yet, so it is measured once, on "go"; "sve" and "sme"
+// (streaming SVE) have their own kernels only for exp, fastexp and softmax
+// (their other fields are the NEON kernels), so only those are reported
+// under their names.
 func measuredOn(spec nlSpec, impl kernels.NonlinearImpl) bool {
-	return spec.kernel != "rope" || impl.Backend == "go"
+	switch impl.Backend {
+	case "go":
+		return true
+	case "sve", "sme":
+		return spec.kernel == "exp" || spec.kernel == "fastexp" || spec.kernel == "softmax"
+	}
+	return spec.kernel != "rope"
 }
 
 // nlInput fills x with deterministic values in about [-8, 8] (logits,

@@ -69,7 +69,7 @@ func TestNonlinearSection(t *testing.T) {
 
 // A disabled ISA is listed as unavailable and not measured.
 func TestNonlinearSectionDisabled(t *testing.T) {
-	defer cpu.DisableAVX2()()
+	defer cpu.DisableSIMD()()
 	r := newTestRunner(t, kernels.BestMem())
 	nl, err := r.nonlinearSection(context.Background())
 	if err != nil {
@@ -77,7 +77,7 @@ func TestNonlinearSectionDisabled(t *testing.T) {
 	}
 	for _, p := range nl.Points {
 		if p.Backend != "go" {
-			t.Fatalf("%s measured with AVX2 disabled", p.Backend)
+			t.Fatalf("%s measured with SIMD disabled", p.Backend)
 		}
 	}
 	if len(kernels.NonlinearImpls()) > 1 && len(nl.Unavailable) == 0 {

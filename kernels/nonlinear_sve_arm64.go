@@ -1,0 +1,174 @@
+//go:build !purego
+
+package kernels
+
+import (
+	"math"
+
+	"github.com/cpubench/bench/internal/cpu"
+)
+
+// The "sve" and "sme" non-linear backends run the same SVE kernels
+// (nonlinear_sve_arm64.s): "sve" in normal mode at the SVE vector length,
+// "sme" in streaming SVE mode (SMSTART SM ... SMSTOP SM inside each call) at
+// the streaming vector length. They exist to be measured, not to be used:
+// SMEPilot (§3.2, Fig. 4) finds fastexp 3-4x slower in streaming mode than
+// on the cores, so they are registered before "neon" and BestNonlinear and
+// the package-level functions never pick them.
+//
+// Only Exp, FastExp, Softmax and SoftmaxFast (max, exp-sub-sum and scale
+// passes) have SVE kernels. The other fields (SiLU, SiLUMul, GELUTanh,
+// RMSNorm) run the NEON kernels in normal mode and RoPE the "go" rotation,
+// so a probe should measure only exp, fastexp and softmax on these backends.
+
+// nlStreamChunk bounds the elements per assembly call (a variable so tests
+// can shrink it): 32 Ki elements take tens of microseconds even at several
+// ns per element, so a streaming-mode call (not async-preemptible) stays far
+// below a millisecond, and the SMSTART/SMSTOP pair is amortized over them.
+var nlStreamChunk = 1 << 15
+
+// newSVENonlinearImpl returns the "sve" backend, or "sme" if streaming.
+func newSVENonlinearImpl(streaming bool) NonlinearImpl {
+	if streaming {
+		return newNonlinearImpl("sme", lacks("SME", cpu.ARM64.HasSME, "ASIMD", cpu.ARM64.HasASIMD), smeNLKernels)
+	}
+	return newNonlinearImpl("sve", lacks("SVE", cpu.ARM64.HasSVE, "ASIMD", cpu.ARM64.HasASIMD), sveNLKernels)
+}
+
+var (
+	sveNLKernels = sveKernels(false)
+	smeNLKernels = sveKernels(true)
+)
+
+// sveKernels are the NEON kernels with the exponential and softmax passes
+// replaced by the SVE ones, in streaming mode if sm.
+func sveKernels(sm bool) nlKernels {
+	k := neonNLKernels
+	k.exp = func(d, s []float32) { unarySVE(d, s, sm, expSVE) }
+	k.fastExp = func(d, s []float32) { unarySVE(d, s, sm, fastExpSVE) }
+	k.max = func(x []float32) float32 { return maxSVEAll(x, sm) }
+	k.expSubSum = func(d, s []float32, m float32) float32 { return expSubSumSVEAll(d, s, m, sm, false) }
+	k.fastExpSubSum = func(d, s []float32, m float32) float32 { return expSubSumSVEAll(d, s, m, sm, true) }
+	k.scale = func(x []float32, s float32) { scaleSVEAll(x, s, sm) }
+	return k
+}
+
+// The wrappers below split the slices into calls of at most nlStreamChunk
+// elements; the kernels handle any length (the last partial vector by
+// predicate), so there is no padded tail.
+
+func unarySVE(dst, src []float32, sm bool, k func(dst, src []float32, sm bool)) {
+	src = src[:len(dst)]
+	for len(dst) > 0 {
+		n := min(len(dst), nlStreamChunk)
+		k(dst[:n], src[:n], sm)
+		dst, src = dst[n:], src[n:]
+	}
+}
+
+func maxSVEAll(x []float32, sm bool) float32 {
+	m := float32(math.Inf(-1))
+	for len(x) > 0 {
+		n := min(len(x), nlStreamChunk)
+		if v := maxSVE(x[:n], sm); v > m {
+			m = v
+		}
+		x = x[n:]
+	}
+	return m
+}
+
+func expSubSumSVEAll(dst, src []float32, m float32, sm, fast bool) float32 {
+	src = src[:len(dst)]
+	var sum float32
+	for len(dst) > 0 {
+		n := min(len(dst), nlStreamChunk)
+		if fast {
+			sum += fastExpSubSumSVE(dst[:n], src[:n], m, sm)
+		} else {
+			sum += expSubSumSVE(dst[:n], src[:n], m, sm)
+		}
+		dst, src = dst[n:], src[n:]
+	}
+	return sum
+}
+
+func scaleSVEAll(x []float32, s float32, sm bool) {
+	for len(x) > 0 {
+		n := min(len(x), nlStreamChunk)
+		scaleSVE(x[:n], s, sm)
+		x = x[n:]
+	}
+}
+
+// The kernels below are hand-written in nonlinear_sve_arm64.s. Each
+// processes all len(dst) elements (len(x) for max and scale), the other
+// slices must be at least as long; with sm set it runs in streaming mode
+// (the CPU must have SME), else in normal mode (the CPU must have SVE).
+// Each lane computes exactly the scalar function of the "go" implementation
+// (fma32 is FMLS/FMAD), so results equal the twin's except for rare
+// double-rounding cases of fma32; the reductions run one vector-wide
+// accumulator, then FADDV/FMAXV.
+
+// sveVL returns the SVE vector length in bytes (needs SVE).
+func sveVL() int
+
+// smeSVL returns the streaming vector length in bytes (needs SME).
+func smeSVL() int
+
+// expSVE:
+//
+//	for i := range dst {
+//		dst[i] = exp32(src[i])
+//	}
+//
+//go:noescape
+func expSVE(dst, src []float32, sm bool)
+
+// fastExpSVE:
+//
+//	for i := range dst {
+//		dst[i] = fastExp32(src[i])
+//	}
+//
+//go:noescape
+func fastExpSVE(dst, src []float32, sm bool)
+
+// expSubSumSVE (one vector-wide accumulator, then FADDV):
+//
+//	for i := range dst {
+//		dst[i] = exp32(src[i] - m)
+//		sum += dst[i]
+//	}
+//	return sum
+//
+//go:noescape
+func expSubSumSVE(dst, src []float32, m float32, sm bool) float32
+
+// fastExpSubSumSVE is expSubSumSVE with fastExp32.
+//
+//go:noescape
+func fastExpSubSumSVE(dst, src []float32, m float32, sm bool) float32
+
+// maxSVE is maxGo (-Inf for none), with the same compare (v > m) per lane,
+// so NaNs are skipped; the lanes are then reduced with FMAXV:
+//
+//	m := float32(math.Inf(-1))
+//	for _, v := range x {
+//		if v > m {
+//			m = v
+//		}
+//	}
+//	return m
+//
+//go:noescape
+func maxSVE(x []float32, sm bool) float32
+
+// scaleSVE:
+//
+//	for i := range x {
+//		x[i] *= s
+//	}
+//
+//go:noescape
+func scaleSVE(x []float32, s float32, sm bool)

@@ -1,0 +1,440 @@
+//go:build !purego
+
+// Hand-written SVE non-linear kernels, run by two backends: "sve" (normal
+// mode, vector length VL from the hardware) and "sme" (the same
+// instructions in streaming SVE mode, between SMSTART SM and SMSTOP SM, at
+// the streaming vector length SVL). The specifications (Go loops) are on the
+// declarations in nonlinear_sve_arm64.go; each lane computes the scalar
+// function of nonlinear_go.go with the same operations in the same order as
+// the NEON kernels in nonlinear_arm64.s (fma32 is FMLS/FMAD, max32/min32 are
+// FMAX/FMIN). Go's arm64 assembler has no SVE or SME instruction, so they are
+// WORDs, each commented with its mnemonic as printed by
+// `aarch64-linux-gnu-as -march=armv9-a+sme+sve2 | aarch64-linux-gnu-objdump -d`.
+//
+// Each kernel takes the element count n from len(dst) (len(x)) and a flag
+// sm: with sm set it enters streaming mode first and leaves it before its
+// only RET; with n = 0 it returns at once. The loop handles one vector of
+// VL/32 (SVL/32) lanes per iteration, counted by INCW, with the predicate
+// P1 = WHILELO(i, n) on every load, store and accumulation, so the last
+// partial vector needs no padding and nothing outside [0, n) is touched.
+// Arithmetic runs on all lanes (P0 all true, or unpredicated forms):
+// inactive lanes hold zeros loaded by LD1W's zeroing predicate and are
+// discarded.
+//
+// Rules of streaming mode (Apple M4 has no FEAT_SME_FA64): only SVE
+// instructions and general-purpose ones between SMSTART and SMSTOP, no NEON
+// or scalar FP (a result leaves through LASTB into a general register, as
+// SMSTOP zeroes the vector registers); NOSPLIT with a $0 frame, no call; ZA
+// is never enabled (SMSTART SM, not SMSTART), so a signal saves only the Z
+// and P registers. The Go side bounds n per call (nlStreamChunk) so one
+// call stays well under a millisecond.
+//
+// Registers: R0, R1 pointers, R4 n, R5 the element index i, R6 sm, R9/R10
+// scalar scratch; Z14 the input, Z15 the result, Z0..Z7 exp temporaries, Z9
+// the sum, Z10 the broadcast m or s, Z16..Z29 constants as in
+// nonlinear_arm64.s; P0 all true, P1 the loop predicate, P2 scratch.
+
+#include "textflag.h"
+
+// func sveVL() int
+// The SVE vector length in bytes (RDVL).
+TEXT ·sveVL(SB), NOSPLIT, $0-8
+	WORD $0x04bf5020 // rdvl x0, #1
+	MOVD  R0, ret+0(FP)
+	RET
+
+// func smeSVL() int
+// The streaming vector length in bytes (RDSVL; legal outside streaming mode).
+TEXT ·smeSVL(SB), NOSPLIT, $0-8
+	WORD $0x04bf5820 // rdsvl x0, #1
+	MOVD  R0, ret+0(FP)
+	RET
+
+// func expSVE(dst, src []float32, sm bool)
+TEXT ·expSVE(SB), NOSPLIT, $0-49
+	MOVD  dst_base+0(FP), R0
+	MOVD  dst_len+8(FP), R4
+	MOVD  src_base+24(FP), R1
+	MOVBU sm+48(FP), R6
+	CBZ   R4, expSVE_ret
+	CBZ   R6, expSVE_start
+	WORD $0xd503437f // smstart sm
+
+expSVE_start:
+	WORD $0x2598e3e0 // ptrue p0.s
+	MOVW $0xc2d00000, R9 // expLo = -104
+	WORD $0x05a03930 // mov z16.s, w9
+	MOVW $0x42b1999a, R9 // expHi = 88.8
+	WORD $0x05a03931 // mov z17.s, w9
+	MOVW $0x3fb8aa3b, R9 // log2e
+	WORD $0x05a03932 // mov z18.s, w9
+	MOVW $0x4b400000, R9 // expMagic = 1.5·2^23
+	WORD $0x05a03933 // mov z19.s, w9
+	MOVW $0x3f318000, R9 // expC1
+	WORD $0x05a03934 // mov z20.s, w9
+	MOVW $0xb95e8083, R9 // expC2
+	WORD $0x05a03935 // mov z21.s, w9
+	MOVW $0x39506967, R9 // expP0
+	WORD $0x05a03936 // mov z22.s, w9
+	MOVW $0x3ab743ce, R9 // expP1
+	WORD $0x05a03937 // mov z23.s, w9
+	MOVW $0x3c088908, R9 // expP2
+	WORD $0x05a03938 // mov z24.s, w9
+	MOVW $0x3d2aa9c1, R9 // expP3
+	WORD $0x05a03939 // mov z25.s, w9
+	MOVW $0x3e2aaaaa, R9 // expP4
+	WORD $0x05a0393a // mov z26.s, w9
+	MOVW $0x3f000000, R9 // expP5
+	WORD $0x05a0393b // mov z27.s, w9
+	MOVW $0x3f800000, R9 // 1.0
+	WORD $0x05a0393c // mov z28.s, w9
+	MOVW $0x0000007f, R9 // 127 (int32 exponent bias)
+	WORD $0x05a0393d // mov z29.s, w9
+	MOVD  $0, R5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+
+expSVE_loop:
+	WORD $0xa545442e // ld1w {z14.s}, p1/z, [x1, x5, lsl #2]
+	// exp32(Z14) -> Z15
+	WORD $0x0420bdc0 // movprfx z0, z14
+	WORD $0x65868200 // fmax z0.s, p0/m, z0.s, z16.s
+	WORD $0x65878220 // fmin z0.s, p0/m, z0.s, z17.s
+	WORD $0x65920801 // fmul z1.s, z0.s, z18.s
+	WORD $0x65930021 // fadd z1.s, z1.s, z19.s
+	WORD $0x65930422 // fsub z2.s, z1.s, z19.s
+	WORD $0x04b30423 // sub z3.s, z1.s, z19.s
+	WORD $0x0420bc04 // movprfx z4, z0
+	WORD $0x65b42044 // fmls z4.s, p0/m, z2.s, z20.s
+	WORD $0x65b52044 // fmls z4.s, p0/m, z2.s, z21.s
+	WORD $0x0420bc85 // movprfx z5, z4
+	WORD $0x65b782c5 // fmad z5.s, p0/m, z22.s, z23.s
+	WORD $0x65b88085 // fmad z5.s, p0/m, z4.s, z24.s
+	WORD $0x65b98085 // fmad z5.s, p0/m, z4.s, z25.s
+	WORD $0x65ba8085 // fmad z5.s, p0/m, z4.s, z26.s
+	WORD $0x65bb8085 // fmad z5.s, p0/m, z4.s, z27.s
+	WORD $0x65840887 // fmul z7.s, z4.s, z4.s
+	WORD $0x65a480e5 // fmad z5.s, p0/m, z7.s, z4.s
+	WORD $0x659c00a5 // fadd z5.s, z5.s, z28.s
+	WORD $0x047f9061 // asr z1.s, z3.s, #1
+	WORD $0x04a10462 // sub z2.s, z3.s, z1.s
+	WORD $0x04bd0021 // add z1.s, z1.s, z29.s
+	WORD $0x04779c21 // lsl z1.s, z1.s, #23
+	WORD $0x04bd0042 // add z2.s, z2.s, z29.s
+	WORD $0x04779c42 // lsl z2.s, z2.s, #23
+	WORD $0x658108a5 // fmul z5.s, z5.s, z1.s
+	WORD $0x658208af // fmul z15.s, z5.s, z2.s
+	WORD $0xe545440f // st1w {z15.s}, p1, [x0, x5, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+	BMI   expSVE_loop
+	CBZ   R6, expSVE_ret
+	WORD $0xd503427f // smstop sm
+
+expSVE_ret:
+	RET
+
+// func fastExpSVE(dst, src []float32, sm bool)
+TEXT ·fastExpSVE(SB), NOSPLIT, $0-49
+	MOVD  dst_base+0(FP), R0
+	MOVD  dst_len+8(FP), R4
+	MOVD  src_base+24(FP), R1
+	MOVBU sm+48(FP), R6
+	CBZ   R4, fastExpSVE_ret
+	CBZ   R6, fastExpSVE_start
+	WORD $0xd503437f // smstart sm
+
+fastExpSVE_start:
+	WORD $0x2598e3e0 // ptrue p0.s
+	MOVW $0xc2b00000, R9 // fexpLo = -88
+	WORD $0x05a03930 // mov z16.s, w9
+	MOVW $0x42b1999a, R9 // fexpHi = 88.8
+	WORD $0x05a03931 // mov z17.s, w9
+	MOVW $0x3fb8aa3b, R9 // log2e
+	WORD $0x05a03932 // mov z18.s, w9
+	MOVW $0x4b400000, R9 // expMagic = 1.5·2^23
+	WORD $0x05a03933 // mov z19.s, w9
+	MOVW $0x3f318000, R9 // expC1
+	WORD $0x05a03934 // mov z20.s, w9
+	MOVW $0xb95e8083, R9 // expC2
+	WORD $0x05a03935 // mov z21.s, w9
+	MOVW $0x3d29d080, R9 // fexpQ4
+	WORD $0x05a03936 // mov z22.s, w9
+	MOVW $0x3e2bf05b, R9 // fexpQ3
+	WORD $0x05a03937 // mov z23.s, w9
+	MOVW $0x3f0002db, R9 // fexpQ2
+	WORD $0x05a03938 // mov z24.s, w9
+	MOVW $0x3f7ffd9a, R9 // fexpQ1
+	WORD $0x05a03939 // mov z25.s, w9
+	MOVW $0x3f7ffff4, R9 // fexpQ0
+	WORD $0x05a0393a // mov z26.s, w9
+	MOVW $0x0000007f, R9 // 127 (int32 exponent bias)
+	WORD $0x05a0393d // mov z29.s, w9
+	MOVD  $0, R5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+
+fastExpSVE_loop:
+	WORD $0xa545442e // ld1w {z14.s}, p1/z, [x1, x5, lsl #2]
+	// fastExp32(Z14) -> Z15
+	WORD $0x0420bdc0 // movprfx z0, z14
+	WORD $0x65868200 // fmax z0.s, p0/m, z0.s, z16.s
+	WORD $0x65878220 // fmin z0.s, p0/m, z0.s, z17.s
+	WORD $0x65920801 // fmul z1.s, z0.s, z18.s
+	WORD $0x65930021 // fadd z1.s, z1.s, z19.s
+	WORD $0x65930422 // fsub z2.s, z1.s, z19.s
+	WORD $0x04b30423 // sub z3.s, z1.s, z19.s
+	WORD $0x0420bc04 // movprfx z4, z0
+	WORD $0x65b42044 // fmls z4.s, p0/m, z2.s, z20.s
+	WORD $0x65b52044 // fmls z4.s, p0/m, z2.s, z21.s
+	WORD $0x0420bc85 // movprfx z5, z4
+	WORD $0x65b782c5 // fmad z5.s, p0/m, z22.s, z23.s
+	WORD $0x65b88085 // fmad z5.s, p0/m, z4.s, z24.s
+	WORD $0x65b98085 // fmad z5.s, p0/m, z4.s, z25.s
+	WORD $0x65ba8085 // fmad z5.s, p0/m, z4.s, z26.s
+	WORD $0x04bd0063 // add z3.s, z3.s, z29.s
+	WORD $0x04779c63 // lsl z3.s, z3.s, #23
+	WORD $0x658308af // fmul z15.s, z5.s, z3.s
+	WORD $0xe545440f // st1w {z15.s}, p1, [x0, x5, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+	BMI   fastExpSVE_loop
+	CBZ   R6, fastExpSVE_ret
+	WORD $0xd503427f // smstop sm
+
+fastExpSVE_ret:
+	RET
+
+// func expSubSumSVE(dst, src []float32, m float32, sm bool) float32
+TEXT ·expSubSumSVE(SB), NOSPLIT, $0-60
+	MOVD  dst_base+0(FP), R0
+	MOVD  dst_len+8(FP), R4
+	MOVD  src_base+24(FP), R1
+	MOVWU m+48(FP), R10
+	MOVBU sm+52(FP), R6
+	MOVW  $0, R9 // the sum of no terms: +0
+	CBZ   R4, expSubSumSVE_ret
+	CBZ   R6, expSubSumSVE_start
+	WORD $0xd503437f // smstart sm
+
+expSubSumSVE_start:
+	WORD $0x2598e3e0 // ptrue p0.s
+	WORD $0x05a0394a // mov z10.s, w10
+	WORD $0x25b8c009 // mov z9.s, #0
+	MOVW $0xc2d00000, R9 // expLo = -104
+	WORD $0x05a03930 // mov z16.s, w9
+	MOVW $0x42b1999a, R9 // expHi = 88.8
+	WORD $0x05a03931 // mov z17.s, w9
+	MOVW $0x3fb8aa3b, R9 // log2e
+	WORD $0x05a03932 // mov z18.s, w9
+	MOVW $0x4b400000, R9 // expMagic = 1.5·2^23
+	WORD $0x05a03933 // mov z19.s, w9
+	MOVW $0x3f318000, R9 // expC1
+	WORD $0x05a03934 // mov z20.s, w9
+	MOVW $0xb95e8083, R9 // expC2
+	WORD $0x05a03935 // mov z21.s, w9
+	MOVW $0x39506967, R9 // expP0
+	WORD $0x05a03936 // mov z22.s, w9
+	MOVW $0x3ab743ce, R9 // expP1
+	WORD $0x05a03937 // mov z23.s, w9
+	MOVW $0x3c088908, R9 // expP2
+	WORD $0x05a03938 // mov z24.s, w9
+	MOVW $0x3d2aa9c1, R9 // expP3
+	WORD $0x05a03939 // mov z25.s, w9
+	MOVW $0x3e2aaaaa, R9 // expP4
+	WORD $0x05a0393a // mov z26.s, w9
+	MOVW $0x3f000000, R9 // expP5
+	WORD $0x05a0393b // mov z27.s, w9
+	MOVW $0x3f800000, R9 // 1.0
+	WORD $0x05a0393c // mov z28.s, w9
+	MOVW $0x0000007f, R9 // 127 (int32 exponent bias)
+	WORD $0x05a0393d // mov z29.s, w9
+	MOVD  $0, R5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+
+expSubSumSVE_loop:
+	WORD $0xa545442e // ld1w {z14.s}, p1/z, [x1, x5, lsl #2]
+	WORD $0x658a05ce // fsub z14.s, z14.s, z10.s
+	// exp32(Z14) -> Z15
+	WORD $0x0420bdc0 // movprfx z0, z14
+	WORD $0x65868200 // fmax z0.s, p0/m, z0.s, z16.s
+	WORD $0x65878220 // fmin z0.s, p0/m, z0.s, z17.s
+	WORD $0x65920801 // fmul z1.s, z0.s, z18.s
+	WORD $0x65930021 // fadd z1.s, z1.s, z19.s
+	WORD $0x65930422 // fsub z2.s, z1.s, z19.s
+	WORD $0x04b30423 // sub z3.s, z1.s, z19.s
+	WORD $0x0420bc04 // movprfx z4, z0
+	WORD $0x65b42044 // fmls z4.s, p0/m, z2.s, z20.s
+	WORD $0x65b52044 // fmls z4.s, p0/m, z2.s, z21.s
+	WORD $0x0420bc85 // movprfx z5, z4
+	WORD $0x65b782c5 // fmad z5.s, p0/m, z22.s, z23.s
+	WORD $0x65b88085 // fmad z5.s, p0/m, z4.s, z24.s
+	WORD $0x65b98085 // fmad z5.s, p0/m, z4.s, z25.s
+	WORD $0x65ba8085 // fmad z5.s, p0/m, z4.s, z26.s
+	WORD $0x65bb8085 // fmad z5.s, p0/m, z4.s, z27.s
+	WORD $0x65840887 // fmul z7.s, z4.s, z4.s
+	WORD $0x65a480e5 // fmad z5.s, p0/m, z7.s, z4.s
+	WORD $0x659c00a5 // fadd z5.s, z5.s, z28.s
+	WORD $0x047f9061 // asr z1.s, z3.s, #1
+	WORD $0x04a10462 // sub z2.s, z3.s, z1.s
+	WORD $0x04bd0021 // add z1.s, z1.s, z29.s
+	WORD $0x04779c21 // lsl z1.s, z1.s, #23
+	WORD $0x04bd0042 // add z2.s, z2.s, z29.s
+	WORD $0x04779c42 // lsl z2.s, z2.s, #23
+	WORD $0x658108a5 // fmul z5.s, z5.s, z1.s
+	WORD $0x658208af // fmul z15.s, z5.s, z2.s
+	WORD $0x658085e9 // fadd z9.s, p1/m, z9.s, z15.s
+	WORD $0xe545440f // st1w {z15.s}, p1, [x0, x5, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+	BMI   expSubSumSVE_loop
+	WORD $0x65802129 // faddv s9, p0, z9.s
+	WORD $0x2598e022 // ptrue p2.s, vl1
+	WORD $0x05a1a929 // lastb w9, p2, z9.s
+	CBZ   R6, expSubSumSVE_ret
+	WORD $0xd503427f // smstop sm
+
+expSubSumSVE_ret:
+	MOVW  R9, ret+56(FP)
+	RET
+
+// func fastExpSubSumSVE(dst, src []float32, m float32, sm bool) float32
+TEXT ·fastExpSubSumSVE(SB), NOSPLIT, $0-60
+	MOVD  dst_base+0(FP), R0
+	MOVD  dst_len+8(FP), R4
+	MOVD  src_base+24(FP), R1
+	MOVWU m+48(FP), R10
+	MOVBU sm+52(FP), R6
+	MOVW  $0, R9 // the sum of no terms: +0
+	CBZ   R4, fastExpSubSumSVE_ret
+	CBZ   R6, fastExpSubSumSVE_start
+	WORD $0xd503437f // smstart sm
+
+fastExpSubSumSVE_start:
+	WORD $0x2598e3e0 // ptrue p0.s
+	WORD $0x05a0394a // mov z10.s, w10
+	WORD $0x25b8c009 // mov z9.s, #0
+	MOVW $0xc2b00000, R9 // fexpLo = -88
+	WORD $0x05a03930 // mov z16.s, w9
+	MOVW $0x42b1999a, R9 // fexpHi = 88.8
+	WORD $0x05a03931 // mov z17.s, w9
+	MOVW $0x3fb8aa3b, R9 // log2e
+	WORD $0x05a03932 // mov z18.s, w9
+	MOVW $0x4b400000, R9 // expMagic = 1.5·2^23
+	WORD $0x05a03933 // mov z19.s, w9
+	MOVW $0x3f318000, R9 // expC1
+	WORD $0x05a03934 // mov z20.s, w9
+	MOVW $0xb95e8083, R9 // expC2
+	WORD $0x05a03935 // mov z21.s, w9
+	MOVW $0x3d29d080, R9 // fexpQ4
+	WORD $0x05a03936 // mov z22.s, w9
+	MOVW $0x3e2bf05b, R9 // fexpQ3
+	WORD $0x05a03937 // mov z23.s, w9
+	MOVW $0x3f0002db, R9 // fexpQ2
+	WORD $0x05a03938 // mov z24.s, w9
+	MOVW $0x3f7ffd9a, R9 // fexpQ1
+	WORD $0x05a03939 // mov z25.s, w9
+	MOVW $0x3f7ffff4, R9 // fexpQ0
+	WORD $0x05a0393a // mov z26.s, w9
+	MOVW $0x0000007f, R9 // 127 (int32 exponent bias)
+	WORD $0x05a0393d // mov z29.s, w9
+	MOVD  $0, R5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+
+fastExpSubSumSVE_loop:
+	WORD $0xa545442e // ld1w {z14.s}, p1/z, [x1, x5, lsl #2]
+	WORD $0x658a05ce // fsub z14.s, z14.s, z10.s
+	// fastExp32(Z14) -> Z15
+	WORD $0x0420bdc0 // movprfx z0, z14
+	WORD $0x65868200 // fmax z0.s, p0/m, z0.s, z16.s
+	WORD $0x65878220 // fmin z0.s, p0/m, z0.s, z17.s
+	WORD $0x65920801 // fmul z1.s, z0.s, z18.s
+	WORD $0x65930021 // fadd z1.s, z1.s, z19.s
+	WORD $0x65930422 // fsub z2.s, z1.s, z19.s
+	WORD $0x04b30423 // sub z3.s, z1.s, z19.s
+	WORD $0x0420bc04 // movprfx z4, z0
+	WORD $0x65b42044 // fmls z4.s, p0/m, z2.s, z20.s
+	WORD $0x65b52044 // fmls z4.s, p0/m, z2.s, z21.s
+	WORD $0x0420bc85 // movprfx z5, z4
+	WORD $0x65b782c5 // fmad z5.s, p0/m, z22.s, z23.s
+	WORD $0x65b88085 // fmad z5.s, p0/m, z4.s, z24.s
+	WORD $0x65b98085 // fmad z5.s, p0/m, z4.s, z25.s
+	WORD $0x65ba8085 // fmad z5.s, p0/m, z4.s, z26.s
+	WORD $0x04bd0063 // add z3.s, z3.s, z29.s
+	WORD $0x04779c63 // lsl z3.s, z3.s, #23
+	WORD $0x658308af // fmul z15.s, z5.s, z3.s
+	WORD $0x658085e9 // fadd z9.s, p1/m, z9.s, z15.s
+	WORD $0xe545440f // st1w {z15.s}, p1, [x0, x5, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+	BMI   fastExpSubSumSVE_loop
+	WORD $0x65802129 // faddv s9, p0, z9.s
+	WORD $0x2598e022 // ptrue p2.s, vl1
+	WORD $0x05a1a929 // lastb w9, p2, z9.s
+	CBZ   R6, fastExpSubSumSVE_ret
+	WORD $0xd503427f // smstop sm
+
+fastExpSubSumSVE_ret:
+	MOVW  R9, ret+56(FP)
+	RET
+
+// func maxSVE(x []float32, sm bool) float32
+TEXT ·maxSVE(SB), NOSPLIT, $0-36
+	MOVD  x_base+0(FP), R1
+	MOVD  x_len+8(FP), R4
+	MOVBU sm+24(FP), R6
+	MOVW  $0xff800000, R9 // -Inf
+	CBZ   R4, maxSVE_ret
+	CBZ   R6, maxSVE_start
+	WORD $0xd503437f // smstart sm
+
+maxSVE_start:
+	WORD $0x2598e3e0 // ptrue p0.s
+	WORD $0x05a0392f // mov z15.s, w9
+	MOVD  $0, R5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+
+maxSVE_loop:
+	WORD $0xa545442e // ld1w {z14.s}, p1/z, [x1, x5, lsl #2]
+	WORD $0x658f45d2 // fcmgt p2.s, p1/z, z14.s, z15.s
+	WORD $0x05afc9cf // mov z15.s, p2/m, z14.s
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+	BMI   maxSVE_loop
+	WORD $0x658621ef // fmaxv s15, p0, z15.s
+	WORD $0x2598e022 // ptrue p2.s, vl1
+	WORD $0x05a1a9e9 // lastb w9, p2, z15.s
+	CBZ   R6, maxSVE_ret
+	WORD $0xd503427f // smstop sm
+
+maxSVE_ret:
+	MOVW  R9, ret+32(FP)
+	RET
+
+// func scaleSVE(x []float32, s float32, sm bool)
+TEXT ·scaleSVE(SB), NOSPLIT, $0-29
+	MOVD  x_base+0(FP), R0
+	MOVD  x_len+8(FP), R4
+	MOVWU s+24(FP), R10
+	MOVBU sm+28(FP), R6
+	CBZ   R4, scaleSVE_ret
+	CBZ   R6, scaleSVE_start
+	WORD $0xd503437f // smstart sm
+
+scaleSVE_start:
+	WORD $0x2598e3e0 // ptrue p0.s
+	WORD $0x05a0394a // mov z10.s, w10
+	MOVD  $0, R5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+
+scaleSVE_loop:
+	WORD $0xa545440e // ld1w {z14.s}, p1/z, [x0, x5, lsl #2]
+	WORD $0x658a09ce // fmul z14.s, z14.s, z10.s
+	WORD $0xe545440e // st1w {z14.s}, p1, [x0, x5, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a41ca1 // whilelo p1.s, x5, x4
+	BMI   scaleSVE_loop
+	CBZ   R6, scaleSVE_ret
+	WORD $0xd503427f // smstop sm
+
+scaleSVE_ret:
+	RET
+
