@@ -7,7 +7,7 @@
 # tag openblas). OpenBLAS 0.3.21 misdetects some CPUs: the core type defaults
 # to Zen on AMD and SkylakeX on Intel with AVX-512, Haswell otherwise;
 # override with OPENBLAS_CORETYPE. Extra arguments go to the harness
-# (-backend avx512-fp32, -shapes 256x3072x3072, -reps 15, -gemv 0).
+# (-backend avx512-fp32, -shapes 256x3072x3072, -reps 15, -gemv 0, -threads 2).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,5 +20,7 @@ if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
 		OPENBLAS_CORETYPE=Haswell
 	fi
 fi
-export OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 GOMAXPROCS=1
+export OPENBLAS_CORETYPE
+# -threads N (default 1) runs both sides on N threads: OpenBLAS's pool and a
+# pinned kernels/pool group (gemm.Run); the GEMV section stays single-threaded.
 exec go run -tags openblas ./kernels/gemm/openblas "$@"

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/pool"
 )
 
 func main() {
@@ -41,9 +42,28 @@ func main() {
 	l2 := flag.Int64("l2", 0, "L2 bytes per core for BlockingFor (0: default)")
 	l3 := flag.Int64("l3", 0, "L3 bytes per core for BlockingFor (0: default)")
 	gemv := flag.Int("gemv", 8192, "N = K of the GEMV section (0: skip it)")
+	threads := flag.Int("threads", 1, "threads on both sides: OpenBLAS's own, and a pinned kernels/pool group running gemm.Run")
 	flag.Parse()
-	C.openblas_set_num_threads(1)
-	b, err := gemm.Best(gemm.FP32)
+	if *threads < 1 {
+		fmt.Fprintf(os.Stderr, "openblas: -threads %d: must be at least 1\n", *threads)
+		os.Exit(2)
+	}
+	C.openblas_set_num_threads(C.int(*threads))
+	var p *pool.Pool
+	var err error
+	if *threads > 1 {
+		cpus := make([]int, *threads)
+		for i := range cpus {
+			cpus[i] = i
+		}
+		if p, err = pool.New(pool.Options{CPUs: cpus}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer p.Close()
+	}
+	var b gemm.Backend
+	b, err = gemm.Best(gemm.FP32)
 	if *backend != "" {
 		b, err = gemm.BackendByName(*backend)
 	}
@@ -52,7 +72,7 @@ func main() {
 		os.Exit(1)
 	}
 	bl := gemm.BlockingFor(b, *l1, *l2, *l3)
-	fmt.Printf("backend %s, blocking %+v, OPENBLAS_CORETYPE=%q, config %s\n", b.Name, bl, os.Getenv("OPENBLAS_CORETYPE"), C.GoString(C.openblas_get_config()))
+	fmt.Printf("backend %s, blocking %+v, threads %d, OPENBLAS_CORETYPE=%q, config %s\n", b.Name, bl, *threads, os.Getenv("OPENBLAS_CORETYPE"), C.GoString(C.openblas_get_config()))
 	fmt.Printf("%-18s %12s %12s %8s %10s\n", "MxNxK", "gemm GFLOP/s", "OpenBLAS", "ratio", "max|diff|")
 	var logSum float64
 	var count int
@@ -83,6 +103,18 @@ func main() {
 		ours := func() {
 			if err := pw.Block(y1, n, x, k, 0, m, 0, n, s); err != nil {
 				panic(err)
+			}
+		}
+		if p != nil {
+			g, err := p.Groups(p.Size())
+			if err != nil {
+				panic(err)
+			}
+			scr := gemm.NewScratches(p.Size(), pw, bl)
+			ours = func() {
+				if err := p.Do(func(ms *pool.Master) error { return pw.Run(ms, g[0], y1, x, m, scr) }); err != nil {
+					panic(err)
+				}
 			}
 		}
 		theirs := func() {
