@@ -166,6 +166,11 @@ func nonlinearBars(p *results.Profile, title, dir, name string) error {
 	pl.X.Min, pl.X.Max = -0.8, float64(len(kernels))-0.2
 	pl.Legend.Top = true
 	pl.Y.Min = 0
-	width := vg.Length(max(8, 0.9*float64(len(kernels)))) * vg.Inch
+	top := 0.0
+	for _, v := range val {
+		top = max(top, v)
+	}
+	pl.Y.Max = top * 1.12
+	width := vg.Length(max(8, 1.15*float64(len(kernels)))) * vg.Inch
 	return savePNG(pl, width, 5*vg.Inch, dir, name)
 }

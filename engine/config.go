@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/models"
+)
+
+// Config is the shape and numerics of a Llama-family decoder-only model,
+// independent of the file format it was read from.
+type Config struct {
+	Name    string
+	Dim     int // hidden_size (llama2.c dim)
+	Hidden  int // intermediate_size of the SiLU-gated FFN (llama2.c hidden_dim)
+	Layers  int
+	Heads   int // query heads
+	KVHeads int // key/value heads (grouped-query attention: Heads % KVHeads == 0)
+	HeadDim int
+	Vocab   int
+	MaxSeq  int // positions the model supports (llama2.c seq_len, HF max_position_embeddings)
+
+	RoPETheta   float64
+	RoPELayout  kernels.RoPELayout   // RoPEAdjacent for llama2.c, RoPEHalf for HF Llama/Qwen
+	RoPEScaling *kernels.RoPEScaling // Llama 3 frequency scaling; nil for none
+	RMSEps      float32
+
+	TiedEmbeddings bool // the LM head is the token embedding table
+	QKNorm         bool // Qwen3: per-head RMSNorm on q and k before RoPE
+}
+
+// QDim is Heads·HeadDim, the width of q.
+func (c Config) QDim() int { return c.Heads * c.HeadDim }
+
+// KVDim is KVHeads·HeadDim, the width of k and v.
+func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
+
+// Validate rejects a shape the engine cannot run, naming the field.
+func (c Config) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"dim", c.Dim}, {"hidden", c.Hidden}, {"layers", c.Layers}, {"heads", c.Heads},
+		{"kv heads", c.KVHeads}, {"head dim", c.HeadDim}, {"vocab", c.Vocab}, {"max seq", c.MaxSeq}} {
+		if f.v < 1 {
+			return fmt.Errorf("engine: model %s: %s %d: must be ≥ 1", c.Name, f.name, f.v)
+		}
+	}
+	switch {
+	case c.Heads%c.KVHeads != 0:
+		return fmt.Errorf("engine: model %s: heads %d: not a multiple of kv heads %d", c.Name, c.Heads, c.KVHeads)
+	case c.HeadDim%2 != 0:
+		return fmt.Errorf("engine: model %s: head dim %d: must be even (RoPE rotates pairs)", c.Name, c.HeadDim)
+	case !(c.RoPETheta > 1) || math.IsInf(c.RoPETheta, 0):
+		return fmt.Errorf("engine: model %s: rope theta %v: must be finite and greater than 1", c.Name, c.RoPETheta)
+	case c.RoPELayout != kernels.RoPEAdjacent && c.RoPELayout != kernels.RoPEHalf:
+		return fmt.Errorf("engine: model %s: rope layout %v: want adjacent or half", c.Name, c.RoPELayout)
+	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
+		return fmt.Errorf("engine: model %s: rms eps %v: must be finite and positive", c.Name, c.RMSEps)
+	}
+	if s := c.RoPEScaling; s != nil {
+		if _, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, 1, s); err != nil {
+			return fmt.Errorf("engine: model %s: %w", c.Name, err)
+		}
+	}
+	return nil
+}
+
+// HFExtras are the config.json keys the engine needs beyond the shape that
+// models.Config carries.
+type HFExtras struct {
+	RoPETheta   float64              // rope_theta
+	RoPEScaling *kernels.RoPEScaling // rope_scaling with rope_type "llama3"; nil for null
+	RMSEps      float64              // rms_norm_eps
+	MaxSeq      int                  // max_position_embeddings
+}
+
+// hfExtras is the JSON spelling of HFExtras.
+type hfExtras struct {
+	RoPETheta   *float64 `json:"rope_theta"`
+	RMSEps      *float64 `json:"rms_norm_eps"`
+	MaxSeq      *int     `json:"max_position_embeddings"`
+	RoPEScaling *struct {
+		RopeType                      string  `json:"rope_type"`
+		Type                          string  `json:"type"`
+		Factor                        float64 `json:"factor"`
+		LowFreqFactor                 float64 `json:"low_freq_factor"`
+		HighFreqFactor                float64 `json:"high_freq_factor"`
+		OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings"`
+	} `json:"rope_scaling"`
+}
+
+// FromHF builds a Config from the bytes of a HuggingFace config.json (name
+// is used in messages): the shape through models.Parse, and rope_theta,
+// rope_scaling, rms_norm_eps and max_position_embeddings, each required
+// (rope_scaling may be null; a null max_position_embeddings, as in configs
+// whose variants differ, needs FromModel with an explicit MaxSeq).
+// HF Llama and Qwen rotate half-split pairs (RoPEHalf).
+func FromHF(data []byte, name string) (Config, error) {
+	mc, err := models.Parse(data, name)
+	if err != nil {
+		return Config{}, fmt.Errorf("engine: %w", err)
+	}
+	var x hfExtras
+	if err := json.Unmarshal(data, &x); err != nil {
+		return Config{}, fmt.Errorf("engine: model config %s: %w", name, err)
+	}
+	var ex HFExtras
+	switch {
+	case x.RoPETheta == nil:
+		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"rope_theta\"", name)
+	case x.RMSEps == nil:
+		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"rms_norm_eps\"", name)
+	case x.MaxSeq == nil:
+		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"max_position_embeddings\" (use FromModel with HFExtras.MaxSeq)", name)
+	}
+	ex.RoPETheta, ex.RMSEps, ex.MaxSeq = *x.RoPETheta, *x.RMSEps, *x.MaxSeq
+	if s := x.RoPEScaling; s != nil {
+		typ := s.RopeType
+		if typ == "" {
+			typ = s.Type
+		}
+		if typ != "llama3" {
+			return Config{}, fmt.Errorf("engine: model config %s: rope_scaling type %q: only \"llama3\" is supported", name, typ)
+		}
+		ex.RoPEScaling = &kernels.RoPEScaling{Factor: s.Factor, LowFreqFactor: s.LowFreqFactor,
+			HighFreqFactor: s.HighFreqFactor, OriginalMaxPositionEmbeddings: s.OriginalMaxPositionEmbeddings}
+	}
+	return FromModel(mc, ex)
+}
+
+// FromModel builds a Config from a models config (HF keys) and the keys
+// models.Config does not carry. MoE models are not supported yet.
+func FromModel(mc *models.Config, ex HFExtras) (Config, error) {
+	a, err := mc.Arch()
+	if err != nil {
+		return Config{}, fmt.Errorf("engine: %w", err)
+	}
+	if a.MoELayers > 0 {
+		return Config{}, fmt.Errorf("engine: model %s: %d MoE layers (%d experts): MoE is not supported yet", a.Name, a.MoELayers, a.Experts)
+	}
+	c := Config{
+		Name: a.Name, Dim: a.Hidden, Hidden: a.Intermediate, Layers: a.Layers, Heads: a.Heads,
+		KVHeads: a.KVHeads, HeadDim: a.HeadDim, Vocab: a.Vocab, MaxSeq: ex.MaxSeq,
+		RoPETheta: ex.RoPETheta, RoPELayout: kernels.RoPEHalf, RoPEScaling: ex.RoPEScaling,
+		RMSEps: float32(ex.RMSEps), TiedEmbeddings: a.TiedEmbeddings, QKNorm: a.QKNorm,
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

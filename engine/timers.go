@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"sort"
+	"time"
+
+	"github.com/cpubench/bench/roofline"
+)
+
+// Operator names, as in roofline's catalog (roofline.BuildCatalog), so
+// that measured and predicted times join on (phase, name).
+const (
+	OpEmbed        = "embed"
+	OpAttnNorm     = "attn_norm"
+	OpQProj        = "q_proj"
+	OpKProj        = "k_proj"
+	OpVProj        = "v_proj"
+	OpQKNorm       = "qk_norm"
+	OpRoPE         = "rope"
+	OpQK           = "qk"
+	OpSoftmax      = "softmax"
+	OpPV           = "pv"
+	OpOProj        = "o_proj"
+	OpAttnResidual = "attn_residual"
+	OpFFNNorm      = "ffn_norm"
+	OpGateProj     = "gate_proj"
+	OpUpProj       = "up_proj"
+	OpSiLUMul      = "silu_mul"
+	OpDownProj     = "down_proj"
+	OpFFNResidual  = "ffn_residual"
+	OpFinalNorm    = "final_norm"
+	OpLMHead       = "lm_head"
+)
+
+// layerOps are the per-layer operators in execution order; headOps the
+// model-level ones (Layer -1 in Timing).
+var (
+	layerOps = []string{OpAttnNorm, OpQProj, OpKProj, OpVProj, OpQKNorm, OpRoPE, OpQK, OpSoftmax, OpPV,
+		OpOProj, OpAttnResidual, OpFFNNorm, OpGateProj, OpUpProj, OpSiLUMul, OpDownProj, OpFFNResidual}
+	headOps = []string{OpEmbed, OpFinalNorm, OpLMHead}
+)
+
+// Operator indices into a timer row.
+const (
+	iAttnNorm = iota
+	iQProj
+	iKProj
+	iVProj
+	iQKNorm
+	iRoPE
+	iQK
+	iSoftmax
+	iPV
+	iOProj
+	iAttnResidual
+	iFFNNorm
+	iGateProj
+	iUpProj
+	iSiLUMul
+	iDownProj
+	iFFNResidual
+	nLayerOps
+)
+
+const (
+	iEmbed = iota
+	iFinalNorm
+	iLMHead
+	nHeadOps
+)
+
+// Phases, as roofline's.
+const (
+	Prefill = roofline.Prefill
+	Decode  = roofline.Decode
+)
+
+// Timing is one operator's measured time in one phase and layer.
+type Timing struct {
+	Phase   string  // Prefill or Decode
+	Op      string  // roofline catalog name
+	Layer   int     // decoder layer, or -1 for embed, final_norm, lm_head
+	Seconds float64 // wall-clock seconds, summed over calls
+	Calls   int     // forward calls (Prefill or Decode) that ran the operator
+	Tokens  int     // tokens processed, summed over calls (M of the GEMMs)
+}
+
+type cell struct {
+	ns     int64
+	calls  int
+	tokens int
+}
+
+// timers accumulates per (phase, layer, op).
+type timers struct {
+	layer [2][][nLayerOps]cell
+	head  [2][nHeadOps]cell
+}
+
+func newTimers(layers int) *timers {
+	t := &timers{}
+	for p := range t.layer {
+		t.layer[p] = make([][nLayerOps]cell, layers)
+	}
+	return t
+}
+
+func phaseName(p int) string {
+	if p == 0 {
+		return Prefill
+	}
+	return Decode
+}
+
+func (c *cell) add(start time.Time, tokens int) {
+	c.ns += int64(time.Since(start))
+	c.calls++
+	c.tokens += tokens
+}
+
+// since adds the time since start without counting a call (qk, softmax and
+// pv run once per query head; count them once with count).
+func (c *cell) since(start time.Time) { c.ns += int64(time.Since(start)) }
+
+func (c *cell) count(tokens int) {
+	c.calls++
+	c.tokens += tokens
+}
+
+// list returns every operator that ran, phase by phase, layer by layer
+// (model-level operators first), ops in execution order.
+func (t *timers) list() []Timing {
+	var out []Timing
+	for p := range 2 {
+		for i, c := range t.head[p] {
+			if c.calls > 0 {
+				out = append(out, Timing{phaseName(p), headOps[i], -1, float64(c.ns) * 1e-9, c.calls, c.tokens})
+			}
+		}
+		for l, row := range t.layer[p] {
+			for i, c := range row {
+				if c.calls > 0 {
+					out = append(out, Timing{phaseName(p), layerOps[i], l, float64(c.ns) * 1e-9, c.calls, c.tokens})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Totals sums timings over layers: one Timing per (phase, op) with Layer
+// -1, sorted by phase then by descending seconds.
+func Totals(ts []Timing) []Timing {
+	type key struct{ phase, op string }
+	idx := map[key]int{}
+	var out []Timing
+	for _, t := range ts {
+		k := key{t.Phase, t.Op}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, Timing{Phase: t.Phase, Op: t.Op, Layer: -1})
+		}
+		out[i].Seconds += t.Seconds
+		out[i].Calls += t.Calls
+		out[i].Tokens += t.Tokens
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Phase != out[j].Phase {
+			return out[i].Phase == Prefill
+		}
+		return out[i].Seconds > out[j].Seconds
+	})
+	return out
+}
