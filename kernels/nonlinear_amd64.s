@@ -508,6 +508,24 @@ DATA nl_neginf<>+56(SB)/4, $0xff800000
 DATA nl_neginf<>+60(SB)/4, $0xff800000
 GLOBL nl_neginf<>(SB), RODATA|NOPTR, $64
 
+DATA nl_signeven<>+0(SB)/4, $0x80000000
+DATA nl_signeven<>+4(SB)/4, $0x00000000
+DATA nl_signeven<>+8(SB)/4, $0x80000000
+DATA nl_signeven<>+12(SB)/4, $0x00000000
+DATA nl_signeven<>+16(SB)/4, $0x80000000
+DATA nl_signeven<>+20(SB)/4, $0x00000000
+DATA nl_signeven<>+24(SB)/4, $0x80000000
+DATA nl_signeven<>+28(SB)/4, $0x00000000
+DATA nl_signeven<>+32(SB)/4, $0x80000000
+DATA nl_signeven<>+36(SB)/4, $0x00000000
+DATA nl_signeven<>+40(SB)/4, $0x80000000
+DATA nl_signeven<>+44(SB)/4, $0x00000000
+DATA nl_signeven<>+48(SB)/4, $0x80000000
+DATA nl_signeven<>+52(SB)/4, $0x00000000
+DATA nl_signeven<>+56(SB)/4, $0x80000000
+DATA nl_signeven<>+60(SB)/4, $0x00000000
+GLOBL nl_signeven<>(SB), RODATA|NOPTR, $64
+
 // func expAVX2(dst []float32, src []float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-48
@@ -1672,6 +1690,93 @@ mulScaleAVX2_vec_loop:
 
 mulScaleAVX2_vec_done:
 	ADDQ $0x00000001, CX
+	VZEROUPPER
+	RET
+
+// func ropeHalfAVX2(x []float32, cos []float32, sin []float32)
+// Requires: AVX
+TEXT ·ropeHalfAVX2(SB), NOSPLIT, $0-72
+	MOVQ x_base+0(FP), AX
+	MOVQ x_len+8(FP), CX
+	MOVQ cos_base+24(FP), DX
+	MOVQ sin_base+48(FP), BX
+	MOVQ cos_len+32(FP), SI
+	SHLQ $0x02, SI
+	MOVQ SI, DI
+	SHRQ $0x05, DI
+	SHLQ $0x05, DI
+	JZ   ropeHalfAVX2_done
+	LEAQ (AX)(CX*4), CX
+
+ropeHalfAVX2_head:
+	LEAQ (AX)(SI*1), R9
+	XORQ R8, R8
+
+ropeHalfAVX2_loop:
+	VMOVUPS (AX)(R8*1), Y0
+	VMOVUPS (R9)(R8*1), Y1
+	VMOVUPS (DX)(R8*1), Y2
+	VMOVUPS (BX)(R8*1), Y3
+	VMULPS  Y2, Y0, Y4
+	VMULPS  Y3, Y1, Y5
+	VSUBPS  Y5, Y4, Y4
+	VMULPS  Y3, Y0, Y0
+	VMULPS  Y2, Y1, Y1
+	VADDPS  Y1, Y0, Y1
+	VMOVUPS Y4, (AX)(R8*1)
+	VMOVUPS Y1, (R9)(R8*1)
+	ADDQ    $0x00000020, R8
+	CMPQ    R8, DI
+	JB      ropeHalfAVX2_loop
+	LEAQ    (R9)(SI*1), AX
+	CMPQ    AX, CX
+	JB      ropeHalfAVX2_head
+
+ropeHalfAVX2_done:
+	VZEROUPPER
+	RET
+
+// func ropeAdjacentAVX2(x []float32, cos []float32, sin []float32)
+// Requires: AVX, AVX2
+TEXT ·ropeAdjacentAVX2(SB), NOSPLIT, $0-72
+	MOVQ    x_base+0(FP), AX
+	MOVQ    x_len+8(FP), CX
+	MOVQ    cos_base+24(FP), DX
+	MOVQ    sin_base+48(FP), BX
+	MOVQ    cos_len+32(FP), SI
+	SHLQ    $0x03, SI
+	MOVQ    SI, DI
+	SHRQ    $0x05, DI
+	SHLQ    $0x05, DI
+	JZ      ropeAdjacentAVX2_done
+	LEAQ    (AX)(CX*4), CX
+	VMOVUPS nl_signeven<>+0(SB), Y5
+
+ropeAdjacentAVX2_head:
+	XORQ R8, R8
+	XORQ R9, R9
+
+ropeAdjacentAVX2_loop:
+	VPMOVZXDQ (DX)(R9*1), Y1
+	VMOVSLDUP Y1, Y1
+	VPMOVZXDQ (BX)(R9*1), Y2
+	VMOVSLDUP Y2, Y2
+	VMOVUPS   (AX)(R8*1), Y0
+	VMULPS    Y1, Y0, Y3
+	VPERMILPS $0xb1, Y0, Y0
+	VMULPS    Y2, Y0, Y4
+	VPXOR     Y5, Y4, Y4
+	VADDPS    Y4, Y3, Y3
+	VMOVUPS   Y3, (AX)(R8*1)
+	ADDQ      $0x00000020, R8
+	ADDQ      $0x00000010, R9
+	CMPQ      R8, DI
+	JB        ropeAdjacentAVX2_loop
+	ADDQ      SI, AX
+	CMPQ      AX, CX
+	JB        ropeAdjacentAVX2_head
+
+ropeAdjacentAVX2_done:
 	VZEROUPPER
 	RET
 
@@ -2847,5 +2952,92 @@ mulScaleAVX512_vec_loop:
 
 mulScaleAVX512_vec_done:
 	ADDQ $0x00000001, CX
+	VZEROUPPER
+	RET
+
+// func ropeHalfAVX512(x []float32, cos []float32, sin []float32)
+// Requires: AVX, AVX512F
+TEXT ·ropeHalfAVX512(SB), NOSPLIT, $0-72
+	MOVQ x_base+0(FP), AX
+	MOVQ x_len+8(FP), CX
+	MOVQ cos_base+24(FP), DX
+	MOVQ sin_base+48(FP), BX
+	MOVQ cos_len+32(FP), SI
+	SHLQ $0x02, SI
+	MOVQ SI, DI
+	SHRQ $0x06, DI
+	SHLQ $0x06, DI
+	JZ   ropeHalfAVX512_done
+	LEAQ (AX)(CX*4), CX
+
+ropeHalfAVX512_head:
+	LEAQ (AX)(SI*1), R9
+	XORQ R8, R8
+
+ropeHalfAVX512_loop:
+	VMOVUPS (AX)(R8*1), Z0
+	VMOVUPS (R9)(R8*1), Z1
+	VMOVUPS (DX)(R8*1), Z2
+	VMOVUPS (BX)(R8*1), Z3
+	VMULPS  Z2, Z0, Z4
+	VMULPS  Z3, Z1, Z5
+	VSUBPS  Z5, Z4, Z4
+	VMULPS  Z3, Z0, Z0
+	VMULPS  Z2, Z1, Z1
+	VADDPS  Z1, Z0, Z1
+	VMOVUPS Z4, (AX)(R8*1)
+	VMOVUPS Z1, (R9)(R8*1)
+	ADDQ    $0x00000040, R8
+	CMPQ    R8, DI
+	JB      ropeHalfAVX512_loop
+	LEAQ    (R9)(SI*1), AX
+	CMPQ    AX, CX
+	JB      ropeHalfAVX512_head
+
+ropeHalfAVX512_done:
+	VZEROUPPER
+	RET
+
+// func ropeAdjacentAVX512(x []float32, cos []float32, sin []float32)
+// Requires: AVX, AVX512F
+TEXT ·ropeAdjacentAVX512(SB), NOSPLIT, $0-72
+	MOVQ    x_base+0(FP), AX
+	MOVQ    x_len+8(FP), CX
+	MOVQ    cos_base+24(FP), DX
+	MOVQ    sin_base+48(FP), BX
+	MOVQ    cos_len+32(FP), SI
+	SHLQ    $0x03, SI
+	MOVQ    SI, DI
+	SHRQ    $0x06, DI
+	SHLQ    $0x06, DI
+	JZ      ropeAdjacentAVX512_done
+	LEAQ    (AX)(CX*4), CX
+	VMOVUPS nl_signeven<>+0(SB), Z5
+
+ropeAdjacentAVX512_head:
+	XORQ R8, R8
+	XORQ R9, R9
+
+ropeAdjacentAVX512_loop:
+	VPMOVZXDQ (DX)(R9*1), Z1
+	VMOVSLDUP Z1, Z1
+	VPMOVZXDQ (BX)(R9*1), Z2
+	VMOVSLDUP Z2, Z2
+	VMOVUPS   (AX)(R8*1), Z0
+	VMULPS    Z1, Z0, Z3
+	VPERMILPS $0xb1, Z0, Z0
+	VMULPS    Z2, Z0, Z4
+	VPXORD    Z5, Z4, Z4
+	VADDPS    Z4, Z3, Z3
+	VMOVUPS   Z3, (AX)(R8*1)
+	ADDQ      $0x00000040, R8
+	ADDQ      $0x00000020, R9
+	CMPQ      R8, DI
+	JB        ropeAdjacentAVX512_loop
+	ADDQ      SI, AX
+	CMPQ      AX, CX
+	JB        ropeAdjacentAVX512_head
+
+ropeAdjacentAVX512_done:
 	VZEROUPPER
 	RET

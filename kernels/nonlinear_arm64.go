@@ -8,8 +8,8 @@ import (
 	"github.com/cpubench/bench/internal/cpu"
 )
 
-// archNonlinearImpls returns the arm64 NEON implementation. RoPE has no
-// assembly yet: it uses the "go" rotation.
+// archNonlinearImpls returns the arm64 NEON implementation (and the
+// measured-only "sve" and "sme").
 func archNonlinearImpls() []NonlinearImpl {
 	return []NonlinearImpl{
 		newSVENonlinearImpl(false), newSVENonlinearImpl(true), // "sve", "sme": measured, never best (nonlinear_sve_arm64.go)
@@ -38,7 +38,7 @@ var neonNLKernels = nlKernels{
 	scale:         scaleNEONAll,
 	sumSq:         sumSqNEONAll,
 	mulScale:      mulScaleNEONAll,
-	rope:          ropeGo,
+	rope:          ropeNEONAll,
 }
 
 // The wrappers below run the assembly over the whole 4-lane vectors and the
@@ -140,6 +140,41 @@ func mulScaleNEONAll(dst, x, w []float32, s float32) {
 		mulScaleNEON(dst[:n], x[:n], w[:n], s)
 	}
 	mulScaleGo(dst[n:], x[n:], w[n:], s)
+}
+
+// ropeNEONAll runs the assembly over the first len(cos)&^3 pairs of each
+// head (4 per vector in both layouts) and ropeTail over the others. Rotation
+// is exact products and one add or subtract, with no FMA, so both give the
+// twin's bits.
+func ropeNEONAll(x, cos, sin []float32, layout RoPELayout) {
+	done := len(cos) &^ 3
+	if done > 0 {
+		if layout == RoPEHalf {
+			ropeHalfNEON(x, cos, sin)
+		} else {
+			ropeAdjacentNEON(x, cos, sin)
+		}
+	}
+	ropeTail(x, cos, sin, layout, done)
+}
+
+// ropeTail is ropeGo for the pairs i >= from of every head.
+func ropeTail(x, cos, sin []float32, layout RoPELayout, from int) {
+	half := len(cos)
+	sin = sin[:half]
+	for h := 0; h+2*half <= len(x) && from < half; h += 2 * half {
+		head := x[h : h+2*half]
+		for i := from; i < half; i++ {
+			ia, ib := 2*i, 2*i+1
+			if layout == RoPEHalf {
+				ia, ib = i, i+half
+			}
+			a, b := head[ia], head[ib]
+			c, s := cos[i], sin[i]
+			head[ia] = float32(a*c) - float32(b*s)
+			head[ib] = float32(a*s) + float32(b*c)
+		}
+	}
 }
 
 // The kernels below are hand-written in nonlinear_arm64.s. They process
@@ -252,3 +287,32 @@ func sumSqNEON(x []float32) float32
 //
 //go:noescape
 func mulScaleNEON(dst, x, w []float32, s float32)
+
+// ropeHalfNEON is ropeGo with RoPEHalf for i below len(cos)&^3 (len(x) a
+// multiple of 2·len(cos), len(sin) >= len(cos)):
+//
+//	half := len(cos)
+//	for h := 0; h < len(x); h += 2 * half {
+//		for i := 0; i < half&^3; i++ {
+//			a, b := x[h+i], x[h+i+half]
+//			x[h+i] = float32(a*cos[i]) - float32(b*sin[i])
+//			x[h+i+half] = float32(a*sin[i]) + float32(b*cos[i])
+//		}
+//	}
+//
+//go:noescape
+func ropeHalfNEON(x, cos, sin []float32)
+
+// ropeAdjacentNEON is ropeGo with RoPEAdjacent for i below len(cos)&^3:
+//
+//	half := len(cos)
+//	for h := 0; h < len(x); h += 2 * half {
+//		for i := 0; i < half&^3; i++ {
+//			a, b := x[h+2*i], x[h+2*i+1]
+//			x[h+2*i] = float32(a*cos[i]) - float32(b*sin[i])
+//			x[h+2*i+1] = float32(a*sin[i]) + float32(b*cos[i])
+//		}
+//	}
+//
+//go:noescape
+func ropeAdjacentNEON(x, cos, sin []float32)

@@ -684,3 +684,91 @@ mulScaleNEON_loop:
 
 mulScaleNEON_done:
 	RET
+
+// The RoPE kernels rotate, for every head of x (2·len(cos) elements), the
+// pairs of the first len(cos)&^3 indices i, four per iteration: a in V0, b
+// in V1, cos[i] in V2, sin[i] in V3; a' = float32(a*c) - float32(b*s) in V4,
+// b' = float32(a*s) + float32(b*c) in V5 (no FMA: the twin's bits). R0 the
+// head, R4 the end of x, R5 the head's bytes (half's for ropeHalfNEON), R6
+// the vectors per head; R7, R8 the cos and sin pointers, R9 the count, R10
+// (and R1) the pair pointers.
+
+// func ropeHalfNEON(x, cos, sin []float32)
+TEXT ·ropeHalfNEON(SB), NOSPLIT, $0-72
+	MOVD x_base+0(FP), R0
+	MOVD x_len+8(FP), R4
+	MOVD cos_base+24(FP), R2
+	MOVD cos_len+32(FP), R5
+	MOVD sin_base+48(FP), R3
+	LSR  $2, R5, R6
+	CBZ  R6, ropeHalfNEON_done
+	ADD  R4<<2, R0, R4
+	LSL  $2, R5, R5
+
+ropeHalfNEON_head:
+	MOVD R0, R10
+	ADD  R5, R0, R1 // &head[half]
+	MOVD R2, R7
+	MOVD R3, R8
+	MOVD R6, R9
+
+ropeHalfNEON_loop:
+	VLD1   (R10), [V0.S4]
+	VLD1   (R1), [V1.S4]
+	VLD1.P 16(R7), [V2.S4]
+	VLD1.P 16(R8), [V3.S4]
+	WORD   $0x6e22dc04 // fmul v4.4s, v0.4s, v2.4s
+	WORD   $0x6e23dc25 // fmul v5.4s, v1.4s, v3.4s
+	WORD   $0x4ea5d484 // fsub v4.4s, v4.4s, v5.4s
+	WORD   $0x6e23dc06 // fmul v6.4s, v0.4s, v3.4s
+	WORD   $0x6e22dc27 // fmul v7.4s, v1.4s, v2.4s
+	WORD   $0x4e27d4c5 // fadd v5.4s, v6.4s, v7.4s
+	VST1.P [V4.S4], 16(R10)
+	VST1.P [V5.S4], 16(R1)
+	SUBS   $1, R9, R9
+	BNE    ropeHalfNEON_loop
+	ADD    R5<<1, R0, R0
+	CMP    R4, R0
+	BLO    ropeHalfNEON_head
+
+ropeHalfNEON_done:
+	RET
+
+// func ropeAdjacentNEON(x, cos, sin []float32)
+// LD2 splits four pairs into a (V0) and b (V1); ST2 interleaves them back.
+TEXT ·ropeAdjacentNEON(SB), NOSPLIT, $0-72
+	MOVD x_base+0(FP), R0
+	MOVD x_len+8(FP), R4
+	MOVD cos_base+24(FP), R2
+	MOVD cos_len+32(FP), R5
+	MOVD sin_base+48(FP), R3
+	LSR  $2, R5, R6
+	CBZ  R6, ropeAdjacentNEON_done
+	ADD  R4<<2, R0, R4
+	LSL  $3, R5, R5
+
+ropeAdjacentNEON_head:
+	MOVD R0, R10
+	MOVD R2, R7
+	MOVD R3, R8
+	MOVD R6, R9
+
+ropeAdjacentNEON_loop:
+	VLD2   (R10), [V0.S4, V1.S4]
+	VLD1.P 16(R7), [V2.S4]
+	VLD1.P 16(R8), [V3.S4]
+	WORD   $0x6e22dc04 // fmul v4.4s, v0.4s, v2.4s
+	WORD   $0x6e23dc25 // fmul v5.4s, v1.4s, v3.4s
+	WORD   $0x4ea5d484 // fsub v4.4s, v4.4s, v5.4s
+	WORD   $0x6e23dc06 // fmul v6.4s, v0.4s, v3.4s
+	WORD   $0x6e22dc27 // fmul v7.4s, v1.4s, v2.4s
+	WORD   $0x4e27d4c5 // fadd v5.4s, v6.4s, v7.4s
+	VST2.P [V4.S4, V5.S4], 32(R10)
+	SUBS   $1, R9, R9
+	BNE    ropeAdjacentNEON_loop
+	ADD    R5, R0, R0
+	CMP    R4, R0
+	BLO    ropeAdjacentNEON_head
+
+ropeAdjacentNEON_done:
+	RET

@@ -16,10 +16,10 @@ import (
 // on the cores, so they are registered before "neon" and BestNonlinear and
 // the package-level functions never pick them.
 //
-// Only Exp, FastExp, Softmax and SoftmaxFast (max, exp-sub-sum and scale
-// passes) have SVE kernels. The other fields (SiLU, SiLUMul, GELUTanh,
-// RMSNorm) run the NEON kernels in normal mode and RoPE the "go" rotation,
-// so a probe should measure only exp, fastexp and softmax on these backends.
+// Exp, FastExp, Softmax and SoftmaxFast (max, exp-sub-sum and scale
+// passes), RMSNorm (sum-of-squares and multiply-scale passes), SiLU, SiLUMul
+// and GELUTanh have SVE kernels. RoPE runs the NEON kernel in normal mode,
+// so a probe should measure every kernel but rope on these backends.
 
 // nlStreamChunk bounds the elements per assembly call (a variable so tests
 // can shrink it): 32 Ki elements take tens of microseconds even at several
@@ -40,12 +40,17 @@ var (
 	smeNLKernels = sveKernels(true)
 )
 
-// sveKernels are the NEON kernels with the exponential and softmax passes
-// replaced by the SVE ones, in streaming mode if sm.
+// sveKernels are the NEON kernels with all but RoPE replaced by the SVE
+// ones, in streaming mode if sm.
 func sveKernels(sm bool) nlKernels {
 	k := neonNLKernels
 	k.exp = func(d, s []float32) { unarySVE(d, s, sm, expSVE) }
 	k.fastExp = func(d, s []float32) { unarySVE(d, s, sm, fastExpSVE) }
+	k.silu = func(d, s []float32) { unarySVE(d, s, sm, siluSVE) }
+	k.gelu = func(d, s []float32) { unarySVE(d, s, sm, geluTanhSVE) }
+	k.siluMul = func(d, g, u []float32) { siluMulSVEAll(d, g, u, sm) }
+	k.sumSq = func(x []float32) float32 { return sumSqSVEAll(x, sm) }
+	k.mulScale = func(d, x, w []float32, s float32) { mulScaleSVEAll(d, x, w, s, sm) }
 	k.max = func(x []float32) float32 { return maxSVEAll(x, sm) }
 	k.expSubSum = func(d, s []float32, m float32) float32 { return expSubSumSVEAll(d, s, m, sm, false) }
 	k.fastExpSubSum = func(d, s []float32, m float32) float32 { return expSubSumSVEAll(d, s, m, sm, true) }
@@ -101,12 +106,40 @@ func scaleSVEAll(x []float32, s float32, sm bool) {
 	}
 }
 
+func siluMulSVEAll(dst, gate, up []float32, sm bool) {
+	gate, up = gate[:len(dst)], up[:len(dst)]
+	for len(dst) > 0 {
+		n := min(len(dst), nlStreamChunk)
+		siluMulSVE(dst[:n], gate[:n], up[:n], sm)
+		dst, gate, up = dst[n:], gate[n:], up[n:]
+	}
+}
+
+func sumSqSVEAll(x []float32, sm bool) float32 {
+	var ss float32
+	for len(x) > 0 {
+		n := min(len(x), nlStreamChunk)
+		ss += sumSqSVE(x[:n], sm)
+		x = x[n:]
+	}
+	return ss
+}
+
+func mulScaleSVEAll(dst, x, w []float32, s float32, sm bool) {
+	x, w = x[:len(dst)], w[:len(dst)]
+	for len(dst) > 0 {
+		n := min(len(dst), nlStreamChunk)
+		mulScaleSVE(dst[:n], x[:n], w[:n], s, sm)
+		dst, x, w = dst[n:], x[n:], w[n:]
+	}
+}
+
 // The kernels below are hand-written in nonlinear_sve_arm64.s. Each
 // processes all len(dst) elements (len(x) for max and scale), the other
 // slices must be at least as long; with sm set it runs in streaming mode
 // (the CPU must have SME), else in normal mode (the CPU must have SVE).
 // Each lane computes exactly the scalar function of the "go" implementation
-// (fma32 is FMLS/FMAD), so results equal the twin's except for rare
+// (fma32 is FMLS/FMAD/FMLA), so results equal the twin's except for rare
 // double-rounding cases of fma32; the reductions run one vector-wide
 // accumulator, then FADDV/FMAXV.
 
@@ -172,3 +205,49 @@ func maxSVE(x []float32, sm bool) float32
 //
 //go:noescape
 func scaleSVE(x []float32, s float32, sm bool)
+
+// siluSVE:
+//
+//	for i := range dst {
+//		dst[i] = silu32(x[i])
+//	}
+//
+//go:noescape
+func siluSVE(dst, x []float32, sm bool)
+
+// geluTanhSVE:
+//
+//	for i := range dst {
+//		dst[i] = gelu32(x[i])
+//	}
+//
+//go:noescape
+func geluTanhSVE(dst, x []float32, sm bool)
+
+// siluMulSVE:
+//
+//	for i := range dst {
+//		dst[i] = silu32(gate[i]) * up[i]
+//	}
+//
+//go:noescape
+func siluMulSVE(dst, gate, up []float32, sm bool)
+
+// sumSqSVE (one vector-wide FMA accumulator, then FADDV):
+//
+//	for _, v := range x {
+//		ss = fma32(v, v, ss)
+//	}
+//	return ss
+//
+//go:noescape
+func sumSqSVE(x []float32, sm bool) float32
+
+// mulScaleSVE:
+//
+//	for i := range dst {
+//		dst[i] = float32(x[i]*s) * w[i]
+//	}
+//
+//go:noescape
+func mulScaleSVE(dst, x, w []float32, s float32, sm bool)

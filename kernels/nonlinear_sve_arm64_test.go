@@ -65,11 +65,12 @@ func sveBackends(t *testing.T) map[string]*nlKernels {
 }
 
 // Each lane runs the twin's operations in the same order: the elementwise
-// kernels and the exp passes agree with the "go" ones bit for bit on
-// ordinary inputs (rare fma32 double roundings aside, which would show as 1
-// ULP); max and scale agree exactly. Lengths cover every tail of the
-// vector length (up to 2048 bits, 64 lanes) and the chunking, shrunk to an
-// odd number of elements.
+// kernels (exp, fastexp, SiLU, GELU, SiLU·up) and the exp passes agree with
+// the "go" ones bit for bit on ordinary inputs (rare fma32 double roundings
+// aside, which would show as 1 ULP); max, scale and RMSNorm's multiply-scale
+// agree exactly, the sums (exp-sub-sum, sum of squares) within the rounding
+// of a different order. Lengths cover every tail of the vector length (up to
+// 2048 bits, 64 lanes) and the chunking, shrunk to an odd number of elements.
 func TestSVEMatchesTwinBits(t *testing.T) {
 	for name, k := range sveBackends(t) {
 		for _, chunk := range []int{nlStreamChunk, 37} {
@@ -99,6 +100,10 @@ func TestSVEMatchesTwinBits(t *testing.T) {
 func sveCompareTwin(t *testing.T, n int, x []float32, k *nlKernels) {
 	t.Helper()
 	const m = 3.25
+	up := make([]float32, n) // SiLUMul's up, RMSNorm's weight
+	for i := range up {
+		up[i] = float32(i%7) - 2.5
+	}
 	for _, c := range []struct {
 		name      string
 		sve, twin func(dst, src []float32)
@@ -107,6 +112,9 @@ func sveCompareTwin(t *testing.T, n int, x []float32, k *nlKernels) {
 		{"expsubsum", func(d, s []float32) { k.expSubSum(d, s, m) }, func(d, s []float32) { expSubSumGo(d, s, m) }},
 		{"fastexpsubsum", func(d, s []float32) { k.fastExpSubSum(d, s, m) }, func(d, s []float32) { fastExpSubSumGo(d, s, m) }},
 		{"scale", func(d, s []float32) { copy(d, s); k.scale(d, 0.7) }, func(d, s []float32) { copy(d, s); scaleGo(d, 0.7) }},
+		{"silu", k.silu, siluGo}, {"gelu", k.gelu, geluGo},
+		{"silumul", func(d, s []float32) { k.siluMul(d, s, up[:len(s)]) }, func(d, s []float32) { siluMulGo(d, s, up[:len(s)]) }},
+		{"mulscale", func(d, s []float32) { k.mulScale(d, s, up[:len(s)], 0.3) }, func(d, s []float32) { mulScaleGo(d, s, up[:len(s)], 0.3) }},
 	} {
 		got, chk := nlGuarded(n, n%4)
 		want := make([]float32, n)
@@ -115,7 +123,7 @@ func sveCompareTwin(t *testing.T, n int, x []float32, k *nlKernels) {
 		c.twin(want, x)
 		diff := 0
 		for i := range x {
-			if d := bitsApart(got[i], want[i]); d > 1 || (d == 1 && c.name == "scale") {
+			if d := bitsApart(got[i], want[i]); d > 1 || (d == 1 && (c.name == "scale" || c.name == "mulscale")) {
 				t.Fatalf("%s n=%d: [%d] f(%v) = %v, twin %v", c.name, n, i, x[i], got[i], want[i])
 			} else if d == 1 {
 				diff++
@@ -142,6 +150,10 @@ func sveCompareTwin(t *testing.T, n int, x []float32, k *nlKernels) {
 	gf, wf := k.fastExpSubSum(d, x, m), fastExpSubSumGo(d, x, m)
 	if math.Abs(float64(gf)-float64(wf)) > float64(len(x)+2)*0x1p-24*math.Abs(float64(wf)) {
 		t.Fatalf("fastExpSubSum n=%d = %v, twin %v", len(x), gf, wf)
+	}
+	// The sum of squares: a different order.
+	if g, w := k.sumSq(x), sumSqGo(x); math.Abs(float64(g)-float64(w)) > float64(len(x)+2)*0x1p-24*float64(w) {
+		t.Fatalf("sumSq n=%d = %v, twin %v", len(x), g, w)
 	}
 	// max over the original slice (NaN skipped), every prefix of a vector.
 	for _, xs := range [][]float32{x, x[:min(len(x), 7)]} {

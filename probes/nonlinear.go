@@ -60,18 +60,15 @@ func (r *runner) nonlinearSteps() int {
 }
 
 // measuredOn reports whether spec is a distinct implementation on impl:
-// RoPE has no assembly yet, so it is measured once, on "go"; "sve" and "sme"
-// (streaming SVE) have their own kernels only for exp, fastexp and softmax
-// (their other fields are the NEON kernels), so only those are reported
-// under their names.
+// "go", "avx2", "avx512" and "neon" have their own kernel for every spec;
+// "sve" and "sme" (streaming SVE) for all but rope (their RoPE is the NEON
+// kernel), so rope is not reported under their names.
 func measuredOn(spec nlSpec, impl kernels.NonlinearImpl) bool {
 	switch impl.Backend {
-	case "go":
-		return true
 	case "sve", "sme":
-		return spec.kernel == "exp" || spec.kernel == "fastexp" || spec.kernel == "softmax"
+		return spec.kernel != "rope"
 	}
-	return spec.kernel != "rope"
+	return true
 }
 
 // nlInput fills x with deterministic values in about [-8, 8] (logits,

@@ -44,8 +44,26 @@ func TestNonlinearSection(t *testing.T) {
 		}
 	}
 	for _, p := range nl.Points {
-		if p.Kernel == "rope" && p.Backend != "go" {
+		if p.Kernel == "rope" && (p.Backend == "sve" || p.Backend == "sme") {
 			t.Fatalf("rope reported under %s, which has no RoPE kernel of its own", p.Backend)
+		}
+	}
+	// Every other backend measured reports every kernel.
+	kernelsOf := map[string]map[string]bool{}
+	for _, p := range nl.Points {
+		if kernelsOf[p.Backend] == nil {
+			kernelsOf[p.Backend] = map[string]bool{}
+		}
+		kernelsOf[p.Backend][p.Kernel] = true
+	}
+	for b, ks := range kernelsOf {
+		for _, spec := range nonlinearSpecs() {
+			if !ks[spec.kernel] && spec.kernel != "rope" {
+				t.Fatalf("%s: no %s point", b, spec.kernel)
+			}
+			if !ks[spec.kernel] && b != "sve" && b != "sme" {
+				t.Fatalf("%s: no %s point", b, spec.kernel)
+			}
 		}
 	}
 	if len(nl.Points) != want {

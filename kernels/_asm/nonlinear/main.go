@@ -1,21 +1,22 @@
 // Command nonlinear generates kernels/nonlinear_amd64.s, the AVX2 and
 // AVX-512 non-linear kernels of package kernels (exp, fast exp, SiLU,
-// SiLU·up, GELU-tanh, and the passes of softmax and RMSNorm), with avo:
+// SiLU·up, GELU-tanh, the passes of softmax and RMSNorm, and RoPE in both
+// layouts), with avo:
 //
 //	cd kernels/_asm && go run ./nonlinear -out ../nonlinear_amd64.s
 //
 // (or `go generate ./kernels/`). Every kernel is written once, generic over
 // the vector width: the AVX2 variant uses ymm registers, the AVX-512 variant
-// zmm registers, with the same instruction sequence (only VPOR becomes
-// VPORD, and the final lane reduction extracts one more half), so the
-// AVX-512 code is the AVX2 code, tested on every AVX2 machine, with wider
-// registers. Each lane computes exactly the scalar twin in
+// zmm registers, with the same instruction sequence (only VPOR and VPXOR
+// become VPORD and VPXORD, and the final lane reduction extracts one more
+// half), so the AVX-512 code is the AVX2 code, tested on every AVX2 machine,
+// with wider registers. Each lane computes exactly the scalar twin in
 // kernels/nonlinear_go.go (exp32, fastExp32, sigmoidMul32, gelu32): the
 // comments name the Go statement each group of instructions implements.
 //
 // Only registers 0..15 are used; the AVX-512 functions need AVX512F only (no
 // compare into mask registers, no blends, no DQ instructions: selects are
-// done with VMAXPS/VMINPS). Constants live in 64-byte RODATA vectors used as
+// done with VMAXPS/VMINPS, the RoPE sign flip with VPXORD). Constants live in 64-byte RODATA vectors used as
 // memory operands (ymm reads the first 32 bytes).
 package main
 
@@ -42,6 +43,15 @@ func (v isa) shift() uint64 { // log2(lanes)
 	return 3
 }
 
+// pxor is the bitwise XOR: VPXOR (VEX, ymm) or VPXORD (EVEX, zmm; AVX512F).
+func (v isa) pxor(a, b, dst Op) {
+	if v.Bytes == 64 {
+		VPXORD(a, b, dst)
+	} else {
+		VPXOR(a, b, dst)
+	}
+}
+
 // por is the bitwise OR: VPOR (VEX, ymm) or VPORD (EVEX, zmm; AVX512F).
 func (v isa) por(a, b, dst Op) {
 	if v.Bytes == 64 {
@@ -65,6 +75,7 @@ var (
 	cP                                                               [6]Mem
 	cQ                                                               [5]Mem
 	cOne, cZero, cBias, cSign, cStep, cGeluA, cGeluB, cNegInf        Mem
+	cSignEven                                                        Mem
 )
 
 func f32const(name string, v float32) Mem {
@@ -103,6 +114,12 @@ func constants() {
 	cGeluA = f32const("gelua", float32(1.5957691216057308))
 	cGeluB = f32const("gelub", float32(0.071354816272919400))
 	cNegInf = u32const("neginf", 0xff800000)
+	// The sign bit in the even lanes (the first element of each adjacent
+	// RoPE pair), 0 in the odd ones.
+	cSignEven = GLOBL("nl_signeven", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(4*i, U32(uint32(1-i%2)<<31))
+	}
 }
 
 func main() {
@@ -120,6 +137,8 @@ func main() {
 		genScale(v)
 		genSumSq(v)
 		genMulScale(v)
+		genRoPEHalf(v)
+		genRoPEAdjacent(v)
 	}
 	Generate()
 }
@@ -523,6 +542,118 @@ func genMulScale(v isa) {
 			ADDQ(U32(v.Bytes), q)
 		}
 	})
+	VZEROUPPER()
+	RET()
+}
+
+// ropeRotate computes the rotated pair of ropeGo for one vector of pairs:
+// t1, b := float32(a*c) - float32(b*s), float32(a*s) + float32(b*c), with
+// temp t2 (a is overwritten).
+func ropeRotate(a, b, c, s, t1, t2 VecPhysical) {
+	VMULPS(c, a, t1)   // float32(a*c)
+	VMULPS(s, b, t2)   // float32(b*s)
+	VSUBPS(t2, t1, t1) // a' = a*c - b*s
+	VMULPS(s, a, a)    // float32(a*s)
+	VMULPS(c, b, b)    // float32(b*c)
+	VADDPS(b, a, b)    // b' = a*s + b*c
+}
+
+// genRoPEHalf emits ropeHalf<ISA>(x, cos, sin []float32): for every head
+// of x (2·len(cos) elements), the pairs (x[i], x[i+half]) for i below
+// len(cos) rounded down to whole vectors (the rest is left to the caller).
+func genRoPEHalf(v isa) {
+	fn := "ropeHalf" + v.Name
+	TEXT(fn, NOSPLIT, "func(x, cos, sin []float32)")
+	p := Load(Param("x").Base(), GP64())
+	end := Load(Param("x").Len(), GP64())
+	cb := Load(Param("cos").Base(), GP64())
+	sb := Load(Param("sin").Base(), GP64())
+	hb := Load(Param("cos").Len(), GP64())
+	// hb = half in bytes; nb = the bytes of whole vectors of i; end = &x[len(x)]
+	SHLQ(U8(2), hb)
+	nb := GP64()
+	MOVQ(hb, nb)
+	SHRQ(U8(v.shift()+2), nb)
+	SHLQ(U8(v.shift()+2), nb)
+	JZ(LabelRef(fn + "_done"))
+	LEAQ(Mem{Base: p, Index: end, Scale: 4}, end)
+	k, q := GP64(), GP64()
+	r := v.Vec
+	Label(fn + "_head")
+	// q = &head[half]
+	LEAQ(Mem{Base: p, Index: hb, Scale: 1}, q)
+	XORQ(k, k)
+	Label(fn + "_loop")
+	VMOVUPS(Mem{Base: p, Index: k, Scale: 1}, r[0])
+	VMOVUPS(Mem{Base: q, Index: k, Scale: 1}, r[1])
+	VMOVUPS(Mem{Base: cb, Index: k, Scale: 1}, r[2])
+	VMOVUPS(Mem{Base: sb, Index: k, Scale: 1}, r[3])
+	ropeRotate(r[0], r[1], r[2], r[3], r[4], r[5])
+	VMOVUPS(r[4], Mem{Base: p, Index: k, Scale: 1})
+	VMOVUPS(r[1], Mem{Base: q, Index: k, Scale: 1})
+	ADDQ(U32(v.Bytes), k)
+	CMPQ(k, nb)
+	JB(LabelRef(fn + "_loop"))
+	// next head: p += 2·half
+	LEAQ(Mem{Base: q, Index: hb, Scale: 1}, p)
+	CMPQ(p, end)
+	JB(LabelRef(fn + "_head"))
+	Label(fn + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+// genRoPEAdjacent emits ropeAdjacent<ISA>(x, cos, sin []float32): for every
+// head of x, the pairs (x[2i], x[2i+1]) for i below len(cos) rounded down to
+// whole vectors of x (lanes/2 pairs; the rest is left to the caller). Each
+// vector of pairs [a0 b0 a1 b1 ...] is multiplied by [c0 c0 c1 c1 ...]
+// (VPMOVZXDQ then VMOVSLDUP) and, swapped to [b0 a0 ...], by
+// [s0 s0 ...]; the even lanes of the second product are negated and the
+// two added: a·c + -(b·s) = a·c - b·s and b·c + a·s, exactly the twin's.
+func genRoPEAdjacent(v isa) {
+	fn := "ropeAdjacent" + v.Name
+	TEXT(fn, NOSPLIT, "func(x, cos, sin []float32)")
+	p := Load(Param("x").Base(), GP64())
+	end := Load(Param("x").Len(), GP64())
+	cb := Load(Param("cos").Base(), GP64())
+	sb := Load(Param("sin").Base(), GP64())
+	hb := Load(Param("cos").Len(), GP64())
+	// hb = 2·half in bytes (a head); nb = its whole vectors in bytes
+	SHLQ(U8(3), hb)
+	nb := GP64()
+	MOVQ(hb, nb)
+	SHRQ(U8(v.shift()+2), nb)
+	SHLQ(U8(v.shift()+2), nb)
+	JZ(LabelRef(fn + "_done"))
+	LEAQ(Mem{Base: p, Index: end, Scale: 4}, end)
+	k, kc := GP64(), GP64()
+	r := v.Vec
+	VMOVUPS(cSignEven, r[5])
+	Label(fn + "_head")
+	XORQ(k, k)
+	XORQ(kc, kc)
+	Label(fn + "_loop")
+	// c := [c0 c0 c1 c1 ...]; s := [s0 s0 s1 s1 ...]
+	VPMOVZXDQ(Mem{Base: cb, Index: kc, Scale: 1}, r[1])
+	VMOVSLDUP(r[1], r[1])
+	VPMOVZXDQ(Mem{Base: sb, Index: kc, Scale: 1}, r[2])
+	VMOVSLDUP(r[2], r[2])
+	VMOVUPS(Mem{Base: p, Index: k, Scale: 1}, r[0])
+	// t1 = [a·c, b·c]; t2 = [b·s, a·s] with the even lanes negated
+	VMULPS(r[1], r[0], r[3])
+	VPERMILPS(U8(0xb1), r[0], r[0])
+	VMULPS(r[2], r[0], r[4])
+	v.pxor(r[5], r[4], r[4])
+	VADDPS(r[4], r[3], r[3])
+	VMOVUPS(r[3], Mem{Base: p, Index: k, Scale: 1})
+	ADDQ(U32(v.Bytes), k)
+	ADDQ(U32(v.Bytes/2), kc)
+	CMPQ(k, nb)
+	JB(LabelRef(fn + "_loop"))
+	ADDQ(hb, p)
+	CMPQ(p, end)
+	JB(LabelRef(fn + "_head"))
+	Label(fn + "_done")
 	VZEROUPPER()
 	RET()
 }
