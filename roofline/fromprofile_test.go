@@ -98,3 +98,29 @@ func TestFromProfileAttainedGEMM(t *testing.T) {
 		t.Errorf("notes %v do not say the ceilings are attained GEMM", m.Notes)
 	}
 }
+
+// A real profile with every section (bench probe on a 2-core EPYC VM): the
+// cores target gets attained GEMM ceilings, FMA peaks for fp64, and the
+// probed non-linear throughput.
+func TestFromProfileAllSections(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-amd-epyc-2core-all-sections.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FromProfile(p, "all.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, _ := m.Target("cores")
+	for _, g := range p.Matrix.GEMM {
+		if g.Threads == 2 && g.DType == "fp32" && cores.Ceiling("fp32") != g.GFLOPS.Median {
+			t.Errorf("fp32 ceiling %v, want the attained GEMM %v", cores.Ceiling("fp32"), g.GFLOPS.Median)
+		}
+	}
+	if !(cores.Ceiling("fp64") > 0) || m.Nonlinear == nil || !(m.Nonlinear.GElemsPerS > 0) {
+		t.Errorf("fp64 ceiling %v, nonlinear %+v", cores.Ceiling("fp64"), m.Nonlinear)
+	}
+	if r := cores.Ridge("fp32"); !(r > 1 && r < 100) {
+		t.Errorf("fp32 ridge %v FLOP/byte", r)
+	}
+}
