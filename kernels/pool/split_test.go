@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -212,16 +210,13 @@ func burn(sink []uint64, iters int) BlockFunc {
 	}
 }
 
-// TestRunSplitMakespan runs two synthetic kernels of different per-element
-// cost on one CPU each, splits by their measured rates (Eq. 1) and checks
-// that the measured makespan is close to total work / sum of rates.
-func TestRunSplitMakespan(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("timing test: skipped under -short and -race")
-	}
-	p := newPool(t, 2)
+// splitMakespan runs two synthetic kernels of different per-element cost on
+// one CPU each, splits by their measured rates (Eq. 1) and returns the best
+// measured makespan divided by total work / sum of rates, with a summary.
+func splitMakespan(tb testing.TB, rounds int) (float64, string) {
+	p := newPool(tb, 2)
 	if p.PinErr() != nil {
-		t.Skipf("needs 2 pinned workers: %v", p.PinErr())
+		tb.Skipf("needs 2 pinned workers: %v", p.PinErr())
 	}
 	gs, _ := p.Groups(1, 1)
 	sink := make([]uint64, 8*p.Size())
@@ -231,7 +226,7 @@ func TestRunSplitMakespan(t *testing.T) {
 	alone := func(g *Group, k BlockFunc, tile Tile) float64 {
 		t0 := time.Now()
 		if err := g.RunBlocks(full, tile, k); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return time.Since(t0).Seconds()
 	}
@@ -242,41 +237,48 @@ func TestRunSplitMakespan(t *testing.T) {
 	bestA, bestB, bestSpan := math.Inf(1), math.Inf(1), math.Inf(1)
 	var s Split
 	var tm Timing
-	for range 12 {
+	for range rounds {
 		bestA = math.Min(bestA, alone(gs[0], kA, tileA))
 		bestB = math.Min(bestB, alone(gs[1], kB, tileB))
 		var err error
 		if s, err = PlanSplit(M, N, elems/bestA, elems/bestB, tileA, tileB); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if tm, err = p.RunSplit(gs[0], kA, gs[1], kB, s); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		bestSpan = math.Min(bestSpan, tm.Makespan)
 	}
 	rA, rB := elems/bestA, elems/bestB
 	ideal := elems / (rA + rB)
 	ratio := bestSpan / ideal
-	t.Logf("rates %.3g, %.3g elem/s; α ideal %.4f, chosen %.4f; predicted %.3f ms, ideal %.3f ms; best makespan %.3f ms: ratio %.3f (last run A %.3f ms, B %.3f ms)",
+	return ratio, fmt.Sprintf("rates %.3g, %.3g elem/s; α ideal %.4f, chosen %.4f; predicted %.3f ms, ideal %.3f ms; best makespan %.3f ms: ratio %.3f (last run A %.3f ms, B %.3f ms)",
 		rA, rB, s.AlphaIdeal, s.Alpha, s.Predicted*1e3, ideal*1e3, bestSpan*1e3, ratio, tm.Seconds[0]*1e3, tm.Seconds[1]*1e3)
-	if load := loadavg(); (ratio < 0.85 || ratio > 1.15) && load > 1.5*float64(runtime.NumCPU()) {
-		t.Skipf("makespan/ideal %.3f, but the machine is loaded (load average %.1f on %d CPUs)", ratio, load, runtime.NumCPU())
+}
+
+// BenchmarkRunSplitMakespan reports the partitioned run's makespan / ideal
+// (total work / sum of the two groups' rates; 1 = perfect Eq. 1 balance):
+//
+//	go test -run XXX -bench RunSplitMakespan ./kernels/pool/
+func BenchmarkRunSplitMakespan(b *testing.B) {
+	var ratio float64
+	for b.Loop() {
+		ratio, _ = splitMakespan(b, 12)
 	}
+	b.ReportMetric(ratio, "makespan/ideal")
+}
+
+// TestRunSplitMakespan asserts the makespan is within 15% of ideal. It is a
+// speed target, so it runs only when BENCH_TIMING_TESTS=1 on an otherwise
+// idle machine (`go test ./...` runs packages in parallel, which breaks the
+// premise); the benchmark above reports the same ratio.
+func TestRunSplitMakespan(t *testing.T) {
+	if os.Getenv("BENCH_TIMING_TESTS") != "1" || testing.Short() || raceEnabled {
+		t.Skip("timing test: set BENCH_TIMING_TESTS=1 on an idle machine (or run BenchmarkRunSplitMakespan)")
+	}
+	ratio, summary := splitMakespan(t, 12)
+	t.Log(summary)
 	if ratio < 0.85 || ratio > 1.15 {
 		t.Errorf("best makespan/ideal %.3f, want within 15%% of 1", ratio)
 	}
-}
-
-// loadavg returns the 1-minute load average, or 0 where unknown.
-func loadavg() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
 }
