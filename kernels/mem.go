@@ -3,6 +3,8 @@ package kernels
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cpubench/bench/internal/cpu"
 )
 
 // MemImpl is one implementation of the memory kernels. Buffers are float64
@@ -58,20 +60,8 @@ func newMemImpl(isa, unavailable, nt string, k memKernels) MemImpl {
 	}
 }
 
-// lacks returns "" if every feature is present, else
-// "unavailable: CPU lacks F1, F2". Arguments alternate name, present.
-func lacks(features ...any) string {
-	var missing []string
-	for i := 0; i+1 < len(features); i += 2 {
-		if !features[i+1].(bool) {
-			missing = append(missing, features[i].(string))
-		}
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	return "unavailable: CPU lacks " + strings.Join(missing, ", ")
-}
+// lacks is cpu.Lacks: "" or "unavailable: CPU lacks F1, F2".
+var lacks = cpu.Lacks
 
 // MemImpls returns every implementation compiled in for GOARCH, "go" first
 // and best last, with availability evaluated now (so cpu.Disable... takes

@@ -166,3 +166,20 @@ func ISAs() []string {
 	}
 	return out
 }
+
+// Lacks returns "" if every feature is present, else
+// "unavailable: CPU lacks F1, F2" naming the missing ones, the reason a
+// kernel registry reports. Arguments alternate name (string) and present
+// (bool): Lacks("AVX2", X86.HasAVX2, "FMA", X86.HasFMA).
+func Lacks(features ...any) string {
+	var missing []string
+	for i := 0; i+1 < len(features); i += 2 {
+		if !features[i+1].(bool) {
+			missing = append(missing, features[i].(string))
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "unavailable: CPU lacks " + strings.Join(missing, ", ")
+}

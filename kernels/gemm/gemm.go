@@ -3,6 +3,8 @@ package gemm
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cpubench/bench/internal/cpu"
 )
 
 // DType is the precision of the weights: "fp32", "bf16" (fp32 activations,
@@ -45,20 +47,8 @@ func (im *impl) backend() Backend {
 
 func available() string { return "" }
 
-// lacks returns "" if every feature is present, else
-// "unavailable: CPU lacks F1, F2". Arguments alternate name, present.
-func lacks(features ...any) string {
-	var missing []string
-	for i := 0; i+1 < len(features); i += 2 {
-		if !features[i+1].(bool) {
-			missing = append(missing, features[i].(string))
-		}
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	return "unavailable: CPU lacks " + strings.Join(missing, ", ")
-}
+// lacks is cpu.Lacks: "" or "unavailable: CPU lacks F1, F2".
+var lacks = cpu.Lacks
 
 // impls returns every implementation compiled in, per dtype "go" first and
 // best last.

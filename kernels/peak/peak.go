@@ -3,7 +3,8 @@ package peak
 import (
 	"encoding/binary"
 	"math"
-	"strings"
+
+	"github.com/cpubench/bench/internal/cpu"
 )
 
 // Kernel is one compute-ceiling loop.
@@ -69,20 +70,8 @@ const AddChainLen = 64
 // Go compiler folds such a chain.
 func AddChain(iters int) (adds uint64, ok bool) { return addChainImpl(iters) }
 
-// lacks returns "" if every feature is present, else
-// "unavailable: CPU lacks F1, F2". Arguments alternate name, present.
-func lacks(features ...any) string {
-	var missing []string
-	for i := 0; i+1 < len(features); i += 2 {
-		if !features[i+1].(bool) {
-			missing = append(missing, features[i].(string))
-		}
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	return "unavailable: CPU lacks " + strings.Join(missing, ", ")
-}
+// lacks is cpu.Lacks: "" or "unavailable: CPU lacks F1, F2".
+var lacks = cpu.Lacks
 
 // The data of every vector loop: accumulator j starts with every lane equal
 // to j+1; the two source registers a and b hold the values below in every
