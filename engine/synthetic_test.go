@@ -3,9 +3,12 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/models"
 )
 
 // randomWeights returns weights of shape c drawn uniformly, matrices
@@ -204,5 +207,107 @@ func TestSyntheticShapes(t *testing.T) {
 				check("decode", p, l)
 			}
 		})
+	}
+}
+
+// TestSynthetic checks Synthetic's shapes against the config (all layers
+// and a prefix), determinism by seed, norms of 1, small entries, and that a
+// short prefill and decode give finite logits.
+func TestSynthetic(t *testing.T) {
+	c := Config{Name: "tiny-qwen", Dim: 32, Hidden: 48, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 37, MaxSeq: 32,
+		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
+	w, err := Synthetic(c, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Config != c || len(w.Layers) != 3 {
+		t.Fatalf("config %+v, %d layers", w.Config, len(w.Layers))
+	}
+	for _, ts := range w.tensors() {
+		if len(ts.data) != ts.want {
+			t.Errorf("%s: %d floats, want %d", ts, len(ts.data), ts.want)
+		}
+	}
+	if w.LMHead == nil || len(w.Layers[0].QNorm) != c.HeadDim {
+		t.Errorf("untied head or QK-norm missing")
+	}
+	for _, n := range [][]float32{w.FinalNorm, w.Layers[1].AttnNorm, w.Layers[2].FFNNorm, w.Layers[0].KNorm} {
+		for _, v := range n {
+			if v != 1 {
+				t.Fatalf("norm weight %v, want 1", v)
+			}
+		}
+	}
+	var ss float64
+	for _, v := range w.Layers[0].Gate {
+		ss += float64(v) * float64(v)
+	}
+	if sd := math.Sqrt(ss / float64(len(w.Layers[0].Gate))); sd < 0.015 || sd > 0.025 {
+		t.Errorf("gate standard deviation %.4f, want about 0.02", sd)
+	}
+
+	same, _ := Synthetic(c, 0, 1)
+	other, _ := Synthetic(c, 0, 2)
+	if !slices.Equal(w.Embed, same.Embed) || !slices.Equal(w.Layers[2].Down, same.Layers[2].Down) {
+		t.Error("same seed, different weights")
+	}
+	if slices.Equal(w.Embed, other.Embed) {
+		t.Error("different seeds, same weights")
+	}
+
+	one, err := Synthetic(c, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Config.Layers != 1 || len(one.Layers) != 1 {
+		t.Fatalf("layers 1: config says %d, %d instantiated", one.Config.Layers, len(one.Layers))
+	}
+	for _, bad := range []int{-1, 4} {
+		if _, err := Synthetic(c, bad, 1); err == nil || !strings.Contains(err.Error(), "synthetic layers") {
+			t.Errorf("layers %d: %v", bad, err)
+		}
+	}
+
+	tied := c
+	tied.TiedEmbeddings, tied.QKNorm = true, false
+	for _, cfg := range []Config{c, tied} {
+		w, err := Synthetic(cfg, 0, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := New(w, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := m.NewSession(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits, err := s.Prefill([]int{1, 5, 9, 36, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := range 3 {
+			for i, v := range logits {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("%s step %d logit %d: %v", cfg.Name, step, i, v)
+				}
+			}
+			if logits, err = s.Decode(Argmax(logits)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestSyntheticMoE checks an MoE config is refused clearly before any
+// weights are drawn (Config cannot describe one).
+func TestSyntheticMoE(t *testing.T) {
+	mc, err := models.Load("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromModel(mc, HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: 4096}); err == nil || !strings.Contains(err.Error(), "MoE is not supported") {
+		t.Errorf("qwen3-30b-a3b: %v, want an MoE error", err)
 	}
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+const stories = "../../engine/testdata/stories260K/stories260K.bin"
+
+func TestRunStories260K(t *testing.T) {
+	code, out, errs := run(t, "run", "--weights", stories, "--prompt-tokens", "8", "--gen-tokens", "3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"TTFT (prefill of 8)", "TPOT (mean of 3 decode steps)", "decode tokens/s", "packing",
+		"| decode  | q_proj", "| prefill | lm_head", "no profile: no prediction"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "instantiated") {
+		t.Errorf("all layers run, yet the output speaks of instantiated layers:\n%s", out)
+	}
+}
+
+func TestRunJSONWithProfile(t *testing.T) {
+	code, out, errs := run(t, "run", "--weights", stories, "--layers", "2", "--prompt-tokens", "4", "--gen-tokens", "2",
+		"--profile", "../../results/testdata/profile-amd-epyc-2core-all-sections.json", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("--json is not one line:\n%s", out)
+	}
+	var r runResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Layers != 2 || r.ModelLayers != 5 || r.PromptTokens != 4 || r.GenTokens != 2 || !(r.TTFTS > 0) || !(r.TPOTS > 0) ||
+		r.PredictedTTFT == nil || r.PredictedTPOT == nil || r.Machine == "" {
+		t.Errorf("result %+v", r)
+	}
+	seen := 0
+	for _, op := range r.Ops {
+		if op.PredictedS == nil || op.MeasuredPredicted == nil {
+			t.Errorf("%s %s: no prediction", op.Phase, op.Op)
+			continue
+		}
+		if op.Op == "down_proj" {
+			seen++
+			if !op.PerLayer || op.PredictedLayerS == nil || op.MeasuredLayerS != op.MeasuredS/2 {
+				t.Errorf("%s down_proj: %+v", op.Phase, op)
+			}
+			if want := map[string]int{"prefill": 1, "decode": 2}[op.Phase]; op.Calls != want {
+				t.Errorf("%s down_proj: %d calls, want %d", op.Phase, op.Calls, want)
+			}
+		}
+	}
+	if seen != 2 {
+		t.Errorf("down_proj in %d phases, want 2", seen)
+	}
+}
+
+func TestRunSyntheticQwen3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("packs a 151936×1024 LM head")
+	}
+	code, out, errs := run(t, "run", "--model", "qwen3-0.6b", "--weights", "synthetic", "--layers", "1",
+		"--prompt-tokens", "8", "--gen-tokens", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"qwen3-0.6b, synthetic weights", "layers: 1 of 28 instantiated", "TTFT", "TPOT",
+		"| decode  | qk_norm", "measured/layer"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestRunFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--weights", stories, "--prompt-tokens", "0"}, "run: --prompt-tokens 0: must be ≥ 1"},
+		{[]string{"run", "--weights", stories, "--gen-tokens", "-1"}, "run: --gen-tokens -1: must be ≥ 0"},
+		{[]string{"run", "--weights", stories, "--layers", "-2"}, "run: --layers -2: must be ≥ 0"},
+		{[]string{"run", "--weights", stories, "--layers", "9"}, "--layers 9: the model has 5"},
+		{[]string{"run", "--weights", stories, "--model", "qwen3-0.6b"}, "run: --model qwen3-0.6b: not used with"},
+		{[]string{"run"}, "run: --model: required with --weights synthetic"},
+		{[]string{"run", "--weights", ""}, "run: --weights: must be synthetic"},
+		{[]string{"run", "--model", "gpt-5"}, `model "gpt-5": not a shipped config`},
+		{[]string{"run", "--model", "qwen3-30b-a3b"}, "MoE is not supported"},
+		{[]string{"run", "--weights", "nope.bin"}, "run: --weights: engine: open nope.bin"},
+		{[]string{"run", "--weights", stories, "--prompt-tokens", "500"}, "more than the model's"},
+		{[]string{"run", "--weights", stories, "--profile", "no-such-machine"}, "--profile no-such-machine"},
+		{[]string{"run", "--weights", stories, "--batch", "2"}, "unknown flag: --batch"},
+	}
+	for _, c := range cases {
+		code, _, errs := run(t, c.args...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("bench %v: exit %d, stderr %q, want it to contain %q", c.args, code, errs, c.want)
+		}
+		if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("bench %v: error is not one line: %q", c.args, errs)
+		}
+	}
+}
