@@ -286,7 +286,13 @@ func (w *worker) await(last uint64, spin time.Duration) uint64 {
 		return s
 	}
 	for {
-		w.sleeping.Store(true)
+		// Swap, not Store: the flag must be globally visible before seq is
+		// re-read (the Dekker pair with post's Add then Load). Go's Store is
+		// sequentially consistent, but qemu-user's translation of arm64
+		// STLR;LDAR on an x86 host lets the load pass the store, and a CI
+		// run under qemu lost a wake-up that way; an atomic read-modify-write
+		// is a full barrier everywhere.
+		w.sleeping.Swap(true)
 		if s := w.seq.Load(); s != last {
 			w.sleeping.Store(false)
 			return s
@@ -328,7 +334,7 @@ func (rs *runState) wait(spin time.Duration) {
 		return
 	}
 	for {
-		rs.waiting.Store(rs.gen)
+		rs.waiting.Swap(rs.gen) // a full barrier before the re-check: see worker.await
 		if rs.pending.Load() == 0 {
 			rs.waiting.Store(0)
 			return
