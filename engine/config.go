@@ -29,6 +29,41 @@ type Config struct {
 
 	TiedEmbeddings bool // the LM head is the token embedding table
 	QKNorm         bool // Qwen3: per-head RMSNorm on q and k before RoPE
+
+	// Mixture of experts (Qwen3-MoE); Experts = 0 is a dense model.
+	Experts   int  // num_experts
+	TopK      int  // num_experts_per_tok
+	MoEHidden int  // moe_intermediate_size: each expert's SiLU-gated FFN width
+	NormTopK  bool // norm_topk_prob: renormalize the top-k routing weights to sum 1
+	// SparseStep and DenseLayers say which layers are MoE, as transformers'
+	// Qwen3-MoE: layer i is MoE iff i ∉ DenseLayers and (i+1) % SparseStep
+	// == 0 (SparseStep 0 means 1).
+	SparseStep  int   // decoder_sparse_step
+	DenseLayers []int // mlp_only_layers
+}
+
+// IsMoE reports whether decoder layer i has an MoE FFN (see SparseStep).
+func (c Config) IsMoE(i int) bool {
+	if c.Experts == 0 {
+		return false
+	}
+	for _, d := range c.DenseLayers {
+		if d == i {
+			return false
+		}
+	}
+	return (i+1)%max(c.SparseStep, 1) == 0
+}
+
+// MoELayers counts the MoE layers among the Layers decoder layers.
+func (c Config) MoELayers() int {
+	n := 0
+	for i := range c.Layers {
+		if c.IsMoE(i) {
+			n++
+		}
+	}
+	return n
 }
 
 // QDim is Heads·HeadDim, the width of q.
@@ -44,6 +79,9 @@ func (c Config) Validate() error {
 		v    int
 	}{{"dim", c.Dim}, {"hidden", c.Hidden}, {"layers", c.Layers}, {"heads", c.Heads},
 		{"kv heads", c.KVHeads}, {"head dim", c.HeadDim}, {"vocab", c.Vocab}, {"max seq", c.MaxSeq}} {
+		if f.name == "hidden" && f.v == 0 && c.Experts > 0 && c.MoELayers() == c.Layers {
+			continue // every layer is MoE: no dense FFN width needed
+		}
 		if f.v < 1 {
 			return fmt.Errorf("engine: model %s: %s %d: must be ≥ 1", c.Name, f.name, f.v)
 		}
@@ -59,6 +97,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("engine: model %s: rope layout %v: want adjacent or half", c.Name, c.RoPELayout)
 	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
 		return fmt.Errorf("engine: model %s: rms eps %v: must be finite and positive", c.Name, c.RMSEps)
+	}
+	if c.Experts < 0 || c.Experts > 0 && (c.TopK < 1 || c.TopK > c.Experts || c.MoEHidden < 1 || c.SparseStep < 0) {
+		return fmt.Errorf("engine: model %s: MoE needs experts ≥ top-k ≥ 1, moe hidden ≥ 1 and sparse step ≥ 0 (have %d, %d, %d, %d)",
+			c.Name, c.Experts, c.TopK, c.MoEHidden, c.SparseStep)
 	}
 	if s := c.RoPEScaling; s != nil {
 		if _, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, 1, s); err != nil {

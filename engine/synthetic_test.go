@@ -3,6 +3,7 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -220,7 +221,7 @@ func TestSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Config != c || len(w.Layers) != 3 {
+	if !reflect.DeepEqual(w.Config, c) || len(w.Layers) != 3 {
 		t.Fatalf("config %+v, %d layers", w.Config, len(w.Layers))
 	}
 	for _, ts := range w.tensors() {

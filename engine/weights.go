@@ -22,9 +22,20 @@ type LayerWeights struct {
 	QNorm    []float32 // [HeadDim], only with Config.QKNorm
 	KNorm    []float32 // [HeadDim], only with Config.QKNorm
 	FFNNorm  []float32 // [Dim]
-	Gate     []float32 // [Hidden][Dim] (llama2.c w1)
-	Up       []float32 // [Hidden][Dim] (llama2.c w3)
-	Down     []float32 // [Dim][Hidden] (llama2.c w2)
+	// Dense FFN (nil in an MoE layer).
+	Gate []float32 // [Hidden][Dim] (llama2.c w1)
+	Up   []float32 // [Hidden][Dim] (llama2.c w3)
+	Down []float32 // [Dim][Hidden] (llama2.c w2)
+	// MoE FFN (nil in a dense layer, see Config.IsMoE).
+	Router  []float32       // [Experts][Dim]: routing logits = Router·x
+	Experts []ExpertWeights // [Experts]
+}
+
+// ExpertWeights are one expert's SiLU-gated FFN.
+type ExpertWeights struct {
+	Gate []float32 // [MoEHidden][Dim]
+	Up   []float32 // [MoEHidden][Dim]
+	Down []float32 // [Dim][MoEHidden]
 }
 
 // tensor is one named tensor and its expected length.
@@ -55,10 +66,27 @@ func (w *Weights) tensors() []tensor {
 			tensor{"wk", i, l.Wk, kv * d},
 			tensor{"wv", i, l.Wv, kv * d},
 			tensor{"wo", i, l.Wo, d * q},
-			tensor{"rms_ffn", i, l.FFNNorm, d},
-			tensor{"w1", i, l.Gate, h * d},
-			tensor{"w2", i, l.Down, d * h},
-			tensor{"w3", i, l.Up, h * d})
+			tensor{"rms_ffn", i, l.FFNNorm, d})
+		if c.IsMoE(i) {
+			ts = append(ts, tensor{"router", i, l.Router, c.Experts * d})
+			if len(l.Experts) != c.Experts {
+				// Reported by Validate; list the experts present.
+				ts = append(ts, tensor{"experts", i, make([]float32, len(l.Experts)), c.Experts})
+			}
+			mi := c.MoEHidden
+			for e := range l.Experts {
+				x := &l.Experts[e]
+				ts = append(ts,
+					tensor{fmt.Sprintf("expert %d gate", e), i, x.Gate, mi * d},
+					tensor{fmt.Sprintf("expert %d down", e), i, x.Down, d * mi},
+					tensor{fmt.Sprintf("expert %d up", e), i, x.Up, mi * d})
+			}
+		} else {
+			ts = append(ts,
+				tensor{"w1", i, l.Gate, h * d},
+				tensor{"w2", i, l.Down, d * h},
+				tensor{"w3", i, l.Up, h * d})
+		}
 		if c.QKNorm {
 			ts = append(ts, tensor{"q_norm", i, l.QNorm, c.HeadDim}, tensor{"k_norm", i, l.KNorm, c.HeadDim})
 		}

@@ -1,0 +1,107 @@
+package results
+
+// SweepSchema is the schema name of one line of a sweep's results file
+// (cells.jsonl): one SweepCell per line.
+const SweepSchema = "bench.sweep/v1"
+
+// SweepCell is one finished cell of a `bench sweep` grid: one model, one
+// workload trace, one batch size, one thread count, one placement and one
+// ablation, replayed on the engine. Times are seconds; rates per second.
+type SweepCell struct {
+	Schema string `json:"schema"` // SweepSchema
+	// Key identifies the cell in its grid (see SweepKey); a rerun skips
+	// cells whose key is already in the results file.
+	Key string `json:"key"`
+
+	Model       string `json:"model"`
+	Weights     string `json:"weights"` // "synthetic" or a file path
+	Layers      int    `json:"layers"`  // decoder layers instantiated
+	ModelLayers int    `json:"model_layers"`
+	Workload    string `json:"workload"`
+	Batch       int    `json:"batch"`
+	Threads     int    `json:"threads"`
+	Placement   string `json:"placement"` // cores, matrix, mixed or auto
+	// Ablation is "" (none), "partition" (no tile partitioning: a mixed
+	// placement runs each GEMM on one group) or "packing" (weights packed
+	// on every call), SMEPilot §5.4.
+	Ablation string `json:"ablation,omitempty"`
+	Backends string `json:"backends"` // the gemm backends used, e.g. "avx2-fp32+avx2-bf16"
+
+	Config SweepConfig `json:"config"`
+
+	// Host, Machine (the profile's machine name) and Date (RFC 3339)
+	// identify where and when the cell ran.
+	Host    string `json:"host"`
+	Machine string `json:"machine,omitempty"`
+	Profile string `json:"profile,omitempty"` // path of the profile used for predictions
+	Date    string `json:"date"`
+
+	// Requests are the per-request outcomes, in trace order.
+	Requests []SweepRequest `json:"requests"`
+
+	TTFT    Dist `json:"ttft_s"`    // time to first token, per request
+	TPOT    Dist `json:"tpot_s"`    // mean decode step after the first token, per request with ≥ 2 output tokens
+	Latency Dist `json:"latency_s"` // end-to-end latency, arrival to last token
+
+	WallS         float64  `json:"wall_s"`                     // replay wall time of the cell
+	OutputTokS    float64  `json:"output_tok_s"`               // output tokens / WallS
+	PrefillTokS   float64  `json:"prefill_tok_s"`              // prompt tokens / seconds spent in prefill
+	SLOAttained   float64  `json:"slo_attainment"`             // fraction of requests meeting both SLO targets (Sandwich §8)
+	GoodputReqS   float64  `json:"goodput_req_s"`              // requests meeting the SLO per second of WallS (Sandwich §8)
+	PackS         float64  `json:"pack_s"`                     // weight packing at load, not in WallS
+	PredictedTTFT *float64 `json:"predicted_ttft_s,omitempty"` // roofline TTFT of the mean prompt, when a profile is given
+
+	// Ops are the per-operator times summed over the cell, with the
+	// roofline prediction for the same shapes where a profile was given.
+	Ops []SweepOp `json:"operators"`
+
+	Notes []string `json:"notes,omitempty"`
+}
+
+// SweepConfig is the configuration a cell ran under, beyond its grid
+// coordinates.
+type SweepConfig struct {
+	Requests     int     `json:"requests"`       // requests replayed
+	Arrival      string  `json:"arrival"`        // "closed" or "poisson:RATE"
+	Seed         uint64  `json:"seed"`           // trace and weight seed
+	MaxGenTokens int     `json:"max_gen_tokens"` // cap on output tokens per request (0: none)
+	MaxPrompt    int     `json:"max_prompt_tokens"`
+	SLOTTFTS     float64 `json:"slo_ttft_s"` // TTFT target, seconds
+	SLOTPOTS     float64 `json:"slo_tpot_s"` // TPOT target, seconds
+	GoVersion    string  `json:"go_version"`
+	BenchVersion string  `json:"bench_version,omitempty"`
+}
+
+// SweepRequest is one replayed request.
+type SweepRequest struct {
+	ID           int     `json:"id"`
+	PromptTokens int     `json:"prompt_tokens"` // after any MaxPrompt cap
+	OutputTokens int     `json:"output_tokens"` // after any MaxGenTokens cap
+	ArrivalS     float64 `json:"arrival_s"`
+	StartS       float64 `json:"start_s"` // when its prefill began, from the cell's start
+	TTFTS        float64 `json:"ttft_s"`  // first token time − arrival
+	TPOTS        float64 `json:"tpot_s"`  // (last − first token time)/(output − 1); 0 with one output token
+	LatencyS     float64 `json:"latency_s"`
+	MetSLO       bool    `json:"met_slo"`
+}
+
+// SweepOp is one operator's time in one phase, summed over a cell.
+type SweepOp struct {
+	Phase      string   `json:"phase"` // prefill or decode
+	Op         string   `json:"op"`
+	Calls      int      `json:"calls"`
+	MeasuredS  float64  `json:"measured_s"`
+	PredictedS *float64 `json:"predicted_s,omitempty"`
+	FLOPs      float64  `json:"flops,omitempty"`
+	Bytes      float64  `json:"bytes,omitempty"`
+}
+
+// Dist summarizes a per-request quantity: mean and empirical percentiles
+// (the smallest observed x with CDF(x) ≥ p).
+type Dist struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	N    int     `json:"n"`
+}
