@@ -117,6 +117,7 @@ type HFExtras struct {
 	RoPEScaling *kernels.RoPEScaling // rope_scaling with rope_type "llama3"; nil for null
 	RMSEps      float64              // rms_norm_eps
 	MaxSeq      int                  // max_position_embeddings
+	NormTopK    bool                 // norm_topk_prob (MoE)
 }
 
 // hfExtras is the JSON spelling of HFExtras.
@@ -124,6 +125,7 @@ type hfExtras struct {
 	RoPETheta   *float64 `json:"rope_theta"`
 	RMSEps      *float64 `json:"rms_norm_eps"`
 	MaxSeq      *int     `json:"max_position_embeddings"`
+	NormTopK    *bool    `json:"norm_topk_prob"`
 	RoPEScaling *struct {
 		RopeType                      string  `json:"rope_type"`
 		Type                          string  `json:"type"`
@@ -159,6 +161,9 @@ func FromHF(data []byte, name string) (Config, error) {
 		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"max_position_embeddings\" (use FromModel with HFExtras.MaxSeq)", name)
 	}
 	ex.RoPETheta, ex.RMSEps, ex.MaxSeq = *x.RoPETheta, *x.RMSEps, *x.MaxSeq
+	if x.NormTopK != nil {
+		ex.NormTopK = *x.NormTopK
+	}
 	if s := x.RoPEScaling; s != nil {
 		typ := s.RopeType
 		if typ == "" {
@@ -174,20 +179,28 @@ func FromHF(data []byte, name string) (Config, error) {
 }
 
 // FromModel builds a Config from a models config (HF keys) and the keys
-// models.Config does not carry. MoE models are not supported yet.
+// models.Config does not carry. Qwen3-MoE configs give an MoE Config
+// (norm_topk_prob from ex.NormTopK).
 func FromModel(mc *models.Config, ex HFExtras) (Config, error) {
 	a, err := mc.Arch()
 	if err != nil {
 		return Config{}, fmt.Errorf("engine: %w", err)
-	}
-	if a.MoELayers > 0 {
-		return Config{}, fmt.Errorf("engine: model %s: %d MoE layers (%d experts): MoE is not supported yet", a.Name, a.MoELayers, a.Experts)
 	}
 	c := Config{
 		Name: a.Name, Dim: a.Hidden, Hidden: a.Intermediate, Layers: a.Layers, Heads: a.Heads,
 		KVHeads: a.KVHeads, HeadDim: a.HeadDim, Vocab: a.Vocab, MaxSeq: ex.MaxSeq,
 		RoPETheta: ex.RoPETheta, RoPELayout: kernels.RoPEHalf, RoPEScaling: ex.RoPEScaling,
 		RMSEps: float32(ex.RMSEps), TiedEmbeddings: a.TiedEmbeddings, QKNorm: a.QKNorm,
+	}
+	if a.Experts > 0 {
+		c.Experts, c.TopK, c.MoEHidden, c.NormTopK = a.Experts, a.ExpertsPerToken, a.MoEIntermediate, ex.NormTopK
+		c.SparseStep, c.DenseLayers = 1, append([]int(nil), mc.MLPOnlyLayers...)
+		if mc.DecoderSparseStep != nil {
+			c.SparseStep = *mc.DecoderSparseStep
+		}
+		if c.MoELayers() != a.MoELayers {
+			return Config{}, fmt.Errorf("engine: model %s: %d MoE layers, models counts %d", c.Name, c.MoELayers(), a.MoELayers)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err

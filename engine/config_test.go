@@ -37,22 +37,22 @@ func TestFromHF(t *testing.T) {
 	if l.RoPEScaling == nil || *l.RoPEScaling != want || l.RoPETheta != 500000 || l.QKNorm || l.HeadDim != 64 || l.KVHeads != 8 || l.RMSEps != 1e-5 {
 		t.Errorf("llama-3.2-1b: %+v (scaling %+v)", l, l.RoPEScaling)
 	}
-	// Every shipped dense config converts; MoE is refused by name, and so is
-	// falcon3-1b's null max_position_embeddings (it differs by variant).
+	// Every shipped config converts (MoE included) except falcon3-1b, whose
+	// max_position_embeddings is null (it differs by variant).
 	ents, err := os.ReadDir(filepath.Join("..", "models", "configs"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
 		name := strings.TrimSuffix(e.Name(), ".json")
-		_, err := FromHF(readModelConfig(t, name), name)
+		c, err := FromHF(readModelConfig(t, name), name)
 		if name == "falcon3-1b" {
 			if err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
 				t.Errorf("%s: %v, want a max_position_embeddings error", name, err)
 			}
 		} else if strings.Contains(name, "a3b") {
-			if err == nil || !strings.Contains(err.Error(), "MoE") {
-				t.Errorf("%s: %v, want an MoE error", name, err)
+			if err != nil || c.Experts != 128 || c.TopK != 8 || c.MoEHidden != 768 || !c.NormTopK || c.MoELayers() != 48 {
+				t.Errorf("%s: %+v, %v; want 128 experts, top-8, moe hidden 768, norm_topk_prob, 48 MoE layers", name, c, err)
 			}
 		} else if err != nil {
 			t.Errorf("%s: %v", name, err)

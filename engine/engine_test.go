@@ -264,6 +264,9 @@ func TestSessionErrors(t *testing.T) {
 	}
 }
 
+// moeOp are the operators of an MoE FFN only.
+var moeOp = map[string]bool{OpRouter: true, OpRouterTopK: true, OpExperts: true, OpMoECombine: true}
+
 // TestTimings: every catalog operator of a Llama layer is timed per phase
 // and layer, with calls and tokens counted.
 func TestTimings(t *testing.T) {
@@ -302,9 +305,9 @@ func TestTimings(t *testing.T) {
 		for l := range m.Config.Layers {
 			for _, op := range layerOps {
 				tm, ok := got[ph.name+"/"+op+"/"+strconv.Itoa(l)]
-				if op == OpQKNorm {
+				if op == OpQKNorm || moeOp[op] {
 					if ok {
-						t.Errorf("%s layer %d: qk_norm timed for a model without QK-norm", ph.name, l)
+						t.Errorf("%s layer %d: %s timed for a dense model without QK-norm", ph.name, l, op)
 					}
 					continue
 				}
@@ -315,8 +318,8 @@ func TestTimings(t *testing.T) {
 		}
 	}
 	tot := Totals(ts)
-	if len(tot) != 2*(len(layerOps)-1+len(headOps)) {
-		t.Errorf("Totals: %d rows, want %d", len(tot), 2*(len(layerOps)-1+len(headOps)))
+	if want := 2 * (len(layerOps) - 1 - len(moeOp) + len(headOps)); len(tot) != want {
+		t.Errorf("Totals: %d rows, want %d", len(tot), want)
 	}
 	for _, tm := range tot {
 		if tm.Op == OpQProj && tm.Calls != 5*map[string]int{Prefill: 1, Decode: 4}[tm.Phase] {

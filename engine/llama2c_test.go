@@ -175,7 +175,7 @@ func FuzzLoadLlama2C(f *testing.F) {
 		if _, err := s.Prefill([]int{0}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Decode(m.Config.Vocab - 1); err != nil && s.Pos() < s.maxSeq {
+		if _, err := s.Decode(m.Config.Vocab - 1); err != nil && s.Pos() < s.b.maxSeq {
 			t.Fatal(err)
 		}
 	})

@@ -2,375 +2,554 @@ package engine
 
 import (
 	"fmt"
-	"math"
+	"runtime"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/roofline"
 )
+
+// Placement says where the engine runs its linear operators (the GEMMs and
+// GEMVs); the vector work (norms, RoPE, attention, SiLU) always runs on
+// every worker of the cores (SMEPilot §3.3: non-linear operators stay on
+// the cores).
+type Placement string
+
+// Placements.
+const (
+	// PlaceCores runs every GEMM on the fp32 vector kernels, all workers.
+	PlaceCores Placement = "cores"
+	// PlaceMatrix runs every GEMM on the second backend, all workers: the
+	// matrix unit's kernels where kernels/gemm has them, else the best
+	// BF16 kernels (fp32 activations, bf16 weights), which is the second
+	// backend a probe finds on a CPU without AMX or SME. Model.Notes says
+	// which.
+	PlaceMatrix Placement = "matrix"
+	// PlaceMixed splits every GEMM's output between the cores group (fp32
+	// kernels) and the matrix group (second backend), two disjoint halves
+	// of the workers, at the tile-aligned point of SMEPilot Eq. 1 (§4.1,
+	// §4.4) computed from rates calibrated at load.
+	PlaceMixed Placement = "mixed"
+	// PlaceAuto takes each operator's target from the roofline plan
+	// (roofline.Place on this shape, with Options.Machine): cores, matrix
+	// or mixed per operator and per call shape.
+	PlaceAuto Placement = "auto"
+)
+
+// Placements lists the placement names in the order flags show them.
+func Placements() []Placement { return []Placement{PlaceCores, PlaceMatrix, PlaceMixed, PlaceAuto} }
+
+// ParsePlacement reads a placement name ("" is cores).
+func ParsePlacement(s string) (Placement, error) {
+	if s == "" {
+		return PlaceCores, nil
+	}
+	for _, p := range Placements() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("engine: placement %q: want cores, matrix, mixed or auto", s)
+}
 
 // Options configure New.
 type Options struct {
-	// Backend is the gemm backend for the fp32 weights ("" takes
+	// Backend is the gemm backend of the cores' fp32 weights ("" takes
 	// gemm.Best(gemm.FP32)), e.g. "go-fp32" to force the Go kernels.
 	Backend string
+	// MatrixBackend is the second backend, for placements matrix, mixed
+	// and auto ("" takes gemm.Best(gemm.BF16)).
+	MatrixBackend string
+	// Threads is the number of pinned workers (0: one per allowed CPU).
+	Threads int
+	// Placement is where the linear operators run ("": cores).
+	Placement Placement
+	// Machine is the roofline model PlaceAuto plans with (required for
+	// auto; unused otherwise).
+	Machine *roofline.Machine
+	// NoPartition is SMEPilot §5.4's "without tile partitioning"
+	// ablation: a GEMM placed on mixed runs whole on the group whose
+	// calibrated rate is higher, the other group idle.
+	NoPartition bool
+	// PackPerCall is the "without the layout-aware runtime" ablation
+	// (SMEPilot §4.3, §5.4): weights stay unpacked and every call packs
+	// the panels it uses (gemm.RunUnpacked).
+	PackPerCall bool
 }
 
-// Model is a model's weights packed once, at load time, for the gemm
-// backend (SMEPilot §4.3). It is read-only after New: several Sessions may
-// use one Model concurrently.
+// Model is a model's weights packed once, at load time, for its backends
+// (SMEPilot §4.3), and the pinned worker pool that runs them. It is
+// read-only after New except for its pool: Batches of one Model must not
+// run concurrently (a second concurrent call fails, it never deadlocks).
+// Close releases the workers.
 type Model struct {
-	Config  Config
-	Backend gemm.Backend
-	// PackSeconds is the wall-clock time New spent packing weights.
-	PackSeconds float64
+	Config Config
+	// Backend is the cores' fp32 backend; Matrix the second backend (nil
+	// for placement cores).
+	Backend   gemm.Backend
+	Matrix    *gemm.Backend
+	Placement Placement
+	Threads   int
+	// PackSeconds is the wall-clock time New spent packing weights;
+	// CalibrateSeconds the time it spent measuring the two backends' rates
+	// for the mixed split.
+	PackSeconds      float64
+	CalibrateSeconds float64
+	// Notes say what the placement means on this machine.
+	Notes []string
+
+	opts      Options
+	pool      *pool.Pool
+	all       *pool.Group // every worker
+	coresG    *pool.Group // mixed: the cores' half (includes worker 0)
+	matG      *pool.Group // mixed: the matrix half
+	scratches []*gemm.Scratch // per pool worker, cores backend's blocking
+	matScr    []*gemm.Scratch // per pool worker, matrix backend's blocking
+	splitScr  []*gemm.Scratch // per pool worker, its mixed group's backend's
 
 	embed     []float32 // [Vocab][Dim], row-major, for the gather
 	finalNorm []float32
-	lmHead    *gemm.Weights // the embedding table when tied
+	lmHead    *linear
 	layers    []layer
+
+	planMu sync.Mutex
+	plans  map[planKey]map[string]Placement
 }
 
 type layer struct {
 	attnNorm, ffnNorm, qNorm, kNorm []float32
-	wq, wk, wv, wo, gate, up, down  *gemm.Weights
+	wq, wk, wv, wo, gate, up, down  *linear
+	moe                             bool
+	router                          *linear
+	experts                         []expert
 }
 
-// New validates w and packs its matrices for the backend of o. The Model
-// keeps references to w's norm weights and embedding table (not copies).
+type expert struct{ gate, up, down *linear }
+
+// linear is one weight matrix W (N×K, y = x·Wᵀ) in the layouts its
+// placement needs.
+type linear struct {
+	op    string // engine operator name, for auto plans
+	n, k  int
+	raw   []float32 // unpacked fp32 (PackPerCall; the source of the packs)
+	rawMat any       // unpacked matrix-backend weights ([]uint16 bf16 or gemm.RawInt8) for PackPerCall
+	cores *gemm.Weights
+	mat   *gemm.Weights
+	// rateCores and rateMat are calibrated FLOP/s of the two groups on
+	// this shape (mixed only).
+	rateCores, rateMat float64
+}
+
+// New validates w, starts the worker pool and packs w's matrices for the
+// backends the placement needs. The Model keeps references to w's norm
+// weights and embedding table (not copies). Errors: invalid weights, an
+// unknown or unavailable backend, a placement that cannot run (mixed with
+// one worker, auto without a Machine), or a packing error naming the
+// tensor.
 func New(w *Weights, o Options) (*Model, error) {
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
-	var b gemm.Backend
-	var err error
-	if o.Backend == "" {
-		b, err = gemm.Best(gemm.FP32)
-	} else {
-		b, err = gemm.BackendByName(o.Backend)
-		if err == nil && b.DType != gemm.FP32 {
-			err = fmt.Errorf("gemm backend %q computes %s weights; the engine needs fp32", b.Name, b.DType)
-		}
+	if o.Placement == "" {
+		o.Placement = PlaceCores
 	}
+	if _, err := ParsePlacement(string(o.Placement)); err != nil {
+		return nil, err
+	}
+	if o.Placement == PlaceAuto && o.Machine == nil {
+		return nil, fmt.Errorf("engine: placement auto needs a roofline machine (a probe profile)")
+	}
+	if o.Threads < 0 {
+		return nil, fmt.Errorf("engine: threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
+	}
+	cb, err := backendFor(o.Backend, gemm.FP32)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, err
 	}
 	c := w.Config
-	m := &Model{Config: c, Backend: b, embed: w.Embed, finalNorm: w.FinalNorm, layers: make([]layer, c.Layers)}
+	m := &Model{Config: c, Backend: cb, Placement: o.Placement, opts: o, embed: w.Embed, finalNorm: w.FinalNorm,
+		layers: make([]layer, c.Layers), plans: map[planKey]map[string]Placement{}}
+	if o.Placement != PlaceCores {
+		mb, err := backendFor(o.MatrixBackend, gemm.BF16)
+		if err != nil && o.MatrixBackend != "" {
+			// Any dtype will do for the second backend.
+			if mb, err = gemm.BackendByName(o.MatrixBackend); err != nil {
+				err = fmt.Errorf("engine: %w", err)
+			} else if mb.Unavailable != "" {
+				err = fmt.Errorf("engine: gemm backend %s: %s", mb.Name, mb.Unavailable)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		m.Matrix = &mb
+		m.Notes = append(m.Notes, fmt.Sprintf("matrix backend: %s (%s weights); kernels/gemm has no AMX or SME kernels, so this is the second backend, not a matrix unit", mb.Name, mb.DType))
+	}
+	if err := m.startPool(o); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			m.Close()
+		}
+	}()
 	start := time.Now()
-	pack := func(what string, l int, data []float32, n, k int) *gemm.Weights {
+	mk := func(op, what string, li int, data []float32, n, k int) *linear {
 		if err != nil {
 			return nil
 		}
-		var pw *gemm.Weights
-		if pw, err = gemm.PackFP32(b, data, n, k); err != nil {
-			err = fmt.Errorf("engine: model %s: %s: %w", c.Name, tensor{name: what, layer: l}, err)
+		var l *linear
+		if l, err = m.newLinear(op, data, n, k); err != nil {
+			err = fmt.Errorf("engine: model %s: %s: %w", c.Name, tensor{name: what, layer: li}, err)
 		}
-		return pw
+		return l
 	}
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
 	for i := range m.layers {
 		lw, l := &w.Layers[i], &m.layers[i]
 		l.attnNorm, l.ffnNorm, l.qNorm, l.kNorm = lw.AttnNorm, lw.FFNNorm, lw.QNorm, lw.KNorm
-		l.wq = pack("wq", i, lw.Wq, q, d)
-		l.wk = pack("wk", i, lw.Wk, kv, d)
-		l.wv = pack("wv", i, lw.Wv, kv, d)
-		l.wo = pack("wo", i, lw.Wo, d, q)
-		l.gate = pack("gate", i, lw.Gate, h, d)
-		l.up = pack("up", i, lw.Up, h, d)
-		l.down = pack("down", i, lw.Down, d, h)
+		l.wq = mk(OpQProj, "wq", i, lw.Wq, q, d)
+		l.wk = mk(OpKProj, "wk", i, lw.Wk, kv, d)
+		l.wv = mk(OpVProj, "wv", i, lw.Wv, kv, d)
+		l.wo = mk(OpOProj, "wo", i, lw.Wo, d, q)
+		if c.IsMoE(i) {
+			l.moe = true
+			l.router = mk(OpRouter, "router", i, lw.Router, c.Experts, d)
+			l.experts = make([]expert, c.Experts)
+			for e := range l.experts {
+				x := &lw.Experts[e]
+				l.experts[e] = expert{
+					gate: mk(OpExperts, fmt.Sprintf("expert %d gate", e), i, x.Gate, c.MoEHidden, d),
+					up:   mk(OpExperts, fmt.Sprintf("expert %d up", e), i, x.Up, c.MoEHidden, d),
+					down: mk(OpExperts, fmt.Sprintf("expert %d down", e), i, x.Down, d, c.MoEHidden),
+				}
+			}
+		} else {
+			l.gate = mk(OpGateProj, "gate", i, lw.Gate, h, d)
+			l.up = mk(OpUpProj, "up", i, lw.Up, h, d)
+			l.down = mk(OpDownProj, "down", i, lw.Down, d, h)
+		}
 	}
 	head := w.LMHead
 	if c.TiedEmbeddings {
 		head = w.Embed
 	}
-	m.lmHead = pack("lm_head", -1, head, c.Vocab, d)
+	m.lmHead = mk(OpLMHead, "lm_head", -1, head, c.Vocab, d)
 	if err != nil {
 		return nil, err
 	}
 	m.PackSeconds = time.Since(start).Seconds()
+	if m.coresG != nil {
+		if err := m.calibrate(); err != nil {
+			return nil, err
+		}
+	}
+	ok = true
 	return m, nil
 }
 
-// Session is one sequence being generated: its KV cache, position, working
-// buffers and operator timers. A Session is not safe for concurrent use.
-type Session struct {
-	m      *Model
-	maxSeq int
-	rope   *kernels.RoPETable
-	pos    int
-	kc, vc [][]float32 // per layer: [maxSeq][KVDim]
-
-	scratch *gemm.Scratch
-	rows    int // T the buffers below are sized for
-	x, xb   []float32
-	q, att  []float32
-	ob      []float32
-	hb, hb2 []float32
-	scores  []float32
-	logits  []float32
-	t       *timers
-}
-
-// NewSession returns a session with a KV cache for maxSeq positions (0:
-// Config.MaxSeq; at most Config.MaxSeq).
-func (m *Model) NewSession(maxSeq int) (*Session, error) {
-	c := m.Config
-	if maxSeq == 0 {
-		maxSeq = c.MaxSeq
+// backendFor resolves a backend name ("" the best of dtype) and checks
+// its dtype.
+func backendFor(name string, dt gemm.DType) (gemm.Backend, error) {
+	var b gemm.Backend
+	var err error
+	if name == "" {
+		b, err = gemm.Best(dt)
+	} else {
+		b, err = gemm.BackendByName(name)
+		if err == nil && b.DType != dt {
+			err = fmt.Errorf("gemm backend %q computes %s weights; want %s", b.Name, b.DType, dt)
+		}
 	}
-	if maxSeq < 1 || maxSeq > c.MaxSeq {
-		return nil, fmt.Errorf("engine: session max sequence %d: must be between 1 and the model's %d", maxSeq, c.MaxSeq)
-	}
-	rope, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, maxSeq, c.RoPEScaling)
 	if err != nil {
-		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
+		return gemm.Backend{}, fmt.Errorf("engine: %w", err)
 	}
-	s := &Session{m: m, maxSeq: maxSeq, rope: rope, kc: make([][]float32, c.Layers), vc: make([][]float32, c.Layers),
-		scratch: gemm.NewScratch(m.lmHead, gemm.Blocking{}), t: newTimers(c.Layers)}
-	for l := range s.kc {
-		s.kc[l] = make([]float32, maxSeq*c.KVDim())
-		s.vc[l] = make([]float32, maxSeq*c.KVDim())
-	}
-	return s, nil
+	return b, nil
 }
 
-// Pos is the number of tokens in the KV cache: the position of the next.
-func (s *Session) Pos() int { return s.pos }
-
-// Reset empties the KV cache (the timers keep counting).
-func (s *Session) Reset() { s.pos = 0 }
-
-// Timings returns every operator's accumulated time, per phase and layer.
-func (s *Session) Timings() []Timing { return s.t.list() }
-
-// ResetTimings zeroes the timers.
-func (s *Session) ResetTimings() { s.t = newTimers(s.m.Config.Layers) }
-
-// Prefill runs the tokens at positions Pos()..Pos()+len-1 (GEMMs with M =
-// len(tokens)) and returns the logits after the last one, Vocab floats
-// owned by the session and valid until its next call.
-func (s *Session) Prefill(tokens []int) ([]float32, error) {
-	return s.forward(tokens, 0, false)
-}
-
-// PrefillAll is Prefill returning the logits at every position:
-// len(tokens)×Vocab row-major (the LM head then runs with M = len(tokens)).
-func (s *Session) PrefillAll(tokens []int) ([]float32, error) {
-	return s.forward(tokens, 0, true)
-}
-
-// Decode runs one token at position Pos() (GEMMs with M = 1) and returns
-// its logits, Vocab floats owned by the session and valid until its next
-// call.
-func (s *Session) Decode(token int) ([]float32, error) {
-	return s.forward([]int{token}, 1, false)
-}
-
-func (s *Session) grow(T int) {
-	if T <= s.rows {
-		return
-	}
-	c := s.m.Config
-	s.rows = T
-	s.x = make([]float32, T*c.Dim)
-	s.xb = make([]float32, T*c.Dim)
-	s.q = make([]float32, T*c.QDim())
-	s.att = make([]float32, T*c.QDim())
-	s.ob = make([]float32, T*c.Dim)
-	s.hb = make([]float32, T*c.Hidden)
-	s.hb2 = make([]float32, T*c.Hidden)
-}
-
-func (s *Session) linear(w *gemm.Weights, y, x []float32, M int) error {
-	return w.Block(y, w.N, x, w.K, 0, M, 0, w.N, s.scratch)
-}
-
-// forward runs tokens at positions pos..pos+T-1 in phase p (0 prefill,
-// 1 decode).
-func (s *Session) forward(tokens []int, p int, all bool) ([]float32, error) {
-	c := s.m.Config
-	T := len(tokens)
-	if T == 0 {
-		return nil, fmt.Errorf("engine: %s: no tokens", phaseName(p))
-	}
-	if s.pos+T > s.maxSeq {
-		return nil, fmt.Errorf("engine: %s of %d tokens at position %d: exceeds the session's max sequence %d", phaseName(p), T, s.pos, s.maxSeq)
-	}
-	for i, tok := range tokens {
-		if tok < 0 || tok >= c.Vocab {
-			return nil, fmt.Errorf("engine: token %d (index %d): must be between 0 and vocab %d", tok, i, c.Vocab-1)
+// startPool starts Threads pinned workers and cuts the groups.
+func (m *Model) startPool(o Options) error {
+	var po pool.Options
+	if o.Threads > 0 {
+		cpus, err := poolCPUs(o.Threads)
+		if err != nil {
+			return err
 		}
+		po.CPUs = cpus
 	}
-	s.grow(T)
-	d, qd, kvd, hd, hid := c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.Hidden
-	x, xb, q, att, ob, hb, hb2 := s.x[:T*d], s.xb[:T*d], s.q[:T*qd], s.att[:T*qd], s.ob[:T*d], s.hb[:T*hid], s.hb2[:T*hid]
-	pos, eps := s.pos, c.RMSEps
-	ctxMax := pos + T
-	if need := T * ctxMax; cap(s.scores) < need {
-		s.scores = make([]float32, need)
+	p, err := pool.New(po)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
-	scores := s.scores[:T*ctxMax]
-	group := c.Heads / c.KVHeads
-	scale := float32(math.Sqrt(float64(hd)))
-
-	st := time.Now()
-	for t, tok := range tokens {
-		copy(x[t*d:(t+1)*d], s.m.embed[tok*d:(tok+1)*d])
+	m.pool, m.all, m.Threads = p, p.All(), p.Size()
+	if pe := p.PinErr(); pe != nil {
+		m.Notes = append(m.Notes, "workers not pinned: "+pe.Error())
 	}
-	s.t.head[p][iEmbed].add(st, T)
-
-	for li := range s.m.layers {
-		l := &s.m.layers[li]
-		tm := &s.t.layer[p][li]
-		kc, vc := s.kc[li], s.vc[li]
-		kNew, vNew := kc[pos*kvd:ctxMax*kvd], vc[pos*kvd:ctxMax*kvd]
-
-		st = time.Now()
-		for t := range T {
-			kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.attnNorm, eps)
-		}
-		tm[iAttnNorm].add(st, T)
-
-		// Q, K, V projections; K and V are written straight into the cache
-		// (producer-side layout, SMEPilot §4.3).
-		st = time.Now()
-		if err := s.linear(l.wq, q, xb, T); err != nil {
-			return nil, err
-		}
-		tm[iQProj].add(st, T)
-		st = time.Now()
-		if err := s.linear(l.wk, kNew, xb, T); err != nil {
-			return nil, err
-		}
-		tm[iKProj].add(st, T)
-		st = time.Now()
-		if err := s.linear(l.wv, vNew, xb, T); err != nil {
-			return nil, err
-		}
-		tm[iVProj].add(st, T)
-
-		if c.QKNorm {
-			st = time.Now()
-			for i := 0; i < len(q); i += hd {
-				kernels.RMSNorm(q[i:i+hd], q[i:i+hd], l.qNorm, eps)
+	// The pool's workers park after a short spin; close them when the
+	// Model is dropped without Close.
+	runtime.AddCleanup(m, func(p *pool.Pool) { p.Close() }, p)
+	if o.Placement == PlaceMixed || o.Placement == PlaceAuto {
+		if p.Size() < 2 {
+			if o.Placement == PlaceMixed {
+				p.Close()
+				return fmt.Errorf("engine: placement mixed needs at least 2 threads (two groups), have %d", p.Size())
 			}
-			for i := 0; i < len(kNew); i += hd {
-				kernels.RMSNorm(kNew[i:i+hd], kNew[i:i+hd], l.kNorm, eps)
+			m.Notes = append(m.Notes, "auto with 1 thread: a mixed plan runs on the faster backend alone")
+		} else {
+			nm := p.Size() / 2
+			gs, err := p.Groups(p.Size()-nm, nm)
+			if err != nil {
+				p.Close()
+				return fmt.Errorf("engine: %w", err)
 			}
-			tm[iQKNorm].add(st, T)
+			m.coresG, m.matG = gs[0], gs[1]
+			m.Notes = append(m.Notes, fmt.Sprintf("mixed: cores group workers %v (CPUs %v), matrix group workers %v (CPUs %v)",
+				m.coresG.Workers(), m.coresG.CPUs(), m.matG.Workers(), m.matG.CPUs()))
 		}
-
-		st = time.Now()
-		for t := range T {
-			s.rope.Apply(q[t*qd:(t+1)*qd], pos+t, c.RoPELayout)
-			s.rope.Apply(kNew[t*kvd:(t+1)*kvd], pos+t, c.RoPELayout)
+	}
+	m.scratches = gemm.NewScratches(p.Size(), nil, gemm.DefaultBlocking(m.Backend))
+	if m.Matrix != nil {
+		m.matScr = gemm.NewScratches(p.Size(), nil, gemm.DefaultBlocking(*m.Matrix))
+		m.splitScr = append([]*gemm.Scratch(nil), m.scratches...)
+		if m.matG != nil {
+			for _, w := range m.matG.Workers() {
+				m.splitScr[w] = m.matScr[w]
+			}
 		}
-		tm[iRoPE].add(st, T)
+	}
+	return nil
+}
 
-		// Causal grouped-query attention, one query head at a time: query
-		// row t (position pos+t) attends to positions 0..pos+t; head h reads
-		// key/value head h/group.
-		for h := range c.Heads {
-			ko := (h / group) * hd
-			st = time.Now()
-			for t := range T {
-				qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
-				row := scores[t*ctxMax : t*ctxMax+pos+t+1]
-				for j := range row {
-					kj := kc[j*kvd+ko : j*kvd+ko+hd]
-					var dot float32
-					for i, qv := range qh {
-						dot += qv * kj[i]
+// poolCPUs picks n CPUs for the workers: the first n allowed ones.
+func poolCPUs(n int) ([]int, error) {
+	p, err := pool.New(pool.Options{Spin: -1, CallerSpin: -1, KeepGOMAXPROCS: true})
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	cpus := p.CPUs()
+	p.Close()
+	if n > len(cpus) {
+		return nil, fmt.Errorf("engine: threads %d: only %d CPUs allowed", n, len(cpus))
+	}
+	return cpus[:n], nil
+}
+
+// Close stops the worker pool; the Model must not be used afterwards.
+func (m *Model) Close() {
+	if m.pool != nil {
+		m.pool.Close()
+	}
+}
+
+// Backends names the gemm backends the placement uses, e.g.
+// "avx2-fp32+avx2-bf16".
+func (m *Model) Backends() string {
+	if m.Matrix == nil {
+		return m.Backend.Name
+	}
+	if m.Placement == PlaceMatrix {
+		return m.Matrix.Name
+	}
+	return m.Backend.Name + "+" + m.Matrix.Name
+}
+
+// needs reports which layouts the placement packs.
+func (m *Model) needs() (cores, mat bool) {
+	switch m.Placement {
+	case PlaceCores:
+		return true, false
+	case PlaceMatrix:
+		return false, true
+	}
+	return true, true
+}
+
+// newLinear packs data (n×k) for the placement's backends, or keeps it
+// unpacked for the PackPerCall ablation.
+func (m *Model) newLinear(op string, data []float32, n, k int) (*linear, error) {
+	l := &linear{op: op, n: n, k: k, raw: data}
+	wc, wm := m.needs()
+	if wm && m.Matrix.DType == gemm.BF16 {
+		bf := make([]uint16, len(data))
+		for i, v := range data {
+			bf[i] = gemm.Float32ToBF16(v)
+		}
+		if m.opts.PackPerCall {
+			l.rawMat = bf
+		} else {
+			var err error
+			if l.mat, err = gemm.PackBF16(*m.Matrix, bf, n, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if wm && m.Matrix.DType == gemm.Int8 {
+		q, sc := gemm.QuantizeRows(data, n, k)
+		if m.opts.PackPerCall {
+			l.rawMat = gemm.RawInt8{W: q, Scales: sc}
+		} else {
+			var err error
+			if l.mat, err = gemm.PackInt8(*m.Matrix, q, sc, n, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if m.opts.PackPerCall {
+		return l, nil
+	}
+	if wc {
+		var err error
+		if l.cores, err = gemm.PackFP32(m.Backend, data, n, k); err != nil {
+			return nil, err
+		}
+	}
+	if wm && m.Matrix.DType == gemm.FP32 {
+		var err error
+		if l.mat, err = gemm.PackFP32(*m.Matrix, data, n, k); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// calibrationRows is M of the GEMMs that measure each group's rate for the
+// mixed split: enough rows for every backend's register tile to be full.
+const calibrationRows = 48
+
+// calibrate measures, for every distinct weight shape, the FLOP/s of the
+// cores backend on the cores group and of the matrix backend on the matrix
+// group (best of three runs of an M = calibrationRows GEMM), the rates
+// P_A, P_B of SMEPilot Eq. 1.
+func (m *Model) calibrate() error {
+	start := time.Now()
+	type shape struct{ n, k int }
+	rates := map[shape][2]float64{}
+	var all []*linear
+	m.eachLinear(func(l *linear) { all = append(all, l) })
+	x := make([]float32, calibrationRows*m.Config.Dim)
+	for i := range x {
+		x[i] = float32(i%7) * 0.01
+	}
+	err := m.pool.Do(func(ms *pool.Master) error {
+		for _, l := range all {
+			sh := shape{l.n, l.k}
+			if r, ok := rates[sh]; ok {
+				l.rateCores, l.rateMat = r[0], r[1]
+				continue
+			}
+			if len(x) < calibrationRows*l.k {
+				x = make([]float32, calibrationRows*l.k)
+			}
+			y := make([]float32, calibrationRows*l.n)
+			var r [2]float64
+			for gi, g := range []*pool.Group{m.coresG, m.matG} {
+				best := 0.0
+				for range 3 {
+					st := time.Now()
+					if err := m.runOn(ms, g, gi == 1, l, y, x[:calibrationRows*l.k], calibrationRows); err != nil {
+						return err
 					}
-					row[j] = dot / scale
+					if s := time.Since(st).Seconds(); best == 0 || s < best {
+						best = s
+					}
+				}
+				r[gi] = gemm.Flops(calibrationRows, l.n, l.k) / max(best, 1e-9)
+			}
+			rates[sh] = r
+			l.rateCores, l.rateMat = r[0], r[1]
+		}
+		return nil
+	})
+	m.CalibrateSeconds = time.Since(start).Seconds()
+	if err != nil {
+		return fmt.Errorf("engine: calibrating the mixed split: %w", err)
+	}
+	var parts []string
+	for sh, r := range rates {
+		parts = append(parts, fmt.Sprintf("%d×%d: %.1f/%.1f", sh.n, sh.k, r[0]/1e9, r[1]/1e9))
+	}
+	m.Notes = append(m.Notes, "mixed split rates (GFLOP/s, cores group/matrix group, M = 48): "+strings.Join(parts, ", "))
+	return nil
+}
+
+// eachLinear calls f on every weight matrix.
+func (m *Model) eachLinear(f func(*linear)) {
+	for i := range m.layers {
+		l := &m.layers[i]
+		for _, x := range []*linear{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down, l.router} {
+			if x != nil {
+				f(x)
+			}
+		}
+		for _, e := range l.experts {
+			f(e.gate)
+			f(e.up)
+			f(e.down)
+		}
+	}
+	f(m.lmHead)
+}
+
+// runOn computes y = x·Wᵀ (M rows) on group g with the matrix backend
+// (mat) or the cores backend.
+func (m *Model) runOn(ms *pool.Master, g *pool.Group, mat bool, l *linear, y, x []float32, M int) error {
+	w, b, raw, scr := l.cores, m.Backend, any(l.raw), m.scratches
+	if mat {
+		w, b, scr = l.mat, *m.Matrix, m.matScr
+		if l.rawMat != nil {
+			raw = l.rawMat
+		}
+	}
+	if m.opts.PackPerCall {
+		return gemm.RunUnpacked(ms, g, b, gemm.Blocking{}, y, x, raw, M, l.n, l.k, scr)
+	}
+	return w.Run(ms, g, y, x, M, scr)
+}
+
+// runLinear computes y = x·Wᵀ for M rows of x under placement p (one of
+// cores, matrix, mixed).
+func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p Placement) error {
+	switch p {
+	case PlaceCores:
+		return m.runOn(ms, m.all, false, l, y, x, M)
+	case PlaceMatrix:
+		return m.runOn(ms, m.all, true, l, y, x, M)
+	}
+	if m.coresG == nil { // one worker: the faster backend alone
+		return m.runOn(ms, m.all, l.rateMat > l.rateCores, l, y, x, M)
+	}
+	if m.opts.NoPartition {
+		if l.rateMat > l.rateCores {
+			return m.runOn(ms, m.matG, true, l, y, x, M)
+		}
+		return m.runOn(ms, m.coresG, false, l, y, x, M)
+	}
+	ta, tb := m.Backend.Tile(), m.Matrix.Tile()
+	per := 2 * float64(l.k)
+	s, err := pool.PlanSplit(M, l.n, l.rateCores/per, l.rateMat/per, ta, tb)
+	if err != nil {
+		return err
+	}
+	if m.opts.PackPerCall {
+		block := func(mat bool) pool.BlockFunc {
+			b, raw, scr := m.Backend, any(l.raw), m.scratches
+			if mat {
+				b, scr = *m.Matrix, m.matScr
+				if l.rawMat != nil {
+					raw = l.rawMat
 				}
 			}
-			tm[iQK].since(st)
-			st = time.Now()
-			for t := range T {
-				row := scores[t*ctxMax : t*ctxMax+pos+t+1]
-				kernels.Softmax(row, row)
+			return func(worker, m0, m1, n0, n1 int) error {
+				return gemm.BlockUnpacked(b, gemm.Blocking{}, y, l.n, x, l.k, raw, l.n, l.k, m0, m1, n0, n1, scr[worker])
 			}
-			tm[iSoftmax].since(st)
-			st = time.Now()
-			for t := range T {
-				out := att[t*qd+h*hd : t*qd+(h+1)*hd]
-				clear(out)
-				for j, a := range scores[t*ctxMax : t*ctxMax+pos+t+1] {
-					vj := vc[j*kvd+ko : j*kvd+ko+hd]
-					for i := range out {
-						out[i] += a * vj[i]
-					}
-				}
-			}
-			tm[iPV].since(st)
 		}
-		tm[iQK].count(T)
-		tm[iSoftmax].count(T)
-		tm[iPV].count(T)
-
-		st = time.Now()
-		if err := s.linear(l.wo, ob, att, T); err != nil {
-			return nil, err
-		}
-		tm[iOProj].add(st, T)
-		st = time.Now()
-		for i := range x {
-			x[i] += ob[i]
-		}
-		tm[iAttnResidual].add(st, T)
-
-		st = time.Now()
-		for t := range T {
-			kernels.RMSNorm(xb[t*d:(t+1)*d], x[t*d:(t+1)*d], l.ffnNorm, eps)
-		}
-		tm[iFFNNorm].add(st, T)
-		st = time.Now()
-		if err := s.linear(l.gate, hb, xb, T); err != nil {
-			return nil, err
-		}
-		tm[iGateProj].add(st, T)
-		st = time.Now()
-		if err := s.linear(l.up, hb2, xb, T); err != nil {
-			return nil, err
-		}
-		tm[iUpProj].add(st, T)
-		st = time.Now()
-		kernels.SiLUMul(hb, hb, hb2)
-		tm[iSiLUMul].add(st, T)
-		st = time.Now()
-		if err := s.linear(l.down, ob, hb, T); err != nil {
-			return nil, err
-		}
-		tm[iDownProj].add(st, T)
-		st = time.Now()
-		for i := range x {
-			x[i] += ob[i]
-		}
-		tm[iFFNResidual].add(st, T)
+		_, err = ms.RunSplit(m.coresG, block(false), m.matG, block(true), s)
+		return err
 	}
-	s.pos += T
-
-	// Final norm and LM head on the rows whose logits are wanted.
-	r0 := T - 1
-	if all {
-		r0 = 0
-	}
-	R := T - r0
-	st = time.Now()
-	for t := r0; t < T; t++ {
-		kernels.RMSNorm(xb[(t-r0)*d:(t-r0+1)*d], x[t*d:(t+1)*d], s.m.finalNorm, eps)
-	}
-	s.t.head[p][iFinalNorm].add(st, R)
-	if need := R * c.Vocab; cap(s.logits) < need {
-		s.logits = make([]float32, need)
-	}
-	logits := s.logits[:R*c.Vocab]
-	st = time.Now()
-	if err := s.linear(s.m.lmHead, logits, xb, R); err != nil {
-		return nil, err
-	}
-	s.t.head[p][iLMHead].add(st, R)
-	return logits, nil
+	_, err = gemm.RunSplit(ms, s, m.coresG, l.cores, m.matG, l.mat, y, x, m.splitScr)
+	return err
 }

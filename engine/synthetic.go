@@ -19,8 +19,7 @@ const syntheticChunk = 1 << 18
 // timing a model whose checkpoint is not at hand: every matrix drawn from
 // N(0, 0.02²), every norm weight 1. Only layers of cfg's decoder layers are
 // instantiated (0: all), and the returned Config says so (Layers = layers).
-// cfg must be a dense Llama/Qwen3 shape (Config has no MoE; FromModel
-// rejects MoE configs before they get here). The same cfg, layers and seed
+// MoE layers get a router and every expert. The same cfg, layers and seed
 // give the same weights.
 func Synthetic(cfg Config, layers int, seed uint64) (*Weights, error) {
 	if err := cfg.Validate(); err != nil {
@@ -74,7 +73,16 @@ func Synthetic(cfg Config, layers int, seed uint64) (*Weights, error) {
 			l.QNorm, l.KNorm = ones(cfg.HeadDim), ones(cfg.HeadDim)
 		}
 		l.FFNNorm = ones(d)
-		l.Gate, l.Up, l.Down = mat(h, d), mat(h, d), mat(d, h)
+		if cfg.IsMoE(i) {
+			l.Router = mat(cfg.Experts, d)
+			l.Experts = make([]ExpertWeights, cfg.Experts)
+			for e := range l.Experts {
+				mi := cfg.MoEHidden
+				l.Experts[e] = ExpertWeights{Gate: mat(mi, d), Up: mat(mi, d), Down: mat(d, mi)}
+			}
+		} else {
+			l.Gate, l.Up, l.Down = mat(h, d), mat(h, d), mat(d, h)
+		}
 	}
 	w.FinalNorm = ones(d)
 	if !cfg.TiedEmbeddings {

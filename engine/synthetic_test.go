@@ -301,14 +301,48 @@ func TestSynthetic(t *testing.T) {
 	}
 }
 
-// TestSyntheticMoE checks an MoE config is refused clearly before any
-// weights are drawn (Config cannot describe one).
+// TestSyntheticMoE: the shipped Qwen3-30B-A3B config converts to an MoE
+// Config, and a small MoE config (with one dense layer) gets a router and
+// every expert, runs, and times the MoE operators in MoE layers only.
 func TestSyntheticMoE(t *testing.T) {
 	mc, err := models.Load("qwen3-30b-a3b")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FromModel(mc, HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: 4096}); err == nil || !strings.Contains(err.Error(), "MoE is not supported") {
-		t.Errorf("qwen3-30b-a3b: %v, want an MoE error", err)
+	big, err := FromModel(mc, HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: 4096, NormTopK: true})
+	if err != nil || big.Experts != 128 || big.TopK != 8 || big.MoELayers() != 48 || !big.NormTopK {
+		t.Fatalf("qwen3-30b-a3b: %+v, %v", big, err)
+	}
+	c := Config{Name: "tiny-moe", Dim: 32, Hidden: 40, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 8, Vocab: 50, MaxSeq: 16,
+		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true,
+		Experts: 6, TopK: 2, MoEHidden: 24, NormTopK: true, SparseStep: 1, DenseLayers: []int{1}}
+	w, err := Synthetic(c, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Layers[0].Experts) != 6 || w.Layers[1].Router != nil || w.Layers[1].Gate == nil {
+		t.Fatalf("layer 0: %d experts; layer 1: router %v, gate %d floats", len(w.Layers[0].Experts), w.Layers[1].Router != nil, len(w.Layers[1].Gate))
+	}
+	m, err := New(w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	s, err := m.NewSession(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logits, err := s.Prefill([]int{1, 2, 3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Decode(Argmax(logits)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range s.Timings() {
+		dense := tm.Op == OpGateProj || tm.Op == OpUpProj || tm.Op == OpSiLUMul || tm.Op == OpDownProj
+		if tm.Layer == 1 && moeOp[tm.Op] || (tm.Layer == 0 || tm.Layer == 2) && dense {
+			t.Errorf("%s layer %d: %s timed (layer 1 is dense, 0 and 2 MoE)", tm.Phase, tm.Layer, tm.Op)
+		}
 	}
 }

@@ -17,9 +17,10 @@ const (
 	OpVProj        = "v_proj"
 	OpQKNorm       = "qk_norm"
 	OpRoPE         = "rope"
-	OpQK           = "qk"
-	OpSoftmax      = "softmax"
-	OpPV           = "pv"
+	// OpAttention is the fused causal attention (scores, online softmax and
+	// the weighted sum of V in one tiled kernel); roofline's catalog splits
+	// it into qk, softmax and pv (AttentionParts).
+	OpAttention = "attention"
 	OpOProj        = "o_proj"
 	OpAttnResidual = "attn_residual"
 	OpFFNNorm      = "ffn_norm"
@@ -27,7 +28,14 @@ const (
 	OpUpProj       = "up_proj"
 	OpSiLUMul      = "silu_mul"
 	OpDownProj     = "down_proj"
-	OpFFNResidual  = "ffn_residual"
+	// MoE FFN operators (roofline's catalog names, except OpExperts: the
+	// routed experts' gate, up, SiLU-mul and down together, which the
+	// catalog lists per expert as "expert N" plus expert_silu_mul).
+	OpRouter      = "router"
+	OpRouterTopK  = "router_softmax_topk"
+	OpExperts     = "experts"
+	OpMoECombine  = "moe_combine"
+	OpFFNResidual = "ffn_residual"
 	OpFinalNorm    = "final_norm"
 	OpLMHead       = "lm_head"
 )
@@ -35,8 +43,9 @@ const (
 // layerOps are the per-layer operators in execution order; headOps the
 // model-level ones (Layer -1 in Timing).
 var (
-	layerOps = []string{OpAttnNorm, OpQProj, OpKProj, OpVProj, OpQKNorm, OpRoPE, OpQK, OpSoftmax, OpPV,
-		OpOProj, OpAttnResidual, OpFFNNorm, OpGateProj, OpUpProj, OpSiLUMul, OpDownProj, OpFFNResidual}
+	layerOps = []string{OpAttnNorm, OpQProj, OpKProj, OpVProj, OpQKNorm, OpRoPE, OpAttention,
+		OpOProj, OpAttnResidual, OpFFNNorm, OpGateProj, OpUpProj, OpSiLUMul, OpDownProj,
+		OpRouter, OpRouterTopK, OpExperts, OpMoECombine, OpFFNResidual}
 	headOps = []string{OpEmbed, OpFinalNorm, OpLMHead}
 )
 
@@ -48,9 +57,7 @@ const (
 	iVProj
 	iQKNorm
 	iRoPE
-	iQK
-	iSoftmax
-	iPV
+	iAttention
 	iOProj
 	iAttnResidual
 	iFFNNorm
@@ -58,6 +65,10 @@ const (
 	iUpProj
 	iSiLUMul
 	iDownProj
+	iRouter
+	iRouterTopK
+	iExperts
+	iMoECombine
 	iFFNResidual
 	nLayerOps
 )
@@ -114,15 +125,6 @@ func phaseName(p int) string {
 
 func (c *cell) add(start time.Time, tokens int) {
 	c.ns += int64(time.Since(start))
-	c.calls++
-	c.tokens += tokens
-}
-
-// since adds the time since start without counting a call (qk, softmax and
-// pv run once per query head; count them once with count).
-func (c *cell) since(start time.Time) { c.ns += int64(time.Since(start)) }
-
-func (c *cell) count(tokens int) {
 	c.calls++
 	c.tokens += tokens
 }

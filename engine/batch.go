@@ -1,0 +1,511 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/kernels/pool"
+)
+
+// Batch is a set of sequence slots sharing one Model: each slot has its
+// own KV cache and position. Prefill runs one slot's prompt (GEMMs with M =
+// the prompt's length); Decode runs one new token for each of several slots
+// together (GEMMs with M = the number of slots: batched decode), each
+// attending to its own cache. A Batch is not safe for concurrent use.
+type Batch struct {
+	m      *Model
+	maxSeq int
+	rope   *kernels.RoPETable
+	slots  []slot
+
+	rows    int // rows the buffers below are sized for
+	x, xb   []float32
+	q, att  []float32
+	kn, vn  []float32 // new K and V rows before they go to the caches
+	ob      []float32
+	hb, hb2 []float32
+	logits  []float32
+	attnWS  []*attnScratch // per pool worker
+	moe     moeBuffers
+	t       *timers
+}
+
+// slot is one sequence: its KV cache, per layer [maxSeq][KVDim], allocated
+// on first use.
+type slot struct {
+	pos    int
+	kc, vc [][]float32
+}
+
+// NewBatch returns n slots with KV caches of maxSeq positions each (0:
+// Config.MaxSeq; at most Config.MaxSeq). Caches are allocated when a slot
+// is first used.
+func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
+	c := m.Config
+	if maxSeq == 0 {
+		maxSeq = c.MaxSeq
+	}
+	if maxSeq < 1 || maxSeq > c.MaxSeq {
+		return nil, fmt.Errorf("engine: max sequence %d: must be between 1 and the model's %d", maxSeq, c.MaxSeq)
+	}
+	if n < 1 {
+		return nil, fmt.Errorf("engine: batch of %d slots: must be ≥ 1", n)
+	}
+	rope, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, maxSeq, c.RoPEScaling)
+	if err != nil {
+		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
+	}
+	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
+		attnWS: make([]*attnScratch, m.pool.Size())}
+	for i := range b.attnWS {
+		b.attnWS[i] = newAttnScratch(c.HeadDim, c.Heads/c.KVHeads)
+	}
+	return b, nil
+}
+
+// Slots is the number of slots.
+func (b *Batch) Slots() int { return len(b.slots) }
+
+// Pos is the number of tokens in slot's KV cache: the position of its next.
+func (b *Batch) Pos(slot int) int { return b.slots[slot].pos }
+
+// Reset empties slot's KV cache (the memory is kept for reuse).
+func (b *Batch) Reset(slot int) error {
+	if slot < 0 || slot >= len(b.slots) {
+		return fmt.Errorf("engine: slot %d: batch has %d", slot, len(b.slots))
+	}
+	b.slots[slot].pos = 0
+	return nil
+}
+
+// Timings returns every operator's accumulated time, per phase and layer.
+func (b *Batch) Timings() []Timing { return b.t.list() }
+
+// ResetTimings zeroes the timers.
+func (b *Batch) ResetTimings() { b.t = newTimers(b.m.Config.Layers) }
+
+// Prefill runs tokens into slot at positions Pos(slot)..Pos(slot)+len-1
+// (GEMMs with M = len(tokens)) and returns the logits after the last one,
+// Vocab floats owned by the batch and valid until its next call.
+func (b *Batch) Prefill(slot int, tokens []int) ([]float32, error) {
+	if slot < 0 || slot >= len(b.slots) {
+		return nil, fmt.Errorf("engine: prefill: slot %d: batch has %d", slot, len(b.slots))
+	}
+	return b.forward(rowsOf(slot, len(tokens)), tokens, 0, false)
+}
+
+// PrefillAll is Prefill returning the logits at every position:
+// len(tokens)×Vocab row-major (the LM head then runs with M = len(tokens)).
+func (b *Batch) PrefillAll(slot int, tokens []int) ([]float32, error) {
+	if slot < 0 || slot >= len(b.slots) {
+		return nil, fmt.Errorf("engine: prefill: slot %d: batch has %d", slot, len(b.slots))
+	}
+	return b.forward(rowsOf(slot, len(tokens)), tokens, 0, true)
+}
+
+// Decode runs one decode step: tokens[i] into slots[i] at its position
+// (GEMMs with M = len(slots)), and returns the len(slots)×Vocab logits,
+// row i for slots[i], owned by the batch and valid until its next call.
+// Slots must be distinct.
+func (b *Batch) Decode(slots, tokens []int) ([]float32, error) {
+	if len(slots) != len(tokens) {
+		return nil, fmt.Errorf("engine: decode: %d slots but %d tokens", len(slots), len(tokens))
+	}
+	seen := map[int]bool{}
+	for _, s := range slots {
+		if s < 0 || s >= len(b.slots) {
+			return nil, fmt.Errorf("engine: decode: slot %d: batch has %d", s, len(b.slots))
+		}
+		if seen[s] {
+			return nil, fmt.Errorf("engine: decode: slot %d listed twice", s)
+		}
+		seen[s] = true
+	}
+	return b.forward(slots, tokens, 1, true)
+}
+
+// rowsOf is the slot of each of n prefill rows.
+func rowsOf(slot, n int) []int {
+	r := make([]int, n)
+	for i := range r {
+		r[i] = slot
+	}
+	return r
+}
+
+func (b *Batch) grow(T int) {
+	if T <= b.rows {
+		return
+	}
+	c := b.m.Config
+	b.rows = T
+	b.x = make([]float32, T*c.Dim)
+	b.xb = make([]float32, T*c.Dim)
+	b.q = make([]float32, T*c.QDim())
+	b.att = make([]float32, T*c.QDim())
+	b.kn = make([]float32, T*c.KVDim())
+	b.vn = make([]float32, T*c.KVDim())
+	b.ob = make([]float32, T*c.Dim)
+	b.hb = make([]float32, T*c.Hidden)
+	b.hb2 = make([]float32, T*c.Hidden)
+}
+
+// segment is a run of consecutive rows of one slot (a prefill is one
+// segment; a decode step one per slot).
+type segment struct{ slot, r0, r1, pos0 int }
+
+// attnRows is the number of query rows of one prefill segment that one
+// attention work unit takes: the rows (× the GQA group) that share each
+// K/V tile. 32 rows × a group of up to 8 heads keeps the unit's score
+// tile within L1/L2 and still yields several units per KV head to
+// balance over the workers.
+const attnRows = 32
+
+// parMinElems is the work below which a row-wise vector operator runs on
+// the calling worker alone: dispatching the pool costs about a
+// microsecond, a 4096-element RMSNorm about as much.
+const parMinElems = 1 << 14
+
+// forward runs row r of tokens into slot rowSlot[r] at its next position
+// in phase p (0 prefill, 1 decode). Rows of one slot must be consecutive
+// (a prefill). With all, the logits of every row are returned, else the
+// last row's.
+func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool) ([]float32, error) {
+	m := b.m
+	c := m.Config
+	T := len(tokens)
+	if T == 0 {
+		return nil, fmt.Errorf("engine: %s: no tokens", phaseName(p))
+	}
+	for i, tok := range tokens {
+		if tok < 0 || tok >= c.Vocab {
+			return nil, fmt.Errorf("engine: token %d (index %d): must be between 0 and vocab %d", tok, i, c.Vocab-1)
+		}
+	}
+	// Segments and positions.
+	var segs []segment
+	rowPos := make([]int, T)
+	for r := 0; r < T; {
+		s := rowSlot[r]
+		r1 := r + 1
+		for r1 < T && rowSlot[r1] == s {
+			r1++
+		}
+		sl := &b.slots[s]
+		if sl.pos+(r1-r) > b.maxSeq {
+			return nil, fmt.Errorf("engine: %s of %d tokens at position %d (slot %d): exceeds the max sequence %d", phaseName(p), r1-r, sl.pos, s, b.maxSeq)
+		}
+		for i := r; i < r1; i++ {
+			rowPos[i] = sl.pos + i - r
+		}
+		segs = append(segs, segment{slot: s, r0: r, r1: r1, pos0: sl.pos})
+		r = r1
+	}
+	for _, sg := range segs {
+		sl := &b.slots[sg.slot]
+		if sl.kc == nil {
+			sl.kc, sl.vc = make([][]float32, c.Layers), make([][]float32, c.Layers)
+			for l := range sl.kc {
+				sl.kc[l] = make([]float32, b.maxSeq*c.KVDim())
+				sl.vc[l] = make([]float32, b.maxSeq*c.KVDim())
+			}
+		}
+	}
+	b.grow(T)
+	plan, err := m.plan(p, T, segs, b)
+	if err != nil {
+		return nil, err
+	}
+	var out []float32
+	err = m.pool.Do(func(ms *pool.Master) error {
+		var err error
+		out, err = b.run(ms, plan, tokens, rowPos, segs, p, all)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sg := range segs {
+		b.slots[sg.slot].pos += sg.r1 - sg.r0
+	}
+	return out, nil
+}
+
+// par runs f over [0, n) cut into one chunk per worker of every worker,
+// or on the caller alone when n·width is below parMinElems.
+func (b *Batch) par(ms *pool.Master, n, width int, f func(i0, i1 int)) error {
+	g := b.m.all
+	if n*width < parMinElems || g.Size() == 1 || n == 1 {
+		f(0, n)
+		return nil
+	}
+	return ms.Run(g, func(local, k int) error {
+		i0, i1 := local*n/k, (local+1)*n/k
+		if i0 < i1 {
+			f(i0, i1)
+		}
+		return nil
+	})
+}
+
+// run is forward inside the pool.
+func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []segment, p int, all bool) ([]float32, error) {
+	m := b.m
+	c := m.Config
+	T := len(tokens)
+	d, qd, kvd, hd, hid := c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.Hidden
+	x, xb, q, att, ob := b.x[:T*d], b.xb[:T*d], b.q[:T*qd], b.att[:T*qd], b.ob[:T*d]
+	kn, vn := b.kn[:T*kvd], b.vn[:T*kvd]
+	eps := c.RMSEps
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	lin := func(l *linear, y, xin []float32, M int) error {
+		return m.runLinear(ms, l, y, xin, M, plan.get(l.op))
+	}
+	norm := func(dst, src, w []float32, width int, rows int) error {
+		return b.par(ms, rows, width, func(i0, i1 int) {
+			for t := i0; t < i1; t++ {
+				kernels.RMSNorm(dst[t*width:(t+1)*width], src[t*width:(t+1)*width], w, eps)
+			}
+		})
+	}
+	add := func(dst, src []float32) error {
+		return b.par(ms, T, d, func(i0, i1 int) {
+			a, s := dst[i0*d:i1*d], src[i0*d:i1*d]
+			for i := range a {
+				a[i] += s[i]
+			}
+		})
+	}
+
+	st := time.Now()
+	for t, tok := range tokens {
+		copy(x[t*d:(t+1)*d], m.embed[tok*d:(tok+1)*d])
+	}
+	b.t.head[p][iEmbed].add(st, T)
+
+	for li := range m.layers {
+		l := &m.layers[li]
+		tm := &b.t.layer[p][li]
+
+		st = time.Now()
+		if err := norm(xb, x, l.attnNorm, d, T); err != nil {
+			return nil, err
+		}
+		tm[iAttnNorm].add(st, T)
+
+		st = time.Now()
+		if err := lin(l.wq, q, xb, T); err != nil {
+			return nil, err
+		}
+		tm[iQProj].add(st, T)
+		st = time.Now()
+		if err := lin(l.wk, kn, xb, T); err != nil {
+			return nil, err
+		}
+		tm[iKProj].add(st, T)
+		st = time.Now()
+		if err := lin(l.wv, vn, xb, T); err != nil {
+			return nil, err
+		}
+		tm[iVProj].add(st, T)
+
+		if c.QKNorm {
+			st = time.Now()
+			if err := norm(q, q, l.qNorm, hd, T*c.Heads); err != nil {
+				return nil, err
+			}
+			if err := norm(kn, kn, l.kNorm, hd, T*c.KVHeads); err != nil {
+				return nil, err
+			}
+			tm[iQKNorm].add(st, T)
+		}
+
+		// RoPE on q and the new k, then K and V into each slot's cache
+		// at the rows' positions.
+		st = time.Now()
+		err := b.par(ms, T, qd+kvd, func(i0, i1 int) {
+			for t := i0; t < i1; t++ {
+				b.rope.Apply(q[t*qd:(t+1)*qd], rowPos[t], c.RoPELayout)
+				b.rope.Apply(kn[t*kvd:(t+1)*kvd], rowPos[t], c.RoPELayout)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, sg := range segs {
+			sl := &b.slots[sg.slot]
+			at := sg.pos0 * kvd
+			copy(sl.kc[li][at:], kn[sg.r0*kvd:sg.r1*kvd])
+			copy(sl.vc[li][at:], vn[sg.r0*kvd:sg.r1*kvd])
+		}
+		tm[iRoPE].add(st, T)
+
+		st = time.Now()
+		if err := b.attention(ms, li, q, att, segs, group, scale); err != nil {
+			return nil, err
+		}
+		tm[iAttention].add(st, T)
+
+		st = time.Now()
+		if err := lin(l.wo, ob, att, T); err != nil {
+			return nil, err
+		}
+		tm[iOProj].add(st, T)
+		st = time.Now()
+		if err := add(x, ob); err != nil {
+			return nil, err
+		}
+		tm[iAttnResidual].add(st, T)
+
+		st = time.Now()
+		if err := norm(xb, x, l.ffnNorm, d, T); err != nil {
+			return nil, err
+		}
+		tm[iFFNNorm].add(st, T)
+		if l.moe {
+			if err := b.moeFFN(ms, plan, l, tm, ob, xb, T); err != nil {
+				return nil, err
+			}
+		} else {
+			hb, hb2 := b.hb[:T*hid], b.hb2[:T*hid]
+			st = time.Now()
+			if err := lin(l.gate, hb, xb, T); err != nil {
+				return nil, err
+			}
+			tm[iGateProj].add(st, T)
+			st = time.Now()
+			if err := lin(l.up, hb2, xb, T); err != nil {
+				return nil, err
+			}
+			tm[iUpProj].add(st, T)
+			st = time.Now()
+			if err := b.par(ms, T, hid, func(i0, i1 int) {
+				kernels.SiLUMul(hb[i0*hid:i1*hid], hb[i0*hid:i1*hid], hb2[i0*hid:i1*hid])
+			}); err != nil {
+				return nil, err
+			}
+			tm[iSiLUMul].add(st, T)
+			st = time.Now()
+			if err := lin(l.down, ob, hb, T); err != nil {
+				return nil, err
+			}
+			tm[iDownProj].add(st, T)
+		}
+		st = time.Now()
+		if err := add(x, ob); err != nil {
+			return nil, err
+		}
+		tm[iFFNResidual].add(st, T)
+	}
+
+	// Final norm and LM head on the rows whose logits are wanted.
+	r0 := T - 1
+	if all {
+		r0 = 0
+	}
+	R := T - r0
+	st = time.Now()
+	if err := norm(xb, x[r0*d:], m.finalNorm, d, R); err != nil {
+		return nil, err
+	}
+	b.t.head[p][iFinalNorm].add(st, R)
+	if need := R * c.Vocab; cap(b.logits) < need {
+		b.logits = make([]float32, need)
+	}
+	logits := b.logits[:R*c.Vocab]
+	st = time.Now()
+	if err := lin(m.lmHead, logits, xb[:R*d], R); err != nil {
+		return nil, err
+	}
+	b.t.head[p][iLMHead].add(st, R)
+	return logits, nil
+}
+
+// attention runs causal GQA attention for every segment: work units of
+// (segment block of up to attnRows rows, KV head), claimed dynamically by
+// the workers, most expensive (latest rows) first.
+func (b *Batch) attention(ms *pool.Master, li int, q, out []float32, segs []segment, group int, scale float32) error {
+	c := b.m.Config
+	type unit struct{ seg, r0, r1, kvh int }
+	var units []unit
+	for si, sg := range segs {
+		for r1 := sg.r1; r1 > sg.r0; r1 -= attnRows {
+			for h := range c.KVHeads {
+				units = append(units, unit{si, max(r1-attnRows, sg.r0), r1, h})
+			}
+		}
+	}
+	qd, kvd := c.QDim(), c.KVDim()
+	do := func(worker int, u unit) {
+		sg := segs[u.seg]
+		sl := &b.slots[sg.slot]
+		// attendBlock's rows are relative to the segment's first row.
+		attendBlock(out[sg.r0*qd:sg.r1*qd], q[sg.r0*qd:sg.r1*qd], qd, sl.kc[li], sl.vc[li], kvd,
+			u.r0-sg.r0, u.r1-sg.r0, sg.pos0, u.kvh, group, c.HeadDim, scale, b.attnWS[worker])
+	}
+	if len(units) == 1 || b.m.all.Size() == 1 {
+		for _, u := range units {
+			do(ms.Worker(), u)
+		}
+		return nil
+	}
+	var next atomic.Int64
+	workers := b.m.all.Workers()
+	return ms.Run(b.m.all, func(local, n int) error {
+		w := workers[local]
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= len(units) {
+				return nil
+			}
+			do(w, units[i])
+		}
+	})
+}
+
+// Session is one sequence being generated: a Batch of one slot.
+type Session struct {
+	b *Batch
+}
+
+// NewSession returns a session with a KV cache for maxSeq positions (0:
+// Config.MaxSeq; at most Config.MaxSeq).
+func (m *Model) NewSession(maxSeq int) (*Session, error) {
+	b, err := m.NewBatch(1, maxSeq)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{b: b}, nil
+}
+
+// Pos is the number of tokens in the KV cache: the position of the next.
+func (s *Session) Pos() int { return s.b.Pos(0) }
+
+// Reset empties the KV cache (the timers keep counting).
+func (s *Session) Reset() { s.b.slots[0].pos = 0 }
+
+// Timings returns every operator's accumulated time, per phase and layer.
+func (s *Session) Timings() []Timing { return s.b.Timings() }
+
+// ResetTimings zeroes the timers.
+func (s *Session) ResetTimings() { s.b.ResetTimings() }
+
+// Prefill runs the tokens at positions Pos()..Pos()+len-1 (GEMMs with M =
+// len(tokens)) and returns the logits after the last one, Vocab floats
+// owned by the session and valid until its next call.
+func (s *Session) Prefill(tokens []int) ([]float32, error) { return s.b.Prefill(0, tokens) }
+
+// PrefillAll is Prefill returning the logits at every position:
+// len(tokens)×Vocab row-major.
+func (s *Session) PrefillAll(tokens []int) ([]float32, error) { return s.b.PrefillAll(0, tokens) }
+
+// Decode runs one token at position Pos() (GEMMs with M = 1) and returns
+// its logits, Vocab floats owned by the session and valid until its next
+// call.
+func (s *Session) Decode(token int) ([]float32, error) {
+	return s.b.Decode([]int{0}, []int{token})
+}

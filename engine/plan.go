@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cpubench/bench/roofline"
+)
+
+// Arch is the roofline architecture of c (the layers instantiated).
+func (c Config) Arch() roofline.Arch {
+	return roofline.Arch{Name: c.Name, Hidden: c.Dim, Intermediate: c.Hidden, Layers: c.Layers, Heads: c.Heads,
+		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, QKNorm: c.QKNorm, TiedEmbeddings: c.TiedEmbeddings,
+		Experts: c.Experts, ExpertsPerToken: c.TopK, MoEIntermediate: c.MoEHidden, MoELayers: c.MoELayers()}
+}
+
+// opPlan is the placement of each linear operator for one forward call.
+type opPlan struct {
+	def Placement
+	per map[string]Placement
+}
+
+func (p opPlan) get(op string) Placement {
+	if q, ok := p.per[op]; ok {
+		return q
+	}
+	return p.def
+}
+
+// planKey caches auto plans: phase, rows, sequences.
+type planKey struct{ phase, rows, seqs int }
+
+// plan returns the placement of every linear operator for a forward call
+// of T rows in segs. Fixed placements place everything alike; auto asks
+// the roofline (roofline.Analyze: SMEPilot §3.2–3.3 classification, §4.4
+// placement) for this call's shape: B = len(segs) sequences of T/B rows at
+// the mean context. Auto plans are cached per (phase, T, B): the context
+// changes only the attention operators, which run on the cores anyway.
+func (m *Model) plan(p, T int, segs []segment, b *Batch) (opPlan, error) {
+	if m.Placement != PlaceAuto {
+		return opPlan{def: m.Placement}, nil
+	}
+	key := planKey{p, T, len(segs)}
+	m.planMu.Lock()
+	defer m.planMu.Unlock()
+	if per, ok := m.plans[key]; ok {
+		return opPlan{def: PlaceCores, per: per}, nil
+	}
+	ctx := 0
+	for _, sg := range segs {
+		ctx += sg.pos0 + sg.r1 - sg.r0
+	}
+	B := len(segs)
+	ctx /= B
+	prec := m.planPrecision()
+	r := roofline.Request{Phase: phaseName(p), Batch: B, Tokens: T / B, Context: max(ctx, T/B),
+		Weight: prec, Act: prec, KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+	a, err := roofline.Analyze(m.opts.Machine, m.Config.Arch(), r, prec)
+	if err != nil {
+		return opPlan{}, fmt.Errorf("engine: auto placement: %w", err)
+	}
+	per := map[string]Placement{}
+	set := func(ps []roofline.Placed) {
+		for _, o := range ps {
+			if o.Kind != roofline.KindLinear {
+				continue
+			}
+			name := o.Name
+			if strings.HasPrefix(name, "expert ") {
+				name = OpExperts
+			}
+			pl := PlaceCores
+			if t, ok := m.opts.Machine.Target(o.Target); ok {
+				switch t.Kind {
+				case roofline.KindMatrix:
+					pl = PlaceMatrix
+				case roofline.KindMixed:
+					pl = PlaceMixed
+				}
+			}
+			// The experts of one call share one placement: the most
+			// demanding (mixed over matrix over cores).
+			if old, ok := per[name]; !ok || rank(pl) > rank(old) {
+				per[name] = pl
+			}
+		}
+	}
+	for _, l := range a.Layers {
+		set(l.Ops)
+	}
+	set(a.Head)
+	m.plans[key] = per
+	return opPlan{def: PlaceCores, per: per}, nil
+}
+
+func rank(p Placement) int {
+	switch p {
+	case PlaceMixed:
+		return 2
+	case PlaceMatrix:
+		return 1
+	}
+	return 0
+}
+
+// planPrecision is the precision the auto plan reads ceilings at: the
+// matrix backend's weight dtype when the machine has ceilings for it, else
+// fp32.
+func (m *Model) planPrecision() string {
+	if m.Matrix != nil {
+		dt := string(m.Matrix.DType)
+		for _, p := range m.opts.Machine.Precisions() {
+			if p == dt {
+				return dt
+			}
+		}
+	}
+	return "fp32"
+}
+
+// Plan returns the placement auto chose for each linear operator of a
+// forward call of the given phase, rows and sequences (the fixed
+// placement's name for every operator otherwise); nil before such a call
+// has run under auto.
+func (m *Model) Plan(phase string, rows, seqs int) map[string]Placement {
+	if m.Placement != PlaceAuto {
+		return nil
+	}
+	p := 0
+	if phase == Decode {
+		p = 1
+	}
+	m.planMu.Lock()
+	defer m.planMu.Unlock()
+	return m.plans[planKey{p, rows, seqs}]
+}
+
+// Predict returns the roofline's predicted seconds per engine operator
+// (the names of Timing.Op) for one forward call of config c on machine
+// mach: B sequences each adding T tokens at context C (C ≥ T), weights,
+// activations and KV cache of dtype prec; per-layer operators summed over
+// c's layers. Catalog operators that the engine fuses are summed: qk,
+// softmax and pv into attention; every "expert N" and expert_silu_mul
+// into experts.
+func Predict(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]float64, error) {
+	r := roofline.Request{Phase: phase, Batch: B, Tokens: T, Context: C,
+		Weight: prec, Act: prec, KV: prec, Routing: roofline.Routing{Kind: "uniform"}}
+	a, err := roofline.Analyze(mach, c.Arch(), r, prec)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	add := func(ps []roofline.Placed, k float64) {
+		for _, o := range ps {
+			out[EngineOp(o.Name)] += o.Time * k
+		}
+	}
+	for _, l := range a.Layers {
+		add(l.Ops, float64(l.Count))
+	}
+	add(a.Head, 1)
+	return out, nil
+}
+
+// EngineOp maps a roofline catalog operator name to the engine operator
+// that runs it (see Predict).
+func EngineOp(name string) string {
+	switch {
+	case name == "qk" || name == "softmax" || name == "pv":
+		return OpAttention
+	case strings.HasPrefix(name, "expert ") || name == "expert_silu_mul":
+		return OpExperts
+	}
+	return name
+}
