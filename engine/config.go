@@ -42,6 +42,28 @@ type Config struct {
 	DenseLayers []int // mlp_only_layers
 }
 
+// Params counts the model's weights (every expert included): embedding,
+// LM head when untied, attention, norms and FFNs.
+func (c Config) Params() int64 {
+	d, q, kv := int64(c.Dim), int64(c.QDim()), int64(c.KVDim())
+	n := int64(c.Vocab)*d + d // embedding, final norm
+	if !c.TiedEmbeddings {
+		n += int64(c.Vocab) * d
+	}
+	for i := range c.Layers {
+		n += d*q + 2*d*kv + q*d + 2*d
+		if c.QKNorm {
+			n += 2 * int64(c.HeadDim)
+		}
+		if c.IsMoE(i) {
+			n += int64(c.Experts)*d + int64(c.Experts)*3*d*int64(c.MoEHidden)
+		} else {
+			n += 3 * d * int64(c.Hidden)
+		}
+	}
+	return n
+}
+
 // IsMoE reports whether decoder layer i has an MoE FFN (see SparseStep).
 func (c Config) IsMoE(i int) bool {
 	if c.Experts == 0 {

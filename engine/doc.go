@@ -10,6 +10,10 @@
 //     HuggingFace config.json keys (FromHF, FromModel).
 //   - Weights loading: the llama2.c checkpoint format (ReadLlama2C,
 //     LoadLlama2C) into plain row-major float32 tensors (Weights).
+//   - GGUF files (ReadGGUF, LoadGGUF), llama.cpp's format: architectures
+//     llama, qwen3 and qwen3moe, F32, F16, BF16 and Q8_0 tensors
+//     dequantized into the same float32 Weights, the metadata mapped to
+//     Config; our own header reader (gguf.go says why).
 //   - Model: the weights packed once, at load time, into kernels/gemm's
 //     panel layout (SMEPilot §4.3); the packing time is recorded apart
 //     (Model.PackSeconds).

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,9 +104,9 @@ type Model struct {
 
 	opts      Options
 	pool      *pool.Pool
-	all       *pool.Group // every worker
-	coresG    *pool.Group // mixed: the cores' half (includes worker 0)
-	matG      *pool.Group // mixed: the matrix half
+	all       *pool.Group     // every worker
+	coresG    *pool.Group     // mixed: the cores' half (includes worker 0)
+	matG      *pool.Group     // mixed: the matrix half
 	scratches []*gemm.Scratch // per pool worker, cores backend's blocking
 	matScr    []*gemm.Scratch // per pool worker, matrix backend's blocking
 	splitScr  []*gemm.Scratch // per pool worker, its mixed group's backend's
@@ -132,12 +133,12 @@ type expert struct{ gate, up, down *linear }
 // linear is one weight matrix W (N×K, y = x·Wᵀ) in the layouts its
 // placement needs.
 type linear struct {
-	op    string // engine operator name, for auto plans
-	n, k  int
-	raw   []float32 // unpacked fp32 (PackPerCall; the source of the packs)
+	op     string // engine operator name, for auto plans
+	n, k   int
+	raw    []float32 // unpacked fp32 (PackPerCall; the source of the packs)
 	rawMat any       // unpacked matrix-backend weights ([]uint16 bf16 or gemm.RawInt8) for PackPerCall
-	cores *gemm.Weights
-	mat   *gemm.Weights
+	cores  *gemm.Weights
+	mat    *gemm.Weights
 	// rateCores and rateMat are calibrated FLOP/s of the two groups on
 	// this shape (mixed only).
 	rateCores, rateMat float64
@@ -552,4 +553,48 @@ func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p P
 	}
 	_, err = gemm.RunSplit(ms, s, m.coresG, l.cores, m.matG, l.mat, y, x, m.splitScr)
 	return err
+}
+
+// TimeLinear runs the linear operator op (OpQProj, ..., OpLMHead) of
+// decoder layer li standalone — the same packed weights, placement and
+// workers as in the forward pass, on M rows of a fixed input — reps times
+// and returns the median seconds of one call: the kernel library's time
+// for that GEMM, against which the engine's per-call time shows its
+// overhead. Errors: an unknown operator or layer (MoE experts are not
+// timed singly).
+func (m *Model) TimeLinear(li int, op string, M, reps int) (float64, error) {
+	if li < 0 || li >= len(m.layers) || M < 1 || reps < 1 {
+		return 0, fmt.Errorf("engine: TimeLinear: layer %d of %d, M %d, reps %d", li, len(m.layers), M, reps)
+	}
+	l := &m.layers[li]
+	w := map[string]*linear{OpQProj: l.wq, OpKProj: l.wk, OpVProj: l.wv, OpOProj: l.wo, OpGateProj: l.gate,
+		OpUpProj: l.up, OpDownProj: l.down, OpRouter: l.router, OpLMHead: m.lmHead}[op]
+	if w == nil {
+		return 0, fmt.Errorf("engine: TimeLinear: layer %d has no linear operator %q", li, op)
+	}
+	x := make([]float32, M*w.k)
+	for i := range x {
+		x[i] = float32(i%13-6) * 0.01
+	}
+	y := make([]float32, M*w.n)
+	plan, err := m.plan(0, M, []segment{{r1: M}}, nil)
+	if err != nil {
+		return 0, err
+	}
+	times := make([]float64, reps)
+	err = m.pool.Do(func(ms *pool.Master) error {
+		for i := range times {
+			st := time.Now()
+			if err := m.runLinear(ms, w, y, x, M, plan.get(op)); err != nil {
+				return err
+			}
+			times[i] = time.Since(st).Seconds()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	slices.Sort(times)
+	return times[len(times)/2], nil
 }

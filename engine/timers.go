@@ -10,17 +10,17 @@ import (
 // Operator names, as in roofline's catalog (roofline.BuildCatalog), so
 // that measured and predicted times join on (phase, name).
 const (
-	OpEmbed        = "embed"
-	OpAttnNorm     = "attn_norm"
-	OpQProj        = "q_proj"
-	OpKProj        = "k_proj"
-	OpVProj        = "v_proj"
-	OpQKNorm       = "qk_norm"
-	OpRoPE         = "rope"
+	OpEmbed    = "embed"
+	OpAttnNorm = "attn_norm"
+	OpQProj    = "q_proj"
+	OpKProj    = "k_proj"
+	OpVProj    = "v_proj"
+	OpQKNorm   = "qk_norm"
+	OpRoPE     = "rope"
 	// OpAttention is the fused causal attention (scores, online softmax and
 	// the weighted sum of V in one tiled kernel); roofline's catalog splits
 	// it into qk, softmax and pv (AttentionParts).
-	OpAttention = "attention"
+	OpAttention    = "attention"
 	OpOProj        = "o_proj"
 	OpAttnResidual = "attn_residual"
 	OpFFNNorm      = "ffn_norm"
@@ -36,8 +36,8 @@ const (
 	OpExperts     = "experts"
 	OpMoECombine  = "moe_combine"
 	OpFFNResidual = "ffn_residual"
-	OpFinalNorm    = "final_norm"
-	OpLMHead       = "lm_head"
+	OpFinalNorm   = "final_norm"
+	OpLMHead      = "lm_head"
 )
 
 // layerOps are the per-layer operators in execution order; headOps the

@@ -83,6 +83,24 @@ func Load(nameOrPath string) (*Config, error) {
 	return Parse(data, filepath.Clean(nameOrPath))
 }
 
+// ReadConfig returns the bytes of a shipped config (by name, as Load) or of
+// the config.json at a path, and the name Load would give it, for readers
+// of keys Config does not carry (engine.FromHF: rope_theta, rms_norm_eps).
+func ReadConfig(nameOrPath string) ([]byte, string, error) {
+	key := strings.TrimSuffix(strings.ToLower(nameOrPath), ".json")
+	if data, err := configFS.ReadFile(path.Join("configs", key+".json")); err == nil && !strings.ContainsAny(nameOrPath, `/\`) {
+		return data, key, nil
+	}
+	if _, err := Load(nameOrPath); err != nil {
+		return nil, "", err
+	}
+	data, err := os.ReadFile(nameOrPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("model %s: %w", nameOrPath, err)
+	}
+	return data, filepath.Clean(nameOrPath), nil
+}
+
 // Parse decodes config.json bytes; name is used in messages and as the
 // model name.
 func Parse(data []byte, name string) (*Config, error) {

@@ -80,6 +80,16 @@ func TestLoadByNameAndPath(t *testing.T) {
 	if a, _ := c.Arch(); a.HeadDim != 64 || a.KVHeads != 8 || a.QKNorm || a.Name != p {
 		t.Errorf("user config: %+v", a)
 	}
+	// ReadConfig gives the same bytes and names as Load.
+	if data, name, err := ReadConfig("Qwen3-0.6B"); err != nil || name != "qwen3-0.6b" || !strings.Contains(string(data), `"rope_theta"`) {
+		t.Errorf("ReadConfig(Qwen3-0.6B) = %d bytes, %q, %v", len(data), name, err)
+	}
+	if data, name, err := ReadConfig(p); err != nil || name != p || !strings.Contains(string(data), `"hidden_size":512`) {
+		t.Errorf("ReadConfig(%s) = %d bytes, %q, %v", p, len(data), name, err)
+	}
+	if _, _, err := ReadConfig("no-such-model"); err == nil || !strings.Contains(err.Error(), "not a shipped config") {
+		t.Errorf("ReadConfig(no-such-model) = %v", err)
+	}
 }
 
 func TestBadConfigs(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,10 @@ type runOptions struct {
 	Layers       int
 	PromptTokens int
 	GenTokens    int
+	Batch        int
+	Threads      int
+	Placement    string
+	Ablate       []string
 	Profile      string
 	Seed         uint64
 	JSON         bool
@@ -43,30 +48,42 @@ func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
 func newCmdRun(streams IO, runF func(*runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "run --model M --weights synthetic|FILE.bin [--layers N] [--prompt-tokens T] [--gen-tokens G] [--profile P]",
+		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
 		Short: "Run the engine's forward pass: TTFT, TPOT and per-operator times against the roofline",
-		Long: `Builds a model in the engine (fp32 weights packed once for the best gemm
-backend), prefills --prompt-tokens seeded random token ids in one call, then
-decodes --gen-tokens tokens greedily, one at a time. Reports TTFT (the
-prefill's seconds, with the first token's argmax), TPOT (mean seconds per
-decode step), tokens/s of both phases, the packing time, and per operator
-and phase: calls, measured seconds summed over the layers run and per
-layer, and with --profile the roofline's predicted seconds for the same
-shapes at fp32 (decode summed over each step's context) and measured /
-predicted.
+		Long: `Builds a model in the engine (weights packed once, at load, for the
+backends the placement uses; the packing time is reported apart), then for
+each of --batch sequences prefills --prompt-tokens seeded random token ids
+in one call (GEMMs with M = T), then decodes --gen-tokens steps greedily
+with all sequences together (GEMMs with M = B). Reports TTFT (mean prefill
+seconds per sequence, each prefilled alone), TPOT (mean seconds per decode
+step; one step gives every sequence a token), tokens/s of both phases, and
+per operator and phase: calls, measured seconds summed over the layers run
+and per layer, and with --profile the roofline's predicted seconds for the
+same shapes (decode summed over each step's context) and measured /
+predicted. With a profile it also prints the issue's speed checks: decode
+step vs the memory-roof bound (weight + KV bytes / probed DRAM read
+bandwidth), each prefill GEMM vs the same GEMM run standalone on the same
+workers, and the engine's time outside its operators.
+
+--placement: cores (fp32 vector kernels on every thread), matrix (the
+second backend: the best BF16 kernels on every thread, as this CPU has no
+AMX/SME kernels in bench), mixed (each GEMM split by SMEPilot Eq. 1 between
+the two backends on two halves of the threads), auto (the roofline's plan
+per operator; needs --profile). --ablate partition (mixed GEMMs run whole
+on the faster group) and packing (weights packed on every call) are
+SMEPilot §5.4's ablations.
 
 --weights synthetic draws N(0, 0.02) weights (norms 1) at the exact shapes
 of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `)
-or a HuggingFace config.json path; dense models only. A shipped config's
-RoPE θ and RMSNorm ε are not exposed by package models, so they take
-timing-neutral defaults (θ 1e6, ε 1e-6; no RoPE scaling). --weights FILE.bin
-reads a llama2.c checkpoint, whose config is in the file (no --model).
+or a HuggingFace config.json path, dense or MoE. --weights FILE.bin reads a
+llama2.c checkpoint and FILE.gguf a GGUF file (F32, F16, BF16, Q8_0
+tensors, dequantized to fp32); both carry their config (no --model).
 --layers N instantiates only the first N decoder layers (0: all); times are
 then for N layers and the per-layer columns say what one layer costs.
 --profile is a profile.json, a bench.machine/v1 file or a published profile.`,
 		Example: `  bench run --weights engine/testdata/stories260K/stories260K.bin --prompt-tokens 64 --gen-tokens 32
   bench run --model qwen3-0.6b --weights synthetic --layers 2 --prompt-tokens 128 --gen-tokens 16 --profile results/host/profile.json
-  bench run --model llama-3.2-1b --layers 1 --json`,
+  bench run --model qwen3-30b-a3b --layers 1 --batch 4 --placement mixed --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -80,10 +97,14 @@ then for N layers and the per-layer columns say what one layer costs.
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name or path to a HuggingFace config.json")
-	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin)")
+	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin) or a GGUF file (.gguf)")
 	f.IntVar(&opts.Layers, "layers", 0, "decoder layers to instantiate (0: all)")
 	f.IntVar(&opts.PromptTokens, "prompt-tokens", 128, "prompt tokens prefilled in one call (T)")
 	f.IntVar(&opts.GenTokens, "gen-tokens", 32, "tokens decoded greedily after the prefill (G)")
+	f.IntVar(&opts.Batch, "batch", 1, "sequences decoded together (B)")
+	f.IntVar(&opts.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
+	f.StringVar(&opts.Placement, "placement", "cores", "where GEMMs run: cores, matrix, mixed or auto (auto needs --profile)")
+	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: partition, packing (comma-separated)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
@@ -94,17 +115,32 @@ then for N layers and the per-layer columns say what one layer costs.
 func (o *runOptions) validate(cmd *cobra.Command) error {
 	switch {
 	case o.Weights == "":
-		return errors.New("run: --weights: must be synthetic or a llama2.c checkpoint path")
+		return errors.New("run: --weights: must be synthetic, a llama2.c checkpoint or a GGUF file")
 	case o.Weights == "synthetic" && o.Model == "":
 		return errors.New("run: --model: required with --weights synthetic (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
 	case o.Weights != "synthetic" && cmd.Flags().Changed("model"):
-		return fmt.Errorf("run: --model %s: not used with --weights %s (a llama2.c checkpoint carries its config)", o.Model, o.Weights)
+		return fmt.Errorf("run: --model %s: not used with --weights %s (a checkpoint file carries its config)", o.Model, o.Weights)
 	case o.Layers < 0:
 		return fmt.Errorf("run: --layers %d: must be ≥ 0 (0: all)", o.Layers)
 	case o.PromptTokens < 1:
 		return fmt.Errorf("run: --prompt-tokens %d: must be ≥ 1", o.PromptTokens)
 	case o.GenTokens < 0:
 		return fmt.Errorf("run: --gen-tokens %d: must be ≥ 0", o.GenTokens)
+	case o.Batch < 1:
+		return fmt.Errorf("run: --batch %d: must be ≥ 1", o.Batch)
+	case o.Threads < 0:
+		return fmt.Errorf("run: --threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
+	}
+	if _, err := engine.ParsePlacement(o.Placement); err != nil {
+		return fmt.Errorf("run: --placement: %w", err)
+	}
+	if o.Placement == string(engine.PlaceAuto) && o.Profile == "" {
+		return errors.New("run: --placement auto: needs --profile (the roofline plans from a machine profile)")
+	}
+	for _, a := range o.Ablate {
+		if a != "partition" && a != "packing" {
+			return fmt.Errorf("run: --ablate %q: want partition or packing", a)
+		}
 	}
 	return nil
 }
@@ -128,25 +164,30 @@ type runOp struct {
 
 // runResult is the JSON object of `bench run --json`.
 type runResult struct {
-	Model         string   `json:"model"`
-	Weights       string   `json:"weights"`
-	Seed          uint64   `json:"seed"`
-	Backend       string   `json:"backend"`
-	Layers        int      `json:"layers"`
-	ModelLayers   int      `json:"model_layers"`
-	PromptTokens  int      `json:"prompt_tokens"`
-	GenTokens     int      `json:"gen_tokens"`
-	TTFTS         float64  `json:"ttft_s"`
-	TPOTS         float64  `json:"tpot_s,omitempty"`
-	PrefillTokS   float64  `json:"prefill_tokens_per_s"`
-	DecodeTokS    float64  `json:"decode_tokens_per_s,omitempty"`
-	PackS         float64  `json:"pack_s"`
-	Profile       string   `json:"profile,omitempty"`
-	Machine       string   `json:"machine,omitempty"`
-	PredictedTTFT *float64 `json:"predicted_ttft_s,omitempty"`
-	PredictedTPOT *float64 `json:"predicted_tpot_s,omitempty"`
-	Ops           []runOp  `json:"operators"`
-	Notes         []string `json:"notes,omitempty"`
+	Model         string     `json:"model"`
+	Weights       string     `json:"weights"`
+	Seed          uint64     `json:"seed"`
+	Backend       string     `json:"backend"`
+	Layers        int        `json:"layers"`
+	ModelLayers   int        `json:"model_layers"`
+	PromptTokens  int        `json:"prompt_tokens"`
+	GenTokens     int        `json:"gen_tokens"`
+	Batch         int        `json:"batch"`
+	Threads       int        `json:"threads"`
+	Placement     string     `json:"placement"`
+	Ablate        []string   `json:"ablate,omitempty"`
+	TTFTS         float64    `json:"ttft_s"`
+	TPOTS         float64    `json:"tpot_s,omitempty"`
+	PrefillTokS   float64    `json:"prefill_tokens_per_s"`
+	DecodeTokS    float64    `json:"decode_tokens_per_s,omitempty"`
+	PackS         float64    `json:"pack_s"`
+	Profile       string     `json:"profile,omitempty"`
+	Machine       string     `json:"machine,omitempty"`
+	PredictedTTFT *float64   `json:"predicted_ttft_s,omitempty"`
+	PredictedTPOT *float64   `json:"predicted_tpot_s,omitempty"`
+	Ops           []runOp    `json:"operators"`
+	Checks        []runCheck `json:"checks,omitempty"`
+	Notes         []string   `json:"notes,omitempty"`
 }
 
 // runWeights builds the weights the options ask for, and the model's full
@@ -154,7 +195,11 @@ type runResult struct {
 func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 	var notes []string
 	if o.Weights != "synthetic" {
-		w, err := engine.LoadLlama2C(o.Weights)
+		load := engine.LoadLlama2C
+		if strings.HasSuffix(strings.ToLower(o.Weights), ".gguf") {
+			load = engine.LoadGGUF
+		}
+		w, err := load(o.Weights)
 		if err != nil {
 			return nil, 0, nil, fmt.Errorf("--weights: %w", err)
 		}
@@ -168,28 +213,31 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 		}
 		return w, full, notes, nil
 	}
-	var cfg engine.Config
-	if _, err := os.Stat(o.Model); err == nil || strings.ContainsAny(o.Model, `/\`) {
-		data, err := os.ReadFile(o.Model)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
-		}
-		if cfg, err = engine.FromHF(data, o.Model); err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
-		}
-	} else {
-		mc, err := models.Load(o.Model)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
+	data, name, err := models.ReadConfig(o.Model)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("--model: %w", err)
+	}
+	cfg, err := engine.FromHF(data, name)
+	if err != nil && strings.Contains(err.Error(), "max_position_embeddings") {
+		// A config whose context differs by variant (null key): size the
+		// positions to this run.
+		mc, perr := models.Parse(data, name)
+		if perr != nil {
+			return nil, 0, nil, fmt.Errorf("--model: %w", perr)
 		}
 		ex := engine.HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: o.PromptTokens + o.GenTokens}
-		if cfg, err = engine.FromModel(mc, ex); err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
+		if cfg, err = engine.FromModel(mc, ex); err == nil {
+			notes = append(notes, "config has no max_position_embeddings, rope_theta or rms_norm_eps usable here: positions sized to this run, θ 1e6, ε 1e-6 (timing-neutral)")
 		}
-		notes = append(notes, "shipped config: RoPE θ 1e6 and RMSNorm ε 1e-6 are defaults (package models does not carry them); they do not change the timings")
+	}
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("--model: %w", err)
 	}
 	if o.Layers > cfg.Layers {
 		return nil, 0, nil, fmt.Errorf("--layers %d: model %s has %d", o.Layers, cfg.Name, cfg.Layers)
+	}
+	if err := checkMemory(cfg, o.Layers, o.Placement); err != nil {
+		return nil, 0, nil, err
 	}
 	w, err := engine.Synthetic(cfg, o.Layers, o.Seed)
 	if err != nil {
@@ -198,41 +246,67 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 	return w, cfg.Layers, notes, nil
 }
 
-// runArch is the roofline architecture of an engine config.
-func runArch(c engine.Config) roofline.Arch {
-	return roofline.Arch{Name: c.Name, Hidden: c.Dim, Intermediate: c.Hidden, Layers: c.Layers, Heads: c.Heads,
-		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, QKNorm: c.QKNorm, TiedEmbeddings: c.TiedEmbeddings}
+// checkMemory refuses synthetic weights that would not fit in the memory
+// available now (MemAvailable of /proc/meminfo): fp32 weights, plus the
+// packed copies (a second fp32 copy; bf16 adds half of one more).
+func checkMemory(cfg engine.Config, layers int, placement string) error {
+	if layers > 0 {
+		cfg.Layers = layers
+	}
+	need := float64(cfg.Params()) * 4 * 2
+	if placement != "" && placement != string(engine.PlaceCores) {
+		need += float64(cfg.Params()) * 2
+	}
+	avail, ok := memAvailable()
+	if !ok || need < 0.9*avail {
+		return nil
+	}
+	return fmt.Errorf("--model %s: %d layers of synthetic fp32 weights need about %.1f GB of memory (weights and packed copies), %.1f GB available: pass --layers N to instantiate fewer",
+		cfg.Name, cfg.Layers, need/1e9, avail/1e9)
 }
 
-// runPredict adds the roofline's predicted seconds of every operator, per
-// phase, for the layers run: one prefill of T tokens, and G decode steps at
-// contexts T+1..T+G. It returns the predicted prefill and mean decode step.
-func runPredict(m *roofline.Machine, arch roofline.Arch, T, G int) (map[[2]string]float64, float64, float64, error) {
+// memAvailable reads MemAvailable from /proc/meminfo, in bytes.
+func memAvailable() (float64, bool) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb); err == nil {
+				return kb * 1024, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// runPredict adds the roofline's predicted seconds of every engine
+// operator, per phase, for the layers run: B prefills of T tokens, and G
+// decode steps of B sequences at contexts T+1..T+G. It returns the
+// predicted prefill of one sequence and the mean decode step.
+func runPredict(m *roofline.Machine, c engine.Config, B, T, G int) (map[[2]string]float64, float64, float64, error) {
 	pred := map[[2]string]float64{}
-	add := func(phase string, tokens, context int) (float64, error) {
-		r := roofline.Request{Phase: phase, Batch: 1, Tokens: tokens, Context: context,
-			Weight: runPrecision, Act: runPrecision, KV: runPrecision, Routing: roofline.Routing{Kind: "uniform"}}
-		a, err := roofline.Analyze(m, arch, r, runPrecision)
+	add := func(phase string, b, tokens, context int, k float64) (float64, error) {
+		p, err := engine.Predict(m, c, phase, b, tokens, context, runPrecision)
 		if err != nil {
 			return 0, err
 		}
-		for _, l := range a.Layers {
-			for _, p := range l.Ops {
-				pred[[2]string{phase, p.Name}] += p.Time * float64(l.Count)
-			}
+		total := 0.0
+		for op, t := range p {
+			pred[[2]string{phase, op}] += t * k
+			total += t
 		}
-		for _, p := range a.Head {
-			pred[[2]string{phase, p.Name}] += p.Time
-		}
-		return a.Model.Time, nil
+		return total, nil
 	}
-	ttft, err := add(roofline.Prefill, T, T)
+	ttft, err := add(roofline.Prefill, 1, T, T, float64(B))
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	var dec float64
 	for i := 1; i <= G; i++ {
-		t, err := add(roofline.Decode, 1, T+i)
+		t, err := add(roofline.Decode, B, 1, T+i, 1)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -242,6 +316,16 @@ func runPredict(m *roofline.Machine, arch roofline.Arch, T, G int) (map[[2]strin
 		dec /= float64(G)
 	}
 	return pred, ttft, dec, nil
+}
+
+// runCheck is one of the issue's speed checks: a measured time against a
+// bound or a standalone run, and their ratio.
+type runCheck struct {
+	What      string  `json:"what"`
+	MeasuredS float64 `json:"measured_s"`
+	RefS      float64 `json:"reference_s"`
+	Ratio     float64 `json:"ratio"` // RefS / MeasuredS: 1 is at the bound
+	Detail    string  `json:"detail"`
 }
 
 func runRun(o *runOptions) error {
@@ -257,59 +341,80 @@ func runRun(o *runOptions) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	c := w.Config
-	T, G := o.PromptTokens, o.GenTokens
+	T, G, B := o.PromptTokens, o.GenTokens, o.Batch
 	if T+G > c.MaxSeq {
 		return fmt.Errorf("run: --prompt-tokens %d + --gen-tokens %d: more than the model's %d positions", T, G, c.MaxSeq)
 	}
-	m, err := engine.New(w, engine.Options{})
+	place, _ := engine.ParsePlacement(o.Placement)
+	eo := engine.Options{Threads: o.Threads, Placement: place, Machine: machine,
+		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing")}
+	m, err := engine.New(w, eo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	s, err := m.NewSession(T + G)
+	defer m.Close()
+	notes = append(notes, m.Notes...)
+	b, err := m.NewBatch(B, T+G)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x70c5))
-	prompt := make([]int, T)
-	for i := range prompt {
-		prompt[i] = rng.IntN(c.Vocab)
+	prompts := make([][]int, B)
+	for i := range prompts {
+		prompts[i] = make([]int, T)
+		for j := range prompts[i] {
+			prompts[i][j] = rng.IntN(c.Vocab)
+		}
+	}
+	slots := make([]int, B)
+	for i := range slots {
+		slots[i] = i
 	}
 	// One untimed warm-up request (prefill + one decode step) first, so the
 	// figures exclude first-touch page faults and cold caches; then reset
-	// the KV cache and the operator timers.
-	if wl, err := s.Prefill(prompt); err != nil {
+	// the KV caches and the operator timers.
+	if wl, err := b.Prefill(0, prompts[0]); err != nil {
 		return fmt.Errorf("run: warm-up prefill: %w", err)
 	} else if G > 0 {
-		if _, err := s.Decode(engine.Argmax(wl)); err != nil {
+		if _, err := b.Decode([]int{0}, []int{engine.Argmax(wl)}); err != nil {
 			return fmt.Errorf("run: warm-up decode: %w", err)
 		}
 	}
-	s.Reset()
-	s.ResetTimings()
+	b.Reset(0)
+	b.ResetTimings()
 	notes = append(notes, "timed after one untimed warm-up request (prefill + 1 decode step)")
-	start := time.Now()
-	logits, err := s.Prefill(prompt)
-	if err != nil {
-		return fmt.Errorf("run: prefill: %w", err)
+	var prefill float64
+	toks := make([]int, B)
+	for i := range B {
+		start := time.Now()
+		logits, err := b.Prefill(i, prompts[i])
+		if err != nil {
+			return fmt.Errorf("run: prefill of sequence %d: %w", i, err)
+		}
+		toks[i] = engine.Argmax(logits)
+		prefill += time.Since(start).Seconds()
 	}
-	tok := engine.Argmax(logits)
-	ttft := time.Since(start).Seconds()
 	var decode float64
+	V := c.Vocab
 	for i := range G {
-		start = time.Now()
-		if logits, err = s.Decode(tok); err != nil {
+		start := time.Now()
+		logits, err := b.Decode(slots, toks)
+		if err != nil {
 			return fmt.Errorf("run: decode step %d: %w", i+1, err)
 		}
-		tok = engine.Argmax(logits)
+		for s := range B {
+			toks[s] = engine.Argmax(logits[s*V : (s+1)*V])
+		}
 		decode += time.Since(start).Seconds()
 	}
 
-	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backend.Name, Layers: c.Layers,
-		ModelLayers: full, PromptTokens: T, GenTokens: G, TTFTS: ttft, PrefillTokS: float64(T) / ttft,
+	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
+		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(place),
+		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
 		PackS: m.PackSeconds, Notes: notes}
 	if G > 0 {
 		res.TPOTS = decode / float64(G)
-		res.DecodeTokS = float64(G) / decode
+		res.DecodeTokS = float64(B*G) / decode
 	}
 	if c.Layers < full {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d of the model's %d layers instantiated: times are for %d layer(s); per-layer columns are one layer", c.Layers, full, c.Layers))
@@ -317,7 +422,7 @@ func runRun(o *runOptions) error {
 	var pred map[[2]string]float64
 	if machine != nil {
 		var pt, pd float64
-		if pred, pt, pd, err = runPredict(machine, runArch(c), T, G); err != nil {
+		if pred, pt, pd, err = runPredict(machine, c, B, T, G); err != nil {
 			return fmt.Errorf("run: --profile %s: %w", o.Profile, err)
 		}
 		res.Profile, res.Machine, res.PredictedTTFT = o.Profile, machine.Name, &pt
@@ -329,8 +434,10 @@ func runRun(o *runOptions) error {
 	}
 
 	idx := map[[2]string]int{}
-	for _, t := range s.Timings() {
+	opSum := map[string]float64{}
+	for _, t := range b.Timings() {
 		k := [2]string{t.Phase, t.Op}
+		opSum[t.Phase] += t.Seconds
 		i, ok := idx[k]
 		if !ok {
 			i = len(res.Ops)
@@ -360,6 +467,19 @@ func runRun(o *runOptions) error {
 			op.MeasuredPredicted = &r
 		}
 	}
+	if G > 0 {
+		res.Checks = append(res.Checks, runCheck{What: "engine overhead outside operators, decode",
+			MeasuredS: decode, RefS: decode - opSum[roofline.Decode], Ratio: (decode - opSum[roofline.Decode]) / decode,
+			Detail: "ratio = (wall − Σ operator timers) / wall over the decode steps; target < 0.05"})
+	}
+	if machine != nil && G > 0 {
+		if ck, ok := runRoofCheck(machine, c, B, T, G, res.TPOTS); ok {
+			res.Checks = append(res.Checks, ck)
+		}
+	}
+	if err := runStandaloneChecks(m, &res, b.Timings(), T, B); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 
 	if o.JSON {
 		data, err := json.Marshal(res)
@@ -372,9 +492,76 @@ func runRun(o *runOptions) error {
 	return writeRun(o.IO.Out, &res)
 }
 
+// runRoofCheck compares the mean decode step with the memory-roof bound:
+// the bytes one step must read (every weight once: the embedding rows
+// gathered aside; the KV cache at the mean context) over the probed DRAM
+// read bandwidth of the cores target. MoE steps read only the routed
+// experts; the roofline catalog's byte count (uniform routing) is used.
+func runRoofCheck(mach *roofline.Machine, c engine.Config, B, T, G int, tpot float64) (runCheck, bool) {
+	cores, ok := mach.Target(roofline.KindCores)
+	if !ok || cores.BandwidthGBps <= 0 {
+		return runCheck{}, false
+	}
+	var bytes float64
+	for i := 1; i <= G; i++ {
+		r := roofline.Request{Phase: roofline.Decode, Batch: B, Tokens: 1, Context: T + i, Weight: runPrecision, Act: runPrecision, KV: runPrecision,
+			Routing: roofline.Routing{Kind: "uniform"}}
+		cat, err := roofline.BuildCatalog(c.Arch(), r)
+		if err != nil {
+			return runCheck{}, false
+		}
+		for _, l := range cat.Layers {
+			for _, o := range l.Ops {
+				bytes += (o.Bytes.Weights + o.Bytes.KVRead + o.Bytes.KVWrite) * float64(l.Count)
+			}
+		}
+		for _, o := range cat.Head {
+			if o.Name != "embed" {
+				bytes += o.Bytes.Weights
+			}
+		}
+	}
+	bytes /= float64(G)
+	bound := bytes / (cores.BandwidthGBps * 1e9)
+	return runCheck{What: "decode step vs memory-roof bound", MeasuredS: tpot, RefS: bound, Ratio: bound / tpot,
+		Detail: fmt.Sprintf("bound = %.4g MB (weights + KV per step) / %.4g GB/s (%s DRAM read); target ≥ 0.85 for a model larger than the LLC",
+			bytes/1e6, cores.BandwidthGBps, mach.Name)}, true
+}
+
+// runStandaloneChecks times each prefill GEMM of the first layer run
+// standalone (the same packed weights, placement and workers, outside the
+// forward pass) and compares the engine's per-call time with it.
+func runStandaloneChecks(m *engine.Model, res *runResult, ts []engine.Timing, T, B int) error {
+	for _, op := range []string{engine.OpQProj, engine.OpOProj, engine.OpGateProj, engine.OpDownProj} {
+		var in float64
+		calls := 0
+		for _, t := range ts {
+			if t.Phase == roofline.Prefill && t.Op == op && t.Layer == 0 {
+				in, calls = t.Seconds, t.Calls
+			}
+		}
+		if calls == 0 {
+			continue
+		}
+		alone, err := m.TimeLinear(0, op, T, 5)
+		if err != nil {
+			return err
+		}
+		per := in / float64(calls)
+		res.Checks = append(res.Checks, runCheck{What: "prefill " + op + " (layer 0) vs standalone GEMM", MeasuredS: per, RefS: alone,
+			Ratio: alone / per, Detail: fmt.Sprintf("standalone: median of 5 runs of the same M=%d GEMM on the same workers; target ≥ 0.85", T)})
+	}
+	return nil
+}
+
 func writeRun(w io.Writer, r *runResult) error {
 	fmt.Fprintf(w, "## %s, %s weights (seed %d), backend %s: prompt %d tokens, %d generated greedily\n\n",
 		r.Model, r.Weights, r.Seed, r.Backend, r.PromptTokens, r.GenTokens)
+	abl := "none"
+	if len(r.Ablate) > 0 {
+		abl = strings.Join(r.Ablate, ",")
+	}
+	fmt.Fprintf(w, "batch %d, %d threads, placement %s, ablations %s\n\n", r.Batch, r.Threads, r.Placement, abl)
 	if r.Layers < r.ModelLayers {
 		fmt.Fprintf(w, "layers: %d of %d instantiated; TTFT, TPOT and measured sums cover %d layer(s), per-layer columns one layer\n\n", r.Layers, r.ModelLayers, r.Layers)
 	}
@@ -388,7 +575,11 @@ func writeRun(w io.Writer, r *runResult) error {
 	t := newMarkdown(w, "metric", "measured", "predicted")
 	t.Append([]string{fmt.Sprintf("TTFT (prefill of %d)", r.PromptTokens), fmtTime(r.TTFTS), opt(r.PredictedTTFT, fmtTime)})
 	if r.GenTokens > 0 {
-		t.Append([]string{fmt.Sprintf("TPOT (mean of %d decode steps)", r.GenTokens), fmtTime(r.TPOTS), opt(r.PredictedTPOT, fmtTime)})
+		what := fmt.Sprintf("TPOT (mean of %d decode steps)", r.GenTokens)
+		if r.Batch > 1 {
+			what = fmt.Sprintf("TPOT (mean of %d decode steps of %d sequences)", r.GenTokens, r.Batch)
+		}
+		t.Append([]string{what, fmtTime(r.TPOTS), opt(r.PredictedTPOT, fmtTime)})
 		t.Append([]string{"decode tokens/s", fmt.Sprintf("%.4g", r.DecodeTokS), "—"})
 	} else {
 		t.Append([]string{"TPOT", "— (no decode steps)", "—"})
@@ -413,6 +604,16 @@ func writeRun(w io.Writer, r *runResult) error {
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	if len(r.Checks) > 0 {
+		fmt.Fprintln(w)
+		t = newMarkdown(w, "check", "measured", "reference", "ratio", "how")
+		for _, c := range r.Checks {
+			t.Append([]string{c.What, fmtTime(c.MeasuredS), fmtTime(c.RefS), fmt.Sprintf("%.3f", c.Ratio), c.Detail})
+		}
+		if err := t.Render(); err != nil {
+			return err
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s", n)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -92,11 +94,15 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run"}, "run: --model: required with --weights synthetic"},
 		{[]string{"run", "--weights", ""}, "run: --weights: must be synthetic"},
 		{[]string{"run", "--model", "gpt-5"}, `model "gpt-5": not a shipped config`},
-		{[]string{"run", "--model", "qwen3-30b-a3b"}, "MoE is not supported"},
+		{[]string{"run", "--model", "qwen3-30b-a3b"}, "pass --layers N"},
 		{[]string{"run", "--weights", "nope.bin"}, "run: --weights: engine: open nope.bin"},
 		{[]string{"run", "--weights", stories, "--prompt-tokens", "500"}, "more than the model's"},
 		{[]string{"run", "--weights", stories, "--profile", "no-such-machine"}, "--profile no-such-machine"},
-		{[]string{"run", "--weights", stories, "--batch", "2"}, "unknown flag: --batch"},
+		{[]string{"run", "--weights", stories, "--batch", "0"}, "run: --batch 0: must be ≥ 1"},
+		{[]string{"run", "--weights", stories, "--threads", "-1"}, "run: --threads -1"},
+		{[]string{"run", "--weights", stories, "--placement", "gpu"}, `placement "gpu"`},
+		{[]string{"run", "--weights", stories, "--placement", "auto"}, "--placement auto: needs --profile"},
+		{[]string{"run", "--weights", stories, "--ablate", "speed"}, `--ablate "speed"`},
 	}
 	for _, c := range cases {
 		code, _, errs := run(t, c.args...)
@@ -105,6 +111,50 @@ func TestRunFlagErrors(t *testing.T) {
 		}
 		if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
 			t.Errorf("bench %v: error is not one line: %q", c.args, errs)
+		}
+	}
+}
+
+// TestRunBatchPlacements: batched decode under each placement and the
+// ablations runs and reports what it ran; with a profile, the speed checks
+// are there.
+func TestRunBatchPlacements(t *testing.T) {
+	prof := "../../results/testdata/profile-amd-epyc-2core-all-sections.json"
+	for _, args := range [][]string{
+		{"--placement", "cores", "--profile", prof},
+		{"--placement", "matrix"},
+		{"--placement", "mixed", "--threads", "2", "--ablate", "packing"},
+		{"--placement", "mixed", "--threads", "2", "--ablate", "partition"},
+		{"--placement", "auto", "--profile", prof},
+	} {
+		if runtime.NumCPU() < 2 && slices.Contains(args, "mixed") {
+			continue
+		}
+		a := append([]string{"run", "--weights", stories, "--prompt-tokens", "6", "--gen-tokens", "3", "--batch", "3", "--json"}, args...)
+		code, out, errs := run(t, a...)
+		if code != 0 {
+			t.Fatalf("bench %v: exit %d: %s", a, code, errs)
+		}
+		var r runResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Batch != 3 || r.Placement != args[1] || !(r.DecodeTokS > 0) || r.Threads < 1 {
+			t.Errorf("%v: %+v", args, r)
+		}
+		if args[1] == "mixed" && !strings.Contains(r.Backend, "+") {
+			t.Errorf("%v: backend %q, want two", args, r.Backend)
+		}
+		if slices.Contains(args, "--profile") {
+			var what []string
+			for _, c := range r.Checks {
+				what = append(what, c.What)
+			}
+			for _, want := range []string{"decode step vs memory-roof bound", "prefill q_proj (layer 0) vs standalone GEMM", "engine overhead outside operators, decode"} {
+				if !slices.Contains(what, want) {
+					t.Errorf("%v: checks %q lack %q", args, what, want)
+				}
+			}
 		}
 	}
 }
