@@ -9,7 +9,7 @@ const SweepSchema = "bench.sweep/v1"
 // ablation, replayed on the engine. Times are seconds; rates per second.
 type SweepCell struct {
 	Schema string `json:"schema"` // SweepSchema
-	// Key identifies the cell in its grid (see SweepKey); a rerun skips
+	// Key identifies the cell in its grid (workloads.Cell.Key); a rerun skips
 	// cells whose key is already in the results file.
 	Key string `json:"key"`
 
@@ -29,9 +29,12 @@ type SweepCell struct {
 
 	Config SweepConfig `json:"config"`
 
-	// Host, Machine (the profile's machine name) and Date (RFC 3339)
-	// identify where and when the cell ran.
+	// Host, OS, Arch, CPU, Machine (the profile's machine name) and Date
+	// (RFC 3339) identify where and when the cell ran.
 	Host    string `json:"host"`
+	OS      string `json:"os,omitempty"`   // runtime.GOOS, the benchmark format's goos
+	Arch    string `json:"arch,omitempty"` // runtime.GOARCH, the benchmark format's goarch
+	CPU     string `json:"cpu,omitempty"`  // CPU model name (/proc/cpuinfo), the benchmark format's cpu
 	Machine string `json:"machine,omitempty"`
 	Profile string `json:"profile,omitempty"` // path of the profile used for predictions
 	Date    string `json:"date"`

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/workloads"
+)
+
+func TestSweepFlagErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--workloads", "gsm8k,mmlu"}, `unknown workload "mmlu"`},
+		{[]string{"--models", "qwen9-1b", "--dry-run"}, `model "qwen9-1b": not a shipped config`},
+		{[]string{"--models", "/no/such/config.json", "--dry-run"}, "no such file"},
+		{[]string{"--models", "qwen3-0.6b,Qwen3-0.6B", "--dry-run"}, `"qwen3-0.6b" is listed twice`},
+		{[]string{"--batch", "1,x"}, `--batch: "1,x": "x" is not an integer`},
+		{[]string{"--batch", "4..1"}, "ends before it starts"},
+		{[]string{"--batch", "0"}, "batch 0: must be ≥ 1"},
+		{[]string{"--placement", "cores,auto"}, "--placement auto: needs --profile"},
+		{[]string{"--placement", "gpu"}, `unknown placement "gpu"`},
+		{[]string{"--ablate", "fusion"}, `unknown ablation "fusion"`},
+		{[]string{"--arrival", "poisson:fast"}, `--arrival "poisson:fast"`},
+		{[]string{"--emit-jobs", "pbs"}, "only scheduler supported is slurm"},
+		{[]string{"--threads", "100000", "--dry-run"}, "--threads 100000: this process may use"},
+		{[]string{"--weights", "/no/such.bin", "--dry-run"}, "--weights: stat /no/such.bin"},
+		{[]string{"--weights", stories, "--models", "qwen3-0.6b"}, "not used with --weights"},
+		{[]string{"--cell", "99", "--dry-run"}, "--cell 99: the grid has 16 cells (0..15)"},
+		{[]string{"--slo-ttft", "-1"}, "--slo-ttft -1"},
+		{[]string{"--requests", "0"}, "--requests 0"},
+		{[]string{"--profile", "/no/profile.json", "--dry-run"}, "--profile /no/profile.json"},
+		{[]string{"extra"}, "unknown command"},
+	}
+	for _, c := range cases {
+		code, _, errs := run(t, append([]string{"sweep"}, c.args...)...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("bench sweep %v: exit %d, stderr %q, want it to contain %q", c.args, code, errs, c.want)
+		}
+		if strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("bench sweep %v: error is not one line: %q", c.args, errs)
+		}
+	}
+}
+
+func TestSweepDefaults(t *testing.T) {
+	var got *sweepOptions
+	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweepOptions) error { got = o; return nil })
+	cmd.SetArgs(nil)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if err := got.prepare(); err != nil {
+		t.Fatal(err)
+	}
+	cells, skipped, err := got.sweepCells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := got.grid
+	if len(cells) != 16 || len(skipped) != 0 || g.Requests != 4 || g.MaxGenTokens != 32 || g.MaxPromptTokens != 2048 || g.Layers != 2 ||
+		len(g.Threads) != 1 || g.Threads[0] < 1 || got.SLOTTFT != 2 || got.SLOTPOT != 0.28 {
+		t.Errorf("default grid: %d cells, skipped %v, %+v, SLO %v/%v", len(cells), skipped, g, got.SLOTTFT, got.SLOTPOT)
+	}
+}
+
+// tinySweep are the flags of a small real sweep on the llama2.c stories260K
+// checkpoint: 1 workload × batch 1,2 = 2 cells of 2 requests.
+func tinySweep(out string, extra ...string) []string {
+	return append([]string{"sweep", "--weights", stories, "--workloads", "gsm8k", "--requests", "2", "--max-gen-tokens", "4",
+		"--max-prompt-tokens", "32", "--batch", "1,2", "--threads", "1", "--placement", "cores", "--out", out}, extra...)
+}
+
+func TestSweepTinyRealResumeAndCorrupt(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sw")
+	code, out, errs := run(t, tinySweep(dir)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, w := range []string{"| workload", "| gsm8k", "stories260K"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("summary lacks %q:\n%s", w, out)
+		}
+	}
+	if !strings.Contains(errs, "sweep: cell 2/2 (stories260K gsm8k b2 t1 cores): done in") {
+		t.Errorf("no per-cell lines on a non-terminal stderr:\n%s", errs)
+	}
+	cellsPath := filepath.Join(dir, sweepCellsFile)
+	cells, bad, err := results.ReadSweepCells(cellsPath)
+	if err != nil || len(bad) != 0 || len(cells) != 2 {
+		t.Fatalf("cells %d, bad %v, err %v", len(cells), bad, err)
+	}
+	c := cells[1]
+	if c.Batch != 2 || c.Threads != 1 || c.Layers != 2 || c.ModelLayers != 5 || len(c.Requests) != 2 || c.TTFT.N != 2 ||
+		!(c.WallS > 0) || !(c.OutputTokS > 0) || len(c.Ops) == 0 || c.Backends == "" || c.Model != "stories260K" ||
+		!strings.Contains(c.Key, "/weights=") || c.Config.Requests != 2 || c.Config.SLOTPOTS != 0.28 || c.Date == "" {
+		t.Errorf("cell %+v", c)
+	}
+	for _, r := range c.Requests {
+		if r.PromptTokens > 32 || r.OutputTokens > 4 || !(r.TTFTS > 0) || r.LatencyS < r.TTFTS {
+			t.Errorf("request %+v", r)
+		}
+	}
+	if !strings.Contains(strings.Join(c.Notes, "\n"), "untimed warm-up") {
+		t.Errorf("notes %q", c.Notes)
+	}
+	bench, _ := os.ReadFile(filepath.Join(dir, sweepBenchFile))
+	if n := strings.Count(string(bench), "\nBenchmarkSweep/model=stories260K/layers=2/workload=gsm8k/arrival=closed/batch="); n != 2 {
+		t.Errorf("bench.txt has %d result lines:\n%s", n, bench)
+	}
+	if _, err := os.Stat(filepath.Join(dir, sweepRunFile)); err != nil {
+		t.Error(err)
+	}
+
+	// Rerun: nothing runs, nothing changes.
+	before, _ := os.ReadFile(cellsPath)
+	code, out, errs = run(t, tinySweep(dir)...)
+	after, _ := os.ReadFile(cellsPath)
+	if code != 0 || !strings.Contains(errs, "resuming: 2 of 2 cells done") || !strings.Contains(errs, "all 2 cells done") || out != "" {
+		t.Errorf("rerun: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if !bytes.Equal(before, after) {
+		t.Error("rerun changed cells.jsonl")
+	}
+
+	// A corrupt line: saved, its cell rerun, the other kept as it was.
+	lines := bytes.SplitAfter(before, []byte("\n"))
+	second := lines[1]
+	corrupt := append(append([]byte{}, lines[0]...), second[:len(second)/2]...)
+	if err := os.WriteFile(cellsPath, corrupt, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs = run(t, tinySweep(dir)...)
+	if code != 0 || !strings.Contains(errs, "cells.jsonl:2: truncated last line") || !strings.Contains(errs, "resuming: 1 of 2 cells done") {
+		t.Fatalf("corrupt rerun: exit %d, stderr %q", code, errs)
+	}
+	saved, _ := filepath.Glob(cellsPath + ".corrupt-*")
+	if len(saved) != 1 {
+		t.Fatalf("corrupt-line files %v", saved)
+	}
+	if data, _ := os.ReadFile(saved[0]); !bytes.Equal(bytes.TrimSuffix(data, []byte("\n")), second[:len(second)/2]) {
+		t.Errorf("saved %q, want the truncated line", data)
+	}
+	cells, bad, _ = results.ReadSweepCells(cellsPath)
+	if len(cells) != 2 || len(bad) != 0 || cells[0].Key != c.Key && cells[1].Key != c.Key {
+		t.Errorf("after the rerun: %d cells, bad %v", len(cells), bad)
+	}
+	now, _ := os.ReadFile(cellsPath)
+	if !bytes.HasPrefix(now, lines[0]) {
+		t.Error("the intact first line changed")
+	}
+
+	// --dry-run reports the cells as done.
+	code, out, _ = run(t, tinySweep(dir, "--dry-run")...)
+	if code != 0 || strings.Count(out, "│ done") != 2 || !strings.Contains(out, "2 cells × 2 requests = 4 requests (2 cells done") {
+		t.Errorf("dry run: exit %d:\n%s", code, out)
+	}
+}
+
+func TestSweepDryRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	code, out, errs := run(t, "sweep", "--placement", "cores,mixed", "--ablate", "partition", "--threads", "1", "--workloads", "gsm8k,ruler-8k", "--dry-run", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	// 2 workloads × 2 batches × (cores: none; mixed: none, partition)
+	if !strings.Contains(out, "12 cells × 4 requests = 48 requests (0 cells done") || strings.Count(out, "│ to run") != 12 ||
+		!strings.Contains(out, "partition") {
+		t.Errorf("dry run:\n%s", out)
+	}
+	if !strings.Contains(errs, "ablate=partition with placement=cores: skipped") {
+		t.Errorf("no note on the skipped combination: %q", errs)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("--dry-run created %s", dir)
+	}
+}
+
+func TestSweepEmitSlurm(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "grid dir")
+	code, _, errs := run(t, "sweep", "--workloads", "gsm8k,longwriter", "--batch", "1,4", "--threads", "1", "--placement", "cores",
+		"--emit-jobs", "slurm", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	jobs := filepath.Join(dir, "jobs")
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(jobs, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	array, merge, submit, idx := read("sweep.sbatch"), read("merge.sbatch"), read("submit.sh"), read("cells.txt")
+	for _, w := range []string{"#SBATCH --array=0-3\n", "#SBATCH --cpus-per-task=1\n", ` sweep --models qwen3-0.6b --weights synthetic --layers 2 --workloads gsm8k,longwriter --batch 1,4 --threads 1 --placement cores `,
+		`--cell "$SLURM_ARRAY_TASK_ID" --out '` + filepath.Join(dir, "cells") + `'/"$SLURM_ARRAY_TASK_ID"`, "--max-prompt-tokens 2048", "logs/cell-%a.out"} {
+		if !strings.Contains(array, w) {
+			t.Errorf("sweep.sbatch lacks %q:\n%s", w, array)
+		}
+	}
+	if !strings.Contains(merge, ` report --merge '`+dir+`' --out '`+dir+`'`) {
+		t.Errorf("merge.sbatch:\n%s", merge)
+	}
+	if !strings.Contains(submit, `--dependency=afterok:"$array" merge.sbatch`) || !strings.Contains(submit, "sbatch --parsable sweep.sbatch") {
+		t.Errorf("submit.sh:\n%s", submit)
+	}
+	if lines := strings.Split(strings.TrimSpace(idx), "\n"); len(lines) != 4 || !strings.HasPrefix(lines[3], "3\tmodel=qwen3-0.6b/layers=2/workload=longwriter/batch=4/") {
+		t.Errorf("cells.txt:\n%s", idx)
+	}
+	if _, err := exec.LookPath("bash"); err == nil {
+		for _, f := range []string{"sweep.sbatch", "merge.sbatch", "submit.sh"} {
+			if out, err := exec.Command("bash", "-n", filepath.Join(jobs, f)).CombinedOutput(); err != nil {
+				t.Errorf("%s: bash -n: %v\n%s", f, err, out)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, sweepCellsFile)); !os.IsNotExist(err) {
+		t.Error("--emit-jobs ran cells")
+	}
+	// The task of cell 3 runs exactly that cell.
+	var got *sweepOptions
+	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweepOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--workloads", "gsm8k,longwriter", "--batch", "1,4", "--threads", "1", "--placement", "cores", "--cell", "3"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	cells, _, err := got.sweepCells()
+	if err != nil || len(cells) != 1 || cells[0].Index != 3 || cells[0].Workload != "longwriter" || cells[0].Batch != 4 {
+		t.Errorf("--cell 3: %+v, %v", cells, err)
+	}
+}
+
+// fakeCellEngine is a cellEngine on no engine: each forward pass takes a
+// millisecond; onDecode runs before each decode step.
+type fakeCellEngine struct {
+	cell     workloads.Cell
+	onDecode func(cell workloads.Cell)
+	calls    int
+}
+
+func (f *fakeCellEngine) Prefill(slot, n int) error {
+	f.calls++
+	time.Sleep(time.Millisecond)
+	return nil
+}
+func (f *fakeCellEngine) Decode(slots []int) error {
+	f.calls++
+	if f.onDecode != nil {
+		f.onDecode(f.cell)
+	}
+	time.Sleep(time.Millisecond)
+	return nil
+}
+func (f *fakeCellEngine) Reset(slot int) error { return nil }
+func (f *fakeCellEngine) Ops() []results.SweepOp {
+	return []results.SweepOp{{Phase: "decode", Op: "lm_head", Calls: f.calls, MeasuredS: 0.001}}
+}
+func (f *fakeCellEngine) ResetOps()            { f.calls = 0 }
+func (f *fakeCellEngine) Backends() string     { return "fake" }
+func (f *fakeCellEngine) PackSeconds() float64 { return 0 }
+func (f *fakeCellEngine) Close() error         { return nil }
+
+func withCellEngine(t *testing.T, f func(workloads.Cell, *sweepOptions) (cellEngine, error)) {
+	old := newCellEngine
+	newCellEngine = f
+	t.Cleanup(func() { newCellEngine = old })
+}
+
+// TestSweepInterruptResumes: Ctrl-C during the second cell stops the sweep
+// with context.Canceled (exit 130), keeps the first cell whole, and a rerun
+// runs only the rest; a cell the machine cannot run is skipped with a note.
+func TestSweepInterruptResumes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sw")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
+		return &fakeCellEngine{cell: c, onDecode: func(c workloads.Cell) {
+			if c.Batch == 2 {
+				cancel()
+			}
+		}}, nil
+	})
+	args := []string{"--workloads", "gsm8k", "--batch", "1,2,3", "--threads", "1", "--placement", "cores", "--requests", "3",
+		"--max-gen-tokens", "3", "--out", dir}
+	var opts *sweepOptions
+	var errb bytes.Buffer
+	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &errb}, func(_ context.Context, o *sweepOptions) error { opts = o; return nil })
+	cmd.SetArgs(args)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	err := sweepRun(ctx, opts)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted sweep returned %v", err)
+	}
+	if !strings.Contains(errb.String(), "interrupted: 1 of 3 cells done") {
+		t.Errorf("stderr %q", errb.String())
+	}
+	cells, bad, _ := results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
+	if len(cells) != 1 || len(bad) != 0 || cells[0].Batch != 1 {
+		t.Fatalf("after the interrupt: %d cells, bad %v", len(cells), bad)
+	}
+
+	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
+		if c.Batch == 3 {
+			return nil, fmt.Errorf("batch 3 is odd: %w", errCellUnavailable)
+		}
+		return &fakeCellEngine{cell: c}, nil
+	})
+	code, out, errs := run(t, append([]string{"sweep"}, args...)...)
+	if code != 0 || !strings.Contains(errs, "resuming: 1 of 3 cells done") || !strings.Contains(errs, "skipped: batch 3 is odd: not available on this machine") {
+		t.Fatalf("rerun: exit %d, stderr %q", code, errs)
+	}
+	if strings.Count(out, "| gsm8k") != 1 {
+		t.Errorf("the rerun ran other cells than batch 2:\n%s", out)
+	}
+	cells, _, _ = results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
+	if len(cells) != 2 || cells[1].Batch != 2 || cells[1].Backends != "fake" || cells[1].Ops[0].Calls == 0 {
+		t.Errorf("after the rerun: %+v", cells)
+	}
+
+	// Through Execute, an interrupt exits 130.
+	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
+		return nil, context.Canceled
+	})
+	code, _, _ = run(t, "sweep", "--workloads", "gsm8k", "--batch", "4", "--threads", "1", "--placement", "cores", "--out", filepath.Join(t.TempDir(), "x"))
+	if code != 130 {
+		t.Errorf("exit %d, want 130", code)
+	}
+}

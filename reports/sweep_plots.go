@@ -1,0 +1,699 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette/moreland"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+// Okabe–Ito colours (readable in grey and by colour-blind readers).
+var (
+	okabeIto = []color.Color{
+		color.RGBA{0, 114, 178, 255},   // blue
+		color.RGBA{230, 159, 0, 255},   // orange
+		color.RGBA{0, 158, 115, 255},   // bluish green
+		color.RGBA{213, 94, 0, 255},    // vermilion
+		color.RGBA{86, 180, 233, 255},  // sky blue
+		color.RGBA{204, 121, 167, 255}, // reddish purple
+		color.RGBA{240, 228, 66, 255},  // yellow
+		color.RGBA{0, 0, 0, 255},       // black
+	}
+	placementColors = map[string]color.Color{
+		"cores":  color.RGBA{150, 150, 150, 255},
+		"matrix": okabeIto[0],
+		"mixed":  okabeIto[1],
+		"auto":   okabeIto[2],
+	}
+	opGroupColors = map[string]color.Color{
+		"attention":   okabeIto[3],
+		"projections": okabeIto[0],
+		"FFN":         okabeIto[1],
+		"norms":       okabeIto[2],
+		"other":       color.RGBA{170, 170, 170, 255},
+	}
+)
+
+// placementColor is the fixed colour of a known placement, else the i-th
+// of the remaining palette.
+func placementColor(p string, i int) color.Color {
+	if c, ok := placementColors[p]; ok {
+		return c
+	}
+	return okabeIto[3+i%5]
+}
+
+// sweepPanelH is the height of one panel of a sweep figure (96 dpi).
+const sweepPanelH = 4.5 * vg.Inch
+
+// sweepPlot is a panel with a title, the caption line (machines, dates)
+// and axis labels with units, and grid lines as asked.
+func sweepPlot(title, caption, xl, yl string, grid gridLines) *plot.Plot {
+	pl := plot.New()
+	pl.Title.Text = title + "\n" + caption
+	pl.Title.TextStyle.Font.Size = vg.Points(11)
+	pl.X.Label.Text = xl
+	pl.Y.Label.Text = yl
+	pl.Legend.Top = true
+	pl.Legend.TextStyle.Font.Size = vg.Points(9)
+	if grid != noGrid {
+		g := plotter.NewGrid()
+		if grid == horizontalGrid {
+			g.Vertical.Color = nil
+		}
+		pl.Add(g)
+	}
+	return pl
+}
+
+type gridLines int
+
+const (
+	noGrid gridLines = iota
+	horizontalGrid
+	fullGrid
+)
+
+// barWidthFor is the bar width that fills about 75 % of a panel pw wide
+// with groups × series bars, between 8 and 28 points.
+func barWidthFor(pw vg.Length, groups, series int) vg.Length {
+	w := (pw - 1.3*vg.Inch) * 0.75 / vg.Length(max(1, groups*series))
+	return min(vg.Points(28), max(vg.Points(8), w))
+}
+
+// savePanels draws plots in a grid of at most cols columns, each pw × ph,
+// aligned (plot.Align), and writes the PNG atomically to dir/name.
+func savePanels(ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) error {
+	cols = max(1, min(cols, len(ps)))
+	rows := (len(ps) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+		for c := range cols {
+			if i := r*cols + c; i < len(ps) {
+				grid[r][c] = ps[i]
+			}
+		}
+	}
+	img := vgimg.NewWith(vgimg.UseWH(pw*vg.Length(cols), ph*vg.Length(rows)), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	t := draw.Tiles{Rows: rows, Cols: cols,
+		PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
+		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 3 * vg.Millimeter}
+	cs := plot.Align(grid, t, dc)
+	for r := range grid {
+		for c := range grid[r] {
+			if grid[r][c] != nil {
+				grid[r][c].Draw(cs[r][c])
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return fmt.Errorf("plot %s: %w", name, err)
+	}
+	return results.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes(), 0o644)
+}
+
+// addGroupedBars adds one bar series per name at x = 0..len(vals[s])-1,
+// side by side, each labeled above its top with labels[s][g] ("" for
+// none). It returns the largest value.
+func addGroupedBars(pl *plot.Plot, names []string, colors []color.Color, vals [][]float64, labels [][]string, w vg.Length) (float64, error) {
+	top := 0.0
+	rotate := w < vg.Points(24)
+	for s := range names {
+		for g, v := range vals[s] {
+			if !finite(v) || v < 0 {
+				vals[s][g] = 0 // not drawn
+			}
+		}
+		bars, err := plotter.NewBarChart(plotter.Values(vals[s]), w)
+		if err != nil {
+			return 0, err
+		}
+		bars.Color = colors[s]
+		bars.LineStyle.Width = 0
+		bars.Offset = w * vg.Length(float64(s)-float64(len(names)-1)/2)
+		pl.Add(bars)
+		pl.Legend.Add(names[s], bars)
+		var xys plotter.XYs
+		var txt []string
+		for g, v := range vals[s] {
+			top = max(top, v)
+			if v > 0 && labels[s][g] != "" {
+				xys = append(xys, plotter.XY{X: float64(g), Y: v})
+				txt = append(txt, labels[s][g])
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: txt})
+		if err != nil {
+			return 0, err
+		}
+		lb.Offset = vg.Point{X: bars.Offset, Y: vg.Points(2)}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].Font.Size = vg.Points(7)
+			if rotate {
+				lb.TextStyle[i].Rotation = math.Pi / 2
+				lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XLeft, draw.YCenter
+			} else {
+				lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YBottom
+			}
+		}
+		pl.Add(lb)
+	}
+	return top, nil
+}
+
+// barPanelWidth is a panel wide enough for groups × series bars of at
+// least 10 points.
+func barPanelWidth(groups, series int) vg.Length {
+	return max(5*vg.Inch, vg.Length(groups*series)*vg.Points(10)/0.75+1.3*vg.Inch)
+}
+
+func (d *sweepData) panelCells(k panelKey) []int {
+	var out []int
+	for _, i := range d.base {
+		c := &d.cells[i]
+		if d.src[i] == k.src && c.Model == k.model && c.Workload == k.workload {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// latencyPNG: one panel per workload (and model, machine), bars grouped by
+// batch, one per placement, speedup vs cores above each bar.
+func latencyPNG(d *sweepData, dir, name string) error {
+	var ps []*plot.Plot
+	pw := 5 * vg.Inch
+	for _, k := range d.panels() {
+		pw = max(pw, barPanelWidth(len(d.groups(k)), len(d.placements)))
+	}
+	for _, k := range d.panels() {
+		gs := d.groups(k)
+		var names []string
+		var colors []color.Color
+		var vals [][]float64
+		var labels [][]string
+		for pi, p := range d.placements {
+			v := make([]float64, len(gs))
+			l := make([]string, len(gs))
+			found := false
+			for gi, g := range gs {
+				c := d.cell(k, g, p)
+				if c == nil {
+					continue
+				}
+				found = true
+				v[gi] = c.Latency.Mean
+				if base := d.cell(k, g, "cores"); base != nil && c.Latency.Mean > 0 {
+					l[gi] = fmt.Sprintf("%.2f×", base.Latency.Mean/c.Latency.Mean)
+				}
+			}
+			if !found {
+				continue
+			}
+			names, colors = append(names, p), append(colors, placementColor(p, pi))
+			vals, labels = append(vals, v), append(labels, l)
+		}
+		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
+			"batch size", "mean end-to-end latency per request (s)", horizontalGrid)
+		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(gs), len(names)))
+		if err != nil {
+			return err
+		}
+		var xl []string
+		for _, g := range gs {
+			xl = append(xl, d.groupLabel(g))
+		}
+		pl.NominalX(xl...)
+		pl.X.Min, pl.X.Max = -0.6, float64(len(gs))-0.4
+		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
+		ps = append(ps, pl)
+	}
+	return savePanels(ps, 2, pw, sweepPanelH, dir, name)
+}
+
+// batchTicks labels exactly the batch sizes swept.
+type batchTicks []int
+
+func (b batchTicks) Ticks(lo, hi float64) []plot.Tick {
+	var t []plot.Tick
+	for _, v := range b {
+		if x := float64(v); x >= lo && x <= hi {
+			t = append(t, plot.Tick{Value: x, Label: strconv.Itoa(v)})
+		}
+	}
+	return t
+}
+
+// throughputPNG: output tokens/s vs batch, one line per placement (and
+// thread count), one panel per workload with at least two batch sizes.
+func throughputPNG(d *sweepData, dir, name string) error {
+	var ps []*plot.Plot
+	for _, k := range d.panels() {
+		gs := d.groups(k)
+		bs := batchesOf(gs)
+		if len(bs) < 2 {
+			continue
+		}
+		pl := sweepPlot("Output throughput: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
+			"batch size (sequences)", "output tokens/s", fullGrid)
+		if bs[len(bs)-1] >= 8*max(1, bs[0]) && bs[0] > 0 {
+			pl.X.Scale = plot.LogScale{}
+		}
+		pl.X.Tick.Marker = batchTicks(bs)
+		pl.Legend.Top, pl.Legend.Left = true, true
+		var threads []int
+		for _, g := range gs {
+			if !slices.Contains(threads, g.threads) {
+				threads = append(threads, g.threads)
+			}
+		}
+		for pi, p := range d.placements {
+			for _, th := range threads {
+				var xys plotter.XYs
+				for _, g := range gs {
+					if g.threads != th {
+						continue
+					}
+					if c := d.cell(k, g, p); c != nil && finite(c.OutputTokS) {
+						xys = append(xys, plotter.XY{X: float64(g.batch), Y: c.OutputTokS})
+					}
+				}
+				if len(xys) == 0 {
+					continue
+				}
+				l, pts, err := plotter.NewLinePoints(xys)
+				if err != nil {
+					return err
+				}
+				col := placementColor(p, pi)
+				l.Color, l.Width = col, vg.Points(1.5)
+				pts.Color, pts.Shape, pts.Radius = col, draw.CircleGlyph{}, vg.Points(3)
+				if len(threads) > 1 {
+					l.Dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}[slices.Index(threads, th)%3]
+				}
+				pl.Add(l, pts)
+				lbl := p
+				if d.threadsVary {
+					lbl = fmt.Sprintf("%s, %d threads", p, th)
+				}
+				pl.Legend.Add(lbl, l, pts)
+			}
+		}
+		pl.Y.Min = 0
+		ps = append(ps, pl)
+	}
+	return savePanels(ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name)
+}
+
+// breakdownPNG: 100 % stacked bars of the operator groups.
+func breakdownPNG(d *sweepData, phase string, bars []breakdownBar, dir, name string) error {
+	var idx []int
+	for _, k := range d.panels() {
+		idx = append(idx, d.panelCells(k)...)
+	}
+	pl := sweepPlot(fmt.Sprintf("Operator time breakdown, %s (largest batch per workload)", phase), d.cellsCaption(idx),
+		"", "share of measured "+phase+" operator time (%)", horizontalGrid)
+	w := vg.Points(26)
+	var prev *plotter.BarChart
+	var stack []*plotter.BarChart
+	cum := make([]float64, len(bars))
+	var lxy plotter.XYs
+	var ltxt []string
+	for gi, g := range opGroups {
+		vs := make(plotter.Values, len(bars))
+		for bi, b := range bars {
+			vs[bi] = 100 * b.share[gi]
+		}
+		bc, err := plotter.NewBarChart(vs, w)
+		if err != nil {
+			return err
+		}
+		bc.Color = opGroupColors[g]
+		bc.LineStyle.Color, bc.LineStyle.Width = color.White, vg.Points(0.5)
+		if prev != nil {
+			bc.StackOn(prev)
+		}
+		prev = bc
+		pl.Add(bc)
+		stack = append(stack, bc)
+		for bi, v := range vs {
+			if v >= 6 {
+				lxy = append(lxy, plotter.XY{X: float64(bi), Y: cum[bi] + v/2})
+				ltxt = append(ltxt, strconv.FormatFloat(v, 'f', 0, 64))
+			}
+			cum[bi] += v
+		}
+	}
+	// Legend top to bottom as the stack.
+	for gi := len(stack) - 1; gi >= 0; gi-- {
+		pl.Legend.Add(opGroups[gi], stack[gi])
+	}
+	if len(lxy) > 0 {
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: lxy, Labels: ltxt})
+		if err != nil {
+			return err
+		}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].Font.Size = vg.Points(7)
+			lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+		}
+		pl.Add(lb)
+	}
+	var xl []string
+	for _, b := range bars {
+		xl = append(xl, b.label)
+	}
+	pl.NominalX(xl...)
+	pl.X.Tick.Label.Font.Size = vg.Points(8)
+	pl.X.Min, pl.X.Max = -0.7, float64(len(bars))-0.3
+	// Room above 100 % for the legend; ticks stop at 100.
+	pl.Y.Min, pl.Y.Max = 0, 132
+	pl.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}}
+	width := max(6*vg.Inch, vg.Length(len(bars))*0.75*vg.Inch+1.8*vg.Inch)
+	return savePNG(pl, width, 5.5*vg.Inch, dir, name)
+}
+
+// predScatterPNG: measured vs predicted seconds per operator sample.
+func predScatterPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, name string) error {
+	pl := sweepPlot(fmt.Sprintf("Measured vs predicted operator time (median |m/p − 1| %.3f, p90 %.3f)", pe.Median, pe.P90),
+		d.cellsCaption(d.base), "roofline-predicted time (s, log scale)", "measured time (s, log scale)", fullGrid)
+	pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	pl.X.Tick.Marker, pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	pl.Legend.Top, pl.Legend.Left = true, true
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, q := range pts {
+		lo = min(lo, q.measured, q.predicted)
+		hi = max(hi, q.measured, q.predicted)
+	}
+	lo, hi = lo/1.5, hi*1.5
+	for i, f := range []float64{1, 2, 0.5} {
+		l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo * f}, {X: hi, Y: hi * f}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{Y: 90}
+		if i > 0 {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			l.Color = color.Gray{Y: 160}
+		} else {
+			pl.Legend.Add("measured = predicted", l)
+		}
+		pl.Add(l)
+	}
+	shapes := map[string]draw.GlyphDrawer{roofline.Prefill: draw.CircleGlyph{}, roofline.Decode: draw.TriangleGlyph{}}
+	for _, phase := range []string{roofline.Prefill, roofline.Decode, ""} {
+		for _, g := range opGroups {
+			var xys plotter.XYs
+			for _, q := range pts {
+				known := q.phase == roofline.Prefill || q.phase == roofline.Decode
+				if q.group == g && (q.phase == phase || (phase == "" && !known)) {
+					xys = append(xys, plotter.XY{X: q.predicted, Y: q.measured})
+				}
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return err
+			}
+			sh := shapes[phase]
+			if sh == nil {
+				sh = draw.SquareGlyph{}
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: opGroupColors[g], Radius: vg.Points(3), Shape: sh}
+			pl.Add(sc)
+			lbl := g
+			if phase != "" {
+				lbl += ", " + phase
+			}
+			pl.Legend.Add(lbl, sc)
+		}
+	}
+	pl.X.Min, pl.X.Max, pl.Y.Min, pl.Y.Max = lo, hi, lo, hi
+	return savePNG(pl, 7.5*vg.Inch, 7*vg.Inch, dir, name)
+}
+
+// predErrorPNG: empirical CDF of |measured/predicted − 1|.
+func predErrorPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, name string) error {
+	e := make([]float64, 0, len(pts))
+	for _, q := range pts {
+		e = append(e, math.Abs(q.measured/q.predicted-1))
+	}
+	slices.Sort(e)
+	pl := sweepPlot(fmt.Sprintf("Operator prediction error, %d samples", len(e)), d.cellsCaption(d.base),
+		"|measured/predicted − 1| (fraction; 0.5 = 50 % off)", "fraction of operator samples ≤ x (CDF)", fullGrid)
+	var xys plotter.XYs
+	prev := 0.0
+	for i, v := range e {
+		xys = append(xys, plotter.XY{X: v, Y: prev}, plotter.XY{X: v, Y: float64(i+1) / float64(len(e))})
+		prev = float64(i+1) / float64(len(e))
+	}
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = okabeIto[0], vg.Points(1.5)
+	pl.Add(l)
+	pl.Legend.Add("empirical CDF", l)
+	for i, m := range []struct {
+		name string
+		x, p float64
+	}{{"median", pe.Median, 0.5}, {"p90", pe.P90, 0.9}} {
+		v, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: 0}, {X: m.x, Y: m.p}})
+		if err != nil {
+			return err
+		}
+		v.Color, v.Dashes = okabeIto[3+i], []vg.Length{vg.Points(4), vg.Points(3)}
+		pl.Add(v)
+		pl.Legend.Add(fmt.Sprintf("%s %.3f", m.name, m.x), v)
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: m.x, Y: m.p}}, Labels: []string{fmt.Sprintf(" %s %.3f", m.name, m.x)}})
+		if err != nil {
+			return err
+		}
+		lb.TextStyle[0].Font.Size = vg.Points(8)
+		lb.TextStyle[0].YAlign = draw.YBottom
+		pl.Add(lb)
+	}
+	pl.Legend.Top, pl.Legend.Left = false, false
+	pl.Y.Min, pl.Y.Max = 0, 1.05
+	pl.X.Min = 0
+	pl.X.Max = max(e[len(e)-1]*1.05, 0.01)
+	return savePNG(pl, 7.5*vg.Inch, 5*vg.Inch, dir, name)
+}
+
+// tint mixes c with white: f = 0 gives c, 1 white.
+func tint(c color.Color, f float64) color.Color {
+	r, g, b, _ := c.RGBA()
+	m := func(v uint32) uint8 { return uint8(float64(v>>8)*(1-f) + 255*f) }
+	return color.RGBA{m(r), m(g), m(b), 255}
+}
+
+// regimePNG: per machine, operators × batch cells coloured by regime (or
+// measured/predicted, intensity or share) and labeled with their values.
+func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
+	var ps []*plot.Plot
+	pw, ph := 0*vg.Inch, 0*vg.Inch
+	for _, rm := range maps {
+		pl := sweepPlot("Regime map: "+rm.src+"\n"+rm.colourKey(d.o.Precision), d.cellsCaption(rm.idx), "batch size", "", noGrid)
+		pl.Legend.Top, pl.Legend.Left = true, false
+		n := len(rm.rows)
+		var ramp interface {
+			At(float64) (color.Color, error)
+		}
+		var value func(*regimeCell) float64
+		switch {
+		case rm.machine:
+		case rm.hasPred:
+			cm := moreland.SmoothBlueRed()
+			cm.SetMin(-2)
+			cm.SetMax(2)
+			ramp, value = cm, func(c *regimeCell) float64 { return math.Log2(c.ratio()) }
+		case rm.hasInten:
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, byB := range rm.cells {
+				for _, c := range byB {
+					if v := math.Log10(c.intensity()); !math.IsNaN(v) {
+						lo, hi = min(lo, v), max(hi, v)
+					}
+				}
+			}
+			cm := moreland.SmoothBlueRed()
+			cm.SetMin(lo)
+			cm.SetMax(max(hi, lo+1e-9))
+			ramp, value = cm, func(c *regimeCell) float64 { return math.Log10(c.intensity()) }
+		default:
+			cm := moreland.SmoothBlueRed()
+			cm.SetMin(0)
+			cm.SetMax(1)
+			ramp, value = cm, func(c *regimeCell) float64 { return c.share() }
+		}
+		var lxy plotter.XYs
+		var ltxt []string
+		seen := map[roofline.Regime]bool{}
+		for ri, k := range rm.rows {
+			y := float64(n - 1 - ri)
+			for bi, bt := range rm.batches {
+				c := rm.cells[k][bt]
+				if c == nil {
+					continue
+				}
+				x := float64(bi)
+				fill := color.Color(color.RGBA{235, 235, 235, 255})
+				if rm.machine {
+					if c.regime != "" {
+						fill = tint(rooflineRegimeColor[c.regime], 0.45)
+					}
+				} else if v := value(c); !math.IsNaN(v) && !math.IsInf(v, 0) {
+					if rm.hasPred {
+						v = min(2, max(-2, v)) // the ramp spans 0.25× to 4×
+					}
+					if col, err := ramp.At(v); err == nil {
+						fill = tint(col, 0.35)
+					}
+				}
+				poly, err := plotter.NewPolygon(plotter.XYs{{X: x - 0.5, Y: y - 0.5}, {X: x + 0.5, Y: y - 0.5}, {X: x + 0.5, Y: y + 0.5}, {X: x - 0.5, Y: y + 0.5}})
+				if err != nil {
+					return err
+				}
+				poly.Color = fill
+				poly.LineStyle.Color, poly.LineStyle.Width = color.White, vg.Points(1)
+				pl.Add(poly)
+				if rm.machine && c.regime != "" && !seen[c.regime] {
+					seen[c.regime] = true
+				}
+				lxy = append(lxy, plotter.XY{X: x, Y: y})
+				ltxt = append(ltxt, c.text(" ", false))
+			}
+		}
+		for _, rg := range rooflineRegimeOrder {
+			if !seen[rg] {
+				continue
+			}
+			sw, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}, {X: 1, Y: 1}})
+			if err != nil {
+				return err
+			}
+			sw.Color = tint(rooflineRegimeColor[rg], 0.45)
+			pl.Legend.Add(string(rg), sw)
+		}
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: lxy, Labels: ltxt})
+		if err != nil {
+			return err
+		}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].Font.Size = vg.Points(7)
+			lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
+		}
+		pl.Add(lb)
+		var yl []string
+		for ri := n - 1; ri >= 0; ri-- {
+			yl = append(yl, rm.rows[ri][0]+" "+rm.rows[ri][1])
+		}
+		pl.NominalY(yl...)
+		var xl []string
+		for _, bt := range rm.batches {
+			xl = append(xl, fmt.Sprintf("B=%d", bt))
+		}
+		pl.NominalX(xl...)
+		pl.X.Min, pl.X.Max = -0.5, float64(len(rm.batches))-0.5
+		pl.Y.Min, pl.Y.Max = -0.5, float64(n)-0.5
+		legendW := 0 * vg.Inch
+		if len(seen) > 0 {
+			// An empty column right of the grid for the regime legend.
+			pl.X.Max++
+			legendW = 1.3 * vg.Inch
+		}
+		pl.X.Padding, pl.Y.Padding = 0, 0
+		pw = max(pw, 2.2*vg.Inch+vg.Length(len(rm.batches))*1.3*vg.Inch+legendW, 6*vg.Inch)
+		ph = max(ph, 1.8*vg.Inch+max(vg.Length(n)*0.27*vg.Inch, vg.Length(len(seen))*0.2*vg.Inch))
+		ps = append(ps, pl)
+	}
+	return savePanels(ps, 2, pw, ph, dir, name)
+}
+
+// machinesPNG: per (model, workload), bars per machine grouped by placement,
+// speedup over the first machine on each bar.
+func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
+	var ps []*plot.Plot
+	pw := max(5*vg.Inch, barPanelWidth(len(d.placements), len(d.srcs)))
+	for _, mp := range mps {
+		var placements []string
+		for _, p := range d.placements {
+			for _, src := range d.srcs {
+				if d.machineCell(mp, src, p) != nil && !slices.Contains(placements, p) {
+					placements = append(placements, p)
+				}
+			}
+		}
+		var names []string
+		var colors []color.Color
+		var vals [][]float64
+		var labels [][]string
+		var idx []int
+		for si, src := range d.srcs {
+			v := make([]float64, len(placements))
+			l := make([]string, len(placements))
+			found := false
+			for pi, p := range placements {
+				c := d.machineCell(mp, src, p)
+				if c == nil {
+					continue
+				}
+				found = true
+				v[pi] = c.Latency.Mean
+				if ref := d.machineCell(mp, d.srcs[0], p); ref != nil && c.Latency.Mean > 0 {
+					l[pi] = fmt.Sprintf("%.2f×", ref.Latency.Mean/c.Latency.Mean)
+				}
+				for i := range d.cells {
+					if &d.cells[i] == c {
+						idx = append(idx, i)
+					}
+				}
+			}
+			if !found {
+				continue
+			}
+			names, colors = append(names, src), append(colors, okabeIto[si%len(okabeIto)])
+			vals, labels = append(vals, v), append(labels, l)
+		}
+		title := mp.workload
+		if len(d.models) > 1 {
+			title += ", " + mp.model
+		}
+		if mp.common {
+			title += fmt.Sprintf(", B=%d", mp.batch[d.srcs[0]])
+		} else {
+			title += ", largest batch per machine"
+		}
+		pl := sweepPlot("Machines compared: "+title, d.cellsCaption(idx), "placement", "mean end-to-end latency per request (s)", horizontalGrid)
+		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(placements), len(names)))
+		if err != nil {
+			return err
+		}
+		pl.NominalX(placements...)
+		pl.X.Min, pl.X.Max = -0.6, float64(len(placements))-0.4
+		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
+		ps = append(ps, pl)
+	}
+	return savePanels(ps, 2, pw, sweepPanelH, dir, name)
+}

@@ -1,0 +1,321 @@
+package workloads
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Placements are where a sweep cell runs its linear operators: on the
+// vector cores, on the matrix unit, split between the two (SMEPilot §4.1)
+// or chosen per operator from the roofline (SMEPilot §3).
+var Placements = []string{"cores", "matrix", "mixed", "auto"}
+
+// Ablations are the variants a sweep can run besides the full system
+// (SMEPilot §5.4): "partition" turns tile partitioning off (a GEMM placed
+// on mixed runs whole on one group) and "packing" packs weights on every
+// call instead of once at load.
+var Ablations = []string{"partition", "packing"}
+
+// Grid is the cartesian product a sweep runs: every model × workload ×
+// batch × threads × placement × ablation, with the fixed settings below
+// shared by every cell.
+type Grid struct {
+	Models     []string // shipped model names or config.json paths; with a checkpoint in Weights, a label for it
+	Workloads  []string // workload names (see Lookup)
+	Batches    []int    // decode slots (ReplayOptions.Batch)
+	Threads    []int    // worker threads
+	Placements []string // see Placements
+	// Ablations lists the variants: "" is none (the full system), else
+	// one of Ablations.
+	Ablations []string
+
+	Weights         string  // "synthetic" or a checkpoint path ("" means synthetic)
+	Layers          int     // decoder layers instantiated (0: all)
+	Requests        int     // requests per cell's trace
+	Arrival         Arrival // arrival process of the traces
+	Seed            uint64  // trace and weight seed
+	MaxGenTokens    int     // output cap per request (0: none)
+	MaxPromptTokens int     // prompt cap per request (0: none)
+}
+
+// Cell is one point of a Grid.
+type Cell struct {
+	Index int // position in Grid.Cells
+	Model string
+	// Weights is "synthetic" or a checkpoint path.
+	Weights   string
+	Layers    int
+	Workload  string
+	Batch     int
+	Threads   int
+	Placement string
+	Ablation  string // "" for none
+
+	Requests        int
+	Arrival         Arrival
+	Seed            uint64
+	MaxGenTokens    int
+	MaxPromptTokens int
+}
+
+// KeyPart is one key=value part of a cell's key.
+type KeyPart struct{ Key, Value string }
+
+// Parts are the cell's coordinates and settings in key order, values
+// escaped (EscapeKeyValue): model, weights (only when not synthetic),
+// layers, workload, batch, threads, placement, ablate ("none" for no
+// ablation), requests, arrival, seed, maxgen, maxprompt.
+func (c Cell) Parts() []KeyPart {
+	abl := c.Ablation
+	if abl == "" {
+		abl = "none"
+	}
+	ps := []KeyPart{{"model", c.Model}}
+	if c.Weights != "" && c.Weights != "synthetic" {
+		ps = append(ps, KeyPart{"weights", c.Weights})
+	}
+	ps = append(ps,
+		KeyPart{"layers", strconv.Itoa(c.Layers)},
+		KeyPart{"workload", c.Workload},
+		KeyPart{"batch", strconv.Itoa(c.Batch)},
+		KeyPart{"threads", strconv.Itoa(c.Threads)},
+		KeyPart{"placement", c.Placement},
+		KeyPart{"ablate", abl},
+		KeyPart{"requests", strconv.Itoa(c.Requests)},
+		KeyPart{"arrival", c.Arrival.String()},
+		KeyPart{"seed", strconv.FormatUint(c.Seed, 10)},
+		KeyPart{"maxgen", strconv.Itoa(c.MaxGenTokens)},
+		KeyPart{"maxprompt", strconv.Itoa(c.MaxPromptTokens)},
+	)
+	for i := range ps {
+		ps[i].Value = EscapeKeyValue(ps[i].Value)
+	}
+	return ps
+}
+
+// Key identifies the cell: its Parts as "key=value" joined by "/", e.g.
+// "model=qwen3-0.6b/layers=2/workload=gsm8k/batch=4/threads=2/placement=mixed/ablate=none/requests=4/arrival=closed/seed=1/maxgen=32/maxprompt=2048".
+// It depends only on what the cell measures (not on its Index), so a
+// results file can be resumed by a grid that grew or shrank.
+func (c Cell) Key() string {
+	var b strings.Builder
+	for i, p := range c.Parts() {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(p.Key + "=" + p.Value)
+	}
+	return b.String()
+}
+
+// Trace builds the cell's request trace (Build with its workload,
+// requests, arrival and seed).
+func (c Cell) Trace() (*Trace, error) {
+	return Build(c.Workload, c.Requests, c.Arrival, c.Seed)
+}
+
+// EscapeKeyValue escapes s for a key part or a benchmark-name part: '%',
+// '/', '=', spaces and control characters become %XX, so keys split
+// unambiguously on '/' and '=' and contain no white space.
+func EscapeKeyValue(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '%' || c == '/' || c == '=' || c <= ' ' || c == 0x7f {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// Validate checks the grid: every axis non-empty without repeats, batch and
+// threads ≥ 1, known workloads, placements and ablations, and sane fixed
+// settings. Errors name the value.
+func (g Grid) Validate() error {
+	axes := []struct {
+		name string
+		vals []string
+	}{{"models", g.Models}, {"workloads", g.Workloads}, {"placements", g.Placements}, {"ablations", g.Ablations}}
+	for _, a := range axes {
+		if len(a.vals) == 0 {
+			return fmt.Errorf("grid: no %s", a.name)
+		}
+		if d := firstDup(a.vals); d >= 0 {
+			return fmt.Errorf("grid: %s: %q is listed twice", a.name, a.vals[d])
+		}
+	}
+	for _, a := range []struct {
+		name string
+		vals []int
+	}{{"batch", g.Batches}, {"threads", g.Threads}} {
+		if len(a.vals) == 0 {
+			return fmt.Errorf("grid: no %s values", a.name)
+		}
+		if d := firstDup(a.vals); d >= 0 {
+			return fmt.Errorf("grid: %s %d is listed twice", a.name, a.vals[d])
+		}
+		for _, v := range a.vals {
+			if v < 1 {
+				return fmt.Errorf("grid: %s %d: must be ≥ 1", a.name, v)
+			}
+		}
+	}
+	for _, m := range g.Models {
+		if m == "" {
+			return fmt.Errorf("grid: empty model name")
+		}
+	}
+	for _, w := range g.Workloads {
+		if _, err := Lookup(w); err != nil {
+			return fmt.Errorf("grid: %w", err)
+		}
+	}
+	for _, p := range g.Placements {
+		if !slices.Contains(Placements, p) {
+			return fmt.Errorf("grid: unknown placement %q (valid: %s)", p, strings.Join(Placements, ", "))
+		}
+	}
+	for _, a := range g.Ablations {
+		if a != "" && !slices.Contains(Ablations, a) {
+			return fmt.Errorf("grid: unknown ablation %q (valid: %s)", a, strings.Join(Ablations, ", "))
+		}
+	}
+	switch {
+	case g.Layers < 0:
+		return fmt.Errorf("grid: layers %d: must be ≥ 0 (0: all)", g.Layers)
+	case g.Requests < 1:
+		return fmt.Errorf("grid: requests %d: must be ≥ 1", g.Requests)
+	case g.MaxGenTokens < 0:
+		return fmt.Errorf("grid: max gen tokens %d: must be ≥ 0 (0: no cap)", g.MaxGenTokens)
+	case g.MaxPromptTokens < 0:
+		return fmt.Errorf("grid: max prompt tokens %d: must be ≥ 0 (0: no cap)", g.MaxPromptTokens)
+	case g.Arrival.Rate < 0:
+		return fmt.Errorf("grid: arrival rate %v: must be ≥ 0", g.Arrival.Rate)
+	}
+	return nil
+}
+
+func firstDup[T comparable](vals []T) int {
+	for i, v := range vals {
+		if slices.Index(vals, v) != i {
+			return i
+		}
+	}
+	return -1
+}
+
+// PartitionPlacements are the placements the "partition" ablation applies
+// to: only they split a GEMM between the matrix unit and the cores.
+var PartitionPlacements = []string{"mixed", "auto"}
+
+// Cells lists the grid's cells in a deterministic order: models outermost,
+// then workloads, batches, threads, placements and ablations, each in the
+// order given. The "partition" ablation is skipped with placements other
+// than mixed and auto (they never partition a GEMM); skipped says which
+// combinations were left out, one line each. Index is the position in
+// cells. Cells assumes Validate passed.
+func (g Grid) Cells() (cells []Cell, skipped []string) {
+	weights := g.Weights
+	if weights == "" {
+		weights = "synthetic"
+	}
+	noted := map[string]bool{}
+	for _, m := range g.Models {
+		for _, w := range g.Workloads {
+			for _, b := range g.Batches {
+				for _, t := range g.Threads {
+					for _, p := range g.Placements {
+						for _, a := range g.Ablations {
+							if a == "partition" && !slices.Contains(PartitionPlacements, p) {
+								if !noted[p] {
+									noted[p] = true
+									skipped = append(skipped, fmt.Sprintf("ablate=partition with placement=%s: skipped (only placements %s partition a GEMM between the matrix unit and the cores)",
+										p, strings.Join(PartitionPlacements, " and ")))
+								}
+								continue
+							}
+							cells = append(cells, Cell{Index: len(cells), Model: m, Weights: weights, Layers: g.Layers, Workload: w,
+								Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: g.Arrival,
+								Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens})
+						}
+					}
+				}
+			}
+		}
+	}
+	return cells, skipped
+}
+
+// maxListLen bounds what a range like 1..N expands to.
+const maxListLen = 4096
+
+// ParseIntList reads a comma-separated list of integers and inclusive
+// ranges, e.g. "1,2,4" or "1..16" or "1,8..10" (= 1,8,9,10). Values keep
+// the order given; a repeated value is an error.
+func ParseIntList(s string) ([]int, error) {
+	items, err := splitList(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for _, it := range items {
+		lo, hi, isRange := strings.Cut(it, "..")
+		a, err := strconv.Atoi(strings.TrimSpace(lo))
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not an integer", s, strings.TrimSpace(lo))
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
+				return nil, fmt.Errorf("%q: %q is not an integer", s, strings.TrimSpace(hi))
+			}
+			if b < a {
+				return nil, fmt.Errorf("%q: range %s ends before it starts", s, it)
+			}
+			if b-a >= maxListLen {
+				return nil, fmt.Errorf("%q: range %s has more than %d values", s, it, maxListLen)
+			}
+		}
+		for v := a; v <= b; v++ {
+			if slices.Contains(out, v) {
+				return nil, fmt.Errorf("%q: %d is listed twice", s, v)
+			}
+			out = append(out, v)
+			if len(out) > maxListLen {
+				return nil, fmt.Errorf("%q: more than %d values", s, maxListLen)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ParseList reads a comma-separated list of names (spaces around items
+// trimmed). An empty item or a repeated name is an error.
+func ParseList(s string) ([]string, error) {
+	items, err := splitList(s)
+	if err != nil {
+		return nil, err
+	}
+	if d := firstDup(items); d >= 0 {
+		return nil, fmt.Errorf("%q: %q is listed twice", s, items[d])
+	}
+	return items, nil
+}
+
+func splitList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty list")
+	}
+	items := strings.Split(s, ",")
+	for i, it := range items {
+		items[i] = strings.TrimSpace(it)
+		if items[i] == "" {
+			return nil, fmt.Errorf("%q: empty item", s)
+		}
+	}
+	return items, nil
+}

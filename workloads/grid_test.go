@@ -1,0 +1,158 @@
+package workloads
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func testGrid() Grid {
+	return Grid{
+		Models: []string{"qwen3-0.6b"}, Workloads: []string{"gsm8k", "ruler-4k"}, Batches: []int{1, 4}, Threads: []int{2},
+		Placements: []string{"cores", "mixed"}, Ablations: []string{"", "partition", "packing"},
+		Layers: 2, Requests: 4, Seed: 1, MaxGenTokens: 32, MaxPromptTokens: 2048,
+	}
+}
+
+func TestGridCells(t *testing.T) {
+	g := testGrid()
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells, skipped := g.Cells()
+	// 2 workloads × 2 batches × (cores: none, packing; mixed: none, partition, packing)
+	if len(cells) != 2*2*5 {
+		t.Fatalf("%d cells, want 20", len(cells))
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], "ablate=partition with placement=cores: skipped") {
+		t.Errorf("skipped %q", skipped)
+	}
+	want := "model=qwen3-0.6b/layers=2/workload=gsm8k/batch=1/threads=2/placement=cores/ablate=none/requests=4/arrival=closed/seed=1/maxgen=32/maxprompt=2048"
+	if k := cells[0].Key(); k != want {
+		t.Errorf("first key\n got %s\nwant %s", k, want)
+	}
+	var order []string
+	keys := map[string]bool{}
+	for i, c := range cells {
+		if c.Index != i {
+			t.Errorf("cell %d has index %d", i, c.Index)
+		}
+		if keys[c.Key()] {
+			t.Errorf("duplicate key %s", c.Key())
+		}
+		keys[c.Key()] = true
+		if i < 5 {
+			order = append(order, c.Placement+"/"+c.Ablation)
+		}
+		if c.Ablation == "partition" && c.Placement == "cores" {
+			t.Errorf("cell %d: partition ablation with cores", i)
+		}
+	}
+	if !slices.Equal(order, []string{"cores/", "cores/packing", "mixed/", "mixed/partition", "mixed/packing"}) {
+		t.Errorf("innermost order %v", order)
+	}
+	if cells[5].Batch != 4 || cells[10].Workload != "ruler-4k" {
+		t.Errorf("order: cell 5 batch %d (want 4), cell 10 workload %s (want ruler-4k)", cells[5].Batch, cells[10].Workload)
+	}
+	// Deterministic, and the key does not depend on the index.
+	again, _ := g.Cells()
+	for i := range cells {
+		if again[i] != cells[i] {
+			t.Fatalf("cell %d differs between calls", i)
+		}
+	}
+	g.Workloads = []string{"ruler-4k"}
+	small, _ := g.Cells()
+	if small[0].Key() != cells[10].Key() {
+		t.Errorf("key changed with the grid: %s vs %s", small[0].Key(), cells[10].Key())
+	}
+}
+
+func TestCellKeyEscapes(t *testing.T) {
+	c := Cell{Model: "/tmp/my model/config.json", Weights: "a=b/x.bin", Workload: "gsm8k", Batch: 1, Threads: 1,
+		Placement: "cores", Requests: 2, Arrival: Poisson(2.5), Seed: 7}
+	k := c.Key()
+	if !strings.HasPrefix(k, "model=%2Ftmp%2Fmy%20model%2Fconfig.json/weights=a%3Db%2Fx.bin/layers=0/") ||
+		!strings.Contains(k, "/arrival=poisson:2.5/seed=7/") || strings.ContainsAny(k, " \t") {
+		t.Errorf("key %s", k)
+	}
+	for _, p := range strings.Split(k, "/") {
+		if strings.Count(p, "=") != 1 {
+			t.Errorf("part %q of %s does not split on one '='", p, k)
+		}
+	}
+	c.Weights = "synthetic"
+	if strings.Contains(c.Key(), "weights=") {
+		t.Errorf("synthetic weights in the key: %s", c.Key())
+	}
+}
+
+func TestGridValidate(t *testing.T) {
+	cases := []struct {
+		edit func(*Grid)
+		want string
+	}{
+		{func(g *Grid) { g.Workloads = []string{"gsm8k", "mmlu"} }, `unknown workload "mmlu"`},
+		{func(g *Grid) { g.Placements = []string{"gpu"} }, `unknown placement "gpu" (valid: cores, matrix, mixed, auto)`},
+		{func(g *Grid) { g.Ablations = []string{"", "fusion"} }, `unknown ablation "fusion"`},
+		{func(g *Grid) { g.Batches = []int{1, 0} }, "batch 0: must be ≥ 1"},
+		{func(g *Grid) { g.Threads = nil }, "no threads values"},
+		{func(g *Grid) { g.Batches = []int{4, 4} }, "batch 4 is listed twice"},
+		{func(g *Grid) { g.Models = nil }, "no models"},
+		{func(g *Grid) { g.Workloads = []string{"gsm8k", "gsm8k"} }, `"gsm8k" is listed twice`},
+		{func(g *Grid) { g.Requests = 0 }, "requests 0"},
+		{func(g *Grid) { g.MaxPromptTokens = -1 }, "max prompt tokens -1"},
+		{func(g *Grid) { g.Layers = -2 }, "layers -2"},
+	}
+	for _, c := range cases {
+		g := testGrid()
+		c.edit(&g)
+		err := g.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want an error containing %q, got %v", c.want, err)
+		}
+	}
+}
+
+func TestParseIntList(t *testing.T) {
+	good := map[string][]int{
+		"1,2,4":      {1, 2, 4},
+		"1..4":       {1, 2, 3, 4},
+		"16":         {16},
+		" 8 , 1..2 ": {8, 1, 2},
+		"3..3":       {3},
+	}
+	for s, want := range good {
+		got, err := ParseIntList(s)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseIntList(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":        "empty list",
+		"1,,2":    "empty item",
+		"1,x":     `"x" is not an integer`,
+		"4..1":    "ends before it starts",
+		"1..2,2":  "2 is listed twice",
+		"1..1e9":  "not an integer",
+		"1..9999": "more than 4096 values",
+		"2.5":     "not an integer",
+	}
+	for s, want := range bad {
+		if _, err := ParseIntList(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseIntList(%q) error %v, want %q", s, err, want)
+		}
+	}
+}
+
+func TestParseList(t *testing.T) {
+	got, err := ParseList("gsm8k, ruler-4k")
+	if err != nil || !slices.Equal(got, []string{"gsm8k", "ruler-4k"}) {
+		t.Errorf("ParseList = %v, %v", got, err)
+	}
+	for s, want := range map[string]string{"a,,b": "empty item", "a,b,a": `"a" is listed twice`, " ": "empty list"} {
+		if _, err := ParseList(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseList(%q) error %v, want %q", s, err, want)
+		}
+	}
+}
