@@ -1,0 +1,219 @@
+package main
+
+// The cellEngine of `bench sweep`: one engine.Model per cell and one
+// engine.Batch whose slots are the replay's slots, so that a decode step
+// over several slots is one batched forward call (GEMMs with M =
+// len(slots)), as continuous batching runs it.
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/workloads"
+)
+
+func init() { newCellEngine = newEngineCell }
+
+// cellPrecision is the dtype of the predictions (the engine's fp32
+// weights, activations and KV cache; a bf16 second backend's GEMMs are
+// predicted at fp32 too, and the notes say so).
+const cellPrecision = "fp32"
+
+// cellWeightCache caches the last model's weights: the cells of one model
+// share them (synthesizing Qwen3-0.6B's takes seconds).
+var cellWeightCache struct {
+	sync.Mutex
+	key   string
+	w     *engine.Weights
+	full  int
+	notes []string
+}
+
+func cellWeights(cell workloads.Cell, maxSeq int) (*engine.Weights, int, []string, error) {
+	cellWeightCache.Lock()
+	defer cellWeightCache.Unlock()
+	key := fmt.Sprintf("%s|%s|%d|%d", cell.Model, cell.Weights, cell.Layers, cell.Seed)
+	if cellWeightCache.key == key && cellWeightCache.w.Config.MaxSeq >= maxSeq {
+		return cellWeightCache.w, cellWeightCache.full, cellWeightCache.notes, nil
+	}
+	cellWeightCache.key, cellWeightCache.w = "", nil // let the old weights go first
+	ro := &runOptions{Model: cell.Model, Weights: cell.Weights, Layers: cell.Layers, Seed: cell.Seed,
+		PromptTokens: maxSeq, Placement: cell.Placement}
+	w, full, notes, err := runWeights(ro)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	cellWeightCache.key, cellWeightCache.w, cellWeightCache.full, cellWeightCache.notes = key, w, full, notes
+	return w, full, notes, nil
+}
+
+type engineCell struct {
+	m       *engine.Model
+	b       *engine.Batch
+	full    int
+	next    []int // each slot's next input token: the argmax of its last logits
+	rng     *rand.Rand
+	o       *sweepOptions
+	pred    map[[2]string]float64 // (phase, op) → predicted seconds since ResetOps
+	predErr error
+	notes   []string
+}
+
+func newEngineCell(cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
+	if cell.Placement == "mixed" && cell.Threads < 2 {
+		return nil, fmt.Errorf("placement mixed with %d thread: needs ≥ 2 (one group each for the cores and the matrix backend): %w", cell.Threads, errCellUnavailable)
+	}
+	tr, err := cell.Trace()
+	if err != nil {
+		return nil, err
+	}
+	maxSeq := workloads.MaxPositions(tr, cell.MaxPromptTokens, cell.MaxGenTokens)
+	w, full, notes, err := cellWeights(cell, maxSeq)
+	if err != nil {
+		return nil, err
+	}
+	if c := w.Config; maxSeq > c.MaxSeq {
+		return nil, fmt.Errorf("the trace needs %d positions per slot (prompt + output), model %s has %d: lower --max-prompt-tokens or --max-gen-tokens", maxSeq, c.Name, c.MaxSeq)
+	}
+	m, err := engine.New(w, engine.Options{Threads: cell.Threads, Placement: engine.Placement(cell.Placement), Machine: o.machine,
+		NoPartition: cell.Ablation == "partition", PackPerCall: cell.Ablation == "packing"})
+	if err != nil {
+		return nil, err
+	}
+	b, err := m.NewBatch(cell.Batch, maxSeq)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	e := &engineCell{m: m, b: b, full: full, o: o, rng: rand.New(rand.NewPCG(cell.Seed, 0x73776565)), next: make([]int, cell.Batch),
+		pred: map[[2]string]float64{}}
+	e.notes = append(append([]string(nil), notes...), m.Notes...)
+	if c := w.Config; c.Layers < full {
+		e.notes = append(e.notes, fmt.Sprintf("%d of the model's %d layers instantiated: times are for %d layer(s)", c.Layers, full, c.Layers))
+	}
+	if o.machine != nil {
+		e.notes = append(e.notes, "predictions: roofline at fp32 weights, activations and KV cache, per forward call (a batched decode step at the slots' mean context)")
+	}
+	return e, nil
+}
+
+// predict adds the roofline's times of one forward call (B sequences of T
+// new tokens at context C) to the predictions.
+func (e *engineCell) predict(phase string, B, T, C int) {
+	if e.o.machine == nil || e.predErr != nil {
+		return
+	}
+	p, err := engine.Predict(e.o.machine, e.m.Config, phase, B, T, C, cellPrecision)
+	if err != nil {
+		e.predErr = err
+		return
+	}
+	for op, t := range p {
+		e.pred[[2]string{phase, op}] += t
+	}
+}
+
+func (e *engineCell) Prefill(slot, n int) error {
+	if slot < 0 || slot >= e.b.Slots() {
+		return fmt.Errorf("slot %d: the batch has %d", slot, e.b.Slots())
+	}
+	tokens := make([]int, n)
+	for i := range tokens {
+		tokens[i] = e.rng.IntN(e.m.Config.Vocab)
+	}
+	logits, err := e.b.Prefill(slot, tokens)
+	if err != nil {
+		return err
+	}
+	e.next[slot] = engine.Argmax(logits)
+	e.predict(engine.Prefill, 1, n, e.b.Pos(slot))
+	return nil
+}
+
+func (e *engineCell) Decode(slots []int) error {
+	toks := make([]int, len(slots))
+	for i, s := range slots {
+		if s < 0 || s >= e.b.Slots() {
+			return fmt.Errorf("slot %d: the batch has %d", s, e.b.Slots())
+		}
+		toks[i] = e.next[s]
+	}
+	logits, err := e.b.Decode(slots, toks)
+	if err != nil {
+		return err
+	}
+	V, ctx := e.m.Config.Vocab, 0
+	for i, s := range slots {
+		e.next[s] = engine.Argmax(logits[i*V : (i+1)*V])
+		ctx += e.b.Pos(s)
+	}
+	e.predict(engine.Decode, len(slots), 1, ctx/len(slots))
+	return nil
+}
+
+func (e *engineCell) Reset(slot int) error { return e.b.Reset(slot) }
+
+func (e *engineCell) Ops() []results.SweepOp {
+	idx := map[[2]string]int{}
+	var ops []results.SweepOp
+	calls := map[[2]string]int{}
+	for _, t := range e.b.Timings() {
+		k := [2]string{t.Phase, t.Op}
+		i, ok := idx[k]
+		if !ok {
+			i = len(ops)
+			idx[k] = i
+			ops = append(ops, results.SweepOp{Phase: t.Phase, Op: t.Op})
+		}
+		ops[i].MeasuredS += t.Seconds
+		calls[k] = max(calls[k], t.Calls) // calls per layer
+	}
+	for k, c := range calls {
+		ops[idx[k]].Calls = c
+	}
+	if e.o.machine != nil && e.predErr == nil {
+		for i := range ops {
+			if p, ok := e.pred[[2]string{ops[i].Phase, ops[i].Op}]; ok {
+				ops[i].PredictedS = &p
+			}
+		}
+	}
+	return ops
+}
+
+func (e *engineCell) ResetOps() {
+	e.b.ResetTimings()
+	clear(e.pred)
+}
+
+func (e *engineCell) Backends() string     { return e.m.Backends() }
+func (e *engineCell) PackSeconds() float64 { return e.m.PackSeconds }
+func (e *engineCell) Close() error         { e.m.Close(); return nil }
+
+func (e *engineCell) Layers() (run, model int) { return e.m.Config.Layers, e.full }
+
+func (e *engineCell) Notes() []string {
+	if e.predErr != nil {
+		return append(e.notes, "no predictions: "+e.predErr.Error())
+	}
+	return e.notes
+}
+
+func (e *engineCell) PredictPrefill(n int) (float64, error) {
+	if e.o.machine == nil {
+		return 0, errors.New("no profile")
+	}
+	p, err := engine.Predict(e.o.machine, e.m.Config, engine.Prefill, 1, n, n, cellPrecision)
+	if err != nil {
+		return 0, err
+	}
+	var t float64
+	for _, v := range p {
+		t += v
+	}
+	return t, nil
+}
