@@ -15,23 +15,32 @@
 //     dequantized into the same float32 Weights, the metadata mapped to
 //     Config; our own header reader (gguf.go says why).
 //   - Model: the weights packed once, at load time, into kernels/gemm's
-//     panel layout (SMEPilot §4.3); the packing time is recorded apart
-//     (Model.PackSeconds).
-//   - Session: one sequence's KV cache and working buffers; Prefill of T
-//     tokens (GEMMs with M = T) and Decode of one token (M = 1), giving
-//     logits.
-//   - Per-operator timers (Session.Timings), accumulated per layer and per
+//     panel layout for the backends its Placement needs (SMEPilot §4.3; the
+//     packing time is recorded apart, Model.PackSeconds), and a pinned
+//     kernels/pool of worker threads that runs every operator. Placements
+//     (model.go): cores, matrix (the second backend), mixed (Eq. 1 split
+//     across two thread groups, rates calibrated at load) and auto (the
+//     roofline plan per operator shape, plan.go); the ablations
+//     NoPartition and PackPerCall (SMEPilot §5.4).
+//   - Batch: slots of sequences, each with its own KV cache; Prefill of one
+//     slot's T tokens (GEMMs with M = T) and batched Decode of one token for
+//     each of several slots (M = the number of slots). Session is a Batch of
+//     one. Attention is a tiled, online-softmax (flash-style) causal GQA
+//     kernel (attention.go) spread over the workers in units of (query
+//     rows, KV head); Qwen3-MoE layers route each token to its top-k experts
+//     and run each expert's GEMMs on the rows routed to it (moe.go).
+//   - Per-operator timers (Batch.Timings), accumulated per layer and per
 //     phase under the operator names of roofline's catalog (attn_norm,
-//     q_proj, ..., lm_head), so measured and predicted times can be joined.
+//     q_proj, ..., lm_head; attention and experts fuse several catalog
+//     operators, see Predict and EngineOp), so measured and predicted times
+//     can be joined.
 //   - Sampling: greedy (Argmax) and temperature/top-p with a seeded PRNG
 //     (Sampler).
 //
 // The forward pass follows llama2.c's run.c (see
 // testdata/stories260K/SOURCE.md), generalized to half-split RoPE, Llama 3
-// RoPE scaling, untied LM heads and Qwen3's per-head QK-norm. Attention is a
-// straightforward causal kernel (scores, kernels.Softmax, weighted sum of V);
-// a tiled online-softmax version is a later step. Everything runs on the
-// calling goroutine for now (a kernels/pool group is a later step).
+// RoPE scaling, untied LM heads, Qwen3's per-head QK-norm and Qwen3-MoE's
+// sparse FFN (transformers' Qwen3MoeSparseMoeBlock).
 //
 // The engine calls kernels (the non-linear kernels) and kernels/gemm, never
 // assembly directly; it reads configs through models and shares operator
