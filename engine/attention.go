@@ -9,22 +9,29 @@ import (
 )
 
 // attnTile is the number of key/value positions per tile. Measured on AVX2
-// (2-core EPYC, go test -bench Attention, headDim 64 and 128): 64 is where
-// the per-tile costs (two BlockUnpacked calls, repacking the queries, the
-// rescale of the accumulator: each O(rows·headDim) per tile) fall below 10%
-// of the tile's two GEMMs, while the causal waste on the diagonal (half a
-// tile per row) and the working set (K tile, Vᵀ tile: 2·64·headDim floats,
-// 64 KiB at headDim 128, in L2 beside the scores) stay small; 128 was no
-// faster at T = 512.
-const attnTile = 64
+// (2-core EPYC, thread CPU time, head dims 64 and 128, groups 1 and 4):
+// 128 was 5-10% faster than 64 on blocks of 32 query rows (the engine's
+// prefill work unit), where the per-tile costs (two BlockUnpacked calls,
+// each building the backend registry and packing its operands, and the
+// rescale of the accumulator) weigh most, and within noise of 64 and 256
+// on whole 512-row blocks and in decode. The causal waste does not grow
+// with the tile: tiles end at the block's last row, so only the block's
+// own triangle is masked. Working set per tile: the K tile and Vᵀ tile
+// (2·128·headDim floats, 128 KiB at headDim 128) and rows·group·128
+// scores, in L2.
+const attnTile = 128
 
 // attnGEMMRows is the number of query rows (rows·group) from which the QKᵀ
 // and P·V tiles go through gemm.BlockUnpacked; below it (decode with
-// group < attnGEMMRows) a scalar loop over four keys at a time is faster,
-// since packing a K or V tile costs about as much as the scalar loop's
-// arithmetic for one query row. A "go" (scalar) gemm backend always takes
-// the loop.
-const attnGEMMRows = 2
+// group < 8) the scalar loops (qkScalar, pvScalar) are faster: each
+// GEMM call repacks its K or Vᵀ tile (about one scalar pass over it) and
+// builds the backend registry, which the GEMM's vector arithmetic repays
+// only over several query rows. Measured
+// (AVX2, context 2048, head dims 64 and 128): 4 rows 1.35x faster scalar,
+// 8 rows 1.2-1.7x faster GEMM. A "go" gemm backend (purego) always takes
+// the scalar loops, which are as fast as its 4×4 Go microkernel without
+// the packing.
+const attnGEMMRows = 8
 
 // attnScratch is one worker's reusable buffers for attendBlock.
 type attnScratch struct {
@@ -55,8 +62,7 @@ func newAttnScratch(headDim, group int) *attnScratch {
 	if err != nil {
 		panic(fmt.Sprintf("engine: attention: %v", err)) // go-fp32 always exists
 	}
-	return &attnScratch{headDim: headDim, group: group, be: be, bl: gemm.DefaultBlocking(be), gs: gemm.NewScratch(nil, gemm.Blocking{}),
-		kt: make([]float32, attnTile*headDim), vt: make([]float32, headDim*attnTile)}
+	return &attnScratch{headDim: headDim, group: group, be: be, bl: gemm.DefaultBlocking(be), gs: gemm.NewScratch(nil, gemm.Blocking{})}
 }
 
 func growF32(s []float32, n int) []float32 {
@@ -80,24 +86,31 @@ func growF32(s []float32, n int) []float32 {
 //
 // It is FlashAttention-2's forward loop (Dao 2023, "FlashAttention-2:
 // Faster Attention with Better Parallelism and Work Partitioning", Alg. 1)
-// on a CPU core: the keys and values are visited in tiles of attnTile
-// positions shared by all group·(r1-r0) query rows of the KV head (GQA
-// rows batched as one M dimension, so each K/V tile is read once per
-// block), each row keeps its running max m and sum l, the accumulator is
-// rescaled by e^(m_old-m_new) when the max rises, and the division by l
-// happens once, at the end. Rows are ordered by position, so a tile only
-// runs on the suffix of rows that can see it (causal skip) and only the
-// diagonal tiles need masking. With at least attnGEMMRows rows the two
+// on one CPU core: the keys and values are visited in tiles of attnTile
+// positions shared by all group·(r1-r0) query rows of the KV head (the GQA
+// heads batched into the M dimension, so each K/V tile is read once per
+// block, not once per query head), each row keeps its running max m and
+// sum l, the accumulator is rescaled by e^(m_old-m_new) when the max
+// rises, and the division by l happens once, at the end. Rows are ordered
+// by position, so a tile runs only on the suffix of rows that can see it
+// (causal skip), and the tiles end at the block's last row, so only the
+// block's own triangle is masked. With at least attnGEMMRows rows the two
 // tile products are small GEMMs on kernels/gemm's microkernels (QKᵀ on the
 // K tile copied contiguous, P·V on the V tile transposed), packed per call
-// as in SMEPilot's §5.4 "pack on every call" path; with fewer (decode) a
-// scalar loop over four keys at a time. Exponentials use kernels.Exp
-// (≤ 2 ULP).
+// as SMEPilot's §5.4 "pack on every call" path does for weights; with
+// fewer (decode), scalar loops over eight (QKᵀ) or four (P·V) keys at a
+// time. Exponentials use kernels.Exp (≤ 2 ULP); the scale is folded into
+// the copy of q.
 //
-// Accuracy (attention_test.go): |out - ref| ≤ 2^-22·(headDim·a + attnTile +
-// positions/attnTile + 8)·Σ_j p_j|v_j| per element, a = max_j Σ_d
-// |scale·q_d·k_jd| (the rounding of each score, amplified by e^x, plus the
-// fp32 sums of P·V within and across tiles).
+// Accuracy (attnTol in attention_test.go): per output element,
+//
+//	|out - ref| ≤ 2^-24·(2·(headDim+3)·a + attnTile + 2·positions/attnTile + 18)·Σ_j p_j|v_j|
+//
+// with p the exact normalized probabilities and a = max_j Σ_d |scale·q_d·k_jd|:
+// the rounding of each score (a headDim-term dot product) becomes a
+// relative error of p_j through e^x, and the fp32 sums of l and P·V add
+// attnTile terms per tile plus one addition and one rescale per tile.
+// Measured on unit-scale scores: below 2e-6·Σ_j p_j|v_j|.
 func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, pos0, kvHead, group, headDim int, scale float32, ws *attnScratch) {
 	rows := r1 - r0
 	if rows <= 0 {
@@ -141,10 +154,14 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, 
 	}
 	if useGEMM {
 		ws.pv = growF32(ws.pv, M*hd)
+		ws.kt = growF32(ws.kt, attnTile*hd)
+		ws.vt = growF32(ws.vt, hd*attnTile)
 	}
 	ko := kvHead * hd
-	for j0 := 0; j0 < ctx; j0 += attnTile {
-		j1 := min(j0+attnTile, ctx)
+	// The tiles end at ctx (the first one is the short one), so the last
+	// tile ends at the block's last row: the masked part of the diagonal
+	// tiles is then only the block's own triangle.
+	for j0, j1 := 0, ctx-(ctx-1)/attnTile*attnTile; j0 < ctx; j0, j1 = j1, j1+attnTile {
 		nt := j1 - j0
 		// Rows before position j0 see none of this tile.
 		iA := max(0, j0-pos0-r0) * group
@@ -199,12 +216,7 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, 
 		// O = diag(a)·O + P·V_tile on rows [iA, M).
 		if useGEMM {
 			vt := ws.vt[:hd*nt]
-			for jj := range nt {
-				v := vc[(j0+jj)*ldkv+ko : (j0+jj)*ldkv+ko+hd]
-				for d, x := range v {
-					vt[d*nt+jj] = x
-				}
-			}
+			transposeTile(vt, vc[j0*ldkv+ko:], ldkv, nt, hd)
 			pv := ws.pv
 			if err := gemm.BlockUnpacked(ws.be, ws.bl, pv, hd, s, attnTile, vt, hd, nt, iA, M, 0, hd, ws.gs); err != nil {
 				panic(err)
@@ -236,50 +248,30 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, 
 }
 
 // qkScalar sets s[i·attnTile+jj] = qs[i]·k_jj for rows i in [iA, M) and
-// the nt keys k_jj = k[jj·ldk : jj·ldk+hd], four keys at a time (four
-// independent sums: the loop is bound by the FP ports, not by the latency
-// of one chain).
+// the nt keys k_jj = k[jj·ldk : jj·ldk+hd], eight keys at a time (dot8).
 func qkScalar(s, qs, k []float32, ldk, nt, iA, M, hd int) {
 	for i := iA; i < M; i++ {
 		q := qs[i*hd : (i+1)*hd]
 		row := s[i*attnTile : i*attnTile+nt]
 		jj := 0
-		for ; jj+4 <= nt; jj += 4 {
-			b := jj * ldk
-			k0 := k[b : b+hd]
-			k1 := k[b+ldk : b+ldk+hd]
-			k2 := k[b+2*ldk : b+2*ldk+hd]
-			k3 := k[b+3*ldk : b+3*ldk+hd]
-			k0, k1, k2, k3 = k0[:len(q)], k1[:len(q)], k2[:len(q)], k3[:len(q)]
-			var s0, s1, s2, s3 float32
-			for d, x := range q {
-				s0 += x * k0[d]
-				s1 += x * k1[d]
-				s2 += x * k2[d]
-				s3 += x * k3[d]
-			}
-			row[jj], row[jj+1], row[jj+2], row[jj+3] = s0, s1, s2, s3
+		for ; jj+8 <= nt; jj += 8 {
+			r := row[jj : jj+8 : jj+8]
+			r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7] = dot8(q, k[jj*ldk:], ldk)
 		}
 		for ; jj < nt; jj++ {
-			k0 := k[jj*ldk : jj*ldk+hd]
-			k0 = k0[:len(q)]
-			var s0, s1 float32
-			d := 0
-			for ; d+2 <= len(q); d += 2 {
-				s0 += q[d] * k0[d]
-				s1 += q[d+1] * k0[d+1]
+			kj := k[jj*ldk : jj*ldk+hd][:len(q)]
+			var s0 float32
+			for d, x := range q {
+				s0 += x * kj[d]
 			}
-			for ; d < len(q); d++ {
-				s0 += q[d] * k0[d]
-			}
-			row[jj] = s0 + s1
+			row[jj] = s0
 		}
 	}
 }
 
 // pvScalar sets o[i] = a[i]·o[i] + Σ_jj p[i][jj]·v_jj for rows i in [iA,
 // M), p[i] = s[i·attnTile:], v_jj = v[jj·ldv : jj·ldv+hd], four values at a
-// time (one load and store of o per four).
+// time (axpy4).
 func pvScalar(o, s, a, v []float32, ldv, nt, iA, M, hd int) {
 	for i := iA; i < M; i++ {
 		oi := o[i*hd : (i+1)*hd]
@@ -291,24 +283,84 @@ func pvScalar(o, s, a, v []float32, ldv, nt, iA, M, hd int) {
 		p := s[i*attnTile : i*attnTile+nt]
 		jj := 0
 		for ; jj+4 <= nt; jj += 4 {
-			p0, p1, p2, p3 := p[jj], p[jj+1], p[jj+2], p[jj+3]
-			b := jj * ldv
-			v0 := v[b : b+hd]
-			v1 := v[b+ldv : b+ldv+hd]
-			v2 := v[b+2*ldv : b+2*ldv+hd]
-			v3 := v[b+3*ldv : b+3*ldv+hd]
-			v0, v1, v2, v3 = v0[:len(oi)], v1[:len(oi)], v2[:len(oi)], v3[:len(oi)]
-			for d := range oi {
-				oi[d] += (p0*v0[d] + p1*v1[d]) + (p2*v2[d] + p3*v3[d])
-			}
+			pp := p[jj : jj+4 : jj+4]
+			axpy4(oi, v[jj*ldv:], ldv, pp[0], pp[1], pp[2], pp[3])
 		}
 		for ; jj < nt; jj++ {
 			pj := p[jj]
-			v0 := v[jj*ldv : jj*ldv+hd]
-			v0 = v0[:len(oi)]
+			vj := v[jj*ldv : jj*ldv+hd][:len(oi)]
 			for d := range oi {
-				oi[d] += pj * v0[d]
+				oi[d] += pj * vj[d]
 			}
+		}
+	}
+}
+
+// dot8 and axpy4 are the scalar tiles' inner loops, kept out of line
+// (go:noinline): inlined into the loops over rows and keys, the Go
+// compiler (1.26, amd64) spills the loop counter and reloads it on every
+// iteration, a store-to-load chain that bounds the loop; as leaf functions
+// everything stays in registers and the loop is bound by the FP ports
+// (eight or four independent chains): 1.3-1.8x faster in decode, measured.
+
+// dot8 returns q·k_r for the eight rows k_r = k[r·ld : r·ld+len(q)].
+//
+//go:noinline
+func dot8(q, k []float32, ld int) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
+	n := len(q)
+	k0 := k[:n]
+	k1 := k[ld : ld+n]
+	k2 := k[2*ld : 2*ld+n]
+	k3 := k[3*ld : 3*ld+n]
+	k4 := k[4*ld : 4*ld+n]
+	k5 := k[5*ld : 5*ld+n]
+	k6 := k[6*ld : 6*ld+n]
+	k7 := k[7*ld : 7*ld+n]
+	for d, x := range q {
+		s0 += x * k0[d]
+		s1 += x * k1[d]
+		s2 += x * k2[d]
+		s3 += x * k3[d]
+		s4 += x * k4[d]
+		s5 += x * k5[d]
+		s6 += x * k6[d]
+		s7 += x * k7[d]
+	}
+	return
+}
+
+// axpy4 adds Σ_r p_r·v_r to o for the four rows v_r = v[r·ld : r·ld+len(o)].
+//
+//go:noinline
+func axpy4(o, v []float32, ld int, p0, p1, p2, p3 float32) {
+	n := len(o)
+	v0 := v[:n]
+	v1 := v[ld : ld+n]
+	v2 := v[2*ld : 2*ld+n]
+	v3 := v[3*ld : 3*ld+n]
+	for d := range o {
+		o[d] += (p0*v0[d] + p1*v1[d]) + (p2*v2[d] + p3*v3[d])
+	}
+}
+
+// transposeTile sets vt[d·nt+jj] = v[jj·ldv+d] for jj < nt, d < hd, four
+// rows of v at a time (each row of vt gets four contiguous stores).
+func transposeTile(vt, v []float32, ldv, nt, hd int) {
+	jj := 0
+	for ; jj+4 <= nt; jj += 4 {
+		b := jj * ldv
+		v0 := v[b : b+hd]
+		v1 := v[b+ldv : b+ldv+hd][:len(v0)]
+		v2 := v[b+2*ldv : b+2*ldv+hd][:len(v0)]
+		v3 := v[b+3*ldv : b+3*ldv+hd][:len(v0)]
+		for d := range v0 {
+			t := vt[d*nt+jj : d*nt+jj+4 : d*nt+jj+4]
+			t[0], t[1], t[2], t[3] = v0[d], v1[d], v2[d], v3[d]
+		}
+	}
+	for ; jj < nt; jj++ {
+		for d, x := range v[jj*ldv : jj*ldv+hd] {
+			vt[d*nt+jj] = x
 		}
 	}
 }
