@@ -167,8 +167,12 @@ type running struct {
 // instead of sleeping. The skipped time is counted as if it had passed: it
 // is in Wall, and a request's TTFT and latency run from its arrival on
 // the same clock, so they are what a replay that slept would measure (up
-// to the machine idling). With a closed loop (every arrival 0) nothing is
-// skipped and the replay keeps every slot busy.
+// to the machine idling). With a closed loop (the trace's Arrival
+// "closed") nothing is skipped and the replay keeps every slot busy: the
+// client keeps Batch requests outstanding, sending the next when one
+// finishes, so a request's arrival is the time its slot freed (0 for the
+// first Batch) and its TTFT counts the wait for the engine (earlier
+// prefills), not the wait behind requests the client had not sent yet.
 //
 // Prompts are capped at o.MaxPromptTokens and outputs at o.MaxGenTokens
 // (CappedLengths); the result counts the capped requests. An Executor
@@ -218,9 +222,11 @@ func Replay(tr *Trace, ex Executor, o ReplayOptions) (*ReplayResult, error) {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(res.Requests[a].Arrival, res.Requests[b].Arrival) })
 
+	closed := tr.Arrival == "" || tr.Arrival == Closed.String()
 	t0 := clock()
 	now := func() float64 { return clock().Sub(t0).Seconds() + res.IdleSkipped }
 	slots := make([]*running, o.Batch)
+	freed := make([]float64, o.Batch) // when each slot last freed (closed loop)
 	next, done := 0, 0
 	// arrived is set after an idle skip to the next arrival, so that
 	// rounding in the clock arithmetic cannot hold that request back.
@@ -235,6 +241,7 @@ func Replay(tr *Trace, ex Executor, o ReplayOptions) (*ReplayResult, error) {
 		}
 		r.MetSLO = o.SLO.Met(r.TTFT, r.TPOT)
 		slots[s] = nil
+		freed[s] = t
 		if err := ex.Reset(s); err != nil {
 			return fmt.Errorf("workloads: replay: request %d (%s): reset slot %d: %w", r.ID, r.Source, s, err)
 		}
@@ -262,6 +269,11 @@ func Replay(tr *Trace, ex Executor, o ReplayOptions) (*ReplayResult, error) {
 			}
 			next++
 			r.Start = max(now(), r.Arrival)
+			if closed {
+				// A closed-loop client keeps Batch requests outstanding:
+				// it sends this one when slot s freed, its arrival.
+				r.Arrival = freed[s]
+			}
 			if err := ex.Prefill(s, r.PromptTokens); err != nil {
 				return nil, fmt.Errorf("workloads: replay: request %d (%s): prefill of %d tokens in slot %d: %w", r.ID, r.Source, r.PromptTokens, s, err)
 			}

@@ -3,6 +3,7 @@ package gemm
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cpubench/bench/internal/cpu"
 )
@@ -51,10 +52,11 @@ func available() string { return "" }
 var lacks = cpu.Lacks
 
 // impls returns every implementation compiled in, per dtype "go" first and
-// best last.
-func impls() []*impl {
+// best last. The list is built once (the engine's attention looks a backend
+// up per tile); availability (impl.lacks) is still evaluated per call.
+var impls = sync.OnceValue(func() []*impl {
 	return append(goImpls(), archImpls()...)
-}
+})
 
 // Backends returns every backend compiled in for GOARCH (the "go" ones
 // first, best last for each dtype), with availability evaluated now, so
