@@ -16,10 +16,10 @@ import (
 // on the cores, so they are registered before "neon" and BestNonlinear and
 // the package-level functions never pick them.
 //
-// Exp, FastExp, Softmax and SoftmaxFast (max, exp-sub-sum and scale
-// passes), RMSNorm (sum-of-squares and multiply-scale passes), SiLU, SiLUMul
-// and GELUTanh have SVE kernels. RoPE runs the NEON kernel in normal mode,
-// so a probe should measure every kernel but rope on these backends.
+// Every kernel has an SVE version: Exp, FastExp, Softmax and SoftmaxFast
+// (max, exp-sub-sum and scale passes), RMSNorm (sum-of-squares and
+// multiply-scale passes), SiLU, SiLUMul, GELUTanh and RoPE (both layouts),
+// so a probe measures each of them under these backends' names.
 
 // nlStreamChunk bounds the elements per assembly call (a variable so tests
 // can shrink it): 32 Ki elements take tens of microseconds even at several
@@ -40,10 +40,9 @@ var (
 	smeNLKernels = sveKernels(true)
 )
 
-// sveKernels are the NEON kernels with all but RoPE replaced by the SVE
-// ones, in streaming mode if sm.
+// sveKernels are the SVE kernels, in streaming mode if sm.
 func sveKernels(sm bool) nlKernels {
-	k := neonNLKernels
+	var k nlKernels
 	k.exp = func(d, s []float32) { unarySVE(d, s, sm, expSVE) }
 	k.fastExp = func(d, s []float32) { unarySVE(d, s, sm, fastExpSVE) }
 	k.silu = func(d, s []float32) { unarySVE(d, s, sm, siluSVE) }
@@ -55,6 +54,7 @@ func sveKernels(sm bool) nlKernels {
 	k.expSubSum = func(d, s []float32, m float32) float32 { return expSubSumSVEAll(d, s, m, sm, false) }
 	k.fastExpSubSum = func(d, s []float32, m float32) float32 { return expSubSumSVEAll(d, s, m, sm, true) }
 	k.scale = func(x []float32, s float32) { scaleSVEAll(x, s, sm) }
+	k.rope = func(x, c, s []float32, layout RoPELayout) { ropeSVEAll(x, c, s, layout, sm) }
 	return k
 }
 
@@ -131,6 +131,28 @@ func mulScaleSVEAll(dst, x, w []float32, s float32, sm bool) {
 		n := min(len(dst), nlStreamChunk)
 		mulScaleSVE(dst[:n], x[:n], w[:n], s, sm)
 		dst, x, w = dst[n:], x[n:], w[n:]
+	}
+}
+
+// ropeSVEAll rotates x in calls of whole heads, as many as fit in
+// nlStreamChunk elements (at least one); a partial head at the end of x
+// (which the callers rule out) is left alone, as ropeGo does.
+func ropeSVEAll(x, cos, sin []float32, layout RoPELayout, sm bool) {
+	hd := 2 * len(cos)
+	if hd == 0 {
+		return
+	}
+	sin = sin[:len(cos)]
+	x = x[:len(x)/hd*hd]
+	step := max(1, nlStreamChunk/hd) * hd
+	for len(x) > 0 {
+		n := min(len(x), step)
+		if layout == RoPEHalf {
+			ropeHalfSVE(x[:n], cos, sin, sm)
+		} else {
+			ropeAdjacentSVE(x[:n], cos, sin, sm)
+		}
+		x = x[n:]
 	}
 }
 
@@ -251,3 +273,34 @@ func sumSqSVE(x []float32, sm bool) float32
 //
 //go:noescape
 func mulScaleSVE(dst, x, w []float32, s float32, sm bool)
+
+// ropeHalfSVE is ropeGo with RoPEHalf (len(x) a multiple of 2·len(cos),
+// len(sin) >= len(cos)); the pairs of a head run VL/32 (SVL/32) per vector,
+// the last partial vector under the WHILELO predicate:
+//
+//	half := len(cos)
+//	for h := 0; h < len(x); h += 2 * half {
+//		for i := 0; i < half; i++ {
+//			a, b := x[h+i], x[h+i+half]
+//			x[h+i] = float32(a*cos[i]) - float32(b*sin[i])
+//			x[h+i+half] = float32(a*sin[i]) + float32(b*cos[i])
+//		}
+//	}
+//
+//go:noescape
+func ropeHalfSVE(x, cos, sin []float32, sm bool)
+
+// ropeAdjacentSVE is ropeGo with RoPEAdjacent (LD2W/ST2W split and
+// interleave the pairs):
+//
+//	half := len(cos)
+//	for h := 0; h < len(x); h += 2 * half {
+//		for i := 0; i < half; i++ {
+//			a, b := x[h+2*i], x[h+2*i+1]
+//			x[h+2*i] = float32(a*cos[i]) - float32(b*sin[i])
+//			x[h+2*i+1] = float32(a*sin[i]) + float32(b*cos[i])
+//		}
+//	}
+//
+//go:noescape
+func ropeAdjacentSVE(x, cos, sin []float32, sm bool)

@@ -11,7 +11,8 @@
 // WORDs, each commented with its mnemonic as printed by
 // `aarch64-linux-gnu-as -march=armv9-a+sme+sve2 | aarch64-linux-gnu-objdump -d`.
 //
-// Each kernel takes the element count n from len(dst) (len(x)) and a flag
+// Each kernel takes the element count n from len(dst) (len(x); the RoPE
+// kernels: the pairs of a head, len(cos), see their section) and a flag
 // sm: with sm set it enters streaming mode first and leaves it before its
 // only RET; with n = 0 it returns at once. The loop handles one vector of
 // VL/32 (SVL/32) lanes per iteration, counted by INCW, with the predicate
@@ -803,4 +804,107 @@ mulScaleSVE_loop:
 	WORD $0xd503427f // smstop sm
 
 mulScaleSVE_ret:
+	RET
+
+// RoPE: for every head of x (2·half elements, half = len(cos)), the pairs
+// (a, b) at i < half are rotated as ropeGo does, with exact products and one
+// subtract or add (FMUL, FMUL, FSUB; FMUL, FMUL, FADD: no FMA, as in the
+// twin and the NEON kernels), so every lane gives the twin's bits. Lanes
+// count pairs: P1 = WHILELO(i, half) on every load and store, so any even
+// head dim works and nothing outside the head is touched. The Go side
+// passes whole heads only (len(x) a multiple of 2·half, half > 0).
+// Registers: R0 the head, R4 the end of x, R2 cos, R3 sin, R7 half, R8 the
+// head's bytes, R5 i, R6 sm, R10 the head's second half (ropeHalfSVE), R11
+// 2i (ropeAdjacentSVE); Z0 a, Z1 b, Z2 cos, Z3 sin, Z4..Z7 products, Z4/Z5
+// the results.
+
+// func ropeHalfSVE(x, cos, sin []float32, sm bool)
+TEXT ·ropeHalfSVE(SB), NOSPLIT, $0-73
+	MOVD  x_base+0(FP), R0
+	MOVD  x_len+8(FP), R4
+	MOVD  cos_base+24(FP), R2
+	MOVD  cos_len+32(FP), R7
+	MOVD  sin_base+48(FP), R3
+	MOVBU sm+72(FP), R6
+	CBZ   R4, ropeHalfSVE_ret
+	CBZ   R7, ropeHalfSVE_ret
+	ADD   R4<<2, R0, R4
+	LSL   $3, R7, R8
+	CBZ   R6, ropeHalfSVE_head
+	WORD $0xd503437f // smstart sm
+
+ropeHalfSVE_head:
+	ADD   R7<<2, R0, R10
+	MOVD  $0, R5
+	WORD $0x25a71ca1 // whilelo p1.s, x5, x7
+
+ropeHalfSVE_loop:
+	WORD $0xa5454400 // ld1w {z0.s}, p1/z, [x0, x5, lsl #2]
+	WORD $0xa5454541 // ld1w {z1.s}, p1/z, [x10, x5, lsl #2]
+	WORD $0xa5454442 // ld1w {z2.s}, p1/z, [x2, x5, lsl #2]
+	WORD $0xa5454463 // ld1w {z3.s}, p1/z, [x3, x5, lsl #2]
+	WORD $0x65820804 // fmul z4.s, z0.s, z2.s
+	WORD $0x65830825 // fmul z5.s, z1.s, z3.s
+	WORD $0x65850484 // fsub z4.s, z4.s, z5.s
+	WORD $0x65830806 // fmul z6.s, z0.s, z3.s
+	WORD $0x65820827 // fmul z7.s, z1.s, z2.s
+	WORD $0x658700c5 // fadd z5.s, z6.s, z7.s
+	WORD $0xe5454404 // st1w {z4.s}, p1, [x0, x5, lsl #2]
+	WORD $0xe5454545 // st1w {z5.s}, p1, [x10, x5, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x25a71ca1 // whilelo p1.s, x5, x7
+	BMI   ropeHalfSVE_loop
+	ADD   R8, R0, R0
+	CMP   R4, R0
+	BLO   ropeHalfSVE_head
+	CBZ   R6, ropeHalfSVE_ret
+	WORD $0xd503427f // smstop sm
+
+ropeHalfSVE_ret:
+	RET
+
+// func ropeAdjacentSVE(x, cos, sin []float32, sm bool)
+// LD2W splits the pairs (x[2i], x[2i+1]) into Z0 and Z1, ST2W interleaves
+// the results back.
+TEXT ·ropeAdjacentSVE(SB), NOSPLIT, $0-73
+	MOVD  x_base+0(FP), R0
+	MOVD  x_len+8(FP), R4
+	MOVD  cos_base+24(FP), R2
+	MOVD  cos_len+32(FP), R7
+	MOVD  sin_base+48(FP), R3
+	MOVBU sm+72(FP), R6
+	CBZ   R4, ropeAdjacentSVE_ret
+	CBZ   R7, ropeAdjacentSVE_ret
+	ADD   R4<<2, R0, R4
+	LSL   $3, R7, R8
+	CBZ   R6, ropeAdjacentSVE_head
+	WORD $0xd503437f // smstart sm
+
+ropeAdjacentSVE_head:
+	MOVD  $0, R5
+	MOVD  $0, R11
+	WORD $0x25a71ca1 // whilelo p1.s, x5, x7
+
+ropeAdjacentSVE_loop:
+	WORD $0xa52bc400 // ld2w {z0.s, z1.s}, p1/z, [x0, x11, lsl #2]
+	WORD $0xa5454442 // ld1w {z2.s}, p1/z, [x2, x5, lsl #2]
+	WORD $0xa5454463 // ld1w {z3.s}, p1/z, [x3, x5, lsl #2]
+	WORD $0x65820804 // fmul z4.s, z0.s, z2.s
+	WORD $0x65830825 // fmul z5.s, z1.s, z3.s
+	WORD $0x65850484 // fsub z4.s, z4.s, z5.s
+	WORD $0x65830806 // fmul z6.s, z0.s, z3.s
+	WORD $0x65820827 // fmul z7.s, z1.s, z2.s
+	WORD $0x658700c5 // fadd z5.s, z6.s, z7.s
+	WORD $0xe52b6404 // st2w {z4.s, z5.s}, p1, [x0, x11, lsl #2]
+	WORD $0x04b0e3e5 // incw x5
+	WORD $0x04b1e3eb // incw x11, all, mul #2
+	WORD $0x25a71ca1 // whilelo p1.s, x5, x7
+	BMI   ropeAdjacentSVE_loop
+	ADD   R8, R0, R0
+	CMP   R4, R0
+	BLO   ropeAdjacentSVE_head
+	CBZ   R6, ropeAdjacentSVE_ret
+	WORD $0xd503427f // smstop sm
+
+ropeAdjacentSVE_ret:
 	RET

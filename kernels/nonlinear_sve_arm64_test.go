@@ -163,6 +163,56 @@ func sveCompareTwin(t *testing.T, n int, x []float32, k *nlKernels) {
 	}
 }
 
+// RoPE on SVE and SME gives the twin's bits (exact products, one subtract
+// or add, as ropeGo): both layouts, head dims from 2 to past 64 lanes (every
+// split of a head into whole vectors and a predicated tail up to 2048 bits),
+// several positions and head counts, whole heads per call with the chunk
+// above, at, and below a head (37: one head per call), unaligned, guarded.
+func TestSVERoPEMatchesTwinBits(t *testing.T) {
+	for name, k := range sveBackends(t) {
+		for _, chunk := range []int{nlStreamChunk, 300, 37} {
+			t.Run(fmt.Sprintf("%s/chunk=%d", name, chunk), func(t *testing.T) {
+				defer func(c int) { nlStreamChunk = c }(nlStreamChunk)
+				nlStreamChunk = chunk
+				r := rand.New(rand.NewPCG(31, 32))
+				for _, hd := range []int{2, 4, 6, 8, 10, 14, 16, 18, 30, 32, 34, 62, 64, 66, 126, 128, 130, 258} {
+					tab, err := NewRoPETable(hd, 10000, 4096, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, pos := range []int{0, 1, 17, 4095} {
+						c, s := tab.At(pos)
+						for _, layout := range []RoPELayout{RoPEAdjacent, RoPEHalf} {
+							for _, heads := range []int{1, 2, 7} {
+								x := make([]float32, heads*hd)
+								for i := range x {
+									x[i] = float32(r.NormFloat64() * 8)
+								}
+								if len(x) > 4 {
+									x[r.IntN(len(x))] = float32(math.Inf(-1))
+									x[r.IntN(len(x))] = float32(math.NaN())
+								}
+								want := append([]float32(nil), x...)
+								ropeGo(want, c, s, layout)
+								got, chk := nlGuarded(len(x), r.IntN(4))
+								copy(got, x)
+								k.rope(got, c, s, layout)
+								what := fmt.Sprintf("rope hd=%d pos=%d %v heads=%d", hd, pos, layout, heads)
+								chk(t, what)
+								for i := range x {
+									if bitsApart(got[i], want[i]) != 0 {
+										t.Fatalf("%s: [%d] = %v, twin %v", what, i, got[i], want[i])
+									}
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
 // The largest element may sit in any lane and any chunk; a NaN is skipped
 // wherever it is; only -Inf and NaN give -Inf.
 func TestSVEMax(t *testing.T) {

@@ -50,25 +50,9 @@ func (r *runner) nonlinearSteps() int {
 		if impl.Unavailable != "" {
 			continue
 		}
-		for _, spec := range nonlinearSpecs() {
-			if measuredOn(spec, impl) {
-				n++
-			}
-		}
+		n += len(nonlinearSpecs())
 	}
 	return n
-}
-
-// measuredOn reports whether spec is a distinct implementation on impl:
-// "go", "avx2", "avx512" and "neon" have their own kernel for every spec;
-// "sve" and "sme" (streaming SVE) for all but rope (their RoPE is the NEON
-// kernel), so rope is not reported under their names.
-func measuredOn(spec nlSpec, impl kernels.NonlinearImpl) bool {
-	switch impl.Backend {
-	case "sve", "sme":
-		return spec.kernel != "rope"
-	}
-	return true
 }
 
 // nlInput fills x with deterministic values in about [-8, 8] (logits,
@@ -207,9 +191,6 @@ func (r *runner) nonlinearSection(ctx context.Context) (*results.Nonlinear, erro
 			continue
 		}
 		for _, spec := range nonlinearSpecs() {
-			if !measuredOn(spec, impl) {
-				continue
-			}
 			p, err := r.measureNonlinear(ctx, w, spec, impl, ref)
 			if err != nil {
 				return nil, err
