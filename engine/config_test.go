@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -34,7 +35,7 @@ func TestFromHF(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := kernels.RoPEScaling{Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}
-	if l.RoPEScaling == nil || *l.RoPEScaling != want || l.RoPETheta != 500000 || l.QKNorm || l.HeadDim != 64 || l.KVHeads != 8 || l.RMSEps != 1e-5 {
+	if l.RoPEScaling == nil || !reflect.DeepEqual(*l.RoPEScaling, want) || l.RoPETheta != 500000 || l.QKNorm || l.HeadDim != 64 || l.KVHeads != 8 || l.RMSEps != 1e-5 {
 		t.Errorf("llama-3.2-1b: %+v (scaling %+v)", l, l.RoPEScaling)
 	}
 	// Every shipped config converts (MoE included) except falcon3-1b, whose

@@ -722,9 +722,6 @@ func (f *ggufFile) config() (Config, error) {
 	} else if s != 1 {
 		return Config{}, f.errf("metadata %s = %v: linear RoPE scaling is not supported", k("rope.scale_linear"), s)
 	}
-	if _, ok := f.tensors["rope_freqs.weight"]; ok {
-		return Config{}, f.errf("tensor rope_freqs.weight: per-frequency RoPE factors (Llama 3 rope_scaling) are not supported yet")
-	}
 	if arch == "qwen3moe" {
 		c.NormTopK, c.SparseStep = true, 1
 		for _, x := range []struct {
@@ -823,6 +820,18 @@ func (f *ggufFile) weights(c Config) (*Weights, error) {
 		}
 	}
 	w.FinalNorm = ld.get("output_norm.weight", "dim", d)
+	if _, ok := f.tensors["rope_freqs.weight"]; ok {
+		// Llama 3 rope_scaling as llama.cpp's converter stores it: one
+		// divisor per frequency (kernels.RoPEScaling.FreqFactors).
+		ff := ld.get("rope_freqs.weight", "head dim / 2", hd/2)
+		if ld.err == nil {
+			s := &kernels.RoPEScaling{FreqFactors: make([]float64, len(ff))}
+			for i, v := range ff {
+				s.FreqFactors[i] = float64(v)
+			}
+			w.Config.RoPEScaling = s
+		}
+	}
 	if !c.TiedEmbeddings {
 		w.LMHead = ld.get("output.weight", "dim, vocab", d, c.Vocab)
 	}

@@ -264,6 +264,12 @@ type RoPEScaling struct {
 	LowFreqFactor                 float64 // 1
 	HighFreqFactor                float64 // 4
 	OriginalMaxPositionEmbeddings int     // 8192
+	// FreqFactors, when set, replace the four fields above: inverse
+	// frequency i is divided by FreqFactors[i] (HeadDim/2 of them, each
+	// finite and > 0). This is how llama.cpp stores Llama 3 scaling in GGUF
+	// files (the rope_freqs tensor; ggml's rope divides θ_i by
+	// freq_factors[i]).
+	FreqFactors []float64
 }
 
 // RoPETable holds cos and sin of pos·invFreq[i] for pos in [0, MaxPos) and
@@ -287,6 +293,12 @@ func RoPEInvFreq(headDim int, theta float64, s *RoPEScaling) []float64 {
 		inv[i] = math.Pow(theta, -float64(2*i)/float64(headDim))
 	}
 	if s == nil {
+		return inv
+	}
+	if len(s.FreqFactors) > 0 {
+		for i := range inv {
+			inv[i] /= s.FreqFactors[i]
+		}
 		return inv
 	}
 	old := float64(s.OriginalMaxPositionEmbeddings)
@@ -317,6 +329,15 @@ func NewRoPETable(headDim int, theta float64, maxPos int, scaling *RoPEScaling) 
 		return nil, fmt.Errorf("kernels: RoPE theta %v: must be greater than 1", theta)
 	case maxPos < 1:
 		return nil, fmt.Errorf("kernels: RoPE max position %d: must be at least 1", maxPos)
+	case scaling != nil && len(scaling.FreqFactors) > 0:
+		if len(scaling.FreqFactors) != headDim/2 {
+			return nil, fmt.Errorf("kernels: RoPE frequency factors: %d, want head dim / 2 = %d", len(scaling.FreqFactors), headDim/2)
+		}
+		for i, f := range scaling.FreqFactors {
+			if !(f > 0) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("kernels: RoPE frequency factor %d = %v: must be finite and > 0", i, f)
+			}
+		}
 	case scaling != nil && (!(scaling.Factor > 0) || !(scaling.HighFreqFactor > scaling.LowFreqFactor) || !(scaling.LowFreqFactor > 0) || scaling.OriginalMaxPositionEmbeddings <= 0):
 		return nil, fmt.Errorf("kernels: RoPE scaling %+v: want factor > 0, high_freq_factor > low_freq_factor > 0, original_max_position_embeddings > 0", *scaling)
 	}

@@ -74,8 +74,9 @@ on the faster group) and packing (weights packed on every call) are
 SMEPilot §5.4's ablations.
 
 --weights synthetic draws N(0, 0.02) weights (norms 1) at the exact shapes
-of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `)
-or a HuggingFace config.json path, dense or MoE. --weights FILE.bin reads a
+of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `),
+a HuggingFace config.json path or a GGUF file's metadata, dense or MoE
+(--model FILE.gguf alone runs the file's own weights). --weights FILE.bin reads a
 llama2.c checkpoint and FILE.gguf a GGUF file (F32, F16, BF16, Q8_0
 tensors, dequantized to fp32); both carry their config (no --model).
 --layers N instantiates only the first N decoder layers (0: all); times are
@@ -96,7 +97,7 @@ then for N layers and the per-layer columns say what one layer costs.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name or path to a HuggingFace config.json")
+	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name, path to a HuggingFace config.json or a GGUF file (its shapes); or a GGUF file alone, to run its weights")
 	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin) or a GGUF file (.gguf)")
 	f.IntVar(&opts.Layers, "layers", 0, "decoder layers to instantiate (0: all)")
 	f.IntVar(&opts.PromptTokens, "prompt-tokens", 128, "prompt tokens prefilled in one call (T)")
@@ -111,14 +112,18 @@ then for N layers and the per-layer columns say what one layer costs.
 	return cmd
 }
 
-// validate checks flag values only; it reads no files.
+// validate checks flag values only; it reads no files. --model FILE.gguf
+// without --weights runs the file's weights.
 func (o *runOptions) validate(cmd *cobra.Command) error {
+	if strings.HasSuffix(strings.ToLower(o.Model), ".gguf") && !cmd.Flags().Changed("weights") {
+		o.Weights, o.Model = o.Model, ""
+	}
 	switch {
 	case o.Weights == "":
 		return errors.New("run: --weights: must be synthetic, a llama2.c checkpoint or a GGUF file")
 	case o.Weights == "synthetic" && o.Model == "":
 		return errors.New("run: --model: required with --weights synthetic (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
-	case o.Weights != "synthetic" && cmd.Flags().Changed("model"):
+	case o.Weights != "synthetic" && o.Model != "":
 		return fmt.Errorf("run: --model %s: not used with --weights %s (a checkpoint file carries its config)", o.Model, o.Weights)
 	case o.Layers < 0:
 		return fmt.Errorf("run: --layers %d: must be ≥ 0 (0: all)", o.Layers)
@@ -212,6 +217,20 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 			w.Config.Layers = o.Layers
 		}
 		return w, full, notes, nil
+	}
+	if strings.HasSuffix(strings.ToLower(o.Model), ".gguf") {
+		// Shapes from a GGUF file's metadata, synthetic values.
+		g, err := engine.LoadGGUF(o.Model)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("--model: %w", err)
+		}
+		cfg := g.Config
+		g = nil
+		if o.Layers > cfg.Layers {
+			return nil, 0, nil, fmt.Errorf("--layers %d: model %s has %d", o.Layers, cfg.Name, cfg.Layers)
+		}
+		w, err := engine.Synthetic(cfg, o.Layers, o.Seed)
+		return w, cfg.Layers, notes, err
 	}
 	data, name, err := models.ReadConfig(o.Model)
 	if err != nil {

@@ -158,3 +158,27 @@ func TestRunBatchPlacements(t *testing.T) {
 		}
 	}
 }
+
+// TestRunGGUF: --model FILE.gguf runs the file's weights; with --weights
+// synthetic it takes only the file's shapes.
+func TestRunGGUF(t *testing.T) {
+	const gguf = "../../engine/testdata/stories260K/stories260K-f16.gguf"
+	code, out, errs := run(t, "run", "--model", gguf, "--prompt-tokens", "4", "--gen-tokens", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r runResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Weights != gguf || r.Layers != 5 || !(r.TPOTS > 0) {
+		t.Errorf("result %+v", r)
+	}
+	code, out, errs = run(t, "run", "--model", gguf, "--weights", "synthetic", "--prompt-tokens", "4", "--gen-tokens", "1", "--json")
+	if code != 0 {
+		t.Fatalf("synthetic: exit %d: %s", code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Weights != "synthetic" || r.Layers != 5 {
+		t.Errorf("synthetic at the GGUF's shapes: %+v, %v", r, err)
+	}
+}
