@@ -315,6 +315,24 @@ func cellDate(s string) string {
 	return s
 }
 
+// keyHeader is the leading columns that identify a cell in a table: the
+// machine and model when several, workload, batch, and threads when they
+// vary.
+func (d *sweepData) keyHeader() []string {
+	var header []string
+	if len(d.srcs) > 1 {
+		header = append(header, "machine")
+	}
+	if len(d.models) > 1 {
+		header = append(header, "model")
+	}
+	header = append(header, "workload", "batch")
+	if d.threadsVary {
+		header = append(header, "threads")
+	}
+	return header
+}
+
 func (d *sweepData) dateRange() []string {
 	if len(d.dates) <= 2 {
 		return d.dates
@@ -512,17 +530,7 @@ func (r *sweepReport) latencySection(b *bytes.Buffer) error {
 		r.s.Notes = append(r.s.Notes, "no cells with placement cores: no speedups")
 		b.WriteString("> No cells with placement `cores`: speedups are not shown.\n\n")
 	}
-	var header []string
-	if len(d.srcs) > 1 {
-		header = append(header, "machine")
-	}
-	if len(d.models) > 1 {
-		header = append(header, "model")
-	}
-	header = append(header, "workload", "batch")
-	if d.threadsVary {
-		header = append(header, "threads")
-	}
+	header := d.keyHeader()
 	for _, p := range d.placements {
 		header = append(header, p+" latency (s, speedup)")
 	}
@@ -596,17 +604,7 @@ func (r *sweepReport) cellsSection(b *bytes.Buffer) error {
 		}
 		return strings.Compare(a.ablation, c.ablation)
 	})
-	var header []string
-	if len(d.srcs) > 1 {
-		header = append(header, "machine")
-	}
-	if len(d.models) > 1 {
-		header = append(header, "model")
-	}
-	header = append(header, "workload", "batch")
-	if d.threadsVary {
-		header = append(header, "threads")
-	}
+	header := d.keyHeader()
 	header = append(header, "placement")
 	if len(d.ablations) > 0 {
 		header = append(header, "ablation")
@@ -1171,17 +1169,7 @@ func (r *sweepReport) ablationSection(b *bytes.Buffer) error {
 		r.note(b, "ablation table: no ablation cells (run the sweep with --ablate partition,packing)")
 		return nil
 	}
-	var header []string
-	if len(d.srcs) > 1 {
-		header = append(header, "machine")
-	}
-	if len(d.models) > 1 {
-		header = append(header, "model")
-	}
-	header = append(header, "workload", "batch")
-	if d.threadsVary {
-		header = append(header, "threads")
-	}
+	header := d.keyHeader()
 	header = append(header, "placement", "ablation", "latency (s)", "ablated latency (s)", "latency ratio", "output tok/s", "ablated tok/s", "tok/s ratio")
 	var rows [][]string
 	var missing []string

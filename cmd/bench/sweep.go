@@ -159,8 +159,9 @@ Each cell replays a trace of --requests requests of its workload (see 'bench
 workloads') with continuous batching over --batch slots (iteration-level
 scheduling as in Orca and vLLM): arrived requests are admitted into free
 slots, each prefilled alone, then one batched decode step runs over all
-running requests. --arrival closed starts every request at time 0;
-poisson:RATE draws arrivals at RATE requests/s (idle time before an arrival
+running requests. --arrival closed keeps --batch requests outstanding (a
+request arrives when a slot frees, so its TTFT counts the engine's queue of
+prefills, not requests not yet sent); poisson:RATE draws arrivals at RATE requests/s (idle time before an arrival
 is skipped, not slept, and counted in the latencies). Before each cell one
 untimed warm-up request runs.
 
