@@ -135,30 +135,56 @@ func (m *Model) Plan(phase string, rows, seqs int) map[string]Placement {
 	return m.plans[planKey{p, rows, seqs}]
 }
 
-// Predict returns the roofline's predicted seconds per engine operator
-// (the names of Timing.Op) for one forward call of config c on machine
-// mach: B sequences each adding T tokens at context C (C ≥ T), weights,
+// OpPrediction is the roofline's view of one engine operator in one
+// forward call: predicted seconds, FLOPs and bytes moved (summed over the
+// catalog operators it fuses and over the layers).
+type OpPrediction struct {
+	Seconds, FLOPs, Bytes float64
+}
+
+// PredictOps returns the roofline's prediction per engine operator (the
+// names of Timing.Op) for one forward call of config c on machine mach: B
+// sequences each adding T tokens at context C (C ≥ T), weights,
 // activations and KV cache of dtype prec; per-layer operators summed over
 // c's layers. Catalog operators that the engine fuses are summed: qk,
 // softmax and pv into attention; every "expert N" and expert_silu_mul
-// into experts.
-func Predict(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]float64, error) {
+// into experts. Errors: those of roofline.Analyze (bad shape, no ceiling
+// for prec).
+func PredictOps(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]OpPrediction, error) {
 	r := roofline.Request{Phase: phase, Batch: B, Tokens: T, Context: C,
 		Weight: prec, Act: prec, KV: prec, Routing: roofline.Routing{Kind: "uniform"}}
 	a, err := roofline.Analyze(mach, c.Arch(), r, prec)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
+	out := map[string]OpPrediction{}
 	add := func(ps []roofline.Placed, k float64) {
 		for _, o := range ps {
-			out[EngineOp(o.Name)] += o.Time * k
+			name := EngineOp(o.Name)
+			p := out[name]
+			p.Seconds += o.Time * k
+			p.FLOPs += o.FLOPs * k
+			p.Bytes += o.Bytes.Total() * k
+			out[name] = p
 		}
 	}
 	for _, l := range a.Layers {
 		add(l.Ops, float64(l.Count))
 	}
 	add(a.Head, 1)
+	return out, nil
+}
+
+// Predict is PredictOps' predicted seconds alone.
+func Predict(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]float64, error) {
+	ops, err := PredictOps(mach, c, phase, B, T, C, prec)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]float64, len(ops))
+	for k, v := range ops {
+		out[k] = v.Seconds
+	}
 	return out, nil
 }
 

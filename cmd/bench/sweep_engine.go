@@ -58,7 +58,7 @@ type engineCell struct {
 	next    []int // each slot's next input token: the argmax of its last logits
 	rng     *rand.Rand
 	o       *sweepOptions
-	pred    map[[2]string]float64 // (phase, op) → predicted seconds since ResetOps
+	pred    map[[2]string]engine.OpPrediction // (phase, op) → predicted seconds, FLOPs, bytes since ResetOps
 	predErr error
 	notes   []string
 }
@@ -90,7 +90,7 @@ func newEngineCell(cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
 		return nil, err
 	}
 	e := &engineCell{m: m, b: b, full: full, o: o, rng: rand.New(rand.NewPCG(cell.Seed, 0x73776565)), next: make([]int, cell.Batch),
-		pred: map[[2]string]float64{}}
+		pred: map[[2]string]engine.OpPrediction{}}
 	e.notes = append(append([]string(nil), notes...), m.Notes...)
 	if c := w.Config; c.Layers < full {
 		e.notes = append(e.notes, fmt.Sprintf("%d of the model's %d layers instantiated: times are for %d layer(s)", c.Layers, full, c.Layers))
@@ -107,13 +107,18 @@ func (e *engineCell) predict(phase string, B, T, C int) {
 	if e.o.machine == nil || e.predErr != nil {
 		return
 	}
-	p, err := engine.Predict(e.o.machine, e.m.Config, phase, B, T, C, cellPrecision)
+	p, err := engine.PredictOps(e.o.machine, e.m.Config, phase, B, T, C, cellPrecision)
 	if err != nil {
 		e.predErr = err
 		return
 	}
 	for op, t := range p {
-		e.pred[[2]string{phase, op}] += t
+		k := [2]string{phase, op}
+		q := e.pred[k]
+		q.Seconds += t.Seconds
+		q.FLOPs += t.FLOPs
+		q.Bytes += t.Bytes
+		e.pred[k] = q
 	}
 }
 
@@ -178,7 +183,8 @@ func (e *engineCell) Ops() []results.SweepOp {
 	if e.o.machine != nil && e.predErr == nil {
 		for i := range ops {
 			if p, ok := e.pred[[2]string{ops[i].Phase, ops[i].Op}]; ok {
-				ops[i].PredictedS = &p
+				ops[i].PredictedS = &p.Seconds
+				ops[i].FLOPs, ops[i].Bytes = p.FLOPs, p.Bytes
 			}
 		}
 	}
