@@ -106,7 +106,7 @@ then for N layers and the per-layer columns say what one layer costs.
 	f.IntVar(&opts.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&opts.Placement, "placement", "cores", "where GEMMs run: cores, matrix, mixed or auto (auto needs --profile)")
 	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: partition, packing (comma-separated)")
-	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name")
+	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest results/<host>-<stamp>/profile.json of bench probe; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
 	return cmd
@@ -139,7 +139,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	if _, err := engine.ParsePlacement(o.Placement); err != nil {
 		return fmt.Errorf("run: --placement: %w", err)
 	}
-	if o.Placement == string(engine.PlaceAuto) && o.Profile == "" {
+	if o.Placement == string(engine.PlaceAuto) && (o.Profile == "none" || o.Profile == "" && !hasProbeProfile()) {
 		return errors.New("run: --placement auto: needs --profile (the roofline plans from a machine profile)")
 	}
 	for _, a := range o.Ablate {
@@ -348,6 +348,7 @@ type runCheck struct {
 }
 
 func runRun(o *runOptions) error {
+	o.Profile = defaultProfile(o.Profile, o.IO, "run")
 	var machine *roofline.Machine
 	if o.Profile != "" {
 		var err error

@@ -241,7 +241,7 @@ index and key). --dry-run lists the cells.`,
 	f.StringVar(&o.Arrival, "arrival", "closed", "arrival process: closed or poisson:RATE (requests/s)")
 	f.Float64Var(&o.SLOTTFT, "slo-ttft", sweepDefaultSLOTTFT, "TTFT target of the SLO, seconds (0: none)")
 	f.Float64Var(&o.SLOTPOT, "slo-tpot", sweepDefaultSLOTPOT, "TPOT target of the SLO, seconds (0: none)")
-	f.StringVar(&o.Profile, "profile", "", "machine for predicted times and placement auto: profile.json, bench.machine/v1 file or published profile name")
+	f.StringVar(&o.Profile, "profile", "", "machine for predicted times and placement auto: profile.json, bench.machine/v1 file or published profile name (default: the newest results/<host>-<stamp>/profile.json of bench probe; none: no predictions)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the traces, the synthetic weights and the prompts' token ids")
 	f.StringVar(&o.Out, "out", "", "output directory (default results/sweep-<host>-<yyyymmdd>)")
 	f.StringVar(&o.EmitJobs, "emit-jobs", "", "write batch-scheduler jobs for the grid instead of running it: slurm")
@@ -296,6 +296,7 @@ func (o *sweepOptions) validate() error {
 			return fmt.Errorf("sweep: --placement: unknown placement %q (valid: %s)", p, strings.Join(workloads.Placements, ", "))
 		}
 	}
+	o.Profile = defaultProfile(o.Profile, o.IO, "sweep")
 	if slices.Contains(g.Placements, "auto") && o.Profile == "" {
 		return errors.New("sweep: --placement auto: needs --profile (auto plans each operator from the roofline of a probed machine; run 'bench probe' or name a published profile)")
 	}

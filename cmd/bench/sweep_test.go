@@ -338,3 +338,26 @@ func TestSweepInterruptResumes(t *testing.T) {
 		t.Errorf("exit %d, want 130", code)
 	}
 }
+
+// TestLatestProbeProfile: the newest of this host's probe directories wins;
+// other hosts' and non-probe directories are ignored.
+func TestLatestProbeProfile(t *testing.T) {
+	host, _ := os.Hostname()
+	if host == "" {
+		t.Skip("no hostname")
+	}
+	dir := t.TempDir()
+	if _, ok := latestProbeProfile(dir); ok {
+		t.Error("empty dir: found a profile")
+	}
+	for _, d := range []string{host + "-20260101-120000", host + "-20261121-090000", "other-20270101-000000", "sweep-" + host + "-20280101", host + "-20290101-000000"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+		if d != host+"-20290101-000000" { // an interrupted probe: no profile.json
+			os.WriteFile(filepath.Join(dir, d, "profile.json"), []byte("{}"), 0o644)
+		}
+	}
+	p, ok := latestProbeProfile(dir)
+	if want := filepath.Join(dir, host+"-20261121-090000", "profile.json"); !ok || p != want {
+		t.Errorf("latestProbeProfile = %q, %v; want %q", p, ok, want)
+	}
+}
