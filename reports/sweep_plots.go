@@ -397,7 +397,7 @@ func predScatterPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, nam
 	pl := sweepPlot(fmt.Sprintf("Measured vs predicted operator time (median |m/p − 1| %.3f, p90 %.3f)", pe.Median, pe.P90),
 		d.cellsCaption(d.base), "roofline-predicted time (s, log scale)", "measured time (s, log scale)", fullGrid)
 	pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	pl.X.Tick.Marker, pl.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	pl.X.Tick.Marker, pl.Y.Tick.Marker = plot.LogTicks{Prec: 1}, plot.LogTicks{Prec: 1}
 	pl.Legend.Top, pl.Legend.Left = true, true
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, q := range pts {
