@@ -696,7 +696,7 @@ func batchesOf(gs []batchGroup) []int {
 }
 
 // Operator groups of the breakdown, in stacking order.
-var opGroups = []string{"attention", "projections", "FFN", "norms", "other"}
+var opGroups = []string{"attention", "projections", "FFN", "norms", "LM head", "other"}
 
 // OpGroup puts an operator in a breakdown group: attention (qk, softmax,
 // pv or a fused attention op), projections (q/k/v/o_proj), FFN
@@ -713,6 +713,8 @@ func OpGroup(op string) string {
 		return "FFN"
 	case strings.HasSuffix(op, "norm"):
 		return "norms"
+	case op == "lm_head":
+		return "LM head"
 	}
 	return "other"
 }

@@ -43,6 +43,7 @@ var (
 		"projections": okabeIto[0],
 		"FFN":         okabeIto[1],
 		"norms":       okabeIto[2],
+		"LM head":     okabeIto[5],
 		"other":       color.RGBA{170, 170, 170, 255},
 	}
 )

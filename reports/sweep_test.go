@@ -192,7 +192,7 @@ func TestSweepReport(t *testing.T) {
 		"**geomean speedup**",
 		"| TTFT p50 (ms) | TTFT p90 (ms) | TPOT p50 (ms) | TPOT p90 (ms) | latency mean (s) | latency p50 (s) | latency p90 (s) | latency p99 (s) | output tok/s | SLO attained (%) | goodput (req/s) |",
 		"TTFT ≤ 1000 ms and TPOT ≤ 100 ms",
-		"breakdown_prefill.png", "| attention (%) | projections (%) | FFN (%) | norms (%) | other (%) |",
+		"breakdown_prefill.png", "| attention (%) | projections (%) | FFN (%) | norms (%) | LM head (%) | other (%) |",
 		fmt.Sprintf("**median %.3f, p90 %.3f**", wantMed, wantP90),
 		"| prefill | q_proj | 18 |",
 		"## Regime map (operator × batch)",
@@ -299,7 +299,7 @@ func TestOpGroup(t *testing.T) {
 		"q_proj": "projections", "o_proj": "projections",
 		"gate_proj": "FFN", "down_proj": "FFN", "expert 3": "FFN", "router": "FFN", "silu_mul": "FFN",
 		"attn_norm": "norms", "qk_norm": "norms", "final_norm": "norms",
-		"embed": "other", "rope": "other", "lm_head": "other", "attn_residual": "other",
+		"embed": "other", "rope": "other", "lm_head": "LM head", "attn_residual": "other",
 	} {
 		if got := OpGroup(op); got != want {
 			t.Errorf("OpGroup(%q) = %q, want %q", op, got, want)
