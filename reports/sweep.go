@@ -701,7 +701,7 @@ var opGroups = []string{"attention", "projections", "FFN", "norms", "LM head", "
 // OpGroup puts an operator in a breakdown group: attention (qk, softmax,
 // pv or a fused attention op), projections (q/k/v/o_proj), FFN
 // (gate/up/down_proj, silu_mul, router and experts), norms (any *norm) or
-// other (embed, rope, residuals, lm_head, ...).
+// LM head; other (embed, rope, residuals, ...).
 func OpGroup(op string) string {
 	switch {
 	case op == "qk" || op == "softmax" || op == "pv" || strings.Contains(op, "attention") || op == "attn":
@@ -792,7 +792,7 @@ func (r *sweepReport) breakdownSection(b *bytes.Buffer) error {
 			return err
 		}
 		r.figure(b, file, "Operator time breakdown, "+phase,
-			fmt.Sprintf("Share of measured %s operator time (%%, summed over layers and calls) per operator group and placement, at the largest batch of each workload. Groups: attention = qk, softmax, pv; projections = q/k/v/o_proj; FFN = gate/up/down_proj, silu_mul, router, experts; norms; other = embed, rope, residuals, lm_head.", phase))
+			fmt.Sprintf("Share of measured %s operator time (%%, summed over layers and calls) per operator group and placement, at the largest batch of each workload. Groups: attention = the fused attention (qk, softmax, pv); projections = q/k/v/o_proj; FFN = gate/up/down_proj, silu_mul, router, experts; norms; LM head; other = embed, rope, residuals.", phase))
 		var header []string
 		if len(d.srcs) > 1 {
 			header = append(header, "machine")
