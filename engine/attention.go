@@ -23,14 +23,19 @@ const attnTile = 128
 
 // attnGEMMRows is the number of query rows (rows·group) from which the QKᵀ
 // and P·V tiles go through gemm.BlockUnpacked; below it (decode with
-// group < 8) the scalar loops (qkScalar, pvScalar) are faster: each
+// group < 8) the row kernels (qkRows, pvRows) are faster: each
 // GEMM call repacks its K or Vᵀ tile (about one scalar pass over it) and
 // builds the backend registry, which the GEMM's vector arithmetic repays
-// only over several query rows. Measured
-// (AVX2, context 2048, head dims 64 and 128): 4 rows 1.35x faster scalar,
-// 8 rows 1.2-1.7x faster GEMM. A "go" gemm backend (purego) always takes
-// the scalar loops, which are as fast as its 4×4 Go microkernel without
-// the packing.
+// only over several query rows. Measured with the scalar Go loops that
+// preceded kernels.DotRows/AxpyRows (AVX2, context 2048, head dims 64 and
+// 128): 4 rows 1.35x faster scalar, 8 rows 1.2-1.7x faster GEMM. The
+// vector row kernels are about 5x faster than those loops in decode, and
+// the crossover has moved above 8: on prefill blocks of 32 rows (AVX2,
+// 2-core EPYC, T=512) they beat the GEMM tiles 1.4x at 32 query rows
+// (group 1) and tie at 128 (group 4); the threshold is kept until
+// measured at 8-16 rows. A "go" gemm backend
+// (purego) always takes the row kernels, whose Go loops are as fast as its
+// 4×4 Go microkernel without the packing.
 const attnGEMMRows = 8
 
 // attnScratch is one worker's reusable buffers for attendBlock.
@@ -38,7 +43,7 @@ type attnScratch struct {
 	headDim, group int
 
 	// be is the gemm backend for the tiles (gemm.Best(gemm.FP32)); useGEMM
-	// forces the GEMM (1) or scalar (-1) tiles, 0 chooses by attnGEMMRows.
+	// forces the GEMM (1) or row-kernel (-1) tiles, 0 chooses by attnGEMMRows.
 	be      gemm.Backend
 	bl      gemm.Blocking
 	gs      *gemm.Scratch
@@ -98,8 +103,10 @@ func growF32(s []float32, n int) []float32 {
 // tile products are small GEMMs on kernels/gemm's microkernels (QKᵀ on the
 // K tile copied contiguous, P·V on the V tile transposed), packed per call
 // as SMEPilot's §5.4 "pack on every call" path does for weights; with
-// fewer (decode), scalar loops over eight (QKᵀ) or four (P·V) keys at a
-// time. Exponentials use kernels.Exp (≤ 2 ULP); the scale is folded into
+// fewer (decode), per query row one kernels.DotRows (the row's scores
+// against the tile's keys, read in place in the cache) and one
+// kernels.AxpyRows (its probabilities times the tile's values), AVX2 or
+// FMA kernels with eight independent accumulators. Exponentials use kernels.Exp (≤ 2 ULP); the scale is folded into
 // the copy of q.
 //
 // Accuracy (attnTol in attention_test.go): per output element,
@@ -176,7 +183,7 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, 
 				panic(err)
 			}
 		} else {
-			qkScalar(s, qs, kc[j0*ldkv+ko:], ldkv, nt, iA, M, hd)
+			qkRows(s, qs, kc[j0*ldkv+ko:], ldkv, nt, iA, M, hd)
 		}
 
 		// Online softmax: new max per row over its visible keys, the
@@ -229,7 +236,7 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, 
 				}
 			}
 		} else {
-			pvScalar(o, s, a, vc[j0*ldkv+ko:], ldkv, nt, iA, M, hd)
+			pvRows(o, s, a, vc[j0*ldkv+ko:], ldkv, nt, iA, M, hd)
 		}
 	}
 
@@ -247,32 +254,19 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, ldkv int, r0, r1, 
 	}
 }
 
-// qkScalar sets s[i·attnTile+jj] = qs[i]·k_jj for rows i in [iA, M) and
-// the nt keys k_jj = k[jj·ldk : jj·ldk+hd], eight keys at a time (dot8).
-func qkScalar(s, qs, k []float32, ldk, nt, iA, M, hd int) {
+// qkRows sets s[i·attnTile+jj] = qs[i]·k_jj for rows i in [iA, M) and
+// the nt keys k_jj = k[jj·ldk : jj·ldk+hd], one kernels.DotRows per row
+// (AVX2 FMA over eight keys at a time; Go loops under purego).
+func qkRows(s, qs, k []float32, ldk, nt, iA, M, hd int) {
 	for i := iA; i < M; i++ {
-		q := qs[i*hd : (i+1)*hd]
-		row := s[i*attnTile : i*attnTile+nt]
-		jj := 0
-		for ; jj+8 <= nt; jj += 8 {
-			r := row[jj : jj+8 : jj+8]
-			r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7] = dot8(q, k[jj*ldk:], ldk)
-		}
-		for ; jj < nt; jj++ {
-			kj := k[jj*ldk : jj*ldk+hd][:len(q)]
-			var s0 float32
-			for d, x := range q {
-				s0 += x * kj[d]
-			}
-			row[jj] = s0
-		}
+		kernels.DotRows(s[i*attnTile:i*attnTile+nt], qs[i*hd:(i+1)*hd], k, ldk, nt)
 	}
 }
 
-// pvScalar sets o[i] = a[i]·o[i] + Σ_jj p[i][jj]·v_jj for rows i in [iA,
-// M), p[i] = s[i·attnTile:], v_jj = v[jj·ldv : jj·ldv+hd], four values at a
-// time (axpy4).
-func pvScalar(o, s, a, v []float32, ldv, nt, iA, M, hd int) {
+// pvRows sets o[i] = a[i]·o[i] + Σ_jj p[i][jj]·v_jj for rows i in [iA,
+// M), p[i] = s[i·attnTile:], v_jj = v[jj·ldv : jj·ldv+hd], one
+// kernels.AxpyRows per row.
+func pvRows(o, s, a, v []float32, ldv, nt, iA, M, hd int) {
 	for i := iA; i < M; i++ {
 		oi := o[i*hd : (i+1)*hd]
 		if ai := a[i]; ai != 1 {
@@ -280,66 +274,7 @@ func pvScalar(o, s, a, v []float32, ldv, nt, iA, M, hd int) {
 				oi[d] *= ai
 			}
 		}
-		p := s[i*attnTile : i*attnTile+nt]
-		jj := 0
-		for ; jj+4 <= nt; jj += 4 {
-			pp := p[jj : jj+4 : jj+4]
-			axpy4(oi, v[jj*ldv:], ldv, pp[0], pp[1], pp[2], pp[3])
-		}
-		for ; jj < nt; jj++ {
-			pj := p[jj]
-			vj := v[jj*ldv : jj*ldv+hd][:len(oi)]
-			for d := range oi {
-				oi[d] += pj * vj[d]
-			}
-		}
-	}
-}
-
-// dot8 and axpy4 are the scalar tiles' inner loops, kept out of line
-// (go:noinline): inlined into the loops over rows and keys, the Go
-// compiler (1.26, amd64) spills the loop counter and reloads it on every
-// iteration, a store-to-load chain that bounds the loop; as leaf functions
-// everything stays in registers and the loop is bound by the FP ports
-// (eight or four independent chains): 1.3-1.8x faster in decode, measured.
-
-// dot8 returns q·k_r for the eight rows k_r = k[r·ld : r·ld+len(q)].
-//
-//go:noinline
-func dot8(q, k []float32, ld int) (s0, s1, s2, s3, s4, s5, s6, s7 float32) {
-	n := len(q)
-	k0 := k[:n]
-	k1 := k[ld : ld+n]
-	k2 := k[2*ld : 2*ld+n]
-	k3 := k[3*ld : 3*ld+n]
-	k4 := k[4*ld : 4*ld+n]
-	k5 := k[5*ld : 5*ld+n]
-	k6 := k[6*ld : 6*ld+n]
-	k7 := k[7*ld : 7*ld+n]
-	for d, x := range q {
-		s0 += x * k0[d]
-		s1 += x * k1[d]
-		s2 += x * k2[d]
-		s3 += x * k3[d]
-		s4 += x * k4[d]
-		s5 += x * k5[d]
-		s6 += x * k6[d]
-		s7 += x * k7[d]
-	}
-	return
-}
-
-// axpy4 adds Σ_r p_r·v_r to o for the four rows v_r = v[r·ld : r·ld+len(o)].
-//
-//go:noinline
-func axpy4(o, v []float32, ld int, p0, p1, p2, p3 float32) {
-	n := len(o)
-	v0 := v[:n]
-	v1 := v[ld : ld+n]
-	v2 := v[2*ld : 2*ld+n]
-	v3 := v[3*ld : 3*ld+n]
-	for d := range o {
-		o[d] += (p0*v0[d] + p1*v1[d]) + (p2*v2[d] + p3*v3[d])
+		kernels.AxpyRows(oi, s[i*attnTile:i*attnTile+nt], v, ldv)
 	}
 }
 

@@ -92,7 +92,7 @@ func attnCases() []attnCase {
 }
 
 // TestAttendBlock checks attendBlock against attnRef for head dims 8, 64
-// and 128, groups 1, 2 and 4, each attnCase, on the scalar tiles, the
+// and 128, groups 1, 2 and 4, each attnCase, on the row-kernel tiles, the
 // automatic choice and the GEMM tiles (one scratch per shape and path,
 // reused across cases so its buffers grow and shrink), and that nothing
 // outside the served heads' columns of rows [r0, r1) is written.

@@ -1,0 +1,111 @@
+//go:build !purego
+
+package kernels
+
+import "github.com/cpubench/bench/internal/cpu"
+
+// archDotImpls returns the amd64 assembly implementations, best last.
+func archDotImpls() []dotImpl {
+	x := cpu.X86
+	return []dotImpl{
+		{"avx2", lacks("AVX2", x.HasAVX2, "FMA", x.HasFMA), func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) }, func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) }},
+	}
+}
+
+var (
+	avx2Dot = dotImpl{
+		name:     "avx2",
+		dotRows:  func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
+		axpyRows: func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) },
+	}
+)
+
+// bestDot picks the best implementation available now, without allocating
+// (the engine calls it per tile row).
+func bestDot() *dotImpl {
+	x := &cpu.X86
+	switch {
+	case x.HasAVX2 && x.HasFMA:
+		return &avx2Dot
+	}
+	return &goDot
+}
+
+// dotRowsAsm runs dotRows8 on the whole 8-lane vectors of q for the rows in groups of eight: the groups
+// of out[:n&^7], then, if n%8 != 0, the last eight rows again (the same
+// arithmetic, so the rows computed twice get the same values). The columns
+// past the last whole vector are added in Go. Fewer than eight rows, or
+// fewer columns than one vector, go to Go entirely.
+func dotRowsAsm(out, q, k []float32, ldk int) {
+	n := len(out)
+	nd := len(q) &^ 7
+	if n < 8 || nd == 0 {
+		dotRowsGo(out, q, k, ldk)
+		return
+	}
+	f := dotRows8AVX2
+	// k is long enough for every row read (checked by DotRows); reslice so
+	// the assembly's reads stay within a slice whose bounds Go checked.
+	f(out[:n&^7], q[:nd], k[:(n&^7-1)*ldk+nd], ldk)
+	if n&7 != 0 {
+		f(out[n-8:n], q[:nd], k[(n-8)*ldk:(n-1)*ldk+nd], ldk)
+	}
+	if nd < len(q) {
+		qt := q[nd:]
+		for j := range out {
+			kj := k[j*ldk+nd : j*ldk+len(q)][:len(qt)]
+			s := out[j]
+			for i, x := range qt {
+				s += x * kj[i]
+			}
+			out[j] = s
+		}
+	}
+}
+
+// axpyRowsAsm runs axpyRows on the whole vectors of acc and adds the
+// columns past them in Go.
+func axpyRowsAsm(acc, p, v []float32, ldv int) {
+	nd := len(acc) &^ 7
+	if nd > 0 {
+		last := (len(p)-1)*ldv + nd
+		axpyRowsAVX2(acc[:nd], p, v[:last], ldv)
+	}
+	if nd < len(acc) {
+		at := acc[nd:]
+		for j, pj := range p {
+			vj := v[j*ldv+nd : j*ldv+len(acc)][:len(at)]
+			for i := range at {
+				at[i] += pj * vj[i]
+			}
+		}
+	}
+}
+
+// dotRows8AVX2 (eight rows per group, one vector accumulator per row,
+// then a tree of pairwise lane sums), for len(out) a multiple of 8 and
+// len(q) a nonzero multiple of 8:
+//
+//	for j := range out {
+//		var s float32
+//		for i := range q {
+//			s += q[i] * k[j*ldk+i]
+//		}
+//		out[j] = s
+//	}
+//
+//go:noescape
+func dotRows8AVX2(out, q, k []float32, ldk int)
+
+// axpyRowsAVX2 (the columns in chunks of eight, four, then one vector held
+// in registers over all rows; one FMA per element and row), for len(acc)
+// a nonzero multiple of 8 and len(p) ≥ 1:
+//
+//	for j := range p {
+//		for i := range acc {
+//			acc[i] = fma32(p[j], v[j*ldv+i], acc[i])
+//		}
+//	}
+//
+//go:noescape
+func axpyRowsAVX2(acc, p, v []float32, ldv int)

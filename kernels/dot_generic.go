@@ -1,0 +1,9 @@
+//go:build purego || !amd64
+
+package kernels
+
+// archDotImpls: no DotRows/AxpyRows assembly in this build (tag purego, or
+// a GOARCH other than amd64, arm64 included: they use the Go loops).
+func archDotImpls() []dotImpl { return nil }
+
+func bestDot() *dotImpl { return &goDot }

@@ -1,0 +1,239 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cpubench/bench/internal/cpu"
+)
+
+// Every test loops over dotImpls() and skips the unavailable ones (AVX2
+// needs AVX2 and FMA). Each implementation is compared
+// with the specification loop of the doc comment (in float32) and with a
+// float64 reference, within the bounds documented in dot.go; outputs are
+// surrounded by sentinel guards.
+
+const dotU = 0x1p-24
+
+func dotLengths() []int {
+	var ns []int
+	for n := 1; n <= 130; n++ {
+		ns = append(ns, n)
+	}
+	return append(ns, 256)
+}
+
+var dotRowCounts = []int{0, 1, 2, 7, 8, 9, 15, 16, 17, 31, 64, 128, 133}
+
+func dotFill(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+func TestDotRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			t.Logf("%s: %s", im.name, im.unavailable)
+			continue
+		}
+		for _, hd := range dotLengths() {
+			for _, n := range dotRowCounts {
+				for _, extra := range []int{0, 3, 64} {
+					ldk := hd + extra
+					q := dotFill(rng, hd)
+					k := dotFill(rng, max(0, (n-1)*ldk+hd))
+					out, check := nlGuarded(n, int(rng.Uint32()%4))
+					what := fmt.Sprintf("%s: DotRows len(q)=%d n=%d ldk=%d", im.name, hd, n, ldk)
+					if n > 0 {
+						im.dotRows(out, q, k, ldk)
+					}
+					check(t, what)
+					for j := range n {
+						kj := k[j*ldk : j*ldk+hd]
+						var spec float32
+						var ref, mag float64
+						for i := range q {
+							spec += q[i] * kj[i]
+							ref += float64(q[i]) * float64(kj[i])
+							mag += math.Abs(float64(q[i]) * float64(kj[i]))
+						}
+						tol := float64(hd+2) * dotU * mag
+						if e := math.Abs(float64(out[j]) - ref); !(e <= tol) {
+							t.Fatalf("%s: out[%d] = %g, float64 reference %g: error %g > %g", what, j, out[j], ref, e, tol)
+						}
+						if e := math.Abs(float64(out[j]) - float64(spec)); !(e <= 2*tol) {
+							t.Fatalf("%s: out[%d] = %g, Go loop %g: difference %g > %g", what, j, out[j], spec, e, 2*tol)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestAxpyRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			t.Logf("%s: %s", im.name, im.unavailable)
+			continue
+		}
+		for _, hd := range dotLengths() {
+			for _, n := range dotRowCounts {
+				for _, extra := range []int{0, 3, 64} {
+					ldv := hd + extra
+					p := dotFill(rng, n)
+					v := dotFill(rng, max(0, (n-1)*ldv+hd))
+					acc0 := dotFill(rng, hd)
+					acc, check := nlGuarded(hd, int(rng.Uint32()%4))
+					copy(acc, acc0)
+					what := fmt.Sprintf("%s: AxpyRows len(acc)=%d len(p)=%d ldv=%d", im.name, hd, n, ldv)
+					if n > 0 {
+						im.axpyRows(acc, p, v, ldv)
+					}
+					check(t, what)
+					for i := range acc {
+						spec := acc0[i]
+						ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
+						for j := range p {
+							x := v[j*ldv+i]
+							spec += p[j] * x
+							ref += float64(p[j]) * float64(x)
+							mag += math.Abs(float64(p[j]) * float64(x))
+						}
+						tol := float64(n+2) * dotU * mag
+						if e := math.Abs(float64(acc[i]) - ref); !(e <= tol) {
+							t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error %g > %g", what, i, acc[i], ref, e, tol)
+						}
+						if e := math.Abs(float64(acc[i]) - float64(spec)); !(e <= 2*tol) {
+							t.Fatalf("%s: acc[%d] = %g, Go loop %g: difference %g > %g", what, i, acc[i], spec, e, 2*tol)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDotDispatch checks that DotRows and AxpyRows take the best available
+// implementation, the Go one under purego or with AVX2 disabled (as
+// BENCH_CPU_DISABLE=avx2 does), and that they give that implementation's
+// results and write nothing past n.
+func TestDotDispatch(t *testing.T) {
+	want := "go"
+	if !purego && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		want = "avx2"
+	}
+	if got := bestDot().name; got != want {
+		t.Errorf("bestDot() = %s, want %s", got, want)
+	}
+	undo := cpu.DisableAVX2()
+	if got := bestDot().name; got != "go" {
+		t.Errorf("with AVX2 disabled, bestDot() = %s, want go", got)
+	}
+	undo()
+
+	rng := rand.New(rand.NewPCG(7, 8))
+	const hd, n, ld = 72, 21, 80
+	q, k := dotFill(rng, hd), dotFill(rng, (n-1)*ld+hd)
+	out, check := nlGuarded(n+5, 0)
+	for i := range out {
+		out[i] = -1
+	}
+	DotRows(out, q, k, ld, n)
+	check(t, "DotRows")
+	wantOut := make([]float32, n)
+	bestDot().dotRows(wantOut, q, k, ld)
+	for j := range n {
+		if out[j] != wantOut[j] {
+			t.Fatalf("DotRows: out[%d] = %g, %s gives %g", j, out[j], bestDot().name, wantOut[j])
+		}
+	}
+	for j := n; j < len(out); j++ {
+		if out[j] != -1 {
+			t.Fatalf("DotRows wrote out[%d] past n = %d", j, n)
+		}
+	}
+	DotRows(out, q, nil, ld, 0) // n = 0: nothing to read or write
+
+	acc := dotFill(rng, hd)
+	acc2 := append([]float32(nil), acc...)
+	p := dotFill(rng, n)
+	AxpyRows(acc, p, k, ld)
+	bestDot().axpyRows(acc2, p, k, ld)
+	for i := range acc {
+		if acc[i] != acc2[i] {
+			t.Fatalf("AxpyRows: acc[%d] = %g, %s gives %g", i, acc[i], bestDot().name, acc2[i])
+		}
+	}
+	AxpyRows(acc, nil, nil, ld)
+}
+
+func TestDotPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"DotRows short k", func() { DotRows(make([]float32, 2), make([]float32, 8), make([]float32, 15), 8, 2) }},
+		{"DotRows short out", func() { DotRows(make([]float32, 1), make([]float32, 8), make([]float32, 16), 8, 2) }},
+		{"DotRows negative n", func() { DotRows(nil, nil, nil, 0, -1) }},
+		{"AxpyRows short v", func() { AxpyRows(make([]float32, 8), make([]float32, 2), make([]float32, 15), 8) }},
+		{"AxpyRows negative ldv", func() { AxpyRows(make([]float32, 8), make([]float32, 1), make([]float32, 8), -1) }},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", tc.name)
+				}
+			}()
+			tc.f()
+		}()
+	}
+}
+
+// BenchmarkDotRows and BenchmarkAxpyRows run each implementation on one
+// attention tile of decode: 128 keys or values of head dim 64 and 128,
+// row stride 2·headDim (two KV heads).
+func BenchmarkDotRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, hd := range []int{64, 128} {
+		const n = 128
+		q, k, out := dotFill(rng, hd), dotFill(rng, n*2*hd), make([]float32, n)
+		for _, im := range dotImpls() {
+			b.Run(fmt.Sprintf("hd=%d/impl=%s", hd, im.name), func(b *testing.B) {
+				if im.unavailable != "" {
+					b.Skip(im.unavailable)
+				}
+				for b.Loop() {
+					im.dotRows(out, q, k, 2*hd)
+				}
+				b.ReportMetric(2*float64(n*hd)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+func BenchmarkAxpyRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, hd := range []int{64, 128} {
+		const n = 128
+		p, v, acc := dotFill(rng, n), dotFill(rng, n*2*hd), make([]float32, hd)
+		for _, im := range dotImpls() {
+			b.Run(fmt.Sprintf("hd=%d/impl=%s", hd, im.name), func(b *testing.B) {
+				if im.unavailable != "" {
+					b.Skip(im.unavailable)
+				}
+				for b.Loop() {
+					im.axpyRows(acc, p, v, 2*hd)
+				}
+				b.ReportMetric(2*float64(n*hd)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
