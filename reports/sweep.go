@@ -333,6 +333,23 @@ func (d *sweepData) keyHeader() []string {
 	return header
 }
 
+// keyRow is cell i's values for the keyHeader columns.
+func (d *sweepData) keyRow(i int) []string {
+	c := &d.cells[i]
+	var row []string
+	if len(d.srcs) > 1 {
+		row = append(row, d.src[i])
+	}
+	if len(d.models) > 1 {
+		row = append(row, c.Model)
+	}
+	row = append(row, c.Workload, strconv.Itoa(c.Batch))
+	if d.threadsVary {
+		row = append(row, strconv.Itoa(c.Threads))
+	}
+	return row
+}
+
 func (d *sweepData) dateRange() []string {
 	if len(d.dates) <= 2 {
 		return d.dates
@@ -616,17 +633,7 @@ func (r *sweepReport) cellsSection(b *bytes.Buffer) error {
 	var slos []string
 	for _, i := range idx {
 		c := &d.cells[i]
-		var row []string
-		if len(d.srcs) > 1 {
-			row = append(row, d.src[i])
-		}
-		if len(d.models) > 1 {
-			row = append(row, c.Model)
-		}
-		row = append(row, c.Workload, strconv.Itoa(c.Batch))
-		if d.threadsVary {
-			row = append(row, strconv.Itoa(c.Threads))
-		}
+		row := d.keyRow(i)
 		row = append(row, c.Placement)
 		if len(d.ablations) > 0 {
 			row = append(row, orDash(c.Ablation))
@@ -1181,17 +1188,7 @@ func (r *sweepReport) ablationSection(b *bytes.Buffer) error {
 		}
 		k := d.coord[i]
 		k.ablation = ""
-		var row []string
-		if len(d.srcs) > 1 {
-			row = append(row, d.src[i])
-		}
-		if len(d.models) > 1 {
-			row = append(row, c.Model)
-		}
-		row = append(row, c.Workload, strconv.Itoa(c.Batch))
-		if d.threadsVary {
-			row = append(row, strconv.Itoa(c.Threads))
-		}
+		row := d.keyRow(i)
 		row = append(row, c.Placement, c.Ablation)
 		j, ok := d.at[k]
 		if !ok {
