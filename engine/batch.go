@@ -114,7 +114,7 @@ func (b *Batch) Decode(slots, tokens []int) ([]float32, error) {
 	if len(slots) != len(tokens) {
 		return nil, fmt.Errorf("engine: decode: %d slots but %d tokens", len(slots), len(tokens))
 	}
-	seen := map[int]bool{}
+	seen := make([]bool, len(b.slots))
 	for _, s := range slots {
 		if s < 0 || s >= len(b.slots) {
 			return nil, fmt.Errorf("engine: decode: slot %d: batch has %d", s, len(b.slots))
@@ -262,6 +262,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	eps := c.RMSEps
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
+	units := attnUnits(segs, c.KVHeads)
 	lin := func(l *linear, y, xin []float32, M int) error {
 		return m.runLinear(ms, l, y, xin, M, plan.get(l.op))
 	}
@@ -345,7 +346,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 		tm[iRoPE].add(st, T)
 
 		st = time.Now()
-		if err := b.attention(ms, li, q, att, segs, group, scale); err != nil {
+		if err := b.attention(ms, li, q, att, segs, units, group, scale); err != nil {
 			return nil, err
 		}
 		tm[iAttention].add(st, T)
@@ -425,22 +426,30 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	return logits, nil
 }
 
-// attention runs causal GQA attention for every segment: work units of
-// (segment block of up to attnRows rows, KV head), claimed dynamically by
-// the workers, most expensive (latest rows) first.
-func (b *Batch) attention(ms *pool.Master, li int, q, out []float32, segs []segment, group int, scale float32) error {
-	c := b.m.Config
-	type unit struct{ seg, r0, r1, kvh int }
-	var units []unit
+// attnUnit is one work unit of attention: rows [r0, r1) of segment seg
+// (at most attnRows of them) against KV head kvh.
+type attnUnit struct{ seg, r0, r1, kvh int }
+
+// attnUnits cuts the segments into attention work units, the latest (most
+// expensive) rows first; the same for every layer of a forward call.
+func attnUnits(segs []segment, kvHeads int) []attnUnit {
+	var units []attnUnit
 	for si, sg := range segs {
 		for r1 := sg.r1; r1 > sg.r0; r1 -= attnRows {
-			for h := range c.KVHeads {
-				units = append(units, unit{si, max(r1-attnRows, sg.r0), r1, h})
+			for h := range kvHeads {
+				units = append(units, attnUnit{si, max(r1-attnRows, sg.r0), r1, h})
 			}
 		}
 	}
+	return units
+}
+
+// attention runs causal GQA attention for every segment over units (from
+// attnUnits), claimed dynamically by the workers.
+func (b *Batch) attention(ms *pool.Master, li int, q, out []float32, segs []segment, units []attnUnit, group int, scale float32) error {
+	c := b.m.Config
 	qd, kvd := c.QDim(), c.KVDim()
-	do := func(worker int, u unit) {
+	do := func(worker int, u attnUnit) {
 		sg := segs[u.seg]
 		sl := &b.slots[sg.slot]
 		// attendBlock's rows are relative to the segment's first row.

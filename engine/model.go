@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/roofline"
@@ -327,12 +328,10 @@ func (m *Model) startPool(o Options) error {
 
 // poolCPUs picks n CPUs for the workers: the first n allowed ones.
 func poolCPUs(n int) ([]int, error) {
-	p, err := pool.New(pool.Options{Spin: -1, CallerSpin: -1, KeepGOMAXPROCS: true})
+	cpus, err := affinity.Allowed()
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, fmt.Errorf("engine: threads %d: %w", n, err)
 	}
-	cpus := p.CPUs()
-	p.Close()
 	if n > len(cpus) {
 		return nil, fmt.Errorf("engine: threads %d: only %d CPUs allowed", n, len(cpus))
 	}

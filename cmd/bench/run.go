@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/roofline"
 )
@@ -276,29 +276,13 @@ func checkMemory(cfg engine.Config, layers int, placement string) error {
 	if placement != "" && placement != string(engine.PlaceCores) {
 		need += float64(cfg.Params()) * 2
 	}
-	avail, ok := memAvailable()
-	if !ok || need < 0.9*avail {
+	b, err := topology.LiveRoots().MemAvailable()
+	avail := float64(b)
+	if err != nil || b == 0 || need < 0.9*avail {
 		return nil
 	}
 	return fmt.Errorf("--model %s: %d layers of synthetic fp32 weights need about %.1f GB of memory (weights and packed copies), %.1f GB available: pass --layers N to instantiate fewer",
 		cfg.Name, cfg.Layers, need/1e9, avail/1e9)
-}
-
-// memAvailable reads MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() (float64, bool) {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
-			var kb float64
-			if _, err := fmt.Sscanf(strings.TrimSpace(rest), "%f kB", &kb); err == nil {
-				return kb * 1024, true
-			}
-		}
-	}
-	return 0, false
 }
 
 // runPredict adds the roofline's predicted seconds of every engine
