@@ -264,11 +264,25 @@ func (b *GEMMBench) Measure(ctx context.Context, w *GEMMWeights, m, threads int,
 }
 
 // Split runs Y = X·Wᵀ at M rows partitioned between wa on the first ta
-// workers and wb on the next tb (the same logical W for two backends):
-// each alone first (their median GFLOP/s are the rates P_a, P_b), then
-// gemm.PlanSplit (Eq. 1 rounded to both tiles) and timed repetitions of
-// gemm.RunSplit. IdealSeconds = 2MNK / (P_a + P_b); Ratio = median
-// makespan / IdealSeconds (1 = the two backends add up perfectly). Each
+// workers and wb on the next tb (the same logical W for two backends).
+//
+// The rates P_a, P_b of Eq. 1 (SMEPilot §4.4) are measured twice:
+//
+//   - alone: each group runs the whole GEMM while the other idles (median
+//     GFLOP/s); they give the first plan and IdealAloneSeconds =
+//     2MNK / (P_a,alone + P_b,alone), the "perfectly additive" ideal;
+//   - co-running: a kpool.Balancer re-plans the split after every call
+//     from the seconds each group took on its region while the other ran
+//     too (warm-up calls until the cut stops moving, then on through the
+//     timed repetitions), which includes what the groups cost each other
+//     (shared L3, memory bandwidth, SMT siblings) and follows a core's
+//     drifting speed on a virtual machine.
+//
+// gemm.PlanSplit rounds Eq. 1 to both tiles. IdealSeconds = 2MNK /
+// (P_a + P_b) with the co-running rates of the timed repetitions (each
+// group's FLOPs over its seconds, median over repetitions) and Ratio =
+// median makespan / IdealSeconds: 1 means the partition was balanced (both
+// groups finished together); RatioAlone adds what co-running costs. Each
 // side of Y is checked against its own backend's float64 reference.
 func (b *GEMMBench) Split(ctx context.Context, wa, wb *GEMMWeights, m, ta, tb int) (results.MatrixSplit, error) {
 	if wa.N != wb.N || wa.K != wb.K {
@@ -286,45 +300,93 @@ func (b *GEMMBench) Split(ctx context.Context, wa, wb *GEMMWeights, m, ta, tb in
 	if err != nil {
 		return results.MatrixSplit{}, err
 	}
-	s, err := gemm.PlanSplit(wa.Packed, wb.Packed, m, ra, rb)
-	if err != nil {
-		return results.MatrixSplit{}, err
-	}
 	x := b.input(m, wa.K)
 	y := make([]float32, m*wa.N)
 	scr := gemm.NewScratches(b.Pool.Size(), wa.Packed, gemm.Blocking{})
 	for _, i := range gs[1].Workers() {
 		scr[i] = gemm.NewScratch(wb.Packed, gemm.Blocking{})
 	}
-	var secA, secB, span []float64
-	var sumA, sumB, sumSpan float64
+	per := 2 * float64(wa.K) // FLOPs per output element
+	bal := &kpool.Balancer{TileA: wa.Packed.Backend.Tile(), TileB: wb.Packed.Backend.Tile(), RateA: ra / per, RateB: rb / per}
+	s, err := bal.Plan(m, wa.N)
+	if err != nil {
+		return results.MatrixSplit{}, err
+	}
+	fail := func(err error) (results.MatrixSplit, error) {
+		return results.MatrixSplit{}, fmt.Errorf("gemm split %s+%s M=%d: %w", wa.Backend.Name, wb.Backend.Name, m, err)
+	}
+	// One call: run s, learn from it, re-plan for the next call.
+	var tm kpool.Timing
+	var ran kpool.Split // the split tm timed
+	step := func(mm *kpool.Master) error {
+		var err error
+		if tm, err = gemm.RunSplit(mm, s, gs[0], wa.Packed, gs[1], wb.Packed, y, x, scr); err != nil {
+			return err
+		}
+		ran = s
+		if bal.Observe(ran, tm) {
+			s, err = bal.Plan(m, wa.N)
+		}
+		return err
+	}
+	// Warm-up: until the planned cut stops moving.
+	err = b.Pool.Do(func(mm *kpool.Master) error {
+		for i := 0; i < splitWarmupCalls; i++ {
+			prev := s.A
+			if err := step(mm); err != nil {
+				return err
+			}
+			if s.A == prev && i >= 2 {
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(err)
+	}
+	var secA, secB, span, rateA, rateB []float64
+	var sumA, sumB, sumSpan, elA, elB float64
 	calls := 0
 	call := func(mm *kpool.Master) error {
-		tm, err := gemm.RunSplit(mm, s, gs[0], wa.Packed, gs[1], wb.Packed, y, x, scr)
-		if err != nil {
+		if err := step(mm); err != nil {
 			return err
 		}
 		sumA += tm.Seconds[0]
 		sumB += tm.Seconds[1]
 		sumSpan += tm.Makespan
+		elA += float64(ran.A.Elems())
+		elB += float64(ran.B.Elems())
 		calls++
 		return nil
 	}
 	for rep := 0; rep <= b.Reps; rep++ {
-		sumA, sumB, sumSpan, calls = 0, 0, 0, 0
+		sumA, sumB, sumSpan, elA, elB, calls = 0, 0, 0, 0, 0, 0
 		if _, err := b.timeOnce(ctx, call, rep == 0); err != nil {
-			return results.MatrixSplit{}, fmt.Errorf("gemm split %s+%s M=%d: %w", wa.Backend.Name, wb.Backend.Name, m, err)
+			return fail(err)
 		}
 		if rep > 0 {
 			secA = append(secA, sumA/float64(calls))
 			secB = append(secB, sumB/float64(calls))
 			span = append(span, sumSpan/float64(calls))
+			if sumA > 0 && sumB > 0 {
+				rateA = append(rateA, per*elA/sumA)
+				rateB = append(rateB, per*elB/sumB)
+			}
 		}
+	}
+	// Check the last call's output, with the split it ran.
+	last := s
+	if err := b.Pool.Do(func(mm *kpool.Master) error {
+		_, err := gemm.RunSplit(mm, last, gs[0], wa.Packed, gs[1], wb.Packed, y, x, scr)
+		return err
+	}); err != nil {
+		return fail(err)
 	}
 	for _, c := range []struct {
 		w *GEMMWeights
 		r kpool.Region
-	}{{wa, s.A}, {wb, s.B}} {
+	}{{wa, last.A}, {wb, last.B}} {
 		if c.r.Empty() {
 			continue
 		}
@@ -333,6 +395,10 @@ func (b *GEMMBench) Split(ctx context.Context, wa, wb *GEMMWeights, m, ta, tb in
 		}
 	}
 	flops := gemm.Flops(m, wa.N, wa.K)
+	ca, cb := ra, rb // a group left without work keeps its alone rate
+	if len(rateA) > 0 {
+		ca, cb = results.Summarize(rateA).Median, results.Summarize(rateB).Median
+	}
 	gf := make([]float64, len(span))
 	for i, v := range span {
 		gf[i] = flops / v / 1e9
@@ -340,14 +406,22 @@ func (b *GEMMBench) Split(ctx context.Context, wa, wb *GEMMWeights, m, ta, tb in
 	ms := results.MatrixSplit{
 		BackendA: wa.Backend.Name, BackendB: wb.Backend.Name,
 		CPUsA: gs[0].CPUs(), CPUsB: gs[1].CPUs(), M: m, N: wa.N, K: wa.K,
-		Dim: s.Dim, AlphaIdeal: s.AlphaIdeal, AlphaChosen: s.Alpha,
+		Dim: last.Dim, AlphaIdeal: last.AlphaIdeal, AlphaChosen: last.Alpha,
 		SecondsA: results.Summarize(secA), SecondsB: results.Summarize(secB), Makespan: results.Summarize(span),
-		IdealSeconds: flops / (ra + rb), GFLOPS: results.Summarize(gf), Note: s.Note,
+		IdealSeconds: flops / (ca + cb), IdealAloneSeconds: flops / (ra + rb),
+		RateAGFLOPS: ca / 1e9, RateBGFLOPS: cb / 1e9, RateAAloneGFLOPS: ra / 1e9, RateBAloneGFLOPS: rb / 1e9,
+		GFLOPS: results.Summarize(gf), Note: last.Note,
 	}
 	ms.Ratio = ms.Makespan.Median / ms.IdealSeconds
-	ms.Note = joinNote(ms.Note, fmt.Sprintf("alone: %s %.1f GFLOP/s on %d threads, %s %.1f GFLOP/s on %d threads", wa.Backend.Name, ra/1e9, ta, wb.Backend.Name, rb/1e9, tb))
+	ms.RatioAlone = ms.Makespan.Median / ms.IdealAloneSeconds
+	ms.Note = joinNote(ms.Note, fmt.Sprintf("α re-planned after every call from co-running rates (Balancer); GFLOP/s co-running (alone): %s %.1f (%.1f) on %d threads, %s %.1f (%.1f) on %d threads",
+		wa.Backend.Name, ca/1e9, ra/1e9, ta, wb.Backend.Name, cb/1e9, rb/1e9, tb))
 	return ms, nil
 }
+
+// splitWarmupCalls bounds the untimed calls of Split that let the Balancer
+// settle before the timed repetitions.
+const splitWarmupCalls = 12
 
 func joinNote(a, b string) string {
 	if a == "" {

@@ -67,13 +67,14 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 		}
 		b.WriteString("\n")
 		if len(mx.Mixed) > 0 {
-			b.WriteString("Tile-partitioned GEMM across two thread groups (SMEPilot §4.1, Eq. 1):\n\n")
+			b.WriteString("Tile-partitioned GEMM across two thread groups (SMEPilot §4.1, Eq. 1). α is planned from each group's rate measured while both run (co-running), re-planned until the cut stops moving; ideal = 2MNK / (rate A + rate B), so makespan / ideal = 1 is a balanced split. The last column uses the rates each group reaches alone: it adds what the groups cost each other (shared cache, memory bandwidth, SMT).\n\n")
 			rows = nil
 			for _, s := range mx.Mixed {
-				rows = append(rows, []string{s.BackendA + " | " + s.BackendB, cpuList(s.CPUsA) + " | " + cpuList(s.CPUsB), fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K), s.Dim,
-					fmt.Sprintf("%.3f / %.3f", s.AlphaIdeal, s.AlphaChosen), FormatStat(s.Makespan.Scale(1e3), 2), fmt.Sprintf("%.2f", s.IdealSeconds*1e3), fmt.Sprintf("%.2f", s.Ratio)})
+				rows = append(rows, []string{s.BackendA + " + " + s.BackendB, cpuList(s.CPUsA) + " + " + cpuList(s.CPUsB), fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K), s.Dim,
+					fmt.Sprintf("%.3f / %.3f", s.AlphaIdeal, s.AlphaChosen), splitRates(s), FormatStat(s.Makespan.Scale(1e3), 2),
+					fmt.Sprintf("%.2f", s.IdealSeconds*1e3), fmt.Sprintf("%.2f", s.Ratio), splitAlone(s)})
 			}
-			if err := MarkdownTable(b, []string{"backends A | B", "CPUs A | B", "M×N×K", "split", "α ideal / chosen", "makespan ms", "ideal ms", "makespan / ideal"}, rows); err != nil {
+			if err := MarkdownTable(b, []string{"backends A + B", "CPUs A + B", "M×N×K", "split", "α ideal / chosen", "GFLOP/s A + B co-running (alone)", "makespan ms", "ideal ms", "makespan / ideal", "makespan / ideal from alone rates"}, rows); err != nil {
 				return err
 			}
 			b.WriteString("\n")
@@ -111,4 +112,21 @@ func unavailableList(b *bytes.Buffer, u []results.Unavailable) {
 		fmt.Fprintf(b, "- %s: %s\n", x.Kernel, x.Why)
 	}
 	b.WriteString("\n")
+}
+
+// splitRates is "A + B (A alone + B alone)" GFLOP/s of a partitioned GEMM;
+// profiles written before the co-running calibration have no rates ("—").
+func splitRates(s results.MatrixSplit) string {
+	if s.RateAGFLOPS == 0 && s.RateBGFLOPS == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f + %.1f (%.1f + %.1f)", s.RateAGFLOPS, s.RateBGFLOPS, s.RateAAloneGFLOPS, s.RateBAloneGFLOPS)
+}
+
+// splitAlone is RatioAlone, or "—" in profiles that lack it.
+func splitAlone(s results.MatrixSplit) string {
+	if s.RatioAlone == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", s.RatioAlone)
 }

@@ -435,11 +435,23 @@ type MatrixSplit struct {
 	SecondsA    Stat    `json:"seconds_a"`
 	SecondsB    Stat    `json:"seconds_b"`
 	Makespan    Stat    `json:"makespan_seconds"`
-	// IdealSeconds = total work / (rate A + rate B); Ratio = Makespan.Median / IdealSeconds.
-	IdealSeconds float64 `json:"ideal_seconds"`
-	Ratio        float64 `json:"ratio"`
-	GFLOPS       Stat    `json:"gflops"`
-	Note         string  `json:"note,omitempty"`
+	// RateAGFLOPS and RateBGFLOPS are the groups' rates while both run
+	// (co-running: each region's FLOPs over the group's median seconds in
+	// the timed repetitions); the Alone rates were measured with the other
+	// group idle.
+	RateAGFLOPS      float64 `json:"rate_a_gflops,omitempty"`
+	RateBGFLOPS      float64 `json:"rate_b_gflops,omitempty"`
+	RateAAloneGFLOPS float64 `json:"rate_a_alone_gflops,omitempty"`
+	RateBAloneGFLOPS float64 `json:"rate_b_alone_gflops,omitempty"`
+	// IdealSeconds = total work / (rate A + rate B), co-running rates;
+	// Ratio = Makespan.Median / IdealSeconds (≥ 1; 1: balanced). IdealAloneSeconds
+	// and RatioAlone use the alone rates (1: the groups add up perfectly).
+	IdealSeconds      float64 `json:"ideal_seconds"`
+	Ratio             float64 `json:"ratio"`
+	IdealAloneSeconds float64 `json:"ideal_alone_seconds,omitempty"`
+	RatioAlone        float64 `json:"ratio_alone,omitempty"`
+	GFLOPS            Stat    `json:"gflops"`
+	Note              string  `json:"note,omitempty"`
 }
 
 // Matrix is the "matrix" section: attained GEMM throughput per backend and

@@ -161,3 +161,42 @@ func dropSubTile(E, cut, ta, tb int, rateA, rateB float64) (int, string) {
 	}
 	return next, why + ": " + dropped + " dropped"
 }
+
+// Balancer re-plans a Split online from what the groups measured while
+// running it together: SMEPilot Eq. 1 (§4.4) with the rates P_A, P_B
+// tracked as exponentially weighted moving averages of each group's
+// co-running rate (its region's elements over its seconds in a RunSplit).
+// Rates measured with one group alone miss what the groups cost each other
+// (a shared last-level cache, memory bandwidth, SMT siblings), and on a
+// virtual machine a core's speed drifts between seconds; feedback follows
+// both. The zero value is not usable: set the tiles and initial rates.
+type Balancer struct {
+	TileA, TileB Tile
+	// RateA and RateB are the current estimates, output elements per
+	// second (e.g. alone rates to start with).
+	RateA, RateB float64
+	// Weight is the weight of the newest observation, in (0, 1]; 0 means 1/2.
+	Weight float64
+}
+
+// Plan is PlanSplit of an M×N output with the current rates and tiles.
+func (b *Balancer) Plan(M, N int) (Split, error) {
+	return PlanSplit(M, N, b.RateA, b.RateB, b.TileA, b.TileB)
+}
+
+// Observe folds one run of s, timed by t (from RunSplit), into the rates.
+// A run in which a group had no work, or a time that is not positive,
+// changes nothing: a group's rate is only learnt while both run. It reports
+// whether the rates changed.
+func (b *Balancer) Observe(s Split, t Timing) bool {
+	if s.A.Empty() || s.B.Empty() || len(t.Seconds) < 2 || !(t.Seconds[0] > 0) || !(t.Seconds[1] > 0) {
+		return false
+	}
+	w := b.Weight
+	if !(w > 0 && w <= 1) {
+		w = 0.5
+	}
+	b.RateA = (1-w)*b.RateA + w*float64(s.A.Elems())/t.Seconds[0]
+	b.RateB = (1-w)*b.RateB + w*float64(s.B.Elems())/t.Seconds[1]
+	return true
+}

@@ -282,3 +282,62 @@ func TestRunSplitMakespan(t *testing.T) {
 		t.Errorf("best makespan/ideal %.3f, want within 15%% of 1", ratio)
 	}
 }
+
+// TestBalancerConverges: observed co-running rates pull the plan to Eq. 1
+// of the true rates, whatever the initial (alone) estimates were.
+func TestBalancerConverges(t *testing.T) {
+	const M, N = 512, 3072
+	trueA, trueB := 3e9, 1e9 // elements/s while co-running: α = 0.75
+	b := &Balancer{TileA: tileA, TileB: tileB, RateA: 1e9, RateB: 3e9}
+	s, err := b.Plan(M, N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Alpha > 0.3 {
+		t.Fatalf("initial α %.3f, want ≈ 0.25 from the initial rates", s.Alpha)
+	}
+	for range 20 {
+		tm := Timing{Seconds: []float64{float64(s.A.Elems()) / trueA, float64(s.B.Elems()) / trueB}}
+		if !b.Observe(s, tm) {
+			t.Fatal("Observe of a run with both groups busy changed nothing")
+		}
+		if s, err = b.Plan(M, N); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if math.Abs(b.RateA/trueA-1) > 1e-3 || math.Abs(b.RateB/trueB-1) > 1e-3 {
+		t.Errorf("rates %.4g, %.4g, want %.4g, %.4g", b.RateA, b.RateB, trueA, trueB)
+	}
+	// Tile rounding: α within one aligned step of Eq. 1.
+	if step := float64(s.Align) / float64(s.Extent); math.Abs(s.Alpha-0.75) > step {
+		t.Errorf("α %.4f, want 0.75 within one aligned step %.4f", s.Alpha, step)
+	}
+}
+
+// TestBalancerIgnores: a run in which one group had no work, or a
+// non-positive time, teaches nothing.
+func TestBalancerIgnores(t *testing.T) {
+	b := &Balancer{TileA: tileA, TileB: tileB, RateA: 2, RateB: 1}
+	full := Split{A: Region{M1: 8, N1: 64}, B: Region{M1: 8, N0: 64, N1: 128}}
+	onlyA := Split{A: Region{M1: 8, N1: 128}}
+	for _, c := range []struct {
+		s  Split
+		tm Timing
+	}{
+		{onlyA, Timing{Seconds: []float64{1, 0}}},
+		{full, Timing{Seconds: []float64{0, 1}}},
+		{full, Timing{Seconds: []float64{1, math.NaN()}}},
+		{full, Timing{Seconds: []float64{1}}},
+	} {
+		if b.Observe(c.s, c.tm) || b.RateA != 2 || b.RateB != 1 {
+			t.Errorf("Observe(%v, %v) changed the rates to %g, %g", c.s, c.tm.Seconds, b.RateA, b.RateB)
+		}
+	}
+	if !b.Observe(full, Timing{Seconds: []float64{1, 1}}) {
+		t.Fatal("a valid observation was ignored")
+	}
+	// Weight 0 means 1/2: (2 + 512)/2 and (1 + 512)/2.
+	if b.RateA != 257 || b.RateB != 256.5 {
+		t.Errorf("rates %g, %g after one observation, want 257, 256.5", b.RateA, b.RateB)
+	}
+}
