@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -33,7 +34,10 @@ const (
 	// PlaceMixed splits every GEMM's output between the cores group (fp32
 	// kernels) and the matrix group (second backend), two disjoint halves
 	// of the workers, at the tile-aligned point of SMEPilot Eq. 1 (§4.1,
-	// §4.4) computed from rates calibrated at load.
+	// §4.4) with feedback: the rates start from each group's rate measured
+	// alone at load and follow the rates the groups reach running together
+	// (co-running), re-planned after every call per weight shape and M
+	// bucket (pool.Balancer, splitBucket).
 	PlaceMixed Placement = "mixed"
 	// PlaceAuto takes each operator's target from the roofline plan
 	// (roofline.Place on this shape, with Options.Machine): cores, matrix
@@ -140,9 +144,41 @@ type linear struct {
 	rawMat any       // unpacked matrix-backend weights ([]uint16 bf16 or gemm.RawInt8) for PackPerCall
 	cores  *gemm.Weights
 	mat    *gemm.Weights
-	// rateCores and rateMat are calibrated FLOP/s of the two groups on
-	// this shape (mixed only).
+	// rateCores and rateMat are the FLOP/s of the two groups on this
+	// shape, each measured alone at load (calibrate; mixed and auto with
+	// two groups only). They pick the group of the 1-worker and
+	// NoPartition paths and are the split's starting rates; the split
+	// itself follows the co-running rates in split.
 	rateCores, rateMat float64
+	// split is the mixed split's feedback state, shared by every linear
+	// of this shape (nil without two groups).
+	split *splitState
+}
+
+// splitBuckets is the number of M buckets of a shape's split state:
+// splitBucket(M) = min(bits.Len(M), splitBuckets) - 1 puts M ≤ 1 (decode of
+// one sequence), 2–3, 4–7, 8–15, 16–31, 32–63 and M ≥ 64 (prefill) apart,
+// since the rate per output element, and the two groups' ratio, differ
+// between a GEMV, a GEMM with partly filled register tiles and a full one.
+const splitBuckets = 7
+
+func splitBucket(M int) int { return min(max(bits.Len(uint(M)), 1), splitBuckets) - 1 }
+
+// splitState is one weight shape's mixed split (SMEPilot §4.1/§4.4 Eq. 1
+// with feedback): a pool.Balancer per M bucket, A the cores group and B the
+// matrix group, each starting from the rates the groups reach alone
+// (calibrate) and folding in the co-running rates of every RunSplit of
+// that shape and bucket (weight 1/2, the Balancer's default). The linears
+// of one shape share it, so a prefill's later layers run on what its
+// earlier ones measured.
+//
+// No lock: runLinear, its only user after New, runs only inside Pool.Do
+// (it needs the *pool.Master that Do hands out), on worker 0's goroutine,
+// and Do claims worker 0 for the whole call, so a second Do on the same
+// Model (another Batch, TimeLinear) fails as busy instead of running
+// concurrently; the claim's atomic swap orders successive Do calls.
+type splitState struct {
+	bal [splitBuckets]pool.Balancer
 }
 
 // New validates w, starts the worker pool and packs w's matrices for the
@@ -422,12 +458,15 @@ const calibrationRows = 48
 
 // calibrate measures, for every distinct weight shape, the FLOP/s of the
 // cores backend on the cores group and of the matrix backend on the matrix
-// group (best of three runs of an M = calibrationRows GEMM), the rates
-// P_A, P_B of SMEPilot Eq. 1.
+// group, each group alone (best of three runs of an M = calibrationRows
+// GEMM): the starting rates P_A, P_B of SMEPilot Eq. 1, from which every
+// M bucket of the shape's splitState starts before it follows the
+// co-running rates (runLinear).
 func (m *Model) calibrate() error {
 	start := time.Now()
 	type shape struct{ n, k int }
 	rates := map[shape][2]float64{}
+	states := map[shape]*splitState{}
 	var all []*linear
 	m.eachLinear(func(l *linear) { all = append(all, l) })
 	x := make([]float32, calibrationRows*m.Config.Dim)
@@ -438,7 +477,7 @@ func (m *Model) calibrate() error {
 		for _, l := range all {
 			sh := shape{l.n, l.k}
 			if r, ok := rates[sh]; ok {
-				l.rateCores, l.rateMat = r[0], r[1]
+				l.rateCores, l.rateMat, l.split = r[0], r[1], states[sh]
 				continue
 			}
 			if len(x) < calibrationRows*l.k {
@@ -460,7 +499,13 @@ func (m *Model) calibrate() error {
 				r[gi] = gemm.Flops(calibrationRows, l.n, l.k) / max(best, 1e-9)
 			}
 			rates[sh] = r
-			l.rateCores, l.rateMat = r[0], r[1]
+			st := &splitState{}
+			per := 2 * float64(l.k) // FLOPs per output element
+			for i := range st.bal {
+				st.bal[i] = pool.Balancer{TileA: m.Backend.Tile(), TileB: m.Matrix.Tile(), RateA: r[0] / per, RateB: r[1] / per}
+			}
+			states[sh] = st
+			l.rateCores, l.rateMat, l.split = r[0], r[1], st
 		}
 		return nil
 	})
@@ -472,7 +517,9 @@ func (m *Model) calibrate() error {
 	for sh, r := range rates {
 		parts = append(parts, fmt.Sprintf("%d×%d: %.1f/%.1f", sh.n, sh.k, r[0]/1e9, r[1]/1e9))
 	}
-	m.Notes = append(m.Notes, "mixed split rates (GFLOP/s, cores group/matrix group, M = 48): "+strings.Join(parts, ", "))
+	slices.Sort(parts)
+	m.Notes = append(m.Notes, "mixed split starting rates (GFLOP/s, cores group/matrix group, each alone, M = 48), "+
+		"then re-planned after every call from the groups' co-running rates per shape and M bucket: "+strings.Join(parts, ", "))
 	return nil
 }
 
@@ -511,7 +558,11 @@ func (m *Model) runOn(ms *pool.Master, g *pool.Group, mat bool, l *linear, y, x 
 }
 
 // runLinear computes y = x·Wᵀ for M rows of x under placement p (one of
-// cores, matrix, mixed).
+// cores, matrix, mixed). Mixed plans the Eq. 1 split from the Balancer of
+// l's shape and M's bucket (splitState), runs it, and folds the two
+// groups' measured co-running rates back in, so the next call of that
+// shape and bucket is planned from them; with one worker, or under
+// NoPartition, the faster group by the alone rates runs it whole.
 func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p Placement) error {
 	switch p {
 	case PlaceCores:
@@ -528,12 +579,12 @@ func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p P
 		}
 		return m.runOn(ms, m.coresG, false, l, y, x, M)
 	}
-	ta, tb := m.Backend.Tile(), m.Matrix.Tile()
-	per := 2 * float64(l.k)
-	s, err := pool.PlanSplit(M, l.n, l.rateCores/per, l.rateMat/per, ta, tb)
+	bal := &l.split.bal[splitBucket(M)]
+	s, err := bal.Plan(M, l.n)
 	if err != nil {
 		return err
 	}
+	var t pool.Timing
 	if m.opts.PackPerCall {
 		block := func(mat bool) pool.BlockFunc {
 			b, raw, scr := m.Backend, any(l.raw), m.scratches
@@ -547,11 +598,15 @@ func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p P
 				return gemm.BlockUnpacked(b, gemm.Blocking{}, y, l.n, x, l.k, raw, l.n, l.k, m0, m1, n0, n1, scr[worker])
 			}
 		}
-		_, err = ms.RunSplit(m.coresG, block(false), m.matG, block(true), s)
+		t, err = ms.RunSplit(m.coresG, block(false), m.matG, block(true), s)
+	} else {
+		t, err = gemm.RunSplit(ms, s, m.coresG, l.cores, m.matG, l.mat, y, x, m.splitScr)
+	}
+	if err != nil {
 		return err
 	}
-	_, err = gemm.RunSplit(ms, s, m.coresG, l.cores, m.matG, l.mat, y, x, m.splitScr)
-	return err
+	bal.Observe(s, t)
+	return nil
 }
 
 // TimeLinear runs the linear operator op (OpQProj, ..., OpLMHead) of
