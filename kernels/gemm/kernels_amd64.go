@@ -3,6 +3,8 @@
 package gemm
 
 import (
+	"fmt"
+	"sync"
 	"unsafe"
 
 	"github.com/cpubench/bench/internal/cpu"
@@ -18,6 +20,8 @@ import (
 //	kernF32*:  fkern with float32 weights
 //	kernBF16*: fkern with bf16 weights (VPMOVZXWD + VPSLLD $16 in register)
 //	kernI8*:   ikern (VPMOVSXBW + VPMADDWD + VPADDD, int32 accumulators)
+//	kernI8AVX512VNNI*: kernI8AVX512* with VPMADDWD + VPADDD fused into
+//	           VPDPWSSD (AVX512_VNNI), the same exact int32 arithmetic
 
 func archImpls() []*impl {
 	avx2 := func() string { x := cpu.X86; return lacks("AVX2", x.HasAVX2, "FMA", x.HasFMA) }
@@ -26,6 +30,13 @@ func archImpls() []*impl {
 		x := cpu.X86
 		return lacks("AVX512F", x.HasAVX512F, "AVX512BW", x.HasAVX512BW, "FMA", x.HasFMA)
 	}
+	avx512vnni := func() string {
+		x := cpu.X86
+		if l := lacks("AVX512F", x.HasAVX512F, "AVX512BW", x.HasAVX512BW, "AVX512VNNI", x.HasAVX512VNNI); l != "" {
+			return l
+		}
+		return vnniSelfTest()
+	}
 	return []*impl{
 		{name: "avx2-fp32", isa: "avx2", dt: FP32, mr: 6, nr: 16, lacks: avx2, fk: fk(kernF32AVX2)},
 		{name: "avx512-fp32", isa: "avx512", dt: FP32, mr: 12, nr: 32, lacks: avx512, fk: fk(kernF32AVX512)},
@@ -33,7 +44,56 @@ func archImpls() []*impl {
 		{name: "avx512-bf16", isa: "avx512", dt: BF16, mr: 12, nr: 32, lacks: avx512bw, fk: fk(kernBF16AVX512)},
 		{name: "avx2-int8", isa: "avx2", dt: Int8, mr: 4, nr: 16, lacks: avx2, ik: ik(kernI8AVX2)},
 		{name: "avx512-int8", isa: "avx512", dt: Int8, mr: 8, nr: 32, lacks: avx512bw, ik: ik(kernI8AVX512)},
+		{name: "avx512vnni-int8", isa: "avx512vnni", dt: Int8, mr: 8, nr: 32, lacks: avx512vnni, ik: ik(kernI8AVX512VNNI)},
 	}
+}
+
+// vnniSelfTest is selfTestI8 of the kernI8AVX512VNNI tiles, run once, on
+// first use. The machines this project's CI runs on lack AVX512_VNNI (and
+// Bochs, which runs the other AVX-512 kernels in CI, emulates it only in
+// CPU models that do not boot Linux there), so this check guards the first
+// machines that execute VPDPWSSD: a mismatch makes avx512vnni-int8
+// unavailable, with the reason, and avx512-int8 is chosen instead.
+var vnniSelfTest = sync.OnceValue(func() string { return selfTestI8("VPDPWSSD", kernI8AVX512VNNI, 32) })
+
+// selfTestI8 runs every m-row tile of an int8 microkernel family ks (tile
+// width nr) once with kp = 5 (the 4-step unrolled loop and its tail) on
+// fixed pseudo-random int8-range inputs and compares the output bit for bit
+// with the ikern specification, exact here (int32 sums, scales 1): "" on a
+// match, else "unavailable: <what> self-test failed (...)".
+func selfTestI8(what string, ks []asmI, nr int) string {
+	const kp = 5
+	seed := uint32(12345)
+	next := func() int32 { seed = seed*1664525 + 1013904223; return int32(seed>>16)%255 - 127 }
+	b := make([]int8, kp*nr*2)
+	for i := range b {
+		b[i] = int8(next())
+	}
+	ones := make([]float32, nr)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for m := 1; m <= len(ks); m++ {
+		a := make([]uint32, kp*m)
+		for i := range a {
+			a[i] = uint32(uint16(int16(next()))) | uint32(uint16(int16(next())))<<16
+		}
+		c := make([]float32, m*nr)
+		ks[m-1](kp, &a[0], &b[0], &c[0], nr, &ones[0], &ones[0], (*byte)(unsafe.Pointer(&b[0])))
+		for r := 0; r < m; r++ {
+			for j := 0; j < nr; j++ {
+				var want int32
+				for p := 0; p < kp; p++ {
+					v := a[p*m+r]
+					want += int32(int16(v))*int32(b[(p*nr+j)*2]) + int32(int16(v>>16))*int32(b[(p*nr+j)*2+1])
+				}
+				if got := c[r*nr+j]; got != float32(want) {
+					return fmt.Sprintf("unavailable: %s self-test failed (m=%d, row %d, column %d: %v, want %d)", what, m, r, j, got, want)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 type asmF = func(k int, a *float32, b *byte, c *float32, ldc int, add int, pf *byte)
@@ -74,6 +134,8 @@ var kernBF16AVX512 = []asmF{kernBF16AVX512m1, kernBF16AVX512m2, kernBF16AVX512m3
 var kernI8AVX2 = []asmI{kernI8AVX2m1, kernI8AVX2m2, kernI8AVX2m3, kernI8AVX2m4}
 
 var kernI8AVX512 = []asmI{kernI8AVX512m1, kernI8AVX512m2, kernI8AVX512m3, kernI8AVX512m4, kernI8AVX512m5, kernI8AVX512m6, kernI8AVX512m7, kernI8AVX512m8}
+
+var kernI8AVX512VNNI = []asmI{kernI8AVX512VNNIm1, kernI8AVX512VNNIm2, kernI8AVX512VNNIm3, kernI8AVX512VNNIm4, kernI8AVX512VNNIm5, kernI8AVX512VNNIm6, kernI8AVX512VNNIm7, kernI8AVX512VNNIm8}
 
 //go:noescape
 func kernF32AVX2m1(k int, a *float32, b *byte, c *float32, ldc int, add int, pf *byte)
@@ -218,3 +280,27 @@ func kernI8AVX512m7(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32
 
 //go:noescape
 func kernI8AVX512m8(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm1(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm2(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm3(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm4(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm5(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm6(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm7(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)
+
+//go:noescape
+func kernI8AVX512VNNIm8(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)

@@ -54,6 +54,7 @@ import (
 	"fmt"
 
 	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
@@ -109,8 +110,11 @@ func main() {
 			genFloat(v, "BF16", m)
 		}
 		for m := 1; m <= v.MRI8; m++ {
-			genInt8(v, m)
+			genInt8(v, m, false)
 		}
+	}
+	for m := 1; m <= avx512.MRI8; m++ {
+		genInt8(avx512, m, true)
 	}
 	Generate()
 }
@@ -256,9 +260,17 @@ func genFloat(v isa, dt string, m int) {
 }
 
 // genInt8 emits kernI8<ISA>m<m>(kp int, a *uint32, b *int8, c *float32,
-// ldc int, xs *float32, ws *float32).
-func genInt8(v isa, m int) {
+// ldc int, xs *float32, ws *float32), or with vnni kernI8<ISA>VNNIm<m>:
+// the same kernel with VPMADDWD + VPADDD fused into one VPDPWSSD
+// (AVX512_VNNI: int16 pairs multiplied, summed and added to the int32
+// accumulator without saturation, exactly the two instructions it
+// replaces). avo v0.5.0 lacks VPDPWSSD, so it is emitted as a raw
+// instruction for the Go assembler, which encodes it (EVEX).
+func genInt8(v isa, m int, vnni bool) {
 	name := fmt.Sprintf("kernI8%sm%d", v.Name, m)
+	if vnni {
+		name = fmt.Sprintf("kernI8%sVNNIm%d", v.Name, m)
+	}
 	TEXT(name, NOSPLIT, "func(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte)")
 	Doc(fmt.Sprintf("%s computes an %d×%d int8 tile; see the generator and kernels_amd64.go.", name, m, nvec*v.Bytes/4))
 	lanes := v.Bytes / 4
@@ -298,6 +310,11 @@ func genInt8(v isa, m int) {
 		for r := 0; r < m; r++ {
 			VPBROADCASTD(Mem{Base: a, Disp: (p*m + r) * 4}, bc)
 			for j := 0; j < nvec; j++ {
+				if vnni {
+					// Go operand order: VPDPWSSD src2, src1, dst.
+					Instruction(&ir.Instruction{Opcode: "VPDPWSSD", Operands: []Op{bv[j], bc, acc[r][j]}})
+					continue
+				}
 				t := tmp[(r*nvec+j)%2]
 				VPMADDWD(bv[j], bc, t)
 				VPADDD(t, acc[r][j], acc[r][j])
