@@ -5,10 +5,14 @@
 #
 # Installs what the tests need from Debian's packages when missing (needs root
 # or sudo): qemu-user (arm64 kernels, Arm SME under emulation) and
-# qemu-system-x86 + cpio (the 2-node NUMA placement test). Then: gofmt, go vet,
-# go test -race ./..., go test -tags=purego ./..., the arm64 packages under
-# qemu-aarch64, the NUMA test in a qemu-system guest, and the avo-generated
-# assembly must match its generator.
+# qemu-system-x86 + cpio (the 2-node NUMA placement test), and what
+# scripts/test-avx512-bochs.sh needs (bochs, isolinux, xorriso). Then: gofmt,
+# go vet, go test -race ./..., go test -tags=purego ./..., the arm64 packages
+# under qemu-aarch64, the NUMA test in a qemu-system guest, and the
+# avo-generated assembly must match its generator. The AVX-512 GEMM kernels'
+# tests run meanwhile in a Bochs guest with AVX-512 (one core, about 7
+# minutes; BENCH_SKIP_BOCHS=1 skips them), and the script waits for them at
+# the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +29,15 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 step() { printf '\n== %s\n' "$*"; }
+
+# The Bochs guest runs on one core alongside the other steps.
+bochs_log=""
+if [ "${BENCH_SKIP_BOCHS:-0}" != 1 ]; then
+	bochs_log="$(mktemp)"
+	bash scripts/test-avx512-bochs.sh >"$bochs_log" 2>&1 &
+	bochs_pid=$!
+	trap 'kill "$bochs_pid" 2>/dev/null || true; rm -f "$bochs_log"' EXIT
+fi
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -53,6 +66,17 @@ bash scripts/numa-qemu-test.sh
 
 step "generated assembly matches its generator"
 bash scripts/gen-asm.sh
+
+if [ -n "$bochs_log" ]; then
+	step "AVX-512 GEMM kernels in a Bochs guest (Skylake-X model)"
+	bochs_status=0
+	wait "$bochs_pid" || bochs_status=$?
+	cat "$bochs_log"
+	if [ "$bochs_status" -ne 0 ]; then
+		echo "test.sh: scripts/test-avx512-bochs.sh failed (exit $bochs_status)" >&2
+		exit 1
+	fi
+fi
 
 echo
 echo "test.sh: all tests passed"

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# test-avx512-bochs.sh: run the AVX-512 GEMM kernels' tests on an emulated
+# CPU that has AVX-512, for correctness only (emulated timings mean nothing).
+#
+#   bash scripts/test-avx512-bochs.sh
+#
+# The machines this project's CI runs on have AVX2 but no AVX-512, and
+# qemu's TCG emulates no AVX-512, so the AVX-512 microkernels would
+# otherwise never execute in CI. Bochs 2.7 (Debian's bochs package) emulates
+# AVX512F/CD/BW/DQ/VL in its corei7_skylake_x CPU model. It also emulates
+# AVX512_VNNI, but only in its icelake and tigerlake models, and Debian's
+# 6.1 kernel does not finish booting on those under Bochs 2.7 (it stops
+# after "LSM: Security Framework initializing"), so avx512vnni-int8 is not
+# run here (it self-tests on first use instead, see kernels/gemm); Bochs 2.7
+# has no AVX512_BF16, AVX512_FP16, AVX-VNNI or AMX at all.
+#
+# Steps: Debian's amd64 kernel (fetched once to the cache directory, like
+# scripts/numa-qemu-test.sh), static test binaries of ./kernels/gemm and
+# ./kernels/peak (with BENCH_BOCHS_FULL=1 also ./kernels, the memory and
+# non-linear kernels: Bochs runs about 300x slower than this CPU, so that
+# adds half an hour), and scripts/bochsinit as /init, in an initramfs on an
+# isolinux CD image; Bochs boots it (3-4 minutes to the guest's init on one
+# core, then the tests) and the script reads the guest's serial console. It
+# fails unless the guest reports avx512f and avx512bw (BENCH_BOCHS_REQUIRE)
+# and every test binary passes, and it lists each AVX-512 subtest that ran.
+# The guest kernel runs with
+#   clearcpuid=pku,ospke,xsaves,xsavec
+# because Bochs 2.7 reports inconsistent XSAVE sizes for PKRU and for the
+# compacted format, and Linux then turns XSAVE, and with it AVX, off.
+# Knobs: BENCH_BOCHS_TIMEOUT (seconds, default 1500) bounds the guest;
+# BENCH_BOCHS_CPU picks the Bochs CPU model; BENCH_BOCHS_CLEARCPUID replaces
+# the clearcpuid list; BENCH_BOCHS_CMDLINE adds kernel arguments (e.g.
+# "earlyprintk=serial,ttyS0 ignore_loglevel" to watch the boot);
+# BENCH_BOCHS_KEEP=FILE keeps the guest's serial log.
+# Needs apt (Debian) and root to install bochs, bochsbios, bochs-term,
+# isolinux, syslinux-common, xorriso and cpio when they are missing.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/bench"
+kernel="$cache/vmlinuz"
+timeout_s="${BENCH_BOCHS_TIMEOUT:-1500}"
+
+need=()
+command -v bochs >/dev/null || need+=(bochs)
+[ -e /usr/share/bochs/BIOS-bochs-latest ] || need+=(bochsbios)
+[ -e /usr/lib/x86_64-linux-gnu/bochs/plugins/libbx_term_gui.so ] || need+=(bochs-term)
+[ -e /usr/lib/ISOLINUX/isolinux.bin ] || need+=(isolinux)
+[ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need+=(syslinux-common)
+command -v xorriso >/dev/null || need+=(xorriso)
+command -v cpio >/dev/null || need+=(cpio)
+command -v script >/dev/null || need+=(bsdutils)
+if [ ${#need[@]} -gt 0 ]; then
+	sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	echo "test-avx512-bochs: installing ${need[*]}" >&2
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ ! -s "$kernel" ]; then
+	pkg="$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')"
+	if [ -z "$pkg" ]; then
+		echo "test-avx512-bochs: apt-cache depends linux-image-amd64 names no kernel package (run apt-get update?)" >&2
+		exit 1
+	fi
+	dl="$(mktemp -d)"
+	chmod 0777 "$dl" # apt-get download drops to the _apt user
+	(cd "$dl" && apt-get download "$pkg" >/dev/null)
+	mkdir -p "$cache"
+	dpkg-deb --fsys-tarfile "$dl"/"$pkg"_*.deb | tar -xO --wildcards './boot/vmlinuz-*' >"$kernel.tmp"
+	rm -rf "$dl"
+	[ -s "$kernel.tmp" ] || { echo "test-avx512-bochs: no ./boot/vmlinuz-* in $pkg" >&2; exit 1; }
+	mv "$kernel.tmp" "$kernel"
+	echo "$pkg" >"$cache/vmlinuz.pkg"
+fi
+
+work="$(mktemp -d)"
+pid=""
+cleanup() {
+	[ -n "$pid" ] && pkill -9 -P "$pid" 2>/dev/null || true
+	pkill -9 -f "bochs-bin -q -q -f $work/" 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The guest: /init and the test binaries, with the tests' arguments. The
+# kernels package skips its float32-exhaustive and AVX2-only tests (minutes
+# under emulation, and nothing AVX-512 in them).
+mkdir -p "$work/rootfs/tests" "$work/iso/isolinux"
+cd "$root"
+CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o "$work/rootfs/init" ./scripts/bochsinit
+pkgs=(kernels/gemm kernels/peak)
+if [ "${BENCH_BOCHS_FULL:-0}" = 1 ]; then
+	pkgs+=(kernels)
+fi
+for p in "${pkgs[@]}"; do
+	n="${p//\//_}"
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -ldflags='-s -w' -o "$work/rootfs/tests/$n.test" "./$p"
+	echo "-test.short -test.v -test.count=1" >"$work/rootfs/tests/$n.test.args"
+done
+# The arm64 generator's tests read the repository's files, absent in the guest.
+echo "-test.short -test.v -test.count=1 -test.skip ^TestARM64Asm" >"$work/rootfs/tests/kernels_gemm.test.args"
+if [ "${BENCH_BOCHS_FULL:-0}" = 1 ]; then
+	echo "-test.short -test.v -test.count=1 -test.skip TestDotRows|TestAxpyRows|TestDotDispatch|TestExpAllFloat32" >"$work/rootfs/tests/kernels.test.args"
+fi
+(cd "$work/rootfs" && find . | cpio -o -H newc --quiet | gzip -1 >"$work/iso/initrd.gz")
+cp "$kernel" "$work/iso/vmlinuz"
+cp /usr/lib/ISOLINUX/isolinux.bin /usr/lib/syslinux/modules/bios/ldlinux.c32 "$work/iso/isolinux/"
+cat >"$work/iso/isolinux/isolinux.cfg" <<CFG
+DEFAULT linux
+PROMPT 0
+TIMEOUT 0
+LABEL linux
+  KERNEL /vmlinuz
+  APPEND initrd=/initrd.gz console=ttyS0,115200 panic=-1 quiet nokaslr mitigations=off clearcpuid=${BENCH_BOCHS_CLEARCPUID:-pku,ospke,xsaves,xsavec} ${BENCH_BOCHS_CMDLINE:-}
+CFG
+xorriso -as mkisofs -quiet -o "$work/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
+	-no-emul-boot -boot-load-size 4 -boot-info-table "$work/iso" 2>/dev/null
+
+cat >"$work/bochsrc" <<RC
+megs: 512
+cpu: model=${BENCH_BOCHS_CPU:-corei7_skylake_x}, count=1, ips=200000000, reset_on_triple_fault=0
+romimage: file=/usr/share/bochs/BIOS-bochs-latest
+vgaromimage: file=/usr/share/bochs/VGABIOS-lgpl-latest
+ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
+ata0-master: type=cdrom, path=$work/boot.iso, status=inserted
+boot: cdrom
+clock: sync=none, time0=local
+display_library: term
+com1: enabled=1, mode=file, dev=$work/serial.out
+log: $work/bochs.log
+panic: action=fatal
+error: action=ignore
+info: action=ignore
+debug: action=ignore
+RC
+echo c >"$work/debug.rc" # Debian's bochs is built with its debugger: continue at once
+
+# Debian's bochs has no headless display, only a terminal one: give it a pty.
+echo "test-avx512-bochs: booting Bochs (${BENCH_BOCHS_CPU:-corei7_skylake_x}) ..." >&2
+start=$SECONDS
+TERM=xterm script -q -c "bochs -q -f $work/bochsrc -rc $work/debug.rc" /dev/null </dev/null >"$work/bochs.stdout" 2>&1 &
+pid=$!
+while :; do
+	if grep -aq '^BOCHS-DONE' "$work/serial.out" 2>/dev/null; then
+		break
+	fi
+	if ! kill -0 "$pid" 2>/dev/null; then
+		# Bochs quits at the guest's ACPI power-off and flushes the serial
+		# file as it exits: look once more.
+		sleep 1
+		if grep -aq '^BOCHS-DONE' "$work/serial.out" 2>/dev/null; then
+			break
+		fi
+		echo "test-avx512-bochs: Bochs exited before the guest was done" >&2
+		tail -c 3000 "$work/serial.out" 2>/dev/null >&2 || true
+		tail -n 20 "$work/bochs.stdout" >&2 || true
+		exit 1
+	fi
+	if ((SECONDS - start > timeout_s)); then
+		echo "test-avx512-bochs: no result after ${timeout_s}s" >&2
+		tail -c 3000 "$work/serial.out" 2>/dev/null >&2 || true
+		exit 1
+	fi
+	sleep 5
+done
+echo "test-avx512-bochs: guest done after $((SECONDS - start))s" >&2
+
+out="$work/serial.out"
+if [ -n "${BENCH_BOCHS_KEEP:-}" ]; then
+	cp "$out" "$BENCH_BOCHS_KEEP"
+fi
+status=0
+flags="$(grep -a '^BOCHS-FLAGS' "$out" | head -n1)"
+for f in ${BENCH_BOCHS_REQUIRE:-avx512f avx512bw}; do
+	if ! grep -qw "$f" <<<"$flags"; then
+		echo "test-avx512-bochs: the guest lacks $f (flags: ${flags#BOCHS-FLAGS })" >&2
+		status=1
+	fi
+done
+grep -a -E '^\s*--- (FAIL|PASS|SKIP): .*(avx512|AVX512)' "$out" | sed 's/^/guest: /' || true
+grep -a -E '^\s*--- FAIL|^panic:|^FAIL|SIGILL|illegal instruction' "$out" | sed 's/^/guest: /' || true
+grep -a '^BOCHS-RESULT' "$out"
+if ! grep -aq '^BOCHS-DONE fails=0' "$out"; then
+	status=1
+fi
+ran=$(grep -a -c -E '^\s*--- PASS: .*(avx512|AVX512)' "$out" || true)
+echo "test-avx512-bochs: $ran AVX-512 (sub)tests passed in the guest"
+if [ "$ran" -eq 0 ]; then
+	status=1
+fi
+exit "$status"
