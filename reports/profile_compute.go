@@ -67,7 +67,7 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 		}
 		b.WriteString("\n")
 		if len(mx.Mixed) > 0 {
-			b.WriteString("Tile-partitioned GEMM across two thread groups (SMEPilot §4.1, Eq. 1). α is planned from each group's rate measured while both run (co-running), re-planned until the cut stops moving; ideal = 2MNK / (rate A + rate B), so makespan / ideal = 1 is a balanced split. The last column uses the rates each group reaches alone: it adds what the groups cost each other (shared cache, memory bandwidth, SMT).\n\n")
+			b.WriteString("Tile-partitioned GEMM across two thread groups (SMEPilot §4.1, Eq. 1). α starts from the rates each group reaches alone and is re-planned after every call from the rates they reach while both run (co-running); ideal = 2MNK / (rate A + rate B), so makespan / ideal = 1 is a balanced split. The last column uses the rates each group reaches alone: it adds what the groups cost each other (shared cache, memory bandwidth, SMT).\n\n")
 			rows = nil
 			for _, s := range mx.Mixed {
 				rows = append(rows, []string{s.BackendA + " + " + s.BackendB, cpuList(s.CPUsA) + " + " + cpuList(s.CPUsB), fmt.Sprintf("%d×%d×%d", s.M, s.N, s.K), s.Dim,
