@@ -37,12 +37,12 @@ if [ ! -s "$kernel" ] || [ "${BENCH_QEMU_REFRESH:-0}" = 1 ]; then
 	chmod 0777 "$tmp" # apt-get download drops to the _apt user
 	(cd "$tmp" && apt-get download "$pkg")
 	mkdir -p "$cache"
-	dpkg-deb --fsys-tarfile "$tmp"/"$pkg"_*.deb | tar -xO --wildcards './boot/vmlinuz-*' >"$kernel.tmp"
-	if [ ! -s "$kernel.tmp" ]; then
+	dpkg-deb --fsys-tarfile "$tmp"/"$pkg"_*.deb | tar -xO --wildcards './boot/vmlinuz-*' >"$kernel.tmp.$$"
+	if [ ! -s "$kernel.tmp.$$" ]; then
 		echo "numa-qemu-test: no ./boot/vmlinuz-* in $pkg" >&2
 		exit 1
 	fi
-	mv "$kernel.tmp" "$kernel"
+	mv "$kernel.tmp.$$" "$kernel"
 	echo "$pkg" >"$cache/vmlinuz.pkg"
 	echo "numa-qemu-test: kernel $pkg -> $kernel" >&2
 fi

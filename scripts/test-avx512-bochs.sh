@@ -68,10 +68,10 @@ if [ ! -s "$kernel" ]; then
 	chmod 0777 "$dl" # apt-get download drops to the _apt user
 	(cd "$dl" && apt-get download "$pkg" >/dev/null)
 	mkdir -p "$cache"
-	dpkg-deb --fsys-tarfile "$dl"/"$pkg"_*.deb | tar -xO --wildcards './boot/vmlinuz-*' >"$kernel.tmp"
+	dpkg-deb --fsys-tarfile "$dl"/"$pkg"_*.deb | tar -xO --wildcards './boot/vmlinuz-*' >"$kernel.tmp.$$"
 	rm -rf "$dl"
-	[ -s "$kernel.tmp" ] || { echo "test-avx512-bochs: no ./boot/vmlinuz-* in $pkg" >&2; exit 1; }
-	mv "$kernel.tmp" "$kernel"
+	[ -s "$kernel.tmp.$$" ] || { echo "test-avx512-bochs: no ./boot/vmlinuz-* in $pkg" >&2; exit 1; }
+	mv "$kernel.tmp.$$" "$kernel"
 	echo "$pkg" >"$cache/vmlinuz.pkg"
 fi
 
