@@ -35,8 +35,7 @@ func TestSelfTestI8(t *testing.T) {
 		broken[i] = func(kp int, a *uint32, b *int8, c *float32, ldc int, xs *float32, ws *float32, pf *byte) {
 			k(kp, a, b, c, ldc, xs, ws, pf)
 			if i == 2 { // the 3-row tile: corrupt row 2, column 7
-				cs := (*[1 << 20]float32)(unsafe.Pointer(c))
-				cs[2*ldc+7]++
+				unsafe.Slice(c, 2*ldc+8)[2*ldc+7]++
 			}
 		}
 	}
