@@ -8,11 +8,14 @@
 # qemu's TCG emulates no AVX-512, so the AVX-512 microkernels would
 # otherwise never execute in CI. Bochs 2.7 (Debian's bochs package) emulates
 # AVX512F/CD/BW/DQ/VL in its corei7_skylake_x CPU model. It also emulates
-# AVX512_VNNI, but only in its icelake and tigerlake models, and Debian's
-# 6.1 kernel does not finish booting on those under Bochs 2.7 (it stops
-# after "LSM: Security Framework initializing"), so avx512vnni-int8 is not
-# run here (it self-tests on first use instead, see kernels/gemm); Bochs 2.7
-# has no AVX512_BF16, AVX512_FP16, AVX-VNNI or AMX at all.
+# AVX512_VNNI, but only in its icelake and tigerlake models, which are not
+# usable here: Debian's 6.1 kernel stops after "LSM: Security Framework
+# initializing" on them, and when it does boot (tigerlake, with a long
+# BENCH_BOCHS_CLEARCPUID list and "nosmap nosmep nopti idle=halt") the Go
+# test binaries crash on corrupted pointers even with the VNNI kernel
+# disabled (BENCH_CPU_DISABLE=vnni on the kernel command line). So
+# avx512vnni-int8 is not run here (it self-tests on first use instead, see
+# kernels/gemm); Bochs 2.7 has no AVX512_BF16, AVX512_FP16, AVX-VNNI or AMX.
 #
 # Steps: Debian's amd64 kernel (fetched once to the cache directory, like
 # scripts/numa-qemu-test.sh), static test binaries of ./kernels/gemm and
