@@ -10,7 +10,7 @@
 # go vet, go test -race ./..., go test -tags=purego ./..., the arm64 packages
 # under qemu-aarch64, the NUMA test in a qemu-system guest, and the
 # avo-generated assembly must match its generator. The AVX-512 GEMM kernels'
-# tests run meanwhile in a Bochs guest with AVX-512 (one core, about 7
+# tests run meanwhile in a Bochs guest with AVX-512 (one core, about 3
 # minutes; BENCH_SKIP_BOCHS=1 skips them), and the script waits for them at
 # the end.
 set -euo pipefail
