@@ -106,6 +106,7 @@ type plan struct {
 	numaLatWS  int64
 	numaSteps  int
 	maxWS      int64
+	note       string // a remark for the profile's notes, e.g. how the caches were found
 }
 
 type runner struct {
@@ -216,6 +217,9 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	r.pool = newPool(order)
 	defer r.pool.close()
+	if r.plan.note != "" {
+		p.Notes = append(p.Notes, r.plan.note)
+	}
 	if r.pool.pinErr != nil {
 		p.Notes = append(p.Notes, "threads could not be pinned: "+r.pool.pinErr.Error()+"; figures say pinned=false")
 	}
@@ -303,6 +307,10 @@ func cpuOrder(t *results.Topology) ([]int, error) {
 	return out, nil
 }
 
+// unknownLLCMaxWS is the default largest working set when the last-level
+// cache's size is unknown.
+const unknownLLCMaxWS = 1 << 30
+
 func nextPow2(n int64) int64 {
 	p := int64(1)
 	for p < n {
@@ -340,6 +348,13 @@ func (r *runner) makePlan(order []int) error {
 			}
 		}
 		maxWS = max(nextPow2(4*llcTotal), 64<<20)
+		if r.caches.size[3] == 0 && t.CacheNote != "" {
+			// The caches came from CPUID without an L3 size: a server
+			// part's L3 may be far above 16 MiB (one Zen 5 CCD has 32
+			// MiB), so sweep to 1 GiB for the DRAM figures to be DRAM.
+			maxWS = max(maxWS, unknownLLCMaxWS)
+			r.plan.note = fmt.Sprintf("%s; the working sets go up to %s so that the DRAM figures are beyond any L3", t.CacheNote, sizeText(maxWS))
+		}
 	}
 	if maxWS < 64<<10 {
 		return fmt.Errorf("--max-ws %d: must be at least 64 KiB", maxWS)

@@ -102,6 +102,9 @@ func ProfileMarkdown(w io.Writer, p *results.Profile, plots []Plot) error {
 		b.WriteString("## Topology\n\n")
 		fmt.Fprintf(&b, "%d package(s), %d NUMA node(s), %d core(s), %d hardware thread(s); last-level cache %s per instance, %d-byte lines.\n\n",
 			t.Packages, t.NUMANodes, t.Cores, t.Threads, FormatBytes(t.LLCBytes), t.LineBytes)
+		if t.CacheNote != "" {
+			fmt.Fprintf(&b, "Caches: %s.\n\n", t.CacheNote)
+		}
 		var rows [][]string
 		for _, c := range t.Caches {
 			rows = append(rows, []string{fmt.Sprintf("L%d %s", c.Level, c.Type), FormatBytes(c.SizeBytes), strconv.Itoa(c.LineBytes), strconv.Itoa(c.Ways), strconv.Itoa(c.Instances), strconv.Itoa(c.SharedBy)})

@@ -129,6 +129,10 @@ type Cache struct {
 	Instances int `json:"instances"`
 	// SharedBy is the number of logical CPUs sharing one instance.
 	SharedBy int `json:"shared_by"`
+	// Source is "cpuid" when sysfs had no cache information and the entry
+	// comes from CPUID (sharing assumed, see Topology.CacheNote); empty for
+	// sysfs.
+	Source string `json:"source,omitempty"`
 }
 
 // NUMANode is one NUMA node of the topology section.
@@ -163,8 +167,11 @@ type Topology struct {
 	Caches     []Cache `json:"caches"`
 	// LLCBytes is the size of one instance of the last-level cache; the
 	// memory sweep extends to at least 4x this times the number of instances.
-	LLCBytes  int64      `json:"llc_bytes"`
-	LineBytes int        `json:"line_bytes"`
+	LLCBytes  int64 `json:"llc_bytes"`
+	LineBytes int   `json:"line_bytes"`
+	// CacheNote says where the cache figures came from when not from
+	// sysfs, and what is unknown; empty when sysfs described the caches.
+	CacheNote string     `json:"cache_note,omitempty"`
 	Nodes     []NUMANode `json:"nodes"`
 	// Distances is the NUMA distance matrix (ACPI SLIT units, 10 = local),
 	// Distances[i][j] from node Nodes[i] to node Nodes[j].

@@ -9,3 +9,6 @@ func liveCPUID(*results.Machine) {}
 
 // cpuidFreqs does nothing without cpuid.
 func cpuidFreqs(*results.Machine) {}
+
+// cpuidCacheSizes reports nothing without cpuid.
+func cpuidCacheSizes() (cacheSizes, bool) { return cacheSizes{}, false }

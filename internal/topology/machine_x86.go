@@ -43,3 +43,12 @@ func cpuidFreqs(m *results.Machine) {
 		m.MaxHz = float64(cpuid.CPU.BoostFreq)
 	}
 }
+
+// cpuidCacheSizes returns the cache sizes cpuid reports; ok is false when it
+// reports no L1 data cache.
+func cpuidCacheSizes() (cacheSizes, bool) {
+	c := cpuid.CPU.Cache
+	pos := func(n int) int64 { return int64(max(n, 0)) }
+	sz := cacheSizes{l1d: pos(c.L1D), l1i: pos(c.L1I), l2: pos(c.L2), l3: pos(c.L3), line: max(cpuid.CPU.CacheLine, 0)}
+	return sz, sz.l1d > 0
+}

@@ -73,6 +73,11 @@ func readTopology(r Roots) (*results.Topology, error) {
 		Distances:  dist,
 	}
 	topo.Caches, topo.LLCBytes, topo.LineBytes = summarizeCaches(cpus)
+	if len(topo.Caches) == 0 && r.live() {
+		if sz, ok := cpuidCacheSizes(); ok {
+			topo.Caches, topo.LLCBytes, topo.LineBytes, topo.CacheNote = cachesFromCPUID(sz, cpus)
+		}
+	}
 
 	pkg := partition("package", cpus, func(t *cpuTopo) (string, int, int64, bool) {
 		return strconv.Itoa(t.pkg), t.pkg, 0, true
@@ -352,6 +357,49 @@ func memTotal(path, key string) (int64, error) {
 		return kb << 10, nil
 	}
 	return 0, nil
+}
+
+// cacheSizes are the cache sizes CPUID reports, in bytes; 0 where it
+// reports none.
+type cacheSizes struct {
+	l1d, l1i, l2, l3 int64
+	line             int
+}
+
+// cachesFromCPUID turns CPUID's sizes into cache entries for a machine whose
+// sysfs has none. CPUID says nothing here about which CPUs share a cache, so
+// L1 and L2 are taken to be per core (shared by the core's hardware
+// threads) and an L3 to be one instance shared by every online CPU; the
+// note says which levels came from CPUID and which are unknown.
+func cachesFromCPUID(sz cacheSizes, cpus []*cpuTopo) (caches []results.Cache, llc int64, line int, note string) {
+	cores := map[string]bool{}
+	perCore := 1
+	for _, t := range cpus {
+		cores[FormatCPUList(t.core)] = true
+		perCore = max(perCore, len(t.core))
+	}
+	add := func(level int, typ string, size int64, inst, shared int) {
+		if size > 0 {
+			caches = append(caches, results.Cache{Level: level, Type: typ, SizeBytes: size, LineBytes: sz.line,
+				Instances: max(1, inst), SharedBy: max(1, shared), Source: "cpuid"})
+		}
+	}
+	add(1, "Data", sz.l1d, len(cores), perCore)
+	add(1, "Instruction", sz.l1i, len(cores), perCore)
+	add(2, "Unified", sz.l2, len(cores), perCore)
+	add(3, "Unified", sz.l3, 1, len(cpus))
+	for _, c := range caches {
+		if c.Type != "Instruction" {
+			llc = c.SizeBytes
+		}
+	}
+	note = "sysfs has no cache information: sizes from CPUID, L1 and L2 taken to be per core"
+	if sz.l3 > 0 {
+		note += ", the L3 shared by all online CPUs"
+	} else {
+		note += "; CPUID reports no L3 size, so the last level listed may not be the last level present"
+	}
+	return caches, llc, sz.line, note
 }
 
 var cacheTypeOrder = map[string]int{"Data": 0, "Instruction": 1, "Unified": 2}

@@ -16,7 +16,11 @@ import "github.com/cpubench/bench/results"
 //   - Caches has one entry per (level, type), or per (level, type, size) on
 //     hybrid CPUs; SharedBy is the largest instance. LLCBytes is one
 //     instance of the highest-level Data/Unified cache; LineBytes is the L1d
-//     line size. Both are 0 when sysfs has no cache information.
+//     line size. When sysfs has no cache information (some hypervisors
+//     expose no cpu*/cache directories) and the roots are live on x86, the
+//     sizes come from CPUID instead (each entry's Source is "cpuid"; L1 and
+//     L2 are taken to be per core, and an L3 that CPUID does not report is
+//     left out), and CacheNote says so; otherwise both are 0.
 //   - Tree node IDs: package = physical_package_id, numa = node number,
 //     l3/l2 = 0, 1, ... in order of lowest CPU, core = core_id (unique only
 //     within a package), thread = CPU number; children are ordered by ID.

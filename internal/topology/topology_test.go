@@ -511,3 +511,48 @@ func TestCorruptFixture(t *testing.T) {
 		t.Errorf("cpu in no node: error %v", err)
 	}
 }
+
+// Without sysfs cache directories, CPUID's sizes stand in: L1 and L2 per
+// core, an L3 shared by all, and a note that says what is assumed or unknown.
+func TestCachesFromCPUID(t *testing.T) {
+	r := mutable(t, epyc)
+	removeAll(t, filepath.Join(r.Sys, "devices/system/cpu/cpu*/cache"))
+	topo, err := readTopology(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpus []*cpuTopo
+	for _, c := range topo.OnlineCPUs {
+		ct, err := readCPU(r, c, map[int]bool{c: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ct.core = []int{c}
+		cpus = append(cpus, ct)
+	}
+	for _, tc := range []struct {
+		l3      int64
+		n       int
+		noteHas string
+	}{{32 << 20, 4, "L3 shared by all"}, {0, 3, "reports no L3"}} {
+		caches, llc, line, note := cachesFromCPUID(cacheSizes{l1d: 48 << 10, l1i: 32 << 10, l2: 1 << 20, l3: tc.l3, line: 64}, cpus)
+		if len(caches) != tc.n || line != 64 || !strings.Contains(note, tc.noteHas) {
+			t.Fatalf("l3 %d: %d caches, line %d, note %q", tc.l3, len(caches), line, note)
+		}
+		wantLLC := tc.l3
+		if wantLLC == 0 {
+			wantLLC = 1 << 20
+		}
+		if llc != wantLLC {
+			t.Errorf("l3 %d: llc %d, want %d", tc.l3, llc, wantLLC)
+		}
+		for _, c := range caches {
+			if c.Source != "cpuid" || c.Instances < 1 || c.SharedBy < 1 {
+				t.Errorf("cache %+v", c)
+			}
+			if c.Level < 3 && (c.Instances != len(cpus) || c.SharedBy != 1) {
+				t.Errorf("per-core cache %+v: want %d instances of 1 CPU", c, len(cpus))
+			}
+		}
+	}
+}
