@@ -1,0 +1,314 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Format is a block-quantized weight format: "q8_0" or "q4_0" (see the
+// package doc).
+type Format string
+
+// The weight formats.
+const (
+	Q8_0 Format = "q8_0"
+	Q4_0 Format = "q4_0"
+)
+
+// Formats lists the formats in a stable order.
+func Formats() []Format { return []Format{Q8_0, Q4_0} }
+
+// ParseFormat checks s ("q8_0", "Q8_0", "q4_0", ...).
+func ParseFormat(s string) (Format, error) {
+	f := Format(strings.ToLower(strings.TrimSpace(s)))
+	if slices.Contains(Formats(), f) {
+		return f, nil
+	}
+	return "", fmt.Errorf("quant: format %q: want q8_0 or q4_0", s)
+}
+
+// BlockLen is the number of weights per block (ggml's QK8_0 = QK4_0 = 32).
+const BlockLen = 32
+
+// pairLen is the number of weights per block pair, the packed unit.
+const pairLen = 2 * BlockLen
+
+// offset is o of the package doc: the stored unsigned value is q + o.
+func (f Format) offset() int32 {
+	if f == Q4_0 {
+		return 8
+	}
+	return 128
+}
+
+// pairBytes is the packed size of one block pair's quants.
+func (f Format) pairBytes() int {
+	if f == Q4_0 {
+		return 32
+	}
+	return 64
+}
+
+// GGUFBlockBytes is the size in bytes of one block as GGUF stores it: the
+// fp16 scale and the quants (34 for q8_0, 18 for q4_0).
+func (f Format) GGUFBlockBytes() int {
+	if f == Q4_0 {
+		return 2 + BlockLen/2
+	}
+	return 2 + BlockLen
+}
+
+// BytesPerWeight is the resident size per weight (scales included) as GGUF
+// stores it: 1.0625 (q8_0) or 0.5625 (q4_0).
+func (f Format) BytesPerWeight() float64 { return float64(f.GGUFBlockBytes()) / BlockLen }
+
+// Matrix is an N×K weight matrix in a block format, packed (see the package
+// doc). It is read-only after construction and safe for concurrent use.
+type Matrix struct {
+	Format Format
+	N, K   int
+	pairs  int      // block pairs per row: ceil(K/64)
+	q      []byte   // N × pairs × Format.pairBytes()
+	d      []uint32 // N × pairs: the two fp16 scales of a pair, block 0 low
+}
+
+// Bytes is the packed size in bytes (quants and scales).
+func (w *Matrix) Bytes() int64 { return int64(len(w.q)) + 4*int64(len(w.d)) }
+
+func newMatrix(f Format, n, k int) (*Matrix, error) {
+	if _, err := ParseFormat(string(f)); err != nil {
+		return nil, err
+	}
+	if n <= 0 || k <= 0 {
+		return nil, fmt.Errorf("quant: %s matrix %d×%d: dimensions must be positive", f, n, k)
+	}
+	if k%BlockLen != 0 {
+		return nil, fmt.Errorf("quant: %s matrix %d×%d: K must be a multiple of the block length %d", f, n, k, BlockLen)
+	}
+	pairs := (k + pairLen - 1) / pairLen
+	if int64(n)*int64(pairs)*int64(f.pairBytes()) > math.MaxInt32*16 {
+		return nil, fmt.Errorf("quant: %s matrix %d×%d: too large", f, n, k)
+	}
+	return &Matrix{Format: f, N: n, K: k, pairs: pairs,
+		q: make([]byte, n*pairs*f.pairBytes()), d: make([]uint32, n*pairs)}, nil
+}
+
+// lanePos returns the packed position (0..63) of element e (0..31) of block
+// b (0 or 1) of a pair.
+func lanePos(b, e int) int { return (2*(e/4)+b)*4 + e%4 }
+
+// setBlock stores block blk (0-based along K) of row r: its fp16 scale and
+// its 32 unsigned values u (q + offset).
+func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
+	p, b := blk/2, blk%2
+	w.d[r*w.pairs+p] |= uint32(d) << (16 * b)
+	q := w.q[(r*w.pairs+p)*w.Format.pairBytes():][:w.Format.pairBytes()]
+	for e, v := range u {
+		pos := lanePos(b, e)
+		if w.Format == Q4_0 {
+			if pos < 32 {
+				q[pos] |= v & 0x0f
+			} else {
+				q[pos-32] |= (v & 0x0f) << 4
+			}
+		} else {
+			q[pos] = v
+		}
+	}
+}
+
+// block returns block blk of row r: its scale as float32 and its signed
+// values q (the stored values minus the offset).
+func (w *Matrix) block(r, blk int) (float32, [BlockLen]int32) {
+	p, b := blk/2, blk%2
+	d := FP16ToFloat32(uint16(w.d[r*w.pairs+p] >> (16 * b)))
+	q := w.q[(r*w.pairs+p)*w.Format.pairBytes():]
+	var out [BlockLen]int32
+	for e := range out {
+		pos := lanePos(b, e)
+		var u int32
+		if w.Format == Q4_0 {
+			if pos < 32 {
+				u = int32(q[pos] & 0x0f)
+			} else {
+				u = int32(q[pos-32] >> 4)
+			}
+		} else {
+			u = int32(q[pos])
+		}
+		out[e] = u - w.Format.offset()
+	}
+	return d, out
+}
+
+// Dequantize returns W as row-major N×K float32 (w = d·q), exactly as
+// ggml's dequantize_row_q8_0 / _q4_0 compute it.
+func (w *Matrix) Dequantize() []float32 {
+	out := make([]float32, w.N*w.K)
+	for r := range w.N {
+		for blk := range w.K / BlockLen {
+			d, q := w.block(r, blk)
+			y := out[r*w.K+blk*BlockLen:][:BlockLen]
+			for e := range y {
+				y[e] = d * float32(q[e])
+			}
+		}
+	}
+	return out
+}
+
+// FromGGUF packs an N×K tensor stored as GGUF blocks (ggml's block_q8_0 or
+// block_q4_0, N rows of K/32 blocks each, little-endian). Errors: a length
+// that is not N·K/32 blocks, K not a multiple of 32, or a NaN or infinite
+// scale (naming the row and block).
+func FromGGUF(f Format, data []byte, n, k int) (*Matrix, error) {
+	w, err := newMatrix(f, n, k)
+	if err != nil {
+		return nil, err
+	}
+	bb, nb := f.GGUFBlockBytes(), k/BlockLen
+	if want := int64(n) * int64(nb) * int64(bb); int64(len(data)) != want {
+		return nil, fmt.Errorf("quant: %s tensor %d×%d: %d bytes, want %d (%d blocks of %d bytes)", f, n, k, len(data), want, int64(n)*int64(nb), bb)
+	}
+	var u [BlockLen]uint8
+	for r := range n {
+		for blk := range nb {
+			src := data[(r*nb+blk)*bb:][:bb]
+			d := binary.LittleEndian.Uint16(src)
+			if d&0x7c00 == 0x7c00 {
+				return nil, fmt.Errorf("quant: %s tensor %d×%d: row %d block %d: scale is %v", f, n, k, r, blk, FP16ToFloat32(d))
+			}
+			if f == Q4_0 {
+				// ggml: element j is the low nibble of qs[j], element j+16
+				// the high nibble, each value nibble − 8.
+				for j := range BlockLen / 2 {
+					u[j], u[j+16] = src[2+j]&0x0f, src[2+j]>>4
+				}
+			} else {
+				for j := range BlockLen {
+					u[j] = uint8(int8(src[2+j])) + 128
+				}
+			}
+			w.setBlock(r, blk, d, &u)
+		}
+	}
+	return w, nil
+}
+
+// Quantize packs row-major N×K float32 weights into format f as ggml's
+// reference quantizers do (quantize_row_q8_0_ref: d = max|w|/127, q =
+// round(w/d); quantize_row_q4_0_ref: d = m/−8 with m the value of largest
+// magnitude, q = min(15, trunc(w/d + 8.5))), the scale rounded to fp16.
+// Errors: a shape that does not match len(w), K not a multiple of 32, or a
+// NaN or infinite weight.
+func Quantize(f Format, w []float32, n, k int) (*Matrix, error) {
+	m, err := newMatrix(f, n, k)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(w)) != int64(n)*int64(k) {
+		return nil, fmt.Errorf("quant: %s matrix %d×%d: %d values", f, n, k, len(w))
+	}
+	var u [BlockLen]uint8
+	for r := range n {
+		for blk := range k / BlockLen {
+			x := w[r*k+blk*BlockLen:][:BlockLen]
+			var amax, vmax float32
+			for _, v := range x {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return nil, fmt.Errorf("quant: %s matrix %d×%d: row %d block %d holds %v", f, n, k, r, blk, v)
+				}
+				if a := float32(math.Abs(float64(v))); a > amax {
+					amax, vmax = a, v
+				}
+			}
+			var d float32
+			if f == Q4_0 {
+				d = vmax / -8
+				id := float32(0)
+				if d != 0 {
+					id = 1 / d
+				}
+				for j, v := range x {
+					u[j] = uint8(min(15, int(v*id+8.5)))
+				}
+			} else {
+				d = amax / 127
+				id := float32(0)
+				if d != 0 {
+					id = 1 / d
+				}
+				for j, v := range x {
+					u[j] = uint8(int8(roundHalfAway(v*id))) + 128
+				}
+			}
+			m.setBlock(r, blk, Float32ToFP16(d), &u)
+		}
+	}
+	return m, nil
+}
+
+// roundHalfAway is C's roundf: to nearest, ties away from zero.
+func roundHalfAway(v float32) float32 { return float32(math.Round(float64(v))) }
+
+// FP16ToFloat32 widens IEEE 754 binary16 bits to the float32 of the same
+// value (exact), as VCVTPH2PS does.
+func FP16ToFloat32(h uint16) float32 {
+	sign := uint32(h&0x8000) << 16
+	exp := uint32(h>>10) & 0x1f
+	man := uint32(h & 0x3ff)
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | man<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
+	}
+	v := float32(man) * (1.0 / (1 << 24))
+	if sign != 0 {
+		v = -v
+	}
+	return v
+}
+
+// Float32ToFP16 rounds a float32 to the nearest binary16 (ties to even, as
+// VCVTPS2PH and ggml's GGML_FP32_TO_FP16), overflowing to infinity.
+func Float32ToFP16(f float32) uint16 {
+	b := math.Float32bits(f)
+	sign := uint16(b>>16) & 0x8000
+	exp := int32(b>>23) & 0xff
+	man := b & 0x7fffff
+	if exp == 0xff { // inf or NaN
+		if man != 0 {
+			return sign | 0x7e00
+		}
+		return sign | 0x7c00
+	}
+	e := exp - 127 + 15
+	if e >= 0x1f {
+		return sign | 0x7c00
+	}
+	if e <= 0 {
+		// Subnormal half (or zero): value = man'·2^-24.
+		if e < -10 {
+			return sign
+		}
+		m := man | 0x800000
+		shift := uint32(14 - e)
+		h := m >> shift
+		rem := m & (1<<shift - 1)
+		half := uint32(1) << (shift - 1)
+		if rem > half || (rem == half && h&1 == 1) {
+			h++
+		}
+		return sign | uint16(h)
+	}
+	h := uint32(e)<<10 | man>>13
+	rem := man & 0x1fff
+	if rem > 0x1000 || (rem == 0x1000 && h&1 == 1) {
+		h++ // may carry into the exponent, up to infinity: correct
+	}
+	return sign | uint16(h)
+}

@@ -1,0 +1,72 @@
+package quant
+
+import "unsafe"
+
+// goImpl is the "go" backend: the specification loop of every kernel.
+func goImpl() *impl {
+	im := &impl{name: "go", isa: "go", mr: 4, nr: 4, lacks: func() string { return "" },
+		k: map[Format][]kern{}, k1: map[Format][]kern{}}
+	for _, f := range Formats() {
+		for m := 1; m <= im.mr; m++ {
+			im.k[f] = append(im.k[f], goKern(f, m, im.nr))
+			im.k1[f] = append(im.k1[f], goKern(f, m, 1))
+		}
+	}
+	return im
+}
+
+func goKern(f Format, mr, nr int) kern {
+	return func(np int, a *byte, as *float32, ac *int32, b *byte, ldb int, bs *uint32, ldbs int, c *float32, ldc int) {
+		kernGo(f, mr, nr, np, a, as, ac, b, ldb, bs, ldbs, c, ldc)
+	}
+}
+
+// kernGo is the specification of every kernel: for r < mr, j < nr,
+//
+//	c[r*ldc+j] = Σ_{p<np} Σ_{h<2} float32(S(r,j,p,h)) · (dw(j,p,h)·dx(r,p,h))
+//	S(r,j,p,h) = Σ_{e<32} U(j,p,h,e)·Q(r,p,h,e) + 8·ac[(r*np+p)*2+h]
+//
+// with U the stored unsigned weights (q8_0: the byte; q4_0: the nibble) and
+// Q the int8 activations at lane position lanePos(h, e) of pair p, dw the
+// fp16 scale in half h of bs[j*ldbs+p], dx = as[(r*np+p)*2+h]. ac holds
+// −o·Σq/8 (Activations.corrZ), so S = Σ_e (U − o)·Q exactly. The float sum
+// runs over p then h; the assembly kernels sum in another order.
+func kernGo(f Format, mr, nr, np int, a *byte, as *float32, ac *int32, b *byte, ldb int, bs *uint32, ldbs int, c *float32, ldc int) {
+	pb := f.pairBytes()
+	A := unsafe.Slice(a, mr*np*pairLen)
+	AS := unsafe.Slice(as, mr*np*2)
+	AC := unsafe.Slice(ac, mr*np*2)
+	B := unsafe.Slice(b, (nr-1)*ldb+np*pb)
+	BS := unsafe.Slice(bs, (nr-1)*ldbs+np)
+	C := unsafe.Slice(c, (mr-1)*ldc+nr)
+	for r := range mr {
+		for j := range nr {
+			var sum float32
+			for p := range np {
+				wq := B[j*ldb+p*pb:][:pb]
+				xq := A[(r*np+p)*pairLen:][:pairLen]
+				var s [2]int32
+				for pos := range pairLen {
+					var u int32
+					if f == Q4_0 {
+						if pos < 32 {
+							u = int32(wq[pos] & 0x0f)
+						} else {
+							u = int32(wq[pos-32] >> 4)
+						}
+					} else {
+						u = int32(wq[pos])
+					}
+					s[(pos/4)%2] += u * int32(int8(xq[pos]))
+				}
+				d := BS[j*ldbs+p]
+				for h := range 2 {
+					s[h] += 8 * AC[(r*np+p)*2+h]
+					sc := FP16ToFloat32(uint16(d>>(16*h))) * AS[(r*np+p)*2+h]
+					sum += float32(s[h]) * sc
+				}
+			}
+			C[r*ldc+j] = sum
+		}
+	}
+}

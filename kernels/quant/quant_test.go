@@ -1,0 +1,242 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func randMat(rng *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64() * scale)
+	}
+	return x
+}
+
+// toGGUF serializes m as GGUF blocks, the inverse of FromGGUF.
+func toGGUF(m *Matrix) []byte {
+	var out []byte
+	for r := range m.N {
+		for blk := range m.K / BlockLen {
+			p, b := blk/2, blk%2
+			d := uint16(m.d[r*m.pairs+p] >> (16 * b))
+			_, q := m.block(r, blk)
+			out = binary.LittleEndian.AppendUint16(out, d)
+			if m.Format == Q4_0 {
+				for j := range BlockLen / 2 {
+					out = append(out, byte(q[j]+8)|byte(q[j+16]+8)<<4)
+				}
+			} else {
+				for _, v := range q {
+					out = append(out, byte(int8(v)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// errBound is the package doc's bound for one output.
+func errBound(w []float32, a *Activations, r int, wrow []float32, x []float32) float64 {
+	var b, mag float64
+	for blk := range len(wrow) / BlockLen {
+		p, h := blk/2, blk%2
+		dx := float64(a.d[(r*a.pairs+p)*2+h])
+		for e := range BlockLen {
+			i := blk*BlockLen + e
+			b += dx / 2 * math.Abs(float64(wrow[i]))
+			mag += math.Abs(float64(wrow[i]) * float64(x[i]))
+		}
+	}
+	return b + mag*math.Ldexp(1, -20) + math.Ldexp(1, -126)
+}
+
+func TestFP16RoundTrip(t *testing.T) {
+	for h := range 1 << 16 {
+		f := FP16ToFloat32(uint16(h))
+		if math.IsNaN(float64(f)) {
+			continue
+		}
+		if got := Float32ToFP16(f); got != uint16(h) {
+			t.Fatalf("half %#04x → %v → %#04x", h, f, got)
+		}
+	}
+	// Rounding: halfway between 1 and 1+2^-10 goes to even (1).
+	if got := Float32ToFP16(1 + 1.0/2048); got != 0x3c00 {
+		t.Errorf("1+2^-11 → %#04x, want 0x3c00", got)
+	}
+	if got := Float32ToFP16(70000); got != 0x7c00 {
+		t.Errorf("70000 → %#04x, want +inf", got)
+	}
+}
+
+func TestQuantizeMatchesGGML(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	w := randMat(rng, 3*96, 0.05)
+	for _, f := range Formats() {
+		m, err := Quantize(f, w, 3, 96)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deq := m.Dequantize()
+		for blk := range 3 * 96 / BlockLen {
+			x := w[blk*BlockLen:][:BlockLen]
+			var amax, vmax float32
+			for _, v := range x {
+				if a := float32(math.Abs(float64(v))); a > amax {
+					amax, vmax = a, v
+				}
+			}
+			for e, v := range x {
+				var want float32
+				if f == Q8_0 {
+					d := amax / 127
+					want = FP16ToFloat32(Float32ToFP16(d)) * float32(math.Round(float64(v/d)))
+				} else {
+					d := vmax / -8
+					q := min(15, int(v/d+8.5))
+					want = FP16ToFloat32(Float32ToFP16(d)) * float32(q-8)
+				}
+				if got := deq[blk*BlockLen+e]; math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want))+1e-12 {
+					t.Fatalf("%s block %d elem %d: %v, want %v", f, blk, e, got, want)
+				}
+			}
+		}
+		// GGUF bytes round-trip through FromGGUF.
+		g, err := FromGGUF(f, toGGUF(m), 3, 96)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range g.Dequantize() {
+			if v != deq[i] {
+				t.Fatalf("%s: FromGGUF(toGGUF) differs at %d", f, i)
+			}
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	good, _ := Quantize(Q8_0, make([]float32, 64), 1, 64)
+	raw := toGGUF(good)
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"k not multiple", func() error { _, e := Quantize(Q8_0, make([]float32, 40), 1, 40); return e }, "multiple of the block length"},
+		{"short tensor", func() error { _, e := FromGGUF(Q8_0, raw[:len(raw)-1], 1, 64); return e }, "bytes, want"},
+		{"nan scale", func() error {
+			b := append([]byte(nil), raw...)
+			binary.LittleEndian.PutUint16(b[34:], 0x7e00)
+			_, e := FromGGUF(Q8_0, b, 1, 64)
+			return e
+		}, "row 0 block 1: scale is NaN"},
+		{"inf weight", func() error {
+			w := make([]float32, 32)
+			w[3] = float32(math.Inf(1))
+			_, e := Quantize(Q4_0, w, 1, 32)
+			return e
+		}, "holds +Inf"},
+		{"format", func() error { _, e := ParseFormat("q3_k"); return e }, `"q3_k"`},
+		{"activations K", func() error { var a Activations; return a.Quantize(Q8_0, make([]float32, 10), 1, 10) }, "multiple of 32"},
+	} {
+		if err := tc.err(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// Every backend, every format, shapes with edge tiles and odd block counts,
+// against the float64 product of the dequantized weights and the
+// unquantized activations, within the documented bound.
+func TestMulReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, be := range Backends() {
+		if be.Unavailable != "" {
+			t.Logf("%s: %s", be.Name, be.Unavailable)
+			continue
+		}
+		for _, f := range Formats() {
+			for _, sh := range [][3]int{{1, 1, 32}, {1, 13, 96}, {3, 9, 64}, {5, 33, 160}, {9, 7, 256}, {16, 40, 1024}, {1, 64, 4096}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", be.Name, f, m, n, k), func(t *testing.T) {
+					w := randMat(rng, n*k, 0.02)
+					x := randMat(rng, m*k, 1)
+					x[0] = 0 // a zero block stays exact
+					wm, err := Quantize(f, w, n, k)
+					if err != nil {
+						t.Fatal(err)
+					}
+					deq := wm.Dequantize()
+					var a Activations
+					if err := a.Quantize(f, x, m, k); err != nil {
+						t.Fatal(err)
+					}
+					y := make([]float32, m*(n+3))
+					for i := range y {
+						y[i] = -7
+					}
+					ldy := n + 3
+					if err := Mul(be, wm, &a, y, ldy, 0, n); err != nil {
+						t.Fatal(err)
+					}
+					for r := range m {
+						for j := range n {
+							var ref float64
+							for i := range k {
+								ref += float64(deq[j*k+i]) * float64(x[r*k+i])
+							}
+							got := float64(y[r*ldy+j])
+							if b := errBound(deq, &a, r, deq[j*k:(j+1)*k], x[r*k:(r+1)*k]); math.Abs(got-ref) > b {
+								t.Fatalf("y[%d][%d] = %v, ref %v, |err| %.3g > bound %.3g", r, j, got, ref, math.Abs(got-ref), b)
+							}
+						}
+						for j := n; j < ldy; j++ {
+							if y[r*ldy+j] != -7 {
+								t.Fatalf("y[%d][%d] written outside [0,%d)", r, j, n)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// The assembly backends equal the Go specification up to float32 summation
+// order (the integer block sums are exact in both).
+func TestMulTwin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	goBE, _ := BackendByName("go")
+	for _, be := range Backends() {
+		if be.Name == "go" || be.Unavailable != "" {
+			continue
+		}
+		for _, f := range Formats() {
+			for _, sh := range [][3]int{{1, 5, 32}, {2, 9, 96}, {4, 8, 512}, {7, 17, 2048}, {16, 4, 64}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				wm, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+				var a Activations
+				if err := a.Quantize(f, randMat(rng, m*k, 1), m, k); err != nil {
+					t.Fatal(err)
+				}
+				want, got := make([]float32, m*n), make([]float32, m*n)
+				if err := Mul(goBE, wm, &a, want, n, 0, n); err != nil {
+					t.Fatal(err)
+				}
+				if err := Mul(be, wm, &a, got, n, 0, n); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Abs(float64(want[i]))+1e-6 {
+						t.Fatalf("%s %s %v: [%d] %v, twin %v", be.Name, f, sh, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
