@@ -14,6 +14,7 @@ var X86 struct {
 	HasAVX        bool
 	HasAVX2       bool
 	HasFMA        bool
+	HasF16C       bool // VCVTPH2PS/VCVTPS2PH
 	HasAVX512F    bool
 	HasAVX512BW   bool
 	HasAVX512DQ   bool
@@ -82,7 +83,7 @@ func Disable(name string) (undo func(), err error) {
 	undo = func() { X86, ARM64 = x, a }
 	switch strings.ToLower(name) {
 	case "avx2":
-		X86.HasAVX2, X86.HasFMA, X86.HasAVXVNNI = false, false, false
+		X86.HasAVX2, X86.HasFMA, X86.HasF16C, X86.HasAVXVNNI = false, false, false, false
 		fallthrough
 	case "avx512":
 		X86.HasAVX512F, X86.HasAVX512BW, X86.HasAVX512DQ, X86.HasAVX512VL = false, false, false, false

@@ -10,6 +10,7 @@ func detect() {
 	X86.HasAVX = c.Supports(cpuid.AVX)
 	X86.HasAVX2 = c.Supports(cpuid.AVX2)
 	X86.HasFMA = c.Supports(cpuid.FMA3)
+	X86.HasF16C = c.Supports(cpuid.F16C)
 	X86.HasAVX512F = c.Supports(cpuid.AVX512F)
 	X86.HasAVX512BW = c.Supports(cpuid.AVX512BW)
 	X86.HasAVX512DQ = c.Supports(cpuid.AVX512DQ)

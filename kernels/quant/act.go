@@ -14,11 +14,13 @@ type Activations struct {
 	Format Format
 	M, K   int
 	pairs  int
-	q      []byte    // M × pairs × 64, int8 bits in lane order (padding 0)
-	d      []float32 // M × pairs × 2: block scales
-	sum    []int32   // M × pairs × 2: Σq per block
-	corrZ  []int32   // M × pairs × 2: −o·Σq/8, the zmm kernels' accumulator start
-	corrY  []int32   // M × pairs × 2: −o·Σq/4, the ymm kernels'
+	// Pair-major: pair p of row r is at index p·M + r, so a microkernel
+	// finds the rows of a tile at fixed offsets from one pointer.
+	q     []byte    // pairs × M × 64, int8 bits in lane order (padding 0)
+	d     []float32 // pairs × M × 2: block scales
+	sum   []int32   // pairs × M × 2: Σq per block
+	corrZ []int32   // pairs × M × 2: −o·Σq/8, the zmm kernels' accumulator start
+	corrY []int32   // pairs × M × 2: −o·Σq/4, the ymm kernels'
 }
 
 func grow[T any](s []T, n int) []T {
@@ -67,7 +69,7 @@ func (a *Activations) Quantize(f Format, x []float32, m, k int) error {
 				id = 1 / d
 			}
 			p, b := blk/2, blk%2
-			q := a.q[(r*a.pairs+p)*pairLen:][:pairLen]
+			q := a.q[(p*m+r)*pairLen:][:pairLen]
 			var s int32
 			for e, v := range xb {
 				qv := int32(0)
@@ -77,7 +79,7 @@ func (a *Activations) Quantize(f Format, x []float32, m, k int) error {
 				q[lanePos(b, e)] = byte(int8(qv))
 				s += qv
 			}
-			i := (r*a.pairs+p)*2 + b
+			i := (p*m+r)*2 + b
 			a.d[i], a.sum[i] = d, s
 			a.corrZ[i], a.corrY[i] = -o*s/8, -o*s/4
 		}

@@ -51,3 +51,5 @@
 //
 // This package imports only internal/cpu of bench.
 package quant
+
+//go:generate sh -c "cd ../_asm && GOWORK=off go run ./quant -out ../quant/kernels_amd64.s"

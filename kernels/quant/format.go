@@ -66,16 +66,24 @@ func (f Format) GGUFBlockBytes() int {
 func (f Format) BytesPerWeight() float64 { return float64(f.GGUFBlockBytes()) / BlockLen }
 
 // Matrix is an N×K weight matrix in a block format, packed (see the package
-// doc). It is read-only after construction and safe for concurrent use.
+// doc) in panels of PanelRows rows: pair p of the rows of panel t is stored
+// contiguously, row by row, so a microkernel reads one address stream per
+// panel. N is padded up to a whole panel with rows of scale 0. It is
+// read-only after construction and safe for concurrent use.
 type Matrix struct {
 	Format Format
 	N, K   int
 	pairs  int      // block pairs per row: ceil(K/64)
-	q      []byte   // N × pairs × Format.pairBytes()
-	d      []uint32 // N × pairs: the two fp16 scales of a pair, block 0 low
+	q      []byte   // panels × pairs × PanelRows × Format.pairBytes()
+	d      []uint32 // panels × pairs × PanelRows: a pair's two fp16 scales, block 0 low
 }
 
-// Bytes is the packed size in bytes (quants and scales).
+// PanelRows is the number of W rows per packed panel, the microkernels'
+// tile width.
+const PanelRows = 4
+
+// Bytes is the packed size in bytes (quants and scales, panel padding
+// included).
 func (w *Matrix) Bytes() int64 { return int64(len(w.q)) + 4*int64(len(w.d)) }
 
 func newMatrix(f Format, n, k int) (*Matrix, error) {
@@ -89,11 +97,18 @@ func newMatrix(f Format, n, k int) (*Matrix, error) {
 		return nil, fmt.Errorf("quant: %s matrix %d×%d: K must be a multiple of the block length %d", f, n, k, BlockLen)
 	}
 	pairs := (k + pairLen - 1) / pairLen
-	if int64(n)*int64(pairs)*int64(f.pairBytes()) > math.MaxInt32*16 {
+	rows := (n + PanelRows - 1) / PanelRows * PanelRows
+	if int64(rows)*int64(pairs)*int64(f.pairBytes()) > math.MaxInt32*16 {
 		return nil, fmt.Errorf("quant: %s matrix %d×%d: too large", f, n, k)
 	}
 	return &Matrix{Format: f, N: n, K: k, pairs: pairs,
-		q: make([]byte, n*pairs*f.pairBytes()), d: make([]uint32, n*pairs)}, nil
+		q: make([]byte, rows*pairs*f.pairBytes()), d: make([]uint32, rows*pairs)}, nil
+}
+
+// idx is the index of row r's pair p among the packed pairs (multiply by
+// pairBytes for w.q; w.d directly).
+func (w *Matrix) idx(r, p int) int {
+	return (r/PanelRows*w.pairs+p)*PanelRows + r%PanelRows
 }
 
 // lanePos returns the packed position (0..63) of element e (0..31) of block
@@ -104,8 +119,8 @@ func lanePos(b, e int) int { return (2*(e/4)+b)*4 + e%4 }
 // its 32 unsigned values u (q + offset).
 func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
 	p, b := blk/2, blk%2
-	w.d[r*w.pairs+p] |= uint32(d) << (16 * b)
-	q := w.q[(r*w.pairs+p)*w.Format.pairBytes():][:w.Format.pairBytes()]
+	w.d[w.idx(r, p)] |= uint32(d) << (16 * b)
+	q := w.q[w.idx(r, p)*w.Format.pairBytes():][:w.Format.pairBytes()]
 	for e, v := range u {
 		pos := lanePos(b, e)
 		if w.Format == Q4_0 {
@@ -124,8 +139,8 @@ func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
 // values q (the stored values minus the offset).
 func (w *Matrix) block(r, blk int) (float32, [BlockLen]int32) {
 	p, b := blk/2, blk%2
-	d := FP16ToFloat32(uint16(w.d[r*w.pairs+p] >> (16 * b)))
-	q := w.q[(r*w.pairs+p)*w.Format.pairBytes():]
+	d := FP16ToFloat32(uint16(w.d[w.idx(r, p)] >> (16 * b)))
+	q := w.q[w.idx(r, p)*w.Format.pairBytes():]
 	var out [BlockLen]int32
 	for e := range out {
 		pos := lanePos(b, e)

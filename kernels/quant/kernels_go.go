@@ -4,47 +4,50 @@ import "unsafe"
 
 // goImpl is the "go" backend: the specification loop of every kernel.
 func goImpl() *impl {
-	im := &impl{name: "go", isa: "go", mr: 4, nr: 4, lacks: func() string { return "" },
-		k: map[Format][]kern{}, k1: map[Format][]kern{}}
+	im := &impl{name: "go", isa: "go", mr: 4, lacks: func() string { return "" },
+		k: map[Format][]kern{}}
 	for _, f := range Formats() {
 		for m := 1; m <= im.mr; m++ {
-			im.k[f] = append(im.k[f], goKern(f, m, im.nr))
-			im.k1[f] = append(im.k1[f], goKern(f, m, 1))
+			im.k[f] = append(im.k[f], goKern(f, m, PanelRows))
 		}
 	}
 	return im
 }
 
 func goKern(f Format, mr, nr int) kern {
-	return func(np int, a *byte, as *float32, ac *int32, b *byte, ldb int, bs *uint32, ldbs int, c *float32, ldc int) {
-		kernGo(f, mr, nr, np, a, as, ac, b, ldb, bs, ldbs, c, ldc)
+	return func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
+		kernGo(f, mr, nr, np, a, as, ac, sa, b, bs, c, ldc)
 	}
 }
 
 // kernGo is the specification of every kernel: for r < mr, j < nr,
 //
 //	c[r*ldc+j] = Σ_{p<np} Σ_{h<2} float32(S(r,j,p,h)) · (dw(j,p,h)·dx(r,p,h))
-//	S(r,j,p,h) = Σ_{e<32} U(j,p,h,e)·Q(r,p,h,e) + 8·ac[(r*np+p)*2+h]
+//	S(r,j,p,h) = Σ_{e<32} U(j,p,h,e)·Q(r,p,h,e) + 8·ac[p*sa4+r*2+h]
 //
-// with U the stored unsigned weights (q8_0: the byte; q4_0: the nibble) and
-// Q the int8 activations at lane position lanePos(h, e) of pair p, dw the
-// fp16 scale in half h of bs[j*ldbs+p], dx = as[(r*np+p)*2+h]. ac holds
+// with U the stored unsigned weights (q8_0: the byte; q4_0: the nibble) of
+// row j of the panel at b (pair p at b + (p·PanelRows + j)·pairBytes) and
+// Q the int8 activations of row r (pair p at a + p·sa + r·64), both at lane
+// position lanePos(h, e); dw the fp16 scale in half h of
+// bs[p·PanelRows + j], dx = as[p·sa4 + r·2 + h] with sa4 = sa/32 (sa/8
+// bytes: the assembly's stride). ac holds
 // −o·Σq/8 (Activations.corrZ), so S = Σ_e (U − o)·Q exactly. The float sum
 // runs over p then h; the assembly kernels sum in another order.
-func kernGo(f Format, mr, nr, np int, a *byte, as *float32, ac *int32, b *byte, ldb int, bs *uint32, ldbs int, c *float32, ldc int) {
+func kernGo(f Format, mr, nr, np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
 	pb := f.pairBytes()
-	A := unsafe.Slice(a, mr*np*pairLen)
-	AS := unsafe.Slice(as, mr*np*2)
-	AC := unsafe.Slice(ac, mr*np*2)
-	B := unsafe.Slice(b, (nr-1)*ldb+np*pb)
-	BS := unsafe.Slice(bs, (nr-1)*ldbs+np)
+	sa4 := sa / 32
+	A := unsafe.Slice(a, (np-1)*sa+mr*pairLen)
+	AS := unsafe.Slice(as, (np-1)*sa4+mr*2)
+	AC := unsafe.Slice(ac, (np-1)*sa4+mr*2)
+	B := unsafe.Slice(b, np*PanelRows*pb)
+	BS := unsafe.Slice(bs, np*PanelRows)
 	C := unsafe.Slice(c, (mr-1)*ldc+nr)
 	for r := range mr {
 		for j := range nr {
 			var sum float32
 			for p := range np {
-				wq := B[j*ldb+p*pb:][:pb]
-				xq := A[(r*np+p)*pairLen:][:pairLen]
+				wq := B[(p*PanelRows+j)*pb:][:pb]
+				xq := A[p*sa+r*pairLen:][:pairLen]
 				var s [2]int32
 				for pos := range pairLen {
 					var u int32
@@ -59,10 +62,10 @@ func kernGo(f Format, mr, nr, np int, a *byte, as *float32, ac *int32, b *byte, 
 					}
 					s[(pos/4)%2] += u * int32(int8(xq[pos]))
 				}
-				d := BS[j*ldbs+p]
+				d := BS[p*PanelRows+j]
 				for h := range 2 {
-					s[h] += 8 * AC[(r*np+p)*2+h]
-					sc := FP16ToFloat32(uint16(d>>(16*h))) * AS[(r*np+p)*2+h]
+					s[h] += 8 * AC[p*sa4+r*2+h]
+					sc := FP16ToFloat32(uint16(d>>(16*h))) * AS[p*sa4+r*2+h]
 					sum += float32(s[h]) * sc
 				}
 			}

@@ -15,24 +15,25 @@ type Backend struct {
 	Unavailable string // "" or "unavailable: CPU lacks ..."
 }
 
-// kern computes one mr×nr tile over np block pairs (see kernGo for the
-// arithmetic); a/as/ac point at X row 0 (row strides np·64 bytes, np·2
-// elements), b/bs at W row 0 (row strides ldb bytes, ldbs words), c at
-// Y[0][0] (row stride ldc floats). Y is overwritten.
-type kern func(np int, a *byte, as *float32, ac *int32, b *byte, ldb int, bs *uint32, ldbs int, c *float32, ldc int)
+// kern computes one mr×PanelRows tile over np block pairs (see kernGo for
+// the arithmetic): a, as, ac point at pair 0 of X's row i0 (pair stride sa
+// bytes for a, sa/8 elements for as and ac), b and bs at pair 0 of a W
+// panel, c at Y[i0][j0] (row stride ldc floats). The tile's PanelRows
+// columns of Y are overwritten.
+type kern func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 
-// impl is a backend's kernels: k[f][mr-1] computes mr×nr tiles of format f,
-// k1[f][mr-1] mr×1 edge tiles; corrY selects the ymm corrections.
+// impl is a backend's kernels: k[f][mr-1] computes mr×PanelRows tiles of
+// format f; corrY selects the ymm kernels' corrections.
 type impl struct {
 	name, isa string
-	mr, nr    int
+	mr        int
 	lacks     func() string
 	corrY     bool
-	k, k1     map[Format][]kern
+	k         map[Format][]kern
 }
 
 func (im *impl) backend() Backend {
-	return Backend{Name: im.name, ISA: im.isa, TileM: im.mr, TileN: im.nr, Unavailable: im.lacks()}
+	return Backend{Name: im.name, ISA: im.isa, TileM: im.mr, TileN: PanelRows, Unavailable: im.lacks()}
 }
 
 var impls = sync.OnceValue(func() []*impl { return append([]*impl{goImpl()}, archImpls()...) })
@@ -82,17 +83,18 @@ func lookup(name string) (*impl, error) {
 	return nil, fmt.Errorf("quant: backend %q: unknown in this build (have %s)", name, strings.Join(names, ", "))
 }
 
-// blockRows is the number of W rows whose quants are reused across all of
-// X's row tiles before moving on (kept in L2: 32 rows × 4096 q8_0 weights
-// = 136 KiB).
-const blockRows = 32
+// blockPanels is the number of W panels whose quants are reused across all
+// of X's row tiles before moving on (kept in L2: 8 panels × 4 rows × 4096
+// q8_0 weights = 136 KiB).
+const blockPanels = 8
 
 // Mul computes Y[i][j] = Σ_k X[i][k]·W[j][k] for every row i < a.M of the
 // quantized activations and the rows n0 ≤ j < n1 of w, writing
 // y[i*ldy+j] (other columns untouched), with backend be. It is
-// single-threaded and safe to call concurrently on disjoint column ranges.
-// Errors: an unknown or unavailable backend, activations quantized for
-// another format or K, or a y too short.
+// single-threaded and safe to call concurrently on disjoint column ranges
+// (fastest when n0 is a multiple of PanelRows). Errors: an unknown or
+// unavailable backend, activations quantized for another format or K, or a
+// y too short.
 func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) error {
 	im, err := lookup(be.Name)
 	if err != nil {
@@ -111,22 +113,32 @@ func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) er
 func mul(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	f, np := w.Format, w.pairs
 	pb := f.pairBytes()
-	k4, k1 := im.k[f], im.k1[f]
+	ks := im.k[f]
 	corr := a.corrZ
 	if im.corrY {
 		corr = a.corrY
 	}
-	for jb := n0; jb < n1; jb += blockRows {
-		je := min(jb+blockRows, n1)
+	sa := a.M * pairLen
+	var tmp [16 * PanelRows]float32
+	for tb := n0 / PanelRows; tb*PanelRows < n1; tb += blockPanels {
+		te := min(tb+blockPanels, (n1+PanelRows-1)/PanelRows)
 		for i0 := 0; i0 < a.M; i0 += im.mr {
 			mm := min(im.mr, a.M-i0)
-			ap, as, ac := &a.q[i0*np*pairLen], &a.d[i0*np*2], &corr[i0*np*2]
-			j := jb
-			for ; j+im.nr <= je; j += im.nr {
-				k4[mm-1](np, ap, as, ac, &w.q[j*np*pb], np*pb, &w.d[j*np], np, &y[i0*ldy+j], ldy)
-			}
-			for ; j < je; j++ {
-				k1[mm-1](np, ap, as, ac, &w.q[j*np*pb], np*pb, &w.d[j*np], np, &y[i0*ldy+j], ldy)
+			ap, as, ac := &a.q[i0*pairLen], &a.d[i0*2], &corr[i0*2]
+			for t := tb; t < te; t++ {
+				j0 := t * PanelRows
+				bp, bs := &w.q[t*np*PanelRows*pb], &w.d[t*np*PanelRows]
+				if j0 >= n0 && j0+PanelRows <= n1 {
+					ks[mm-1](np, ap, as, ac, sa, bp, bs, &y[i0*ldy+j0], ldy)
+					continue
+				}
+				// A panel cut by [n0, n1): compute it whole, copy the part inside.
+				ks[mm-1](np, ap, as, ac, sa, bp, bs, &tmp[0], PanelRows)
+				for r := range mm {
+					for j := max(j0, n0); j < min(j0+PanelRows, n1); j++ {
+						y[(i0+r)*ldy+j] = tmp[r*PanelRows+j-j0]
+					}
+				}
 			}
 		}
 	}

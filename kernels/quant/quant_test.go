@@ -23,7 +23,7 @@ func toGGUF(m *Matrix) []byte {
 	for r := range m.N {
 		for blk := range m.K / BlockLen {
 			p, b := blk/2, blk%2
-			d := uint16(m.d[r*m.pairs+p] >> (16 * b))
+			d := uint16(m.d[m.idx(r, p)] >> (16 * b))
 			_, q := m.block(r, blk)
 			out = binary.LittleEndian.AppendUint16(out, d)
 			if m.Format == Q4_0 {
@@ -45,7 +45,7 @@ func errBound(w []float32, a *Activations, r int, wrow []float32, x []float32) f
 	var b, mag float64
 	for blk := range len(wrow) / BlockLen {
 		p, h := blk/2, blk%2
-		dx := float64(a.d[(r*a.pairs+p)*2+h])
+		dx := float64(a.d[(p*a.M+r)*2+h])
 		for e := range BlockLen {
 			i := blk*BlockLen + e
 			b += dx / 2 * math.Abs(float64(wrow[i]))
@@ -150,6 +150,21 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// dequantX returns the activations as the kernels see them, d·q, row-major.
+func dequantX(a *Activations) []float64 {
+	out := make([]float64, a.M*a.K)
+	for r := range a.M {
+		for blk := range a.K / BlockLen {
+			p, h := blk/2, blk%2
+			d := float64(a.d[(p*a.M+r)*2+h])
+			for e := range BlockLen {
+				out[r*a.K+blk*BlockLen+e] = d * float64(int8(a.q[(p*a.M+r)*pairLen+lanePos(h, e)]))
+			}
+		}
+	}
+	return out
+}
+
 // Every backend, every format, shapes with edge tiles and odd block counts,
 // against the float64 product of the dequantized weights and the
 // unquantized activations, within the documented bound.
@@ -184,13 +199,22 @@ func TestMulReference(t *testing.T) {
 					if err := Mul(be, wm, &a, y, ldy, 0, n); err != nil {
 						t.Fatal(err)
 					}
+					xq := dequantX(&a)
 					for r := range m {
 						for j := range n {
-							var ref float64
+							var ref, refq, mag float64
 							for i := range k {
 								ref += float64(deq[j*k+i]) * float64(x[r*k+i])
+								refq += float64(deq[j*k+i]) * xq[r*k+i]
+								mag += math.Abs(float64(deq[j*k+i]) * xq[r*k+i])
 							}
 							got := float64(y[r*ldy+j])
+							// Against the quantized activations only float32
+							// rounding remains: a block term is rounded about
+							// three times, then the K/32 terms are summed.
+							if b := mag*float64(k/BlockLen+4)*math.Ldexp(1, -24) + math.Ldexp(1, -126); math.Abs(got-refq) > b {
+								t.Fatalf("y[%d][%d] = %v, ref on quantized x %v, |err| %.3g > %.3g", r, j, got, refq, math.Abs(got-refq), b)
+							}
 							if b := errBound(deq, &a, r, deq[j*k:(j+1)*k], x[r*k:(r+1)*k]); math.Abs(got-ref) > b {
 								t.Fatalf("y[%d][%d] = %v, ref %v, |err| %.3g > bound %.3g", r, j, got, ref, math.Abs(got-ref), b)
 							}
