@@ -51,6 +51,7 @@ command -v bochs >/dev/null || need+=(bochs)
 [ -e /usr/lib/ISOLINUX/isolinux.bin ] || need+=(isolinux)
 [ -e /usr/lib/syslinux/modules/bios/ldlinux.c32 ] || need+=(syslinux-common)
 command -v xorriso >/dev/null || need+=(xorriso)
+[ -e /usr/share/bochs/VGABIOS-lgpl-latest ] || need+=(vgabios) # bochs only recommends it; --no-install-recommends leaves it out
 command -v cpio >/dev/null || need+=(cpio)
 command -v script >/dev/null || need+=(bsdutils)
 if [ ${#need[@]} -gt 0 ]; then

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/probes"
 	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/results"
@@ -38,8 +39,17 @@ type GEMMOptions struct {
 	// Resolved by RunE.
 	backend, backendB gemm.Backend
 	splitA, splitB    int
+	jobs              []gemmJob // one per --dtype, in order
 	// CPUs is the thread placement (probes.GEMMCPUs; injected by tests).
 	CPUs []int
+}
+
+// gemmJob is one --dtype's backend: a kernels/gemm backend, or a
+// kernels/quant backend and block format.
+type gemmJob struct {
+	gemm   *gemm.Backend
+	quant  quant.Backend
+	format quant.Format
 }
 
 func newGEMMCmd(streams IO) *cobra.Command { return newCmdGEMM(streams, nil) }
@@ -70,6 +80,7 @@ and the same from the alone rates (1 = the groups add up perfectly).
 --pack-every-call is the SMEPilot §5.4 ablation: W is packed inside every call.`,
 		Example: `  bench gemm --m 1,16,128,512,2048 --n 3072 --k 3072 --dtype fp32 --threads 1,2
   bench gemm --dtype int8 --threads 2 --profile results/host/profile.json
+  bench gemm --m 1,4,16 --dtype fp32,bf16,q8_0,q4_0 --threads 1,2
   bench gemm --m 512 --backend avx2-fp32 --split 1:1 --backend-b avx2-bf16
   bench gemm --m 1 --pack-every-call --json`,
 		Args: cobra.NoArgs,
@@ -87,7 +98,7 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.IntSliceVar(&opts.M, "m", []int{1, 16, 128, 512, 2048}, "rows of X and Y (tokens)")
 	f.IntVar(&opts.N, "n", 3072, "output columns (rows of W)")
 	f.IntVar(&opts.K, "k", 3072, "reduction depth")
-	f.StringVar(&opts.DType, "dtype", "fp32", "weight precision: fp32, bf16 or int8 (default: --backend's, else fp32)")
+	f.StringVar(&opts.DType, "dtype", "fp32", "weight precisions, comma-separated: fp32, bf16, int8, q8_0, q4_0 (default: --backend's, else fp32)")
 	f.IntSliceVar(&opts.Threads, "threads", []int{1}, "thread counts")
 	f.StringVar(&opts.Backend, "backend", "auto", "backend name (e.g. avx2-fp32) or auto: the best for --dtype")
 	f.StringVar(&opts.BackendB, "backend-b", "", "with --split: group B's backend (default: the best of another dtype)")
@@ -122,24 +133,37 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 	if o.RepMS < 1 {
 		return fmt.Errorf("gemm: --rep-ms %d: must be ≥ 1", o.RepMS)
 	}
-	dt := gemm.DType(o.DType)
-	if dt != gemm.FP32 && dt != gemm.BF16 && dt != gemm.Int8 {
-		return fmt.Errorf("gemm: --dtype %q: must be fp32, bf16 or int8", o.DType)
+	dtypes := strings.Split(o.DType, ",")
+	if len(dtypes) > 1 && o.Backend != "auto" {
+		return fmt.Errorf("gemm: --backend %s: only with one --dtype (have %s)", o.Backend, o.DType)
 	}
-	var err error
-	if o.Backend == "auto" {
-		if o.backend, err = gemm.Best(dt); err != nil {
-			return fmt.Errorf("gemm: --dtype %s: %w", o.DType, err)
+	o.jobs = nil
+	for _, d := range dtypes {
+		j, err := o.resolveJob(cmd, strings.TrimSpace(d), len(dtypes) == 1)
+		if err != nil {
+			return err
 		}
-	} else {
-		if o.backend, err = gemm.BackendByName(o.Backend); err != nil {
-			return fmt.Errorf("gemm: --backend %s: %w", o.Backend, err)
-		}
-		if cmd.Flags().Changed("dtype") && o.backend.DType != dt {
-			return fmt.Errorf("gemm: --backend %s: computes %s weights, not --dtype %s", o.Backend, o.backend.DType, o.DType)
-		}
+		o.jobs = append(o.jobs, j)
+	}
+	if o.jobs[0].gemm != nil {
+		o.backend = *o.jobs[0].gemm
 		o.DType = string(o.backend.DType)
 	}
+	for _, j := range o.jobs {
+		if j.gemm != nil {
+			continue
+		}
+		if o.Split != "" {
+			return fmt.Errorf("gemm: --split %s: not with --dtype %s (quantized weights run on one group)", o.Split, j.format)
+		}
+		if o.PackEveryCall {
+			return fmt.Errorf("gemm: --pack-every-call: not with --dtype %s (quantized weights are packed once)", j.format)
+		}
+	}
+	if o.Split != "" && len(o.jobs) > 1 {
+		return fmt.Errorf("gemm: --split %s: only with one --dtype (have %s)", o.Split, o.DType)
+	}
+	var err error
 	if o.CPUs == nil {
 		if o.CPUs, err = probes.GEMMCPUs(); err != nil {
 			return fmt.Errorf("gemm: CPU list: %w", err)
@@ -190,6 +214,48 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// resolveJob resolves one --dtype (and --backend when it is the only one).
+func (o *GEMMOptions) resolveJob(cmd *cobra.Command, d string, only bool) (gemmJob, error) {
+	// A quantized format: by --dtype, or by a --backend named <backend>-<format>.
+	if name, fs, ok := strings.Cut(o.Backend, "-"); ok && only && o.Backend != "auto" {
+		if f, err := quant.ParseFormat(fs); err == nil {
+			if cmd.Flags().Changed("dtype") && d != string(f) {
+				return gemmJob{}, fmt.Errorf("gemm: --backend %s: computes %s weights, not --dtype %s", o.Backend, f, d)
+			}
+			qb, err := quant.BackendByName(name)
+			if err != nil {
+				return gemmJob{}, fmt.Errorf("gemm: --backend %s: %w", o.Backend, err)
+			}
+			return gemmJob{quant: qb, format: f}, nil
+		}
+	}
+	if f, err := quant.ParseFormat(d); err == nil {
+		if o.Backend != "auto" {
+			return gemmJob{}, fmt.Errorf("gemm: --backend %s: --dtype %s needs a quantized backend, e.g. %s", o.Backend, f, probes.QuantName(quant.Best(), f))
+		}
+		return gemmJob{quant: quant.Best(), format: f}, nil
+	}
+	dt := gemm.DType(d)
+	if dt != gemm.FP32 && dt != gemm.BF16 && dt != gemm.Int8 {
+		return gemmJob{}, fmt.Errorf("gemm: --dtype %q: must be fp32, bf16, int8, q8_0 or q4_0", d)
+	}
+	var b gemm.Backend
+	var err error
+	if o.Backend == "auto" {
+		if b, err = gemm.Best(dt); err != nil {
+			return gemmJob{}, fmt.Errorf("gemm: --dtype %s: %w", d, err)
+		}
+		return gemmJob{gemm: &b}, nil
+	}
+	if b, err = gemm.BackendByName(o.Backend); err != nil {
+		return gemmJob{}, fmt.Errorf("gemm: --backend %s: %w", o.Backend, err)
+	}
+	if cmd.Flags().Changed("dtype") && b.DType != dt {
+		return gemmJob{}, fmt.Errorf("gemm: --backend %s: computes %s weights, not --dtype %s", o.Backend, b.DType, d)
+	}
+	return gemmJob{gemm: &b}, nil
+}
+
 func gemmRun(ctx context.Context, o *GEMMOptions) error {
 	var prof *results.Profile
 	if o.Profile != "" {
@@ -207,12 +273,12 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 		return err
 	}
 	defer b.Close()
-	wa, err := probes.NewGEMMWeights(o.backend, o.N, o.K, 1)
-	if err != nil {
-		return fmt.Errorf("gemm: %w", err)
-	}
 	out := o.IO.Out
 	if o.Split != "" {
+		wa, err := probes.NewGEMMWeights(o.backend, o.N, o.K, 1)
+		if err != nil {
+			return fmt.Errorf("gemm: %w", err)
+		}
 		wb, err := probes.NewGEMMWeights(o.backendB, o.N, o.K, 1)
 		if err != nil {
 			return fmt.Errorf("gemm: %w", err)
@@ -238,29 +304,48 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 	}
 	var rows []results.GEMMResult
 	var whyNot []string
-	for _, m := range o.M {
-		for _, t := range o.Threads {
-			g, err := b.Measure(ctx, wa, m, t, o.PackEveryCall)
+	var packing []string
+	for _, j := range o.jobs {
+		var measure func(m, t int) (results.GEMMResult, error)
+		if j.gemm != nil {
+			wa, err := probes.NewGEMMWeights(*j.gemm, o.N, o.K, 1)
 			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
 				return fmt.Errorf("gemm: %w", err)
 			}
-			why := "no profile: fraction not computed"
-			if prof != nil {
-				why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
+			packing = append(packing, packingLine(wa.Backend.Name, o.N, o.K, gemm.WeightBytes(wa.Backend.DType, o.N, o.K), wa.PackSeconds))
+			measure = func(m, t int) (results.GEMMResult, error) { return b.Measure(ctx, wa, m, t, o.PackEveryCall) }
+		} else {
+			qw, err := probes.NewQuantWeights(j.quant, j.format, o.N, o.K, 1)
+			if err != nil {
+				return err
 			}
-			if o.PackEveryCall {
-				g.PackSeconds = 0 // packing is inside every call
-			}
-			if o.JSON {
-				if err := json.NewEncoder(out).Encode(g); err != nil {
-					return err
+			packing = append(packing, packingLine(qw.Name(), o.N, o.K, qw.W.Bytes(), qw.PackSeconds)+"; quantized from fp32 as ggml's reference quantizer does")
+			measure = func(m, t int) (results.GEMMResult, error) { return b.MeasureQuant(ctx, qw, m, t) }
+		}
+		for _, m := range o.M {
+			for _, t := range o.Threads {
+				g, err := measure(m, t)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					return fmt.Errorf("gemm: %w", err)
 				}
+				why := "no profile: fraction not computed"
+				if prof != nil {
+					why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
+				}
+				if o.PackEveryCall {
+					g.PackSeconds = 0 // packing is inside every call
+				}
+				if o.JSON {
+					if err := json.NewEncoder(out).Encode(g); err != nil {
+						return err
+					}
+				}
+				rows = append(rows, g)
+				whyNot = append(whyNot, why)
 			}
-			rows = append(rows, g)
-			whyNot = append(whyNot, why)
 		}
 	}
 	if o.JSON {
@@ -269,9 +354,20 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 	if o.PackEveryCall {
 		fmt.Fprintf(out, "pack-every-call (SMEPilot §5.4 ablation): %s panels packed inside every call (BlockUnpacked); compare with the same command without the flag\n", o.backend.Name)
 	} else {
-		printPacking(out, wa)
+		for _, l := range packing {
+			fmt.Fprintln(out, l)
+		}
+	}
+	for _, j := range o.jobs {
+		if j.gemm == nil {
+			fmt.Fprintf(out, "%s: activations quantized per 32-element block to int8 inside every call (as llama.cpp); weight GB/s counts the packed bytes read (%.4f B/weight)\n", probes.QuantName(j.quant, j.format), j.format.BytesPerWeight())
+		}
 	}
 	return printGEMM(out, rows, whyNot)
+}
+
+func packingLine(name string, n, k int, bytes int64, sec float64) string {
+	return fmt.Sprintf("packing %s W %d×%d (%s): %.1f ms, once, off the per-call path", name, n, k, reports.FormatBytes(bytes), sec*1e3)
 }
 
 func printPacking(w io.Writer, ws ...*probes.GEMMWeights) {

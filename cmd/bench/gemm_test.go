@@ -77,6 +77,13 @@ func TestGEMMFlagErrors(t *testing.T) {
 		{[]string{"gemm", "--split", "1:1", "--pack-every-call"}, "--pack-every-call"},
 		{[]string{"gemm", "--split", "1:1", "--threads", "1"}, "not with --split"},
 		{[]string{"gemm", "--m", "1", "--n", "8", "--k", "8", "--profile", "/nonexistent/profile.json"}, "--profile /nonexistent/profile.json"},
+		{[]string{"gemm", "--dtype", "q3_k"}, `--dtype "q3_k"`},
+		{[]string{"gemm", "--dtype", "q8_0", "--backend", "go-fp32"}, "--dtype q8_0 needs a quantized backend"},
+		{[]string{"gemm", "--dtype", "fp32,q8_0", "--backend", "go-fp32"}, "only with one --dtype"},
+		{[]string{"gemm", "--backend", "mmx-q8_0"}, `backend "mmx": unknown`},
+		{[]string{"gemm", "--backend", "go-q8_0", "--dtype", "q4_0"}, "computes q8_0 weights, not --dtype q4_0"},
+		{[]string{"gemm", "--dtype", "q4_0", "--pack-every-call"}, "--pack-every-call: not with --dtype q4_0"},
+		{[]string{"gemm", "--dtype", "q4_0", "--k", "40", "--m", "1"}, "multiple of 32"},
 	}
 	for _, c := range cases {
 		code, _, errs := run(t, c.args...)
@@ -138,6 +145,25 @@ func TestGEMMRun(t *testing.T) {
 	code, out, errs = run(t, append(small, "--pack-every-call")...)
 	if code != 0 || !strings.Contains(out, "pack-every-call (SMEPilot §5.4 ablation)") {
 		t.Errorf("--pack-every-call: exit %d %s\n%s", code, errs, out)
+	}
+}
+
+// Quantized formats beside the float ones in one table, each backend named
+// <backend>-<format>, the activation quantization stated, Y checked.
+func TestGEMMQuantRun(t *testing.T) {
+	code, out, errs := run(t, "gemm", "--m", "1,5", "--n", "37", "--k", "96", "--reps", "2", "--rep-ms", "1", "--dtype", "fp32,q8_0,q4_0")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"-q8_0", "-q4_0", "activations quantized per 32-element block", "1.0625 B/weight", "0.5625 B/weight"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = run(t, "gemm", "--m", "3", "--n", "8", "--k", "64", "--reps", "1", "--rep-ms", "1", "--backend", "go-q4_0", "--json")
+	var g results.GEMMResult
+	if code != 0 || json.Unmarshal([]byte(out), &g) != nil || g.Backend != "go-q4_0" || g.DType != "q4_0" || g.WeightGBps <= 0 {
+		t.Fatalf("--backend go-q4_0 --json: exit %d %s\n%s", code, errs, out)
 	}
 }
 

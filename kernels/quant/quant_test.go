@@ -264,3 +264,25 @@ func TestMulTwin(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSample(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const m, n, k = 3, 10, 128
+	w, _ := Quantize(Q4_0, randMat(rng, n*k, 0.02), n, k)
+	x := randMat(rng, m*k, 1)
+	var a Activations
+	if err := a.Quantize(Q4_0, x, m, k); err != nil {
+		t.Fatal(err)
+	}
+	y := make([]float32, m*n)
+	if err := Mul(Best(), w, &a, y, n, 0, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CheckSample(w, x, y, m, 64); err != nil {
+		t.Fatal(err)
+	}
+	y[m*n-1] += 0.5
+	if _, err := CheckSample(w, x, y, m, 7); err == nil || !strings.Contains(err.Error(), "Y[2][9]") {
+		t.Fatalf("corrupted last element: err %v", err)
+	}
+}

@@ -1,0 +1,104 @@
+package probes
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	kpool "github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/kernels/quant"
+	"github.com/cpubench/bench/results"
+)
+
+// QuantWeights is one block-quantized weight matrix of a GEMV/GEMM
+// measurement (kernels/quant).
+type QuantWeights struct {
+	Backend quant.Backend
+	Format  quant.Format
+	N, K    int
+	W       *quant.Matrix
+	// PackSeconds is the time of the one Quantize call (not on the per-call
+	// path).
+	PackSeconds float64
+}
+
+// Name is the figure's backend label, "<backend>-<format>", e.g.
+// "avx512vnni-q8_0".
+func (w *QuantWeights) Name() string { return QuantName(w.Backend, w.Format) }
+
+// QuantName is "<backend>-<format>".
+func QuantName(b quant.Backend, f quant.Format) string { return b.Name + "-" + string(f) }
+
+// NewQuantWeights makes the synthetic N×K weights of NewGEMMWeights (the
+// same values for the same seed, in [-0.05, 0.05)) quantized to format f
+// as ggml's reference quantizer does, timing the quantization and packing.
+func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*QuantWeights, error) {
+	if n <= 0 || k <= 0 || k%quant.BlockLen != 0 {
+		return nil, fmt.Errorf("gemm: %s weights %d×%d: N and K must be positive and K a multiple of %d", f, n, k, quant.BlockLen)
+	}
+	raw := make([]float32, n*k)
+	base := seed << 40
+	for i := range raw {
+		raw[i] = 0.05 * hashUnit(base+uint64(i))
+	}
+	t0 := time.Now()
+	m, err := quant.Quantize(f, raw, n, k)
+	if err != nil {
+		return nil, fmt.Errorf("gemm: %w", err)
+	}
+	return &QuantWeights{Backend: b, Format: f, N: n, K: k, W: m, PackSeconds: time.Since(t0).Seconds()}, nil
+}
+
+// MeasureQuant times Y = X·Wᵀ at M rows with quantized weights on the first
+// threads workers. One call quantizes X per 32-element block to int8 (on
+// worker 0, as llama.cpp quantizes activations before a quantized matmul,
+// and inside the timed call) and then runs quant.Mul on each worker's share
+// of W's rows, cut at whole panels. GFLOP/s counts 2·M·N·K; weight GB/s is
+// the packed bytes read per call (quants, fp16 scales, panel padding) over
+// the seconds. Y is spot-checked against a float64 reference
+// (quant.CheckSample).
+func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, threads int) (results.GEMMResult, error) {
+	if m < 1 {
+		return results.GEMMResult{}, fmt.Errorf("gemm: --m %d: must be ≥ 1", m)
+	}
+	gs, err := b.groups(threads)
+	if err != nil {
+		return results.GEMMResult{}, err
+	}
+	g := gs[0]
+	x := b.input(m, w.K)
+	y := make([]float32, m*w.N)
+	var act quant.Activations
+	panels := (w.N + quant.PanelRows - 1) / quant.PanelRows
+	call := func(mm *kpool.Master) error {
+		if err := act.Quantize(w.Format, x, m, w.K); err != nil {
+			return err
+		}
+		return mm.Run(g, func(local, n int) error {
+			p0, p1 := panels*local/n, panels*(local+1)/n
+			n0, n1 := min(p0*quant.PanelRows, w.N), min(p1*quant.PanelRows, w.N)
+			return quant.Mul(w.Backend, w.W, &act, y, w.N, n0, n1)
+		})
+	}
+	rates, err := b.timeCalls(ctx, call)
+	if err != nil {
+		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Name(), m, threads, err)
+	}
+	sum, err := quant.CheckSample(w.W, x, y, m, gemmSamples)
+	if err != nil {
+		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Name(), m, threads, err)
+	}
+	flops := 2 * float64(m) * float64(w.N) * float64(w.K)
+	gf := make([]float64, len(rates))
+	for i, r := range rates {
+		gf[i] = r * flops / 1e9
+	}
+	st := results.Summarize(gf)
+	cpus, pinned := b.cpusPinned(g)
+	return results.GEMMResult{
+		Backend: w.Name(), DType: string(w.Format), M: m, N: w.N, K: w.K,
+		Threads: threads, CPUs: cpus, Pinned: pinned, GFLOPS: st,
+		WeightGBps:  st.Median * 1e9 / flops * float64(w.W.Bytes()) / 1e9,
+		PackSeconds: w.PackSeconds, Checksum: sum,
+	}, nil
+}
