@@ -11,9 +11,15 @@
 //   - Weights loading: the llama2.c checkpoint format (ReadLlama2C,
 //     LoadLlama2C) into plain row-major float32 tensors (Weights).
 //   - GGUF files (ReadGGUF, LoadGGUF), llama.cpp's format: architectures
-//     llama, qwen3 and qwen3moe, F32, F16, BF16 and Q8_0 tensors
-//     dequantized into the same float32 Weights, the metadata mapped to
-//     Config; our own header reader (gguf.go says why).
+//     llama, qwen3 and qwen3moe, F32, F16, BF16, Q8_0 and Q4_0 tensors,
+//     the metadata mapped to Config; our own header reader (gguf.go says
+//     why). Linear weight matrices in Q8_0 or Q4_0 stay block-quantized
+//     (kernels/quant Matrix, the Weights' Q fields); the rest is
+//     dequantized to float32.
+//   - Quantized weights (quant.go): Weights.Quantize and SyntheticAs make
+//     q8_0 or q4_0 linears from float32; the Model runs them on the cores
+//     with kernels/quant (activations quantized to int8 per 32-element
+//     block once per call, the output columns split over the workers).
 //   - Model: the weights packed once, at load time, into kernels/gemm's
 //     panel layout for the backends its Placement needs (SMEPilot §4.3; the
 //     packing time is recorded apart, Model.PackSeconds), and a pinned

@@ -13,9 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/quant"
 )
 
 // GGUF model files (llama.cpp's format; specification: ggml-org/ggml
@@ -46,13 +48,17 @@ import (
 // ggmlType is a tensor's element type (ggml.h enum ggml_type).
 type ggmlType uint32
 
-// The tensor types ReadGGUF dequantizes.
+// The tensor types ReadGGUF reads.
 const (
 	ggmlF32  ggmlType = 0
 	ggmlF16  ggmlType = 1
+	ggmlQ4_0 ggmlType = 2
 	ggmlQ8_0 ggmlType = 8
 	ggmlBF16 ggmlType = 30
 )
+
+// ggmlSupported lists the types ReadGGUF reads, for messages.
+const ggmlSupported = "F32, F16, BF16, Q8_0, Q4_0"
 
 // ggmlTypeNames names ggml's types for messages (ggml.h; 4, 5 and 31–33,
 // 36–38 were removed from ggml).
@@ -81,12 +87,27 @@ func (t ggmlType) block() (elems, nbytes int, ok bool) {
 		return 1, 2, true
 	case ggmlQ8_0:
 		return q8Block, 2 + q8Block, true
+	case ggmlQ4_0:
+		return q8Block, 2 + q8Block/2, true
 	}
 	return 0, 0, false
 }
 
-// q8Block is the Q8_0 block length (ggml-common.h QK8_0): an fp16 scale d
-// and 32 int8 q, each value d·q.
+// quantFormat is the kernels/quant format of a block-quantized type (ok
+// false for the float types).
+func (t ggmlType) quantFormat() (quant.Format, bool) {
+	switch t {
+	case ggmlQ8_0:
+		return quant.Q8_0, true
+	case ggmlQ4_0:
+		return quant.Q4_0, true
+	}
+	return "", false
+}
+
+// q8Block is the Q8_0 and Q4_0 block length (ggml-common.h QK8_0 =
+// QK4_0): an fp16 scale d and 32 quants, each value d·q (Q8_0: int8 q;
+// Q4_0: 4-bit q − 8).
 const q8Block = 32
 
 // ggufValueType is a metadata value's type (gguf.md gguf_metadata_value_type).
@@ -198,22 +219,110 @@ const (
 )
 
 // LoadGGUF reads the GGUF file at path (see ReadGGUF).
-func LoadGGUF(path string) (*Weights, error) {
-	f, err := os.Open(path)
+func LoadGGUF(path string) (*Weights, error) { return LoadGGUFLayers(path, 0) }
+
+// LoadGGUFLayers reads the GGUF file at path with only its first layers
+// decoder layers (see ReadGGUFLayers).
+func LoadGGUFLayers(path string, layers int) (*Weights, error) {
+	var w *Weights
+	err := withFile(path, func(r io.ReaderAt, size int64) error {
+		var err error
+		w, err = ReadGGUFLayers(r, size, filepath.Base(path), layers)
+		return err
+	})
+	return w, err
+}
+
+// withFile opens path and calls f on it.
+func withFile(path string, f func(r io.ReaderAt, size int64) error) error {
+	fh, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	defer fh.Close()
+	st, err := fh.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return fmt.Errorf("engine: %w", err)
 	}
-	return ReadGGUF(f, st.Size(), filepath.Base(path))
+	return f(fh, st.Size())
+}
+
+// GGUFHeader is what a GGUF file's header says of its model, read without
+// its tensor data (LoadGGUFHeader).
+type GGUFHeader struct {
+	// Config is the model's config, every layer (see ReadGGUF).
+	Config Config
+	f      *ggufFile
+}
+
+// LoadGGUFHeader reads the header, metadata and tensor table of the GGUF
+// file at path and the Config they give, checking what ReadGGUF checks
+// before it reads tensor data.
+func LoadGGUFHeader(path string) (*GGUFHeader, error) {
+	var h *GGUFHeader
+	err := withFile(path, func(r io.ReaderAt, size int64) error {
+		f, err := parseGGUF(r, size, filepath.Base(path))
+		if err != nil {
+			return err
+		}
+		c, err := f.config()
+		if err != nil {
+			return err
+		}
+		f.r = nil // the file closes: only the table is kept
+		h = &GGUFHeader{Config: c, f: f}
+		return nil
+	})
+	return h, err
+}
+
+// ResidentBytes estimates the memory, in bytes, that loading the file's
+// first layers decoder layers (0: all) and building a Model with
+// placement cores take: float tensors at 4 bytes per value, plus a second
+// 4 bytes for each float matrix (the packed copy New makes; the tied
+// embedding table when token_embd is float); Q8_0 and Q4_0 matrices at
+// their size in the file (the packed form is as large, but for padding),
+// plus a token_embd in those formats dequantized to float32; plus the
+// largest quantized tensor once more (read whole before packing).
+func (h *GGUFHeader) ResidentBytes(layers int) int64 {
+	var total, largest int64
+	for _, t := range h.f.order {
+		if i, ok := ggufLayer(t.name); ok && layers > 0 && i >= layers {
+			continue
+		}
+		elems := int64(1)
+		for _, n := range t.ne {
+			elems *= int64(n)
+		}
+		_, quantized := t.typ.quantFormat()
+		matrix := len(t.ne) >= 2 && t.name != "token_embd.weight"
+		switch {
+		case t.name == "token_embd.weight":
+			total += 4 * elems
+			if h.Config.TiedEmbeddings {
+				if quantized {
+					total += t.nbytes
+				} else {
+					total += 4 * elems
+				}
+			}
+		case matrix && quantized:
+			total += t.nbytes
+		case matrix:
+			total += 8 * elems
+		default:
+			total += 4 * elems
+		}
+		if quantized {
+			largest = max(largest, t.nbytes)
+		}
+	}
+	return total + largest
 }
 
 // ReadGGUF reads a GGUF file (version 2 or 3, little-endian) of size bytes
-// from r into plain float32 Weights; name (the file's name) is used in
-// errors and as Config.Name.
+// from r into Weights; name (the file's name) is used in errors and as
+// Config.Name.
 //
 // Architectures (general.architecture) llama, qwen3 and qwen3moe are
 // supported; the config comes from the keys <arch>.embedding_length (Dim),
@@ -244,15 +353,24 @@ func LoadGGUF(path string) (*Weights, error) {
 // attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm,
 // attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down, or ffn_gate_inp and
 // the 3-D ffn_gate_exps, ffn_up_exps, ffn_down_exps split into one slab
-// per expert) may be F32, F16, BF16 or Q8_0 and are dequantized exactly
-// (F32 bit for bit; Q8_0 as d·q in float32). A GGUF matrix of ne = [in,
+// per expert) may be F32, F16, BF16, Q8_0 or Q4_0. The linear weight
+// matrices (all but token_embd, the norms and rope_freqs) in Q8_0 or Q4_0
+// stay quantized: quant.FromGGUF packs their blocks as stored into the
+// Weights' Q fields (an [out][in] quant.Matrix; a 3-D slab one per
+// expert), their float32 field left nil. Every other tensor is
+// dequantized exactly into float32 (F32 bit for bit; Q8_0 as d·q and Q4_0
+// as d·(q − 8), as ggml's dequantize_row_q8_0 and _q4_0). token_embd in
+// Q8_0 or Q4_0 is both dequantized (Embed, for the gather) and, when the
+// head is tied, kept quantized as LMHeadQ. A GGUF matrix of ne = [in,
 // out] is our [out][in] row-major matrix as stored: token_embd and output
 // [Dim, Vocab], attn_q [Dim, QDim], attn_k and attn_v [Dim, KVDim],
 // attn_output [QDim, Dim], ffn_gate and ffn_up [Dim, Hidden], ffn_down
 // [Hidden, Dim], ffn_gate_inp [Dim, Experts], ffn_gate_exps and
 // ffn_up_exps [Dim, MoEHidden, Experts], ffn_down_exps [MoEHidden, Dim,
-// Experts], norms [Dim] or [HeadDim]. The whole model is read into memory
-// as float32: 4 bytes per parameter, whatever the file's types.
+// Experts], norms [Dim] or [HeadDim]. The model is read into memory: 4
+// bytes per value of the float types, 34/32 (Q8_0) or 18/32 (Q4_0) per
+// weight of the quantized matrices (GGUFHeader.ResidentBytes estimates
+// the total before anything is read).
 //
 // Errors name what is wrong and what was expected: wrong magic,
 // unsupported version or byte order, a truncated header, an unsupported
@@ -266,6 +384,14 @@ func LoadGGUF(path string) (*Weights, error) {
 // a count or size the file cannot hold is an error before anything is
 // allocated for it.
 func ReadGGUF(r io.ReaderAt, size int64, name string) (*Weights, error) {
+	return ReadGGUFLayers(r, size, name, 0)
+}
+
+// ReadGGUFLayers is ReadGGUF with only the first layers decoder layers
+// (0: all): the tensors of later layers are checked in the tensor table
+// but not read, and the Config says Layers = layers. Errors: those of
+// ReadGGUF, and layers above the file's block_count.
+func ReadGGUFLayers(r io.ReaderAt, size int64, name string, layers int) (*Weights, error) {
 	f, err := parseGGUF(r, size, name)
 	if err != nil {
 		return nil, err
@@ -274,7 +400,7 @@ func ReadGGUF(r io.ReaderAt, size int64, name string) (*Weights, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.weights(c)
+	return f.weights(c, layers)
 }
 
 // errf formats an error about f.
@@ -576,7 +702,7 @@ func (g *ggufReader) tensorInfo(name string, align uint64) (*ggufTensor, error) 
 	be, bb, ok := t.typ.block()
 	switch {
 	case !ok:
-		return nil, fmt.Errorf("%s is not supported (supported: F32, F16, BF16, Q8_0)", t.typ)
+		return nil, fmt.Errorf("%s is not supported (supported: %s)", t.typ, ggmlSupported)
 	case t.ne[0]%uint64(be) != 0:
 		return nil, fmt.Errorf("%s: ne[0] = %d is not a multiple of the block size %d", t.typ, t.ne[0], be)
 	case off%align != 0:
@@ -777,46 +903,65 @@ func (f *ggufFile) config() (Config, error) {
 // ggufChunk bounds one read of tensor data.
 const ggufChunk = 1 << 20
 
-// weights reads every tensor the config needs, checking shapes, and
-// refuses tensors left over.
-func (f *ggufFile) weights(c Config) (*Weights, error) {
+// weights reads every tensor the config needs for its first layers
+// decoder layers (0: all; the tensors of later layers are skipped, not
+// read), checking shapes, and refuses tensors left over. Linear weight
+// matrices in Q8_0 or Q4_0 stay quantized (quant.FromGGUF); every other
+// tensor is dequantized to float32.
+func (f *ggufFile) weights(c Config, layers int) (*Weights, error) {
+	if layers < 0 || layers > c.Layers {
+		return nil, f.errf("layers %d: must be between 0 (all) and the file's %d", layers, c.Layers)
+	}
+	if layers > 0 && layers < c.Layers {
+		for _, t := range f.order {
+			if i, ok := ggufLayer(t.name); ok && i >= layers {
+				t.used = true
+			}
+		}
+		c.Layers = layers
+	}
 	ld := &ggufLoader{f: f}
 	d, q, kv, hd := c.Dim, c.QDim(), c.KVDim(), c.HeadDim
 	w := &Weights{Config: c, Layers: make([]LayerWeights, c.Layers)}
 	w.Embed = ld.get("token_embd.weight", "dim, vocab", d, c.Vocab)
+	if emb := f.tensors["token_embd.weight"]; c.TiedEmbeddings && ld.err == nil {
+		if qf, ok := emb.typ.quantFormat(); ok {
+			// The tied head runs on the table's quantized data.
+			if ms := ld.quantized(emb, qf, 1); ms != nil {
+				w.LMHeadQ = ms[0]
+			}
+		}
+	}
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		b := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", i, s) }
 		l.AttnNorm = ld.get(b("attn_norm"), "dim", d)
-		l.Wq = ld.get(b("attn_q"), "dim, heads·head dim", d, q)
-		l.Wk = ld.get(b("attn_k"), "dim, kv heads·head dim", d, kv)
-		l.Wv = ld.get(b("attn_v"), "dim, kv heads·head dim", d, kv)
-		l.Wo = ld.get(b("attn_output"), "heads·head dim, dim", q, d)
+		l.Wq, l.WqQ = ld.linear(b("attn_q"), "dim, heads·head dim", d, q)
+		l.Wk, l.WkQ = ld.linear(b("attn_k"), "dim, kv heads·head dim", d, kv)
+		l.Wv, l.WvQ = ld.linear(b("attn_v"), "dim, kv heads·head dim", d, kv)
+		l.Wo, l.WoQ = ld.linear(b("attn_output"), "heads·head dim, dim", q, d)
 		if c.QKNorm {
 			l.QNorm = ld.get(b("attn_q_norm"), "head dim", hd)
 			l.KNorm = ld.get(b("attn_k_norm"), "head dim", hd)
 		}
 		l.FFNNorm = ld.get(b("ffn_norm"), "dim", d)
 		if !c.IsMoE(i) {
-			l.Gate = ld.get(b("ffn_gate"), "dim, hidden", d, c.Hidden)
-			l.Up = ld.get(b("ffn_up"), "dim, hidden", d, c.Hidden)
-			l.Down = ld.get(b("ffn_down"), "hidden, dim", c.Hidden, d)
+			l.Gate, l.GateQ = ld.linear(b("ffn_gate"), "dim, hidden", d, c.Hidden)
+			l.Up, l.UpQ = ld.linear(b("ffn_up"), "dim, hidden", d, c.Hidden)
+			l.Down, l.DownQ = ld.linear(b("ffn_down"), "hidden, dim", c.Hidden, d)
 			continue
 		}
 		e, mh := c.Experts, c.MoEHidden
-		l.Router = ld.get(b("ffn_gate_inp"), "dim, experts", d, e)
-		gate := ld.get(b("ffn_gate_exps"), "dim, expert hidden, experts", d, mh, e)
-		up := ld.get(b("ffn_up_exps"), "dim, expert hidden, experts", d, mh, e)
-		down := ld.get(b("ffn_down_exps"), "expert hidden, dim, experts", mh, d, e)
+		l.Router, l.RouterQ = ld.linear(b("ffn_gate_inp"), "dim, experts", d, e)
+		gate, gateQ := ld.slabs(b("ffn_gate_exps"), "dim, expert hidden, experts", d, mh, e)
+		up, upQ := ld.slabs(b("ffn_up_exps"), "dim, expert hidden, experts", d, mh, e)
+		down, downQ := ld.slabs(b("ffn_down_exps"), "expert hidden, dim, experts", mh, d, e)
 		if ld.err != nil {
 			break
 		}
-		// One slab per expert: expert x is [x·mh·d, (x+1)·mh·d).
-		n := mh * d
 		l.Experts = make([]ExpertWeights, e)
 		for x := range l.Experts {
-			s := x * n
-			l.Experts[x] = ExpertWeights{Gate: gate[s : s+n : s+n], Up: up[s : s+n : s+n], Down: down[s : s+n : s+n]}
+			l.Experts[x] = ExpertWeights{Gate: gate[x], Up: up[x], Down: down[x], GateQ: gateQ[x], UpQ: upQ[x], DownQ: downQ[x]}
 		}
 	}
 	w.FinalNorm = ld.get("output_norm.weight", "dim", d)
@@ -833,7 +978,7 @@ func (f *ggufFile) weights(c Config) (*Weights, error) {
 		}
 	}
 	if !c.TiedEmbeddings {
-		w.LMHead = ld.get("output.weight", "dim, vocab", d, c.Vocab)
+		w.LMHead, w.LMHeadQ = ld.linear("output.weight", "dim, vocab", d, c.Vocab)
 	}
 	if ld.err != nil {
 		return nil, ld.err
@@ -844,22 +989,45 @@ func (f *ggufFile) weights(c Config) (*Weights, error) {
 				t.name, f.meta["general.architecture"].s)
 		}
 	}
+	w.PackSeconds = ld.packSeconds
 	if err := w.Validate(); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-// ggufLoader reads tensors, keeping the first error.
-type ggufLoader struct {
-	f   *ggufFile
-	buf []byte
-	err error
+// ggufLayer returns N of a tensor named blk.N.*.
+func ggufLayer(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok || num == "" || len(num) > 9 {
+		return 0, false
+	}
+	n := 0
+	for _, ch := range num {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = 10*n + int(ch-'0')
+	}
+	return n, true
 }
 
-// get checks the tensor's shape against want (GGUF order, fastest-varying
-// first; dims describes it) and returns its data as float32.
-func (ld *ggufLoader) get(name, dims string, want ...int) []float32 {
+// ggufLoader reads tensors, keeping the first error.
+type ggufLoader struct {
+	f           *ggufFile
+	buf         []byte
+	err         error
+	packSeconds float64 // time in quant.FromGGUF
+}
+
+// tensor returns the tensor called name after checking its shape against
+// want (GGUF order, fastest-varying first; dims describes it), marked
+// used; nil after an error.
+func (ld *ggufLoader) tensor(name, dims string, want ...int) *ggufTensor {
 	if ld.err != nil {
 		return nil
 	}
@@ -883,10 +1051,94 @@ func (ld *ggufLoader) get(name, dims string, want ...int) []float32 {
 			return nil
 		}
 	}
+	return t
+}
+
+// get checks the tensor's shape against want (see tensor) and returns its
+// data as float32.
+func (ld *ggufLoader) get(name, dims string, want ...int) []float32 {
+	t := ld.tensor(name, dims, want...)
+	if t == nil {
+		return nil
+	}
 	out, err := ld.read(t)
 	if err != nil {
-		ld.err = f.errf("tensor %s: %w", name, err)
+		ld.err = ld.f.errf("tensor %s: %w", name, err)
 		return nil
+	}
+	return out
+}
+
+// linear reads a weight matrix of GGUF shape want = [in, out]: Q8_0 and
+// Q4_0 data stay quantized (an out×in quant.Matrix), the float types are
+// dequantized to row-major [out][in] float32.
+func (ld *ggufLoader) linear(name, dims string, want ...int) ([]float32, *quant.Matrix) {
+	fs, qs := ld.slabs(name, dims, want...)
+	if ld.err != nil {
+		return nil, nil
+	}
+	return fs[0], qs[0]
+}
+
+// slabs reads a matrix or a 3-D stack of matrices of GGUF shape want =
+// [in, out] or [in, out, count] as count matrices (one expert each), in
+// the form linear gives: slab x is elements [x·in·out, (x+1)·in·out).
+func (ld *ggufLoader) slabs(name, dims string, want ...int) ([][]float32, []*quant.Matrix) {
+	t := ld.tensor(name, dims, want...)
+	if t == nil {
+		return nil, nil
+	}
+	count := 1
+	if len(want) > 2 {
+		count = want[2]
+	}
+	fs, qs := make([][]float32, count), make([]*quant.Matrix, count)
+	if qf, ok := t.typ.quantFormat(); ok {
+		if ms := ld.quantized(t, qf, count); ms != nil {
+			copy(qs, ms)
+		}
+		return fs, qs
+	}
+	all, err := ld.read(t)
+	if err != nil {
+		ld.err = ld.f.errf("tensor %s: %w", name, err)
+		return nil, nil
+	}
+	n := want[0] * want[1]
+	for x := range fs {
+		s := x * n
+		fs[x] = all[s : s+n : s+n]
+	}
+	return fs, qs
+}
+
+// quantized packs t's blocks of format qf as parts matrices of ne[0]
+// columns, cut along the slowest dimensions (one per expert of a 3-D
+// slab): nil and ld.err set on an error (a NaN or infinite scale, naming
+// the tensor, the expert and the block).
+func (ld *ggufLoader) quantized(t *ggufTensor, qf quant.Format, parts int) []*quant.Matrix {
+	data := make([]byte, t.nbytes)
+	if n, err := ld.f.r.ReadAt(data, t.off); n < len(data) {
+		ld.err = ld.f.errf("tensor %s: reading %d bytes at offset %d: got %d: %w", t.name, len(data), t.off, n, err)
+		return nil
+	}
+	k := int(t.ne[0])
+	rows := int(t.nbytes/int64(qf.GGUFBlockBytes())) * quant.BlockLen / k / parts
+	per := len(data) / parts
+	start := time.Now()
+	defer func() { ld.packSeconds += time.Since(start).Seconds() }()
+	out := make([]*quant.Matrix, parts)
+	for x := range out {
+		m, err := quant.FromGGUF(qf, data[x*per:(x+1)*per], rows, k)
+		if err != nil {
+			what := ""
+			if parts > 1 {
+				what = fmt.Sprintf("expert %d: ", x)
+			}
+			ld.err = ld.f.errf("tensor %s: %s%w", t.name, what, err)
+			return nil
+		}
+		out[x] = m
 	}
 	return out
 }
@@ -942,6 +1194,21 @@ func dequantize(dst []float32, src []byte, typ ggmlType) int {
 			y := dst[b*q8Block : (b+1)*q8Block]
 			for j, q := range blk[2:] {
 				y[j] = d * float32(int8(q))
+			}
+		}
+		return nb * q8Block
+	case ggmlQ4_0:
+		// As ggml-quants.c dequantize_row_q4_0: element j = d·((qs[j] &
+		// 0xF) − 8), element j+16 = d·((qs[j] >> 4) − 8).
+		const bb = 2 + q8Block/2
+		nb := len(src) / bb
+		for b := range nb {
+			blk := src[b*bb : (b+1)*bb]
+			d := fp16ToFloat32(binary.LittleEndian.Uint16(blk))
+			y := dst[b*q8Block : (b+1)*q8Block]
+			for j, q := range blk[2:] {
+				y[j] = d * float32(int(q&0x0f)-8)
+				y[j+q8Block/2] = d * float32(int(q>>4)-8)
 			}
 		}
 		return nb * q8Block

@@ -232,6 +232,34 @@ func quantizeQ8_0(x []float32) []byte {
 	return out
 }
 
+// quantizeQ4_0 is ggml-quants.c quantize_row_q4_0_ref: per block of 32,
+// m the value of largest magnitude, d = m/−8, q = min(15, trunc(x/d +
+// 8.5)), d stored as fp16; byte j holds element j in its low nibble and
+// element j+16 in its high nibble.
+func quantizeQ4_0(x []float32) []byte {
+	out := make([]byte, 0, len(x)/q8Block*(2+q8Block/2))
+	for s := 0; s < len(x); s += q8Block {
+		blk := x[s : s+q8Block]
+		var amax, m float32
+		for _, v := range blk {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, m = a, v
+			}
+		}
+		d := m / -8
+		id := float32(0)
+		if d != 0 {
+			id = 1 / d
+		}
+		out = binary.LittleEndian.AppendUint16(out, float32ToFP16(d))
+		q := func(v float32) byte { return byte(min(15, int8(v*id+8.5))) }
+		for j := range q8Block / 2 {
+			out = append(out, q(blk[j])|q(blk[j+q8Block/2])<<4)
+		}
+	}
+	return out
+}
+
 // encodeTensor encodes x as typ.
 func encodeTensor(x []float32, typ ggmlType) []byte {
 	le := binary.LittleEndian
@@ -251,6 +279,8 @@ func encodeTensor(x []float32, typ ggmlType) []byte {
 		}
 	case ggmlQ8_0:
 		out = quantizeQ8_0(x)
+	case ggmlQ4_0:
+		out = quantizeQ4_0(x)
 	default:
 		panic("encodeTensor: " + typ.String())
 	}
@@ -392,6 +422,16 @@ func dequantBound(typ ggmlType, x float32, blk []float32) float64 {
 		}
 		d := amax / 127
 		return d*(0.5+0x1p-16) + 127*max(d*0x1p-11, 0x1p-25) + ax*0x1p-22
+	case ggmlQ4_0:
+		// |x - d·(q−8)| ≤ |d|/2, or |d| for the element of largest
+		// magnitude when its sign maps it to +8 (clipped to 7), plus the
+		// fp16 rounding of d times |q−8| ≤ 8, plus float32 rounding.
+		amax := 0.0
+		for _, v := range blk {
+			amax = max(amax, math.Abs(float64(v)))
+		}
+		d := amax / 8
+		return d*(1+0x1p-16) + 8*max(d*0x1p-11, 0x1p-25) + ax*0x1p-22
 	}
 	return 0
 }
@@ -400,6 +440,7 @@ func dequantBound(typ ggmlType, x float32, blk []float32) float64 {
 // tensor: F32 bit for bit, the others within dequantBound.
 func checkLoaded(t *testing.T, want, got *Weights, typ func(namedTensor) ggmlType) {
 	t.Helper()
+	got = dequantized(got)
 	wt, gt := ggufTensorsOf(want), ggufTensorsOf(got)
 	if len(wt) != len(gt) {
 		t.Fatalf("%d tensors loaded, want %d", len(gt), len(wt))
@@ -437,7 +478,7 @@ func TestGGUFStories(t *testing.T) {
 	orig := loadStories(t)
 	ref := loadReference(t)
 	dir := t.TempDir()
-	for _, typ := range []ggmlType{ggmlF32, ggmlF16, ggmlBF16, ggmlQ8_0} {
+	for _, typ := range []ggmlType{ggmlF32, ggmlF16, ggmlBF16, ggmlQ8_0, ggmlQ4_0} {
 		name := ggmlTypeNames[typ]
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, "stories260K-"+name+".gguf")
@@ -531,7 +572,7 @@ func tinyGGUF(arch string, typ ggmlType) []byte {
 // MoE slabs split one expert each.
 func TestGGUFArchs(t *testing.T) {
 	for _, arch := range ggufArchs {
-		for _, typ := range []ggmlType{ggmlF32, ggmlF16, ggmlBF16, ggmlQ8_0} {
+		for _, typ := range []ggmlType{ggmlF32, ggmlF16, ggmlBF16, ggmlQ8_0, ggmlQ4_0} {
 			t.Run(arch+"/"+ggmlTypeNames[typ], func(t *testing.T) {
 				c := tinyConfig(arch)
 				orig := tinyWeights(c, 3)
@@ -676,7 +717,7 @@ func TestGGUFErrors(t *testing.T) {
 			"metadata x: arrays of arrays are not supported"},
 		{"too many layers", edit(func(g *ggufTestFile) { g.set("llama.block_count", uint32(1000)) }), "llama.block_count = 1000: the file has only 20 tensors"},
 		{"unknown ggml type", edit(func(g *ggufTestFile) { g.tensor("blk.0.attn_q.weight").typ = 99 }),
-			"engine: m.gguf: tensor blk.0.attn_q.weight: ggml type 99 (unknown) is not supported (supported: F32, F16, BF16, Q8_0)"},
+			"engine: m.gguf: tensor blk.0.attn_q.weight: ggml type 99 (unknown) is not supported (supported: F32, F16, BF16, Q8_0, Q4_0)"},
 		{"unsupported ggml type", edit(func(g *ggufTestFile) { g.tensor("blk.1.ffn_down.weight").typ = 12 }),
 			"tensor blk.1.ffn_down.weight: Q4_K (ggml type 12) is not supported"},
 		{"q8_0 block", edit(func(g *ggufTestFile) {

@@ -12,6 +12,7 @@ import (
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -82,8 +83,12 @@ type Options struct {
 	NoPartition bool
 	// PackPerCall is the "without the layout-aware runtime" ablation
 	// (SMEPilot §4.3, §5.4): weights stay unpacked and every call packs
-	// the panels it uses (gemm.RunUnpacked).
+	// the panels it uses (gemm.RunUnpacked). Not supported with quantized
+	// weights (they are packed once, by their loader).
 	PackPerCall bool
+	// QuantBackend is the kernels/quant backend of quantized weight
+	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
+	QuantBackend string
 }
 
 // Model is a model's weights packed once, at load time, for its backends
@@ -99,22 +104,37 @@ type Model struct {
 	Matrix    *gemm.Backend
 	Placement Placement
 	Threads   int
-	// PackSeconds is the wall-clock time New spent packing weights;
-	// CalibrateSeconds the time it spent measuring the two backends' rates
-	// for the mixed split.
+	// PackSeconds is the wall-clock time spent packing weights: New's
+	// packing for the gemm backends plus, for quantized matrices, their
+	// loader's (Weights.PackSeconds); CalibrateSeconds the time New spent
+	// measuring the two backends' rates for the mixed split.
 	PackSeconds      float64
 	CalibrateSeconds float64
 	// Notes say what the placement means on this machine.
 	Notes []string
+	// Quant is the kernels/quant backend that runs the quantized weight
+	// matrices (nil when every linear weight is float32).
+	Quant *quant.Backend
+	// WeightFormat is the form holding most linear weights ("fp32",
+	// "q8_0" or "q4_0", Weights.MainWeightFormat), with " (mixed)" added
+	// when some are in another form.
+	WeightFormat string
+	// WeightBytes is the resident size of the weights the Model holds:
+	// Weights.Bytes (float32 tensors at 4 bytes per value, quantized
+	// matrices at quant.Matrix.Bytes) plus the packed copies New made for
+	// the gemm backends, counted at their element size (4 bytes fp32, 2
+	// bf16, 1 int8; panel padding and int8 scales not counted).
+	WeightBytes int64
 
 	opts      Options
 	pool      *pool.Pool
-	all       *pool.Group     // every worker
-	coresG    *pool.Group     // mixed: the cores' half (includes worker 0)
-	matG      *pool.Group     // mixed: the matrix half
-	scratches []*gemm.Scratch // per pool worker, cores backend's blocking
-	matScr    []*gemm.Scratch // per pool worker, matrix backend's blocking
-	splitScr  []*gemm.Scratch // per pool worker, its mixed group's backend's
+	all       *pool.Group         // every worker
+	coresG    *pool.Group         // mixed: the cores' half (includes worker 0)
+	matG      *pool.Group         // mixed: the matrix half
+	scratches []*gemm.Scratch     // per pool worker, cores backend's blocking
+	qacts     []quant.Activations // per pool worker: its rows of X quantized (runQuant)
+	matScr    []*gemm.Scratch     // per pool worker, matrix backend's blocking
+	splitScr  []*gemm.Scratch     // per pool worker, its mixed group's backend's
 
 	embed     []float32 // [Vocab][Dim], row-major, for the gather
 	finalNorm []float32
@@ -153,6 +173,9 @@ type linear struct {
 	// split is the mixed split's feedback state, shared by every linear
 	// of this shape (nil without two groups).
 	split *splitState
+	// q is the matrix block-quantized (kernels/quant), run by runQuant on
+	// the cores whatever the placement; raw, cores and mat are then nil.
+	q *quant.Matrix
 }
 
 // splitBuckets is the number of M buckets of a shape's split state:
@@ -210,7 +233,17 @@ func New(w *Weights, o Options) (*Model, error) {
 	c := w.Config
 	m := &Model{Config: c, Backend: cb, Placement: o.Placement, opts: o, embed: w.Embed, finalNorm: w.FinalNorm,
 		layers: make([]layer, c.Layers), plans: map[planKey]map[string]Placement{}}
-	if o.Placement != PlaceCores {
+	wf, only := w.MainWeightFormat()
+	m.WeightFormat = wf
+	if !only {
+		m.WeightFormat += " (mixed)"
+	}
+	if fs := w.WeightFormats(); len(fs) > 1 || fs[FormatFP32] == 0 {
+		if err := m.quantSetup(&o, fs); err != nil {
+			return nil, err
+		}
+	}
+	if m.Placement != PlaceCores {
 		mb, err := backendFor(o.MatrixBackend, gemm.BF16)
 		if err != nil && o.MatrixBackend != "" {
 			// Any dtype will do for the second backend.
@@ -229,6 +262,9 @@ func New(w *Weights, o Options) (*Model, error) {
 	if err := m.startPool(o); err != nil {
 		return nil, err
 	}
+	if m.Quant != nil {
+		m.qacts = make([]quant.Activations, m.pool.Size())
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -236,51 +272,65 @@ func New(w *Weights, o Options) (*Model, error) {
 		}
 	}()
 	start := time.Now()
-	mk := func(op, what string, li int, data []float32, n, k int) *linear {
+	mk := func(op, what string, li int, data []float32, q *quant.Matrix, n, k int) *linear {
 		if err != nil {
 			return nil
+		}
+		if q != nil {
+			m.WeightBytes += q.Bytes()
+			return &linear{op: op, n: n, k: k, q: q}
 		}
 		var l *linear
 		if l, err = m.newLinear(op, data, n, k); err != nil {
 			err = fmt.Errorf("engine: model %s: %s: %w", c.Name, tensor{name: what, layer: li}, err)
+			return nil
 		}
+		m.WeightBytes += 4*int64(len(data)) + l.packedBytes()
 		return l
 	}
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
 	for i := range m.layers {
 		lw, l := &w.Layers[i], &m.layers[i]
 		l.attnNorm, l.ffnNorm, l.qNorm, l.kNorm = lw.AttnNorm, lw.FFNNorm, lw.QNorm, lw.KNorm
-		l.wq = mk(OpQProj, "wq", i, lw.Wq, q, d)
-		l.wk = mk(OpKProj, "wk", i, lw.Wk, kv, d)
-		l.wv = mk(OpVProj, "wv", i, lw.Wv, kv, d)
-		l.wo = mk(OpOProj, "wo", i, lw.Wo, d, q)
+		l.wq = mk(OpQProj, "wq", i, lw.Wq, lw.WqQ, q, d)
+		l.wk = mk(OpKProj, "wk", i, lw.Wk, lw.WkQ, kv, d)
+		l.wv = mk(OpVProj, "wv", i, lw.Wv, lw.WvQ, kv, d)
+		l.wo = mk(OpOProj, "wo", i, lw.Wo, lw.WoQ, d, q)
 		if c.IsMoE(i) {
 			l.moe = true
-			l.router = mk(OpRouter, "router", i, lw.Router, c.Experts, d)
+			l.router = mk(OpRouter, "router", i, lw.Router, lw.RouterQ, c.Experts, d)
 			l.experts = make([]expert, c.Experts)
 			for e := range l.experts {
 				x := &lw.Experts[e]
 				l.experts[e] = expert{
-					gate: mk(OpExperts, fmt.Sprintf("expert %d gate", e), i, x.Gate, c.MoEHidden, d),
-					up:   mk(OpExperts, fmt.Sprintf("expert %d up", e), i, x.Up, c.MoEHidden, d),
-					down: mk(OpExperts, fmt.Sprintf("expert %d down", e), i, x.Down, d, c.MoEHidden),
+					gate: mk(OpExperts, fmt.Sprintf("expert %d gate", e), i, x.Gate, x.GateQ, c.MoEHidden, d),
+					up:   mk(OpExperts, fmt.Sprintf("expert %d up", e), i, x.Up, x.UpQ, c.MoEHidden, d),
+					down: mk(OpExperts, fmt.Sprintf("expert %d down", e), i, x.Down, x.DownQ, d, c.MoEHidden),
 				}
 			}
 		} else {
-			l.gate = mk(OpGateProj, "gate", i, lw.Gate, h, d)
-			l.up = mk(OpUpProj, "up", i, lw.Up, h, d)
-			l.down = mk(OpDownProj, "down", i, lw.Down, d, h)
+			l.gate = mk(OpGateProj, "gate", i, lw.Gate, lw.GateQ, h, d)
+			l.up = mk(OpUpProj, "up", i, lw.Up, lw.UpQ, h, d)
+			l.down = mk(OpDownProj, "down", i, lw.Down, lw.DownQ, d, h)
 		}
 	}
 	head := w.LMHead
 	if c.TiedEmbeddings {
 		head = w.Embed
+		if w.LMHeadQ == nil {
+			m.WeightBytes -= 4 * int64(len(head)) // the table itself, counted below
+		}
 	}
-	m.lmHead = mk(OpLMHead, "lm_head", -1, head, c.Vocab, d)
+	m.lmHead = mk(OpLMHead, "lm_head", -1, head, w.LMHeadQ, c.Vocab, d)
 	if err != nil {
 		return nil, err
 	}
-	m.PackSeconds = time.Since(start).Seconds()
+	m.WeightBytes += 4 * int64(len(w.Embed)+len(w.FinalNorm))
+	for i := range w.Layers {
+		lw := &w.Layers[i]
+		m.WeightBytes += 4 * int64(len(lw.AttnNorm)+len(lw.FFNNorm)+len(lw.QNorm)+len(lw.KNorm))
+	}
+	m.PackSeconds = time.Since(start).Seconds() + w.PackSeconds
 	if m.coresG != nil {
 		if err := m.calibrate(); err != nil {
 			return nil, err
@@ -564,6 +614,9 @@ func (m *Model) runOn(ms *pool.Master, g *pool.Group, mat bool, l *linear, y, x 
 // shape and bucket is planned from them; with one worker, or under
 // NoPartition, the faster group by the alone rates runs it whole.
 func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p Placement) error {
+	if l.q != nil {
+		return m.runQuant(ms, l, y, x, M)
+	}
 	switch p {
 	case PlaceCores:
 		return m.runOn(ms, m.all, false, l, y, x, M)

@@ -4,7 +4,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
+
+	"github.com/cpubench/bench/kernels/quant"
 )
 
 // syntheticStd is the standard deviation of Synthetic's matrix entries
@@ -22,6 +26,44 @@ const syntheticChunk = 1 << 18
 // MoE layers get a router and every expert. The same cfg, layers and seed
 // give the same weights.
 func Synthetic(cfg Config, layers int, seed uint64) (*Weights, error) {
+	return SyntheticAs(cfg, layers, seed, FormatFP32)
+}
+
+// WeightDTypes lists the weight dtypes SyntheticAs makes: FormatFP32 and
+// the kernels/quant formats.
+func WeightDTypes() []string { return append([]string{FormatFP32}, qformats()...) }
+
+// ParseWeightDType checks a weight dtype name ("" is fp32; case is
+// ignored).
+func ParseWeightDType(s string) (string, error) {
+	d := strings.ToLower(strings.TrimSpace(s))
+	if d == "" {
+		return FormatFP32, nil
+	}
+	if !slices.Contains(WeightDTypes(), d) {
+		return "", fmt.Errorf("engine: weight dtype %q: want %s", s, strings.Join(WeightDTypes(), ", "))
+	}
+	return d, nil
+}
+
+// SyntheticAs is Synthetic with every linear weight matrix (LM head
+// included) in dtype: FormatFP32 as Synthetic, or a kernels/quant format
+// ("q8_0", "q4_0"), each matrix drawn as Synthetic draws it (the same
+// values for the same cfg, layers and seed) then quantized by
+// Weights.Quantize layer by layer, its float32 copy dropped, so that the
+// model never holds more than one layer's matrices in float32 beside the
+// float32 embedding table. Errors: those of Synthetic, an unknown dtype,
+// or a matrix whose K (input dim) is not a multiple of the block length
+// 32, naming the tensor.
+func SyntheticAs(cfg Config, layers int, seed uint64, dtype string) (*Weights, error) {
+	dt, err := ParseWeightDType(dtype)
+	if err != nil {
+		return nil, err
+	}
+	var qf quant.Format
+	if dt != FormatFP32 {
+		qf = quant.Format(dt)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -35,6 +77,7 @@ func Synthetic(cfg Config, layers int, seed uint64) (*Weights, error) {
 	// Every chunk of every tensor has its own stream, so that the chunks
 	// fill in parallel and the weights depend only on (cfg, seed).
 	var (
+		w      *Weights
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, runtime.GOMAXPROCS(0))
 		stream uint64
@@ -63,8 +106,23 @@ func Synthetic(cfg Config, layers int, seed uint64) (*Weights, error) {
 		}
 		return out
 	}
+	// quantize converts the matrices of layer li (-1: the LM head) once
+	// they are drawn.
+	quantize := func(li int) error {
+		if qf == "" {
+			return nil
+		}
+		wg.Wait()
+		var slots []linearSlot
+		for _, s := range w.linearSlots() {
+			if s.t.layer == li {
+				slots = append(slots, s)
+			}
+		}
+		return w.quantizeSlots(slots, qf)
+	}
 	d, q, kv, h := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.Hidden
-	w := &Weights{Config: cfg, Embed: mat(cfg.Vocab, d), Layers: make([]LayerWeights, layers)}
+	w = &Weights{Config: cfg, Embed: mat(cfg.Vocab, d), Layers: make([]LayerWeights, layers)}
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		l.AttnNorm = ones(d)
@@ -83,10 +141,18 @@ func Synthetic(cfg Config, layers int, seed uint64) (*Weights, error) {
 		} else {
 			l.Gate, l.Up, l.Down = mat(h, d), mat(h, d), mat(d, h)
 		}
+		if err := quantize(i); err != nil {
+			wg.Wait()
+			return nil, err
+		}
 	}
 	w.FinalNorm = ones(d)
 	if !cfg.TiedEmbeddings {
 		w.LMHead = mat(cfg.Vocab, d)
+	}
+	if err := quantize(-1); err != nil {
+		wg.Wait()
+		return nil, err
 	}
 	wg.Wait()
 	return w, w.Validate()

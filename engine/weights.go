@@ -1,15 +1,38 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
 
-// Weights are a model's tensors as plain row-major float32, every matrix
-// stored [out][in] (y = W·x), before packing.
+	"github.com/cpubench/bench/kernels/quant"
+)
+
+// Weights are a model's tensors, every matrix stored [out][in] (y = W·x),
+// before packing. Norms and the embedding table are row-major float32.
+// Each linear weight matrix (Wq, Wk, Wv, Wo, Gate, Up, Down, Router, the
+// experts' and the LM head) is held in one of two forms: plain row-major
+// float32 (the field itself), or block-quantized by kernels/quant (the
+// field of the same name with a Q suffix, an N×K quant.Matrix with N =
+// out, K = in; the float32 field is then nil). The engine runs each form
+// on its own kernels (model.go); a model may mix them, as GGUF files do.
 type Weights struct {
 	Config    Config
 	Embed     []float32 // [Vocab][Dim]
 	Layers    []LayerWeights
 	FinalNorm []float32 // [Dim]
-	LMHead    []float32 // [Vocab][Dim]; nil when Config.TiedEmbeddings
+	LMHead    []float32 // [Vocab][Dim]; nil when Config.TiedEmbeddings or LMHeadQ is set
+	// LMHeadQ is the LM head quantized. With Config.TiedEmbeddings it is
+	// the embedding table's quantized copy (the head reads it, the token
+	// gather reads Embed), as llama.cpp runs a tied head on token_embd's
+	// quantized data.
+	LMHeadQ *quant.Matrix
+	// PackSeconds is the wall-clock time spent making the quantized
+	// matrices (quant.Quantize or quant.FromGGUF: quantizing where the
+	// source is float32, and packing into kernels/quant's lane order), 0
+	// when there are none.
+	PackSeconds float64
 }
 
 // LayerWeights are one decoder layer's tensors.
@@ -29,6 +52,10 @@ type LayerWeights struct {
 	// MoE FFN (nil in a dense layer, see Config.IsMoE).
 	Router  []float32       // [Experts][Dim]: routing logits = Router·x
 	Experts []ExpertWeights // [Experts]
+
+	// The same matrices block-quantized (see Weights): each set only when
+	// its float32 field above is nil.
+	WqQ, WkQ, WvQ, WoQ, GateQ, UpQ, DownQ, RouterQ *quant.Matrix
 }
 
 // ExpertWeights are one expert's SiLU-gated FFN.
@@ -36,14 +63,24 @@ type ExpertWeights struct {
 	Gate []float32 // [MoEHidden][Dim]
 	Up   []float32 // [MoEHidden][Dim]
 	Down []float32 // [Dim][MoEHidden]
+	// GateQ, UpQ, DownQ are the same matrices block-quantized (see Weights).
+	GateQ, UpQ, DownQ *quant.Matrix
 }
 
-// tensor is one named tensor and its expected length.
+// tensor is one named tensor and its expected length; for a linear weight
+// matrix also its quantized form q (nil when float32) and its shape n×k.
 type tensor struct {
 	name  string
 	layer int // -1 for model-level tensors
 	data  []float32
 	want  int
+	q     *quant.Matrix
+	n, k  int // 0 for a vector or the embedding table (never quantized)
+}
+
+// mat is the tensor entry of a linear weight matrix.
+func mat(name string, layer int, data []float32, q *quant.Matrix, n, k int) tensor {
+	return tensor{name: name, layer: layer, data: data, want: n * k, q: q, n: n, k: k}
 }
 
 func (t tensor) String() string {
@@ -57,43 +94,48 @@ func (t tensor) String() string {
 func (w *Weights) tensors() []tensor {
 	c := w.Config
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
-	ts := []tensor{{"token_embedding", -1, w.Embed, c.Vocab * d}}
+	vec := func(name string, layer int, data []float32, n int) tensor {
+		return tensor{name: name, layer: layer, data: data, want: n}
+	}
+	ts := []tensor{vec("token_embedding", -1, w.Embed, c.Vocab*d)}
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		ts = append(ts,
-			tensor{"rms_att", i, l.AttnNorm, d},
-			tensor{"wq", i, l.Wq, q * d},
-			tensor{"wk", i, l.Wk, kv * d},
-			tensor{"wv", i, l.Wv, kv * d},
-			tensor{"wo", i, l.Wo, d * q},
-			tensor{"rms_ffn", i, l.FFNNorm, d})
+			vec("rms_att", i, l.AttnNorm, d),
+			mat("wq", i, l.Wq, l.WqQ, q, d),
+			mat("wk", i, l.Wk, l.WkQ, kv, d),
+			mat("wv", i, l.Wv, l.WvQ, kv, d),
+			mat("wo", i, l.Wo, l.WoQ, d, q),
+			vec("rms_ffn", i, l.FFNNorm, d))
 		if c.IsMoE(i) {
-			ts = append(ts, tensor{"router", i, l.Router, c.Experts * d})
+			ts = append(ts, mat("router", i, l.Router, l.RouterQ, c.Experts, d))
 			if len(l.Experts) != c.Experts {
 				// Reported by Validate; list the experts present.
-				ts = append(ts, tensor{"experts", i, make([]float32, len(l.Experts)), c.Experts})
+				ts = append(ts, vec("experts", i, make([]float32, len(l.Experts)), c.Experts))
 			}
 			mi := c.MoEHidden
 			for e := range l.Experts {
 				x := &l.Experts[e]
 				ts = append(ts,
-					tensor{fmt.Sprintf("expert %d gate", e), i, x.Gate, mi * d},
-					tensor{fmt.Sprintf("expert %d down", e), i, x.Down, d * mi},
-					tensor{fmt.Sprintf("expert %d up", e), i, x.Up, mi * d})
+					mat(fmt.Sprintf("expert %d gate", e), i, x.Gate, x.GateQ, mi, d),
+					mat(fmt.Sprintf("expert %d down", e), i, x.Down, x.DownQ, d, mi),
+					mat(fmt.Sprintf("expert %d up", e), i, x.Up, x.UpQ, mi, d))
 			}
 		} else {
 			ts = append(ts,
-				tensor{"w1", i, l.Gate, h * d},
-				tensor{"w2", i, l.Down, d * h},
-				tensor{"w3", i, l.Up, h * d})
+				mat("w1", i, l.Gate, l.GateQ, h, d),
+				mat("w2", i, l.Down, l.DownQ, d, h),
+				mat("w3", i, l.Up, l.UpQ, h, d))
 		}
 		if c.QKNorm {
-			ts = append(ts, tensor{"q_norm", i, l.QNorm, c.HeadDim}, tensor{"k_norm", i, l.KNorm, c.HeadDim})
+			ts = append(ts, vec("q_norm", i, l.QNorm, c.HeadDim), vec("k_norm", i, l.KNorm, c.HeadDim))
 		}
 	}
-	ts = append(ts, tensor{"rms_final", -1, w.FinalNorm, d})
+	ts = append(ts, vec("rms_final", -1, w.FinalNorm, d))
 	if !c.TiedEmbeddings {
-		ts = append(ts, tensor{"wcls", -1, w.LMHead, c.Vocab * d})
+		ts = append(ts, mat("wcls", -1, w.LMHead, w.LMHeadQ, c.Vocab, d))
+	} else if w.LMHeadQ != nil {
+		ts = append(ts, mat("wcls (tied, quantized)", -1, nil, w.LMHeadQ, c.Vocab, d))
 	}
 	return ts
 }
@@ -108,9 +150,159 @@ func (w *Weights) Validate() error {
 		return fmt.Errorf("engine: model %s: %d layers of weights, config says %d", w.Config.Name, len(w.Layers), w.Config.Layers)
 	}
 	for _, t := range w.tensors() {
-		if len(t.data) != t.want {
+		switch {
+		case t.q != nil && t.data != nil:
+			return fmt.Errorf("engine: model %s: %s: both float32 and %s (want one)", w.Config.Name, t, t.q.Format)
+		case t.q != nil && (t.q.N != t.n || t.q.K != t.k):
+			return fmt.Errorf("engine: model %s: %s: %s matrix %d×%d, want %d×%d", w.Config.Name, t, t.q.Format, t.q.N, t.q.K, t.n, t.k)
+		case t.q == nil && len(t.data) != t.want:
 			return fmt.Errorf("engine: model %s: %s: %d floats, want %d", w.Config.Name, t, len(t.data), t.want)
 		}
 	}
 	return nil
+}
+
+// linearSlot is one linear weight matrix of Weights: pointers to its
+// float32 and quantized fields, its shape n×k and its name for errors.
+type linearSlot struct {
+	t    tensor
+	f    *[]float32
+	q    **quant.Matrix
+	tied bool // the tied LM head: f is the embedding table, kept
+}
+
+// linearSlots lists every linear weight matrix of w, layer by layer, the
+// LM head last (the tied head with f pointing at Embed).
+func (w *Weights) linearSlots() []linearSlot {
+	c := w.Config
+	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
+	var out []linearSlot
+	add := func(name string, li int, f *[]float32, qm **quant.Matrix, n, k int) {
+		out = append(out, linearSlot{t: mat(name, li, *f, *qm, n, k), f: f, q: qm})
+	}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		add("wq", i, &l.Wq, &l.WqQ, q, d)
+		add("wk", i, &l.Wk, &l.WkQ, kv, d)
+		add("wv", i, &l.Wv, &l.WvQ, kv, d)
+		add("wo", i, &l.Wo, &l.WoQ, d, q)
+		if c.IsMoE(i) {
+			add("router", i, &l.Router, &l.RouterQ, c.Experts, d)
+			for e := range l.Experts {
+				x := &l.Experts[e]
+				add(fmt.Sprintf("expert %d gate", e), i, &x.Gate, &x.GateQ, c.MoEHidden, d)
+				add(fmt.Sprintf("expert %d down", e), i, &x.Down, &x.DownQ, d, c.MoEHidden)
+				add(fmt.Sprintf("expert %d up", e), i, &x.Up, &x.UpQ, c.MoEHidden, d)
+			}
+		} else {
+			add("w1", i, &l.Gate, &l.GateQ, h, d)
+			add("w2", i, &l.Down, &l.DownQ, d, h)
+			add("w3", i, &l.Up, &l.UpQ, h, d)
+		}
+	}
+	if c.TiedEmbeddings {
+		out = append(out, linearSlot{t: mat("wcls (tied)", -1, w.Embed, w.LMHeadQ, c.Vocab, d), f: &w.Embed, q: &w.LMHeadQ, tied: true})
+	} else {
+		add("wcls", -1, &w.LMHead, &w.LMHeadQ, c.Vocab, d)
+	}
+	return out
+}
+
+// Quantize converts every float32 linear weight matrix of w to format f
+// in place (quant.Quantize: ggml's reference quantizers, scales rounded to
+// fp16) and drops the float32 copy; a tied LM head gets LMHeadQ, the
+// embedding table staying float32 for the gather. Matrices already
+// quantized are kept as they are. The time spent is added to PackSeconds.
+// Errors (naming the tensor): a K that is not a multiple of the block
+// length 32, a NaN or infinite weight.
+func (w *Weights) Quantize(f quant.Format) error {
+	return w.quantizeSlots(w.linearSlots(), f)
+}
+
+// quantizeSlots quantizes the float32 matrices of slots, in parallel over
+// the matrices (GOMAXPROCS at a time).
+func (w *Weights) quantizeSlots(slots []linearSlot, f quant.Format) error {
+	if _, err := quant.ParseFormat(string(f)); err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	start := time.Now()
+	var (
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, runtime.GOMAXPROCS(0))
+		errMu sync.Mutex
+		first error
+	)
+	for _, s := range slots {
+		if *s.q != nil || *s.f == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			m, err := quant.Quantize(f, *s.f, s.t.n, s.t.k)
+			errMu.Lock()
+			defer errMu.Unlock()
+			if err != nil {
+				if first == nil {
+					first = fmt.Errorf("engine: model %s: %s: %w", w.Config.Name, s.t, err)
+				}
+				return
+			}
+			*s.q = m
+			if !s.tied {
+				*s.f = nil
+			}
+		}()
+	}
+	wg.Wait()
+	w.PackSeconds += time.Since(start).Seconds()
+	return first
+}
+
+// Bytes is the resident size of w's tensors in bytes: 4 per float32
+// value, quant.Matrix.Bytes for each quantized matrix (block scales and
+// panel padding included).
+func (w *Weights) Bytes() int64 {
+	var n int64
+	for _, t := range w.tensors() {
+		n += 4 * int64(len(t.data))
+		if t.q != nil {
+			n += t.q.Bytes()
+		}
+	}
+	return n
+}
+
+// FormatFP32 names the float32 form of a linear weight matrix in
+// WeightFormats.
+const FormatFP32 = "fp32"
+
+// WeightFormats returns the number of linear weights (matrix elements,
+// the LM head included; norms and the embedding table are always float32)
+// held in each form: FormatFP32 or a quant.Format name ("q8_0", "q4_0").
+func (w *Weights) WeightFormats() map[string]int64 {
+	out := map[string]int64{}
+	for _, s := range w.linearSlots() {
+		switch {
+		case *s.q != nil:
+			out[string((*s.q).Format)] += int64(s.t.n) * int64(s.t.k)
+		case !s.tied || *s.f != nil:
+			out[FormatFP32] += int64(s.t.n) * int64(s.t.k)
+		}
+	}
+	return out
+}
+
+// MainWeightFormat is the form holding most of w's linear weights
+// (FormatFP32, "q8_0" or "q4_0"), and whether every linear weight is in it.
+func (w *Weights) MainWeightFormat() (string, bool) {
+	fs := w.WeightFormats()
+	best := FormatFP32
+	for _, f := range []string{FormatFP32, string(quant.Q8_0), string(quant.Q4_0)} {
+		if fs[f] > fs[best] {
+			best = f
+		}
+	}
+	return best, len(fs) <= 1
 }
