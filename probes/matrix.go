@@ -10,6 +10,7 @@ import (
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/results"
 )
 
@@ -599,7 +600,8 @@ func matrixPair() (a, b gemm.Backend, ok bool) {
 // for the GEMV, and the mixed run with ≥ 2 cores.
 func (r *runner) matrixSteps() int {
 	run, _ := matrixBackends()
-	n := (len(run) + len(matrixDTypes)) * len(r.computeThreads())
+	n := (len(run) + len(matrixDTypes) + len(quant.Formats())) * len(r.computeThreads())
+	n += len(quant.Formats()) // the up-convert loops
 	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {
 		n++
 	}
@@ -635,7 +637,8 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		"the output cut at the backend's tile among pinned workers, the caller's loop on worker 0 (Pool.Do); "+
 		"warm-up then %d reps of ≥ %v (≥ 1 call each); GFLOP/s = 2MNK/s; every figure checks %d elements of Y "+
 		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
-		"(≥ 4× LLC), weight GB/s = N·K·bytes/s; mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
+		"(≥ 4× LLC), weight GB/s = N·K·bytes/s (q8_0/q4_0: kernels/quant, activations quantized inside every call, the packed bytes); "+
+		"quant_ebw: the up-convert-and-compute loop on one L1-resident panel gives γ (cycles per 32 B), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
 		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.maxWS))
 
 	threads := r.computeThreads()
@@ -678,6 +681,38 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			out.GEMV = append(out.GEMV, g)
 			r.step(fmt.Sprintf("matrix gemv %s threads=%d", be.Name, t))
 		}
+	}
+
+	// Quantized GEMVs at the same DRAM-sized weight, and the
+	// effective-bandwidth model of each format (low-bit GEMV paper §III-F).
+	qb := quant.Best()
+	clock, clockSrc := 0.0, "no compute section: γ not computed"
+	if compute != nil && compute.FrequencyHz > 0 {
+		clock, clockSrc = compute.FrequencyHz, "compute section: "+compute.FrequencySource
+	}
+	for _, f := range quant.Formats() {
+		gn := max(int(float64(r.plan.maxWS)/f.BytesPerWeight()/gemvK)/64*64, 64)
+		w, err := NewQuantWeights(qb, f, gn, gemvK, 2)
+		if err != nil {
+			return nil, err
+		}
+		var rows []results.GEMMResult
+		for _, t := range threads {
+			g, err := b.MeasureQuant(ctx, w, 1, t)
+			if err != nil {
+				return nil, err
+			}
+			GEMMFraction(&g, compute, memory, nil)
+			rows = append(rows, g)
+			r.step(fmt.Sprintf("matrix gemv %s threads=%d", w.Name(), t))
+		}
+		out.GEMV = append(out.GEMV, rows...)
+		up, err := b.UpconvertGBps(ctx, qb, f)
+		if err != nil {
+			return nil, err
+		}
+		r.step(fmt.Sprintf("matrix up-convert %s", w.Name()))
+		out.QuantEBW = append(out.QuantEBW, quantEBW(w.Name(), f, up, clock, clockSrc, memory, threads, rows))
 	}
 
 	if a, bb, ok := matrixPair(); ok && r.plan.cores >= 2 {

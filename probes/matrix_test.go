@@ -11,6 +11,7 @@ import (
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/results"
 )
 
@@ -36,7 +37,7 @@ func TestMatrixSection(t *testing.T) {
 	r.prog = prog
 	threads := r.computeThreads()
 	// Ceilings far above anything attained, so every fraction is in (0, 1).
-	compute := &results.Compute{}
+	compute := &results.Compute{FrequencyHz: 3e9, FrequencySource: "test"}
 	memory := &results.Memory{}
 	for _, th := range threads {
 		compute.Peaks = append(compute.Peaks, results.ComputePeak{Kernel: "fake_fp32", Precision: "fp32", Unit: "GFLOP/s", Threads: th, Rate: results.Stat{Median: 1e6}})
@@ -52,7 +53,7 @@ func TestMatrixSection(t *testing.T) {
 		t.Errorf("%d progress steps, matrixSteps says %d: %v", len(prog.steps), r.matrixSteps(), prog.steps)
 	}
 	run, skipped := matrixBackends()
-	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != len(matrixDTypes)*len(threads) {
+	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != (len(matrixDTypes)+len(quant.Formats()))*len(threads) {
 		t.Errorf("%d GEMM and %d GEMV figures for %d backends, %d threads", len(m.GEMM), len(m.GEMV), len(run), len(threads))
 	}
 	if len(m.Unavailable) != len(skipped) {
@@ -74,8 +75,29 @@ func TestMatrixSection(t *testing.T) {
 		}
 	}
 	for _, g := range m.GEMV {
-		if g.M != 1 || gemm.WeightBytes(gemm.DType(g.DType), g.N, g.K) < r.plan.maxWS/2 || !strings.Contains(g.FractionOf, "DRAM") {
+		bytes := gemm.WeightBytes(gemm.DType(g.DType), g.N, g.K)
+		if f, err := quant.ParseFormat(g.DType); err == nil {
+			bytes = int64(f.BytesPerWeight() * float64(g.N*g.K))
+		}
+		if g.M != 1 || bytes < r.plan.maxWS/2 || !strings.Contains(g.FractionOf, "DRAM") {
 			t.Errorf("GEMV %s: %d×%d, fraction of %q", g.Backend, g.N, g.K, g.FractionOf)
+		}
+	}
+	// The effective-bandwidth model: γ from the L1 loop, one point per
+	// thread count, ebw = min(β, 32/γ), the measured GEMV joined.
+	if len(m.QuantEBW) != len(quant.Formats()) {
+		t.Fatalf("quant_ebw: %+v", m.QuantEBW)
+	}
+	for _, q := range m.QuantEBW {
+		if !(q.GammaCycles > 0) || q.UpconvertGBps.N != r.cfg.Reps || len(q.Points) != len(threads) {
+			t.Errorf("quant_ebw %s: %+v", q.Backend, q)
+		}
+		for _, pt := range q.Points {
+			up := 32 / q.GammaCycles
+			if want := math.Min(pt.BetaBytesPerCycle, up); math.Abs(pt.EBWBytesPerCycle-want) > 1e-9*want || pt.MeasuredGBps <= 0 ||
+				math.Abs(pt.EBWGBps-float64(pt.Threads)*want*q.ClockHz/1e9) > 1e-6*pt.EBWGBps || (pt.Limit == "memory") != (pt.BetaBytesPerCycle <= up) {
+				t.Errorf("quant_ebw %s point %+v (32/γ = %v)", q.Backend, pt, up)
+			}
 		}
 	}
 	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {

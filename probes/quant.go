@@ -102,3 +102,84 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 		PackSeconds: w.PackSeconds, Checksum: sum,
 	}, nil
 }
+
+// upconvertK is the reduction depth of the L1-resident panel of the
+// up-convert measurement: one panel of 4 rows × 2048 weights is 8 KiB in
+// q8_0 (4 KiB in q4_0) plus 256 B of scales and 2 KiB of activations.
+const upconvertK = 2048
+
+// UpconvertGBps times the GEMV kernel of backend be and format f on one
+// L1-resident weight panel with activations quantized once, outside the
+// loop (the up-convert-and-compute sequence alone, the low-bit GEMV paper's
+// γ measurement, §III-F), on worker 0: packed weight bytes per second per
+// repetition (GB/s = 1e9 B/s).
+func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant.Format) (results.Stat, error) {
+	w, err := NewQuantWeights(be, f, quant.PanelRows, upconvertK, 3)
+	if err != nil {
+		return results.Stat{}, err
+	}
+	var act quant.Activations
+	if err := act.Quantize(f, b.input(1, upconvertK), 1, upconvertK); err != nil {
+		return results.Stat{}, err
+	}
+	y := make([]float32, quant.PanelRows)
+	const inner = 64 // calls per timed call: keeps the loop's clock reads off the figure
+	rates, err := b.timeCalls(ctx, func(*kpool.Master) error {
+		for range inner {
+			if err := quant.Mul(be, w.W, &act, y, quant.PanelRows, 0, quant.PanelRows); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return results.Stat{}, fmt.Errorf("up-convert %s: %w", w.Name(), err)
+	}
+	gb := make([]float64, len(rates))
+	for i, r := range rates {
+		gb[i] = r * inner * float64(w.W.Bytes()) / 1e9
+	}
+	return results.Summarize(gb), nil
+}
+
+// quantEBW builds the effective-bandwidth model of one format from its
+// up-convert throughput, the clock and the memory section's DRAM read roofs
+// (low-bit GEMV paper §III-F: Eq. 2 β ≤ B/γ, Eq. 3 ebw = min(β, B/γ) per
+// core), and joins the measured GEMV bandwidths gemv (matrix section rows of
+// the same backend).
+func quantEBW(name string, f quant.Format, up results.Stat, clockHz float64, clockSrc string, mem *results.Memory, threads []int, gemv []results.GEMMResult) results.QuantEBW {
+	const B = 32.0 // bytes per 256-bit vector of packed weights
+	q := results.QuantEBW{Format: string(f), Backend: name, UpconvertGBps: up, ClockHz: clockHz, ClockSource: clockSrc}
+	if clockHz <= 0 || up.Median <= 0 {
+		return q
+	}
+	upBPC := up.Median * 1e9 / clockHz // B/γ, bytes per cycle
+	q.GammaCycles = B / upBPC
+	for _, t := range threads {
+		var roof float64
+		if mem != nil {
+			for _, l := range mem.Levels {
+				if l.Level == "DRAM" && l.Threads == t {
+					roof = l.GBps.Median
+				}
+			}
+		}
+		if roof <= 0 {
+			continue
+		}
+		pt := results.QuantEBWPoint{Threads: t, BetaBytesPerCycle: roof * 1e9 / float64(t) / clockHz}
+		pt.EBWBytesPerCycle, pt.Limit = pt.BetaBytesPerCycle, "memory"
+		if upBPC < pt.BetaBytesPerCycle {
+			pt.EBWBytesPerCycle, pt.Limit = upBPC, "up-convert"
+		}
+		pt.EBWGBps = float64(t) * pt.EBWBytesPerCycle * clockHz / 1e9
+		for _, g := range gemv {
+			if g.Backend == name && g.Threads == t && g.M == 1 {
+				pt.MeasuredGBps = g.WeightGBps
+				pt.Ratio = g.WeightGBps / pt.EBWGBps
+			}
+		}
+		q.Points = append(q.Points, pt)
+	}
+	return q
+}

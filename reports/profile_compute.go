@@ -66,6 +66,27 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 			return err
 		}
 		b.WriteString("\n")
+		if len(mx.QuantEBW) > 0 {
+			b.WriteString("Effective-bandwidth roofline of the quantized GEMV kernels (low-bit GEMV paper §III-F): γ = cycles per 32 bytes of packed weights of the up-convert-and-compute loop on one L1-resident panel (1 thread); per core ebw = min(β, 32/γ) (Eq. 3) with β the DRAM read roof per thread in bytes per cycle; modeled GB/s = threads · ebw · clock.\n\n")
+			rows = nil
+			for _, q := range mx.QuantEBW {
+				for _, pt := range q.Points {
+					meas, ratio := "—", "—"
+					if pt.MeasuredGBps > 0 {
+						meas, ratio = fmt.Sprintf("%.1f", pt.MeasuredGBps), fmt.Sprintf("%.2f", pt.Ratio)
+					}
+					rows = append(rows, []string{q.Backend, FormatStat(q.UpconvertGBps, 1), fmt.Sprintf("%.2f", q.GammaCycles), strconv.Itoa(pt.Threads),
+						fmt.Sprintf("%.2f", pt.BetaBytesPerCycle), fmt.Sprintf("%.2f (%s)", pt.EBWBytesPerCycle, pt.Limit), fmt.Sprintf("%.1f", pt.EBWGBps), meas, ratio})
+				}
+				if len(q.Points) == 0 {
+					rows = append(rows, []string{q.Backend, FormatStat(q.UpconvertGBps, 1), "—", "—", "—", "— (" + q.ClockSource + ")", "—", "—", "—"})
+				}
+			}
+			if err := MarkdownTable(b, []string{"kernel", "L1 up-convert GB/s (1 thread)", "γ cycles / 32 B", "threads", "β B/cycle per core", "ebw B/cycle per core", "modeled GB/s", "measured GEMV GB/s", "measured / modeled"}, rows); err != nil {
+				return err
+			}
+			b.WriteString("\n")
+		}
 		if len(mx.Mixed) > 0 {
 			b.WriteString("Tile-partitioned GEMM across two thread groups (SMEPilot §4.1, Eq. 1). α starts from the rates each group reaches alone and is re-planned after every call from the rates they reach while both run (co-running); ideal = 2MNK / (rate A + rate B), so makespan / ideal = 1 is a balanced split. The last column uses the rates each group reaches alone: it adds what the groups cost each other (shared cache, memory bandwidth, SMT).\n\n")
 			rows = nil

@@ -470,4 +470,48 @@ type Matrix struct {
 	GEMV        []GEMMResult  `json:"gemv"`
 	Mixed       []MatrixSplit `json:"mixed,omitempty"`
 	Unavailable []Unavailable `json:"unavailable,omitempty"`
+	// QuantEBW is the effective-bandwidth roofline of each quantized
+	// weight format's GEMV kernel (low-bit GEMV paper §III-F, Eqs. 1–3).
+	QuantEBW []QuantEBW `json:"quant_ebw,omitempty"`
+}
+
+// QuantEBW is the low-bit GEMV paper's effective-bandwidth model (§III-F)
+// of one block-quantized format's GEMV kernel on this machine: the
+// up-convert-and-compute sequence is timed on an L1-resident weight panel
+// (1 thread), which gives γ, the cycles per B = 32 bytes (one 256-bit
+// vector) of packed weights; then per thread count ebw = min(β, B/γ)
+// (Eq. 3) per core, with β the DRAM read roof at that thread count divided
+// by the threads, in bytes per cycle.
+type QuantEBW struct {
+	Format  string `json:"format"`  // "q8_0", "q4_0"
+	Backend string `json:"backend"` // e.g. "avx512vnni-q8_0"
+	// UpconvertGBps is the L1-resident throughput, packed weight bytes per
+	// second (GB/s = 1e9 B/s), 1 thread.
+	UpconvertGBps Stat `json:"upconvert_gbps"`
+	// ClockHz converts seconds to cycles (the compute section's frequency);
+	// ClockSource says where it came from.
+	ClockHz     float64 `json:"clock_hz"`
+	ClockSource string  `json:"clock_source"`
+	// GammaCycles is γ: cycles per 32 bytes of packed weights, 32 ·
+	// ClockHz / (UpconvertGBps.Median · 1e9).
+	GammaCycles float64         `json:"gamma_cycles"`
+	Points      []QuantEBWPoint `json:"points"`
+}
+
+// QuantEBWPoint is Eq. 3 at one thread count.
+type QuantEBWPoint struct {
+	Threads int `json:"threads"`
+	// BetaBytesPerCycle is β per core: the memory section's DRAM read roof
+	// at Threads, / Threads / ClockHz.
+	BetaBytesPerCycle float64 `json:"beta_bytes_per_cycle"`
+	// EBWBytesPerCycle is min(β, 32/γ) per core; Limit says which term
+	// ("memory" or "up-convert").
+	EBWBytesPerCycle float64 `json:"ebw_bytes_per_cycle"`
+	Limit            string  `json:"limit"`
+	// EBWGBps is the modeled total: Threads · ebw · ClockHz / 1e9.
+	EBWGBps float64 `json:"ebw_gbps"`
+	// MeasuredGBps is the matrix section's GEMV weight GB/s of this format
+	// at Threads (0 if not measured); Ratio = MeasuredGBps / EBWGBps.
+	MeasuredGBps float64 `json:"measured_gbps,omitempty"`
+	Ratio        float64 `json:"ratio,omitempty"`
 }

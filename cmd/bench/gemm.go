@@ -392,9 +392,11 @@ func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string) error {
 	}
 	var cells [][]string
 	for i, g := range rows {
-		frac := "— " + ref(whyNot[i])
+		var frac string
 		if g.FractionOf != "" {
 			frac = fmt.Sprintf("%.1f%% %s", 100*g.Fraction, ref(g.FractionOf))
+		} else {
+			frac = "— " + ref(whyNot[i])
 		}
 		cells = append(cells, []string{
 			strconv.Itoa(g.M), strconv.Itoa(g.N), strconv.Itoa(g.K), g.Backend, strconv.Itoa(g.Threads),

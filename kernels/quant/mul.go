@@ -38,6 +38,15 @@ func (im *impl) backend() Backend {
 
 var impls = sync.OnceValue(func() []*impl { return append([]*impl{goImpl()}, archImpls()...) })
 
+// byName indexes impls by backend name.
+var byName = sync.OnceValue(func() map[string]*impl {
+	m := map[string]*impl{}
+	for _, im := range impls() {
+		m[im.name] = im
+	}
+	return m
+})
+
 // Backends returns every backend compiled in, "go" first and best last,
 // with availability evaluated now (cpu.Disable takes effect).
 func Backends() []Backend {
@@ -92,12 +101,18 @@ const blockPanels = 8
 // quantized activations and the rows n0 ≤ j < n1 of w, writing
 // y[i*ldy+j] (other columns untouched), with backend be. It is
 // single-threaded and safe to call concurrently on disjoint column ranges
-// (fastest when n0 is a multiple of PanelRows). Errors: an unknown or
+// (fastest when n0 is a multiple of PanelRows). be must come from Best,
+// Backends or BackendByName: its availability is taken from be (checked
+// then), not evaluated again on this per-call path. Errors: an unknown or
 // unavailable backend, activations quantized for another format or K, or a
 // y too short.
 func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) error {
-	im, err := lookup(be.Name)
-	if err != nil {
+	im := byName()[be.Name]
+	if im == nil || be.Unavailable != "" {
+		_, err := lookup(be.Name)
+		if err == nil {
+			err = fmt.Errorf("quant: backend %q: %s", be.Name, be.Unavailable)
+		}
 		return err
 	}
 	if a.Format != w.Format || a.K != w.K {
@@ -119,7 +134,7 @@ func mul(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 		corr = a.corrY
 	}
 	sa := a.M * pairLen
-	var tmp [16 * PanelRows]float32
+	var tmp []float32 // a cut panel's tile, allocated only if one occurs (a stack array would escape on every call)
 	for tb := n0 / PanelRows; tb*PanelRows < n1; tb += blockPanels {
 		te := min(tb+blockPanels, (n1+PanelRows-1)/PanelRows)
 		for i0 := 0; i0 < a.M; i0 += im.mr {
@@ -133,6 +148,9 @@ func mul(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 					continue
 				}
 				// A panel cut by [n0, n1): compute it whole, copy the part inside.
+				if tmp == nil {
+					tmp = make([]float32, im.mr*PanelRows)
+				}
 				ks[mm-1](np, ap, as, ac, sa, bp, bs, &tmp[0], PanelRows)
 				for r := range mm {
 					for j := max(j0, n0); j < min(j0+PanelRows, n1); j++ {

@@ -23,8 +23,8 @@
 //
 // AVX512VNNI (zmm, 16 int32 lanes, corrections −o·Σq/8): VPDPBUSD does the
 // whole u8×s8 dot product of 64 weights in one instruction, the weight
-// vector (q8_0: 64 bytes; q4_0: 32 bytes split into low and high nibbles
-// and joined with VINSERTI64X4) shared by the mr ≤ 4 activation rows held
+// vector (q8_0: 64 bytes; q4_0: 32 bytes broadcast to both halves, the
+// upper half shifted by 4 with VPSRLVQ, masked to nibbles) shared by the mr ≤ 4 activation rows held
 // in registers: 16 float accumulators + 4 rows + 4 row scales + 6
 // temporaries = 30 of 32 zmm.
 //
@@ -63,6 +63,22 @@ var (
 var zmm = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
 	Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
 var ymm = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+
+// q4Shifts is the VPSRLVQ count vector of the q4_0 unpack: 0 for the low
+// 256 bits (low nibbles), 4 for the high 256 bits (high nibbles).
+var q4Shifts = func() func() Mem {
+	var m *Mem
+	return func() Mem {
+		if m == nil {
+			g := GLOBL("q4shifts", RODATA|NOPTR)
+			for i := 0; i < 8; i++ {
+				DATA(8*i, U64(map[bool]uint64{false: 0, true: 4}[i >= 4]))
+			}
+			m = &g
+		}
+		return *m
+	}
+}()
 
 func main() {
 	ConstraintExpr("!purego")
@@ -139,7 +155,8 @@ func genVNNI(f format, m int) {
 	dx := zmm[20:24]
 	w, hi, mask, dw, iacc, s := zmm[24], zmm[25], zmm[26], zmm[27], zmm[28], zmm[29]
 	if f == q4 {
-		constant(mask.(Vec).AsY(), mask, 0x0f0f0f0f)
+		constant(mask, mask, 0x0f0f0f0f)
+		VMOVDQU64(q4Shifts(), hi) // hi holds the per-quadword shift counts
 	}
 	TESTQ(g.np, g.np)
 	JZ(LabelRef(name + "_store"))
@@ -152,13 +169,12 @@ func genVNNI(f format, m int) {
 		if f == q8 {
 			VMOVDQU64(Mem{Base: g.b, Disp: j * 64}, w)
 		} else {
-			wy, hy := w.(Vec).AsY(), hi.(Vec).AsY()
-			// EVEX forms: the registers are above Y15.
-			VMOVDQU64(Mem{Base: g.b, Disp: j * 32}, wy)
-			VPSRLD(U8(4), wy, hy)
-			VPANDD(mask.(Vec).AsY(), wy, wy)
-			VPANDD(mask.(Vec).AsY(), hy, hy)
-			VINSERTI64X4(U8(1), hy, w, w)
+			// The 32 bytes in both halves, the upper half shifted right by
+			// 4 (per quadword: the bits that cross into a byte from its
+			// neighbour are masked off), then the low nibble of every byte.
+			VBROADCASTI64X4(Mem{Base: g.b, Disp: j * 32}, w)
+			VPSRLVQ(hi, w, w)
+			VPANDD(mask, w, w)
 		}
 		VPBROADCASTD(Mem{Base: g.bs, Disp: j * 4}, dw.(Vec).AsY())
 		VCVTPH2PS(dw.(Vec).AsY(), dw)
