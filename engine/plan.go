@@ -142,6 +142,48 @@ type OpPrediction struct {
 	Seconds, FLOPs, Bytes float64
 }
 
+// Precision is what a prediction assumes of the engine's numbers: the
+// roofline dtypes (roofline.DTypeBytes) of the linear weights, the
+// activations and the KV cache, which set the bytes each operator moves,
+// and the precision whose compute ceilings bound its time.
+type Precision struct {
+	Weight, Act, KV, Ceiling string
+}
+
+// UniformPrecision is prec for weights, activations, KV cache and
+// ceilings (the fp32 engine: "fp32").
+func UniformPrecision(prec string) Precision { return Precision{prec, prec, prec, prec} }
+
+// PredictionPrecision returns the Precision that describes m on mach and
+// a note saying what it assumes ("" for the all-fp32 engine). With
+// quantized weights: the weight dtype is the format holding most linear
+// weights ("q8_0" at 34/32 bytes per weight, "q4_0" at 18/32: roofline
+// counts their fp16 block scales), every linear counted at it even where
+// some are held in another form; activations and KV cache fp32 (the
+// engine keeps them so; the int8 copy of a linear's input is not
+// counted); compute bounded by mach's int8 ceilings when it has them (the
+// kernels' dot products are int8; the per-block float scaling is not
+// counted), else by its fp32 ones.
+func (m *Model) PredictionPrecision(mach *roofline.Machine) (Precision, string) {
+	if m.Quant == nil {
+		return UniformPrecision("fp32"), ""
+	}
+	wf := strings.TrimSuffix(m.WeightFormat, " (mixed)")
+	p := Precision{Weight: wf, Act: "fp32", KV: "fp32", Ceiling: "fp32"}
+	if mach != nil && mach.HasCeilings("int8") {
+		p.Ceiling = "int8"
+	}
+	b, _ := roofline.DTypeBytes(wf)
+	note := fmt.Sprintf("predictions: %s weights at %.4g bytes per weight (fp16 block scales included), fp32 activations and KV cache, compute bounded by the %s ceilings", wf, b, p.Ceiling)
+	if p.Ceiling != "int8" {
+		note += " (the machine has no int8 ceiling; the quant kernels compute int8 dot products)"
+	}
+	if wf != m.WeightFormat {
+		note += "; some linear weights are in another form but are counted as " + wf
+	}
+	return p, note
+}
+
 // PredictOps returns the roofline's prediction per engine operator (the
 // names of Timing.Op) for one forward call of config c on machine mach: B
 // sequences each adding T tokens at context C (C ≥ T), weights,
@@ -151,9 +193,14 @@ type OpPrediction struct {
 // into experts. Errors: those of roofline.Analyze (bad shape, no ceiling
 // for prec).
 func PredictOps(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]OpPrediction, error) {
+	return PredictOpsAs(mach, c, phase, B, T, C, UniformPrecision(prec))
+}
+
+// PredictOpsAs is PredictOps with the dtypes and ceilings of p.
+func PredictOpsAs(mach *roofline.Machine, c Config, phase string, B, T, C int, p Precision) (map[string]OpPrediction, error) {
 	r := roofline.Request{Phase: phase, Batch: B, Tokens: T, Context: C,
-		Weight: prec, Act: prec, KV: prec, Routing: roofline.Routing{Kind: "uniform"}}
-	a, err := roofline.Analyze(mach, c.Arch(), r, prec)
+		Weight: p.Weight, Act: p.Act, KV: p.KV, Routing: roofline.Routing{Kind: "uniform"}}
+	a, err := roofline.Analyze(mach, c.Arch(), r, p.Ceiling)
 	if err != nil {
 		return nil, err
 	}

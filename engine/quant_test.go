@@ -14,32 +14,15 @@ import (
 	"github.com/cpubench/bench/kernels/quant"
 )
 
-// dequantized returns a copy of w with every quantized linear matrix
-// dequantized (quant.Matrix.Dequantize: d·q exactly, as ggml's
-// dequantize_row_q8_0 / _q4_0) into its float32 field, the quantized
-// field cleared. A tied head's quantized copy is dropped when it
-// dequantizes to Embed exactly (a GGUF loader dequantized both from the
-// same blocks); otherwise (Weights.Quantize of a float table) the copy is
-// untied: LMHead is the dequantized head, Embed stays as it is.
+// dequantized returns a copy of w with its quantized linear matrices
+// dequantized (Weights.Dequantize), w untouched.
 func dequantized(w *Weights) *Weights {
 	c := *w
 	c.Layers = slices.Clone(w.Layers)
 	for i := range c.Layers {
 		c.Layers[i].Experts = slices.Clone(w.Layers[i].Experts)
 	}
-	for _, s := range c.linearSlots() {
-		if *s.q == nil {
-			continue
-		}
-		deq := (*s.q).Dequantize()
-		switch {
-		case !s.tied:
-			*s.f = deq
-		case !slices.Equal(deq, c.Embed):
-			c.Config.TiedEmbeddings, c.LMHead = false, deq
-		}
-		*s.q = nil
-	}
+	c.Dequantize()
 	return &c
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -305,4 +306,27 @@ func (w *Weights) MainWeightFormat() (string, bool) {
 		}
 	}
 	return best, len(fs) <= 1
+}
+
+// Dequantize converts every quantized linear weight matrix of w back to
+// float32 in place (quant.Matrix.Dequantize: d·q exactly, as ggml's
+// dequantize_row_q8_0 and _q4_0), clearing its Q field. A tied head's
+// quantized copy is dropped when it dequantizes to Embed exactly (a GGUF
+// loader dequantized both from the same blocks); otherwise (Quantize of a
+// float table) the head is untied: LMHead becomes the dequantized copy,
+// so that the model computes what the quantized one approximates.
+func (w *Weights) Dequantize() {
+	for _, s := range w.linearSlots() {
+		if *s.q == nil {
+			continue
+		}
+		deq := (*s.q).Dequantize()
+		switch {
+		case !s.tied:
+			*s.f = deq
+		case !slices.Equal(deq, w.Embed):
+			w.Config.TiedEmbeddings, w.LMHead = false, deq
+		}
+		*s.q = nil
+	}
 }

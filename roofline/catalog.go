@@ -117,12 +117,15 @@ type Request struct {
 }
 
 // dtypeBytes is the storage size of each element type, in bytes. Block
-// scales of quantized formats are not counted.
+// scales of quantized formats are not counted, except in GGUF's block
+// formats q8_0 and q4_0 (kernels/quant), whose fp16 scale per 32 weights
+// is: 34/32 and 18/32 bytes per weight.
 var dtypeBytes = map[string]float64{
 	"fp32": 4, "f32": 4, "float32": 4,
 	"fp16": 2, "f16": 2, "float16": 2, "bf16": 2, "bfloat16": 2,
 	"fp8": 1, "int8": 1, "q8": 1,
 	"int4": 0.5, "q4": 0.5, "mxfp4": 0.5,
+	"q8_0": 34.0 / 32, "q4_0": 18.0 / 32,
 	"int2": 0.25, "q2": 0.25,
 	"int1": 0.125, "q1": 0.125,
 }

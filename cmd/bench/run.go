@@ -14,6 +14,7 @@ import (
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/roofline"
 )
@@ -26,6 +27,7 @@ type runOptions struct {
 
 	Model        string
 	Weights      string
+	WeightDType  string
 	Layers       int
 	PromptTokens int
 	GenTokens    int
@@ -38,17 +40,13 @@ type runOptions struct {
 	JSON         bool
 }
 
-// runPrecision is the dtype of the engine's weights, activations and KV
-// cache, and so the ceilings the prediction uses.
-const runPrecision = "fp32"
-
 func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
 
 // newCmdRun builds the command; tests pass runF to capture the options.
 func newCmdRun(streams IO, runF func(*runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
+		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--weight-dtype fp32|q8_0|q4_0] [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
 		Short: "Run the engine's forward pass: TTFT, TPOT and per-operator times against the roofline",
 		Long: `Builds a model in the engine (weights packed once, at load, for the
 backends the placement uses; the packing time is reported apart), then for
@@ -77,10 +75,21 @@ SMEPilot §5.4's ablations.
 of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `),
 a HuggingFace config.json path or a GGUF file's metadata, dense or MoE
 (--model FILE.gguf alone runs the file's own weights). --weights FILE.bin reads a
-llama2.c checkpoint and FILE.gguf a GGUF file (F32, F16, BF16, Q8_0
-tensors, dequantized to fp32); both carry their config (no --model).
---layers N instantiates only the first N decoder layers (0: all); times are
-then for N layers and the per-layer columns say what one layer costs.
+llama2.c checkpoint and FILE.gguf a GGUF file (F32, F16, BF16 tensors
+dequantized to fp32; Q8_0 and Q4_0 matrices kept quantized); both carry
+their config (no --model).
+--weight-dtype q8_0 or q4_0 keeps the linear weights block-quantized as
+GGUF's Q8_0 and Q4_0 (1.0625 and 0.5625 bytes per weight; norms and the
+embedding table stay fp32) and runs them on kernels/quant's best backend,
+the activations quantized to int8 per 32-element block as llama.cpp does;
+only placement cores (and auto, which then means cores) runs them.
+Synthetic weights are drawn as for fp32 and quantized layer by layer;
+GGUF Q8_0 and Q4_0 matrices are loaded quantized whatever this flag says,
+and with it their other matrices are quantized too (fp32: a file's
+quantized matrices are dequantized).
+--layers N instantiates only the first N decoder layers (0: all; a GGUF
+file's later layers are not read); times are then for N layers and the
+per-layer columns say what one layer costs.
 --profile is a profile.json, a bench.machine/v1 file or a published profile.`,
 		Example: `  bench run --weights engine/testdata/stories260K/stories260K.bin --prompt-tokens 64 --gen-tokens 32
   bench run --model qwen3-0.6b --weights synthetic --layers 2 --prompt-tokens 128 --gen-tokens 16 --profile results/host/profile.json
@@ -99,6 +108,7 @@ then for N layers and the per-layer columns say what one layer costs.
 	f := cmd.Flags()
 	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name, path to a HuggingFace config.json or a GGUF file (its shapes); or a GGUF file alone, to run its weights")
 	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin) or a GGUF file (.gguf)")
+	f.StringVar(&opts.WeightDType, "weight-dtype", "", "linear weights: fp32, q8_0 or q4_0 (default: fp32 for synthetic weights, as stored for a file)")
 	f.IntVar(&opts.Layers, "layers", 0, "decoder layers to instantiate (0: all)")
 	f.IntVar(&opts.PromptTokens, "prompt-tokens", 128, "prompt tokens prefilled in one call (T)")
 	f.IntVar(&opts.GenTokens, "gen-tokens", 32, "tokens decoded greedily after the prefill (G)")
@@ -138,6 +148,11 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	}
 	if _, err := engine.ParsePlacement(o.Placement); err != nil {
 		return fmt.Errorf("run: --placement: %w", err)
+	}
+	if o.WeightDType != "" {
+		if _, err := engine.ParseWeightDType(o.WeightDType); err != nil {
+			return fmt.Errorf("run: --weight-dtype: %w", err)
+		}
 	}
 	if o.Placement == string(engine.PlaceAuto) && (o.Profile == "none" || o.Profile == "" && !hasProbeProfile()) {
 		return errors.New("run: --placement auto: needs --profile (the roofline plans from a machine profile)")
@@ -186,6 +201,10 @@ type runResult struct {
 	PrefillTokS   float64    `json:"prefill_tokens_per_s"`
 	DecodeTokS    float64    `json:"decode_tokens_per_s,omitempty"`
 	PackS         float64    `json:"pack_s"`
+	WeightDType   string     `json:"weight_dtype"`
+	QuantBackend  string     `json:"quant_backend,omitempty"`
+	WeightBytes   int64      `json:"weight_bytes"`
+	Precision     string     `json:"predicted_precision,omitempty"`
 	Profile       string     `json:"profile,omitempty"`
 	Machine       string     `json:"machine,omitempty"`
 	PredictedTTFT *float64   `json:"predicted_ttft_s,omitempty"`
@@ -199,66 +218,99 @@ type runResult struct {
 // layer count.
 func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 	var notes []string
+	dt := o.WeightDType
+	if dt != "" {
+		var err error
+		if dt, err = engine.ParseWeightDType(dt); err != nil {
+			return nil, 0, nil, fmt.Errorf("--weight-dtype: %w", err)
+		}
+	}
 	if o.Weights != "synthetic" {
-		load := engine.LoadLlama2C
+		var w *engine.Weights
+		var full int
 		if strings.HasSuffix(strings.ToLower(o.Weights), ".gguf") {
-			load = engine.LoadGGUF
+			h, err := engine.LoadGGUFHeader(o.Weights)
+			if err != nil {
+				return nil, 0, nil, fmt.Errorf("--weights: %w", err)
+			}
+			full = h.Config.Layers
+			if o.Layers > full {
+				return nil, 0, nil, fmt.Errorf("--layers %d: the model has %d", o.Layers, full)
+			}
+			if err := checkBytes(o.Weights, h.Config.Layers, o.Layers, float64(h.ResidentBytes(o.Layers)), "weights as stored, float matrices with their packed copies"); err != nil {
+				return nil, 0, nil, err
+			}
+			if w, err = engine.LoadGGUFLayers(o.Weights, o.Layers); err != nil {
+				return nil, 0, nil, fmt.Errorf("--weights: %w", err)
+			}
+		} else {
+			var err error
+			if w, err = engine.LoadLlama2C(o.Weights); err != nil {
+				return nil, 0, nil, fmt.Errorf("--weights: %w", err)
+			}
+			full = w.Config.Layers
+			if o.Layers > full {
+				return nil, 0, nil, fmt.Errorf("--layers %d: the model has %d", o.Layers, full)
+			}
+			if o.Layers > 0 {
+				w.Layers = w.Layers[:o.Layers]
+				w.Config.Layers = o.Layers
+			}
 		}
-		w, err := load(o.Weights)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("--weights: %w", err)
-		}
-		full := w.Config.Layers
-		if o.Layers > full {
-			return nil, 0, nil, fmt.Errorf("--layers %d: the model has %d", o.Layers, full)
-		}
-		if o.Layers > 0 {
-			w.Layers = w.Layers[:o.Layers]
-			w.Config.Layers = o.Layers
+		switch dt {
+		case "":
+		case engine.FormatFP32:
+			if fs := w.WeightFormats(); len(fs) > 1 || fs[engine.FormatFP32] == 0 {
+				w.Dequantize()
+				notes = append(notes, "--weight-dtype fp32: the file's quantized matrices dequantized to fp32")
+			}
+		default:
+			if err := w.Quantize(quant.Format(dt)); err != nil {
+				return nil, 0, nil, fmt.Errorf("--weight-dtype %s: %w", dt, err)
+			}
 		}
 		return w, full, notes, nil
 	}
+	if dt == "" {
+		dt = engine.FormatFP32
+	}
+	var cfg engine.Config
 	if strings.HasSuffix(strings.ToLower(o.Model), ".gguf") {
 		// Shapes from a GGUF file's metadata, synthetic values.
-		g, err := engine.LoadGGUF(o.Model)
+		h, err := engine.LoadGGUFHeader(o.Model)
 		if err != nil {
 			return nil, 0, nil, fmt.Errorf("--model: %w", err)
 		}
-		cfg := g.Config
-		g = nil
-		if o.Layers > cfg.Layers {
-			return nil, 0, nil, fmt.Errorf("--layers %d: model %s has %d", o.Layers, cfg.Name, cfg.Layers)
+		cfg = h.Config
+	} else {
+		data, name, err := models.ReadConfig(o.Model)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("--model: %w", err)
 		}
-		w, err := engine.Synthetic(cfg, o.Layers, o.Seed)
-		return w, cfg.Layers, notes, err
-	}
-	data, name, err := models.ReadConfig(o.Model)
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("--model: %w", err)
-	}
-	cfg, err := engine.FromHF(data, name)
-	if err != nil && strings.Contains(err.Error(), "max_position_embeddings") {
-		// A config whose context differs by variant (null key): size the
-		// positions to this run.
-		mc, perr := models.Parse(data, name)
-		if perr != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", perr)
+		cfg, err = engine.FromHF(data, name)
+		if err != nil && strings.Contains(err.Error(), "max_position_embeddings") {
+			// A config whose context differs by variant (null key): size the
+			// positions to this run.
+			mc, perr := models.Parse(data, name)
+			if perr != nil {
+				return nil, 0, nil, fmt.Errorf("--model: %w", perr)
+			}
+			ex := engine.HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: o.PromptTokens + o.GenTokens}
+			if cfg, err = engine.FromModel(mc, ex); err == nil {
+				notes = append(notes, "config has no max_position_embeddings, rope_theta or rms_norm_eps usable here: positions sized to this run, θ 1e6, ε 1e-6 (timing-neutral)")
+			}
 		}
-		ex := engine.HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: o.PromptTokens + o.GenTokens}
-		if cfg, err = engine.FromModel(mc, ex); err == nil {
-			notes = append(notes, "config has no max_position_embeddings, rope_theta or rms_norm_eps usable here: positions sized to this run, θ 1e6, ε 1e-6 (timing-neutral)")
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("--model: %w", err)
 		}
-	}
-	if err != nil {
-		return nil, 0, nil, fmt.Errorf("--model: %w", err)
 	}
 	if o.Layers > cfg.Layers {
 		return nil, 0, nil, fmt.Errorf("--layers %d: model %s has %d", o.Layers, cfg.Name, cfg.Layers)
 	}
-	if err := checkMemory(cfg, o.Layers, o.Placement); err != nil {
+	if err := checkMemory(cfg, o.Layers, o.Placement, dt); err != nil {
 		return nil, 0, nil, err
 	}
-	w, err := engine.Synthetic(cfg, o.Layers, o.Seed)
+	w, err := engine.SyntheticAs(cfg, o.Layers, o.Seed, dt)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -266,40 +318,73 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 }
 
 // checkMemory refuses synthetic weights that would not fit in the memory
-// available now (MemAvailable of /proc/meminfo): fp32 weights, plus the
-// packed copies (a second fp32 copy; bf16 adds half of one more).
-func checkMemory(cfg engine.Config, layers int, placement string) error {
+// available now (MemAvailable of /proc/meminfo). fp32: the weights plus
+// the packed copies (a second fp32 copy; bf16 adds half of one more).
+// q8_0 and q4_0: the fp32 embedding table, every linear weight (LM head
+// included, a tied one as a quantized copy) at the format's bytes per
+// weight, and the float32 draw of one layer or of the untied LM head,
+// whichever is larger, before it is quantized.
+func checkMemory(cfg engine.Config, layers int, placement, dtype string) error {
 	if layers > 0 {
 		cfg.Layers = layers
 	}
 	need := float64(cfg.Params()) * 4 * 2
-	if placement != "" && placement != string(engine.PlaceCores) {
+	what := "synthetic fp32 weights and packed copies"
+	if dtype != "" && dtype != engine.FormatFP32 {
+		embed := float64(cfg.Vocab) * float64(cfg.Dim)
+		one := cfg
+		one.Layers = 1
+		layer := float64(one.Params()) - embed - float64(cfg.Dim)
+		if !cfg.TiedEmbeddings {
+			layer -= embed
+		}
+		linear := float64(cfg.Params()) - embed // norms counted as linears: negligible
+		if cfg.TiedEmbeddings {
+			linear += embed
+		}
+		transient := layer
+		if !cfg.TiedEmbeddings {
+			transient = max(layer, embed)
+		}
+		need = 4*embed + quant.Format(dtype).BytesPerWeight()*linear + 4*transient
+		what = "synthetic " + dtype + " weights (fp32 embedding table)"
+	} else if placement != "" && placement != string(engine.PlaceCores) {
 		need += float64(cfg.Params()) * 2
 	}
+	return checkBytes("--model "+cfg.Name, cfg.Layers, 0, need, what)
+}
+
+// checkBytes refuses need bytes that would not fit in the memory
+// available now (0.9 of MemAvailable; no check when it is unknown): what
+// (flag and value) with layers layers (of full) needs about need bytes.
+func checkBytes(what string, full, layers int, need float64, kind string) error {
 	b, err := topology.LiveRoots().MemAvailable()
 	avail := float64(b)
 	if err != nil || b == 0 || need < 0.9*avail {
 		return nil
 	}
-	return fmt.Errorf("--model %s: %d layers of synthetic fp32 weights need about %.1f GB of memory (weights and packed copies), %.1f GB available: pass --layers N to instantiate fewer",
-		cfg.Name, cfg.Layers, need/1e9, avail/1e9)
+	if layers == 0 {
+		layers = full
+	}
+	return fmt.Errorf("%s: %d layers need about %.1f GB of memory (%s), %.1f GB available: pass --layers N to instantiate fewer",
+		what, layers, need/1e9, kind, avail/1e9)
 }
 
 // runPredict adds the roofline's predicted seconds of every engine
 // operator, per phase, for the layers run: B prefills of T tokens, and G
 // decode steps of B sequences at contexts T+1..T+G. It returns the
 // predicted prefill of one sequence and the mean decode step.
-func runPredict(m *roofline.Machine, c engine.Config, B, T, G int) (map[[2]string]float64, float64, float64, error) {
+func runPredict(m *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int) (map[[2]string]float64, float64, float64, error) {
 	pred := map[[2]string]float64{}
 	add := func(phase string, b, tokens, context int, k float64) (float64, error) {
-		p, err := engine.Predict(m, c, phase, b, tokens, context, runPrecision)
+		p, err := engine.PredictOpsAs(m, c, phase, b, tokens, context, prec)
 		if err != nil {
 			return 0, err
 		}
 		total := 0.0
 		for op, t := range p {
-			pred[[2]string{phase, op}] += t * k
-			total += t
+			pred[[2]string{phase, op}] += t.Seconds * k
+			total += t.Seconds
 		}
 		return total, nil
 	}
@@ -413,9 +498,13 @@ func runRun(o *runOptions) error {
 	}
 
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
-		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(place),
+		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
-		PackS: m.PackSeconds, Notes: notes}
+		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes}
+	if m.Quant != nil {
+		res.QuantBackend = m.Quant.Name
+	}
+	prec, precNote := m.PredictionPrecision(machine)
 	if G > 0 {
 		res.TPOTS = decode / float64(G)
 		res.DecodeTokS = float64(B*G) / decode
@@ -426,10 +515,14 @@ func runRun(o *runOptions) error {
 	var pred map[[2]string]float64
 	if machine != nil {
 		var pt, pd float64
-		if pred, pt, pd, err = runPredict(machine, c, B, T, G); err != nil {
+		if pred, pt, pd, err = runPredict(machine, c, prec, B, T, G); err != nil {
 			return fmt.Errorf("run: --profile %s: %w", o.Profile, err)
 		}
 		res.Profile, res.Machine, res.PredictedTTFT = o.Profile, machine.Name, &pt
+		res.Precision = fmt.Sprintf("weights %s, activations %s, KV cache %s, %s ceilings", prec.Weight, prec.Act, prec.KV, prec.Ceiling)
+		if precNote != "" {
+			res.Notes = append(res.Notes, precNote)
+		}
 		if G > 0 {
 			res.PredictedTPOT = &pd
 		}
@@ -477,7 +570,7 @@ func runRun(o *runOptions) error {
 			Detail: "ratio = (wall − Σ operator timers) / wall over the decode steps; target < 0.05"})
 	}
 	if machine != nil && G > 0 {
-		if ck, ok := runRoofCheck(machine, c, B, T, G, res.TPOTS); ok {
+		if ck, ok := runRoofCheck(machine, c, prec, B, T, G, res.TPOTS); ok {
 			res.Checks = append(res.Checks, ck)
 		}
 	}
@@ -500,15 +593,17 @@ func runRun(o *runOptions) error {
 // the bytes one step must read (every weight once: the embedding rows
 // gathered aside; the KV cache at the mean context) over the probed DRAM
 // read bandwidth of the cores target. MoE steps read only the routed
-// experts; the roofline catalog's byte count (uniform routing) is used.
-func runRoofCheck(mach *roofline.Machine, c engine.Config, B, T, G int, tpot float64) (runCheck, bool) {
+// experts; the roofline catalog's byte count (uniform routing) is used,
+// with the weights and KV cache at prec's dtypes (q8_0 at 34/32 bytes per
+// weight, q4_0 at 18/32).
+func runRoofCheck(mach *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int, tpot float64) (runCheck, bool) {
 	cores, ok := mach.Target(roofline.KindCores)
 	if !ok || cores.BandwidthGBps <= 0 {
 		return runCheck{}, false
 	}
 	var bytes float64
 	for i := 1; i <= G; i++ {
-		r := roofline.Request{Phase: roofline.Decode, Batch: B, Tokens: 1, Context: T + i, Weight: runPrecision, Act: runPrecision, KV: runPrecision,
+		r := roofline.Request{Phase: roofline.Decode, Batch: B, Tokens: 1, Context: T + i, Weight: prec.Weight, Act: prec.Act, KV: prec.KV,
 			Routing: roofline.Routing{Kind: "uniform"}}
 		cat, err := roofline.BuildCatalog(c.Arch(), r)
 		if err != nil {
@@ -528,8 +623,8 @@ func runRoofCheck(mach *roofline.Machine, c engine.Config, B, T, G int, tpot flo
 	bytes /= float64(G)
 	bound := bytes / (cores.BandwidthGBps * 1e9)
 	return runCheck{What: "decode step vs memory-roof bound", MeasuredS: tpot, RefS: bound, Ratio: bound / tpot,
-		Detail: fmt.Sprintf("bound = %.4g MB (weights + KV per step) / %.4g GB/s (%s DRAM read); target ≥ 0.85 for a model larger than the LLC",
-			bytes/1e6, cores.BandwidthGBps, mach.Name)}, true
+		Detail: fmt.Sprintf("bound = %.4g MB (%s weights + KV per step) / %.4g GB/s (%s DRAM read); target ≥ 0.85 for a model larger than the LLC",
+			bytes/1e6, prec.Weight, cores.BandwidthGBps, mach.Name)}, true
 }
 
 // runStandaloneChecks times each prefill GEMM of the first layer run
@@ -566,6 +661,12 @@ func writeRun(w io.Writer, r *runResult) error {
 		abl = strings.Join(r.Ablate, ",")
 	}
 	fmt.Fprintf(w, "batch %d, %d threads, placement %s, ablations %s\n\n", r.Batch, r.Threads, r.Placement, abl)
+	fmt.Fprintf(w, "weights: %s", r.WeightDType)
+	if r.QuantBackend != "" {
+		fmt.Fprintf(w, " (kernels/quant backend %s; activations quantized to int8 per 32-element block as llama.cpp does)", r.QuantBackend)
+	}
+	fmt.Fprintf(w, ", %.4g MB resident (quantized matrices as packed, float tensors and packed fp32/bf16 copies at their element size), packed in %s\n\n",
+		float64(r.WeightBytes)/1e6, fmtTime(r.PackS))
 	if r.Layers < r.ModelLayers {
 		fmt.Fprintf(w, "layers: %d of %d instantiated; TTFT, TPOT and measured sums cover %d layer(s), per-layer columns one layer\n\n", r.Layers, r.ModelLayers, r.Layers)
 	}
@@ -595,7 +696,7 @@ func writeRun(w io.Writer, r *runResult) error {
 	}
 	fmt.Fprintln(w)
 	if r.Machine != "" {
-		fmt.Fprintf(w, "predicted: roofline of %s at %s\n\n", r.Machine, runPrecision)
+		fmt.Fprintf(w, "predicted: roofline of %s at %s\n\n", r.Machine, r.Precision)
 	}
 	t = newMarkdown(w, "phase", "operator", "calls", "measured", "measured/layer", "predicted", "predicted/layer", "measured/predicted")
 	for _, op := range r.Ops {

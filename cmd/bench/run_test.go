@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -180,5 +182,85 @@ func TestRunGGUF(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Weights != "synthetic" || r.Layers != 5 {
 		t.Errorf("synthetic at the GGUF's shapes: %+v, %v", r, err)
+	}
+}
+
+// tinyQwen3Config writes a small Qwen3 config.json (every matrix's input
+// dim a multiple of 32, so that q8_0 and q4_0 take it) and returns its path.
+func tinyQwen3Config(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-qwen3.json")
+	cfg := `{"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+		"num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 96,
+		"max_position_embeddings": 64, "rope_theta": 1000000, "rms_norm_eps": 1e-06, "tie_word_embeddings": true}`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestRunWeightDType: --weight-dtype q4_0 and q8_0 run synthetic weights
+// quantized end to end, say what ran (format, quant backend, resident
+// bytes), predict with the format's bytes, and refuse placements that
+// cannot run them; a bad dtype is one error line naming it.
+func TestRunWeightDType(t *testing.T) {
+	model := tinyQwen3Config(t)
+	prof := "../../results/testdata/profile-amd-epyc-2core-all-sections.json"
+	var bytesPer = map[string]int64{}
+	for _, dt := range []string{"fp32", "q8_0", "q4_0"} {
+		code, out, errs := run(t, "run", "--model", model, "--weights", "synthetic", "--weight-dtype", dt, "--layers", "2",
+			"--prompt-tokens", "6", "--gen-tokens", "2", "--batch", "2", "--profile", prof, "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", dt, code, errs)
+		}
+		var r runResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		bytesPer[dt] = r.WeightBytes
+		if r.WeightDType != dt || r.Layers != 2 || r.ModelLayers != 3 || !(r.TPOTS > 0) || r.PredictedTPOT == nil ||
+			!strings.Contains(r.Precision, "weights "+dt) || (dt != "fp32") != (r.QuantBackend != "") {
+			t.Errorf("%s: %+v", dt, r)
+		}
+		var roof string
+		for _, c := range r.Checks {
+			if c.What == "decode step vs memory-roof bound" {
+				roof = c.Detail
+			}
+		}
+		if !strings.Contains(roof, dt+" weights + KV per step") {
+			t.Errorf("%s: roof check %q", dt, roof)
+		}
+	}
+	// fp32 holds a raw and a packed copy (8 bytes per weight); the
+	// quantized formats their packed blocks, plus the fp32 embedding table.
+	if !(bytesPer["q4_0"] < bytesPer["q8_0"] && bytesPer["q8_0"] < bytesPer["fp32"]/3) {
+		t.Errorf("resident bytes %v", bytesPer)
+	}
+	code, out, errs := run(t, "run", "--model", model, "--weight-dtype", "q4_0", "--prompt-tokens", "4", "--gen-tokens", "1", "--profile", "none")
+	if code != 0 {
+		t.Fatalf("tables: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"weights: q4_0 (kernels/quant backend ", "activations quantized to int8 per 32-element block as llama.cpp does",
+		"MB resident", "| decode  | q_proj", "| prefill | lm_head"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--weight-dtype", "q3_k"}, `run: --weight-dtype: engine: weight dtype "q3_k": want fp32, q8_0, q4_0`},
+		{[]string{"--weight-dtype", "q4_0", "--placement", "mixed", "--threads", "2"},
+			"engine: placement mixed with q4_0 weights: not supported (quantized weights run on the cores' quant backend)"},
+		{[]string{"--weight-dtype", "q8_0", "--ablate", "packing"}, "ablation packing with q8_0 weights: not supported"},
+		{[]string{"--weights", stories, "--model", "", "--weight-dtype", "q8_0"}, "--weight-dtype q8_0: engine: model stories260K"},
+	} {
+		a := append([]string{"run", "--model", model, "--prompt-tokens", "4", "--gen-tokens", "1", "--profile", "none"}, c.args...)
+		code, _, errs := run(t, a...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("bench %v: exit %d, stderr %q, want one line containing %q", a, code, errs, c.want)
+		}
 	}
 }

@@ -18,11 +18,6 @@ import (
 
 func init() { newCellEngine = newEngineCell }
 
-// cellPrecision is the dtype of the predictions (the engine's fp32
-// weights, activations and KV cache; a bf16 second backend's GEMMs are
-// predicted at fp32 too, and the notes say so).
-const cellPrecision = "fp32"
-
 // cellWeightCache caches the last model's weights: the cells of one model
 // share them (synthesizing Qwen3-0.6B's takes seconds).
 var cellWeightCache struct {
@@ -59,6 +54,7 @@ type engineCell struct {
 	rng     *rand.Rand
 	o       *sweepOptions
 	pred    map[[2]string]engine.OpPrediction // (phase, op) → predicted seconds, FLOPs, bytes since ResetOps
+	prec    engine.Precision                  // the predictions' dtypes and ceilings
 	predErr error
 	notes   []string
 }
@@ -95,8 +91,12 @@ func newEngineCell(cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
 	if c := w.Config; c.Layers < full {
 		e.notes = append(e.notes, fmt.Sprintf("%d of the model's %d layers instantiated: times are for %d layer(s)", c.Layers, full, c.Layers))
 	}
-	if o.machine != nil {
+	var note string
+	e.prec, note = m.PredictionPrecision(o.machine)
+	if o.machine != nil && note == "" {
 		e.notes = append(e.notes, "predictions: roofline at fp32 weights, activations and KV cache, per forward call (a batched decode step at the slots' mean context)")
+	} else if o.machine != nil {
+		e.notes = append(e.notes, note+", per forward call (a batched decode step at the slots' mean context)")
 	}
 	return e, nil
 }
@@ -107,7 +107,7 @@ func (e *engineCell) predict(phase string, B, T, C int) {
 	if e.o.machine == nil || e.predErr != nil {
 		return
 	}
-	p, err := engine.PredictOps(e.o.machine, e.m.Config, phase, B, T, C, cellPrecision)
+	p, err := engine.PredictOpsAs(e.o.machine, e.m.Config, phase, B, T, C, e.prec)
 	if err != nil {
 		e.predErr = err
 		return
@@ -213,13 +213,13 @@ func (e *engineCell) PredictPrefill(n int) (float64, error) {
 	if e.o.machine == nil {
 		return 0, errors.New("no profile")
 	}
-	p, err := engine.Predict(e.o.machine, e.m.Config, engine.Prefill, 1, n, n, cellPrecision)
+	p, err := engine.PredictOpsAs(e.o.machine, e.m.Config, engine.Prefill, 1, n, n, e.prec)
 	if err != nil {
 		return 0, err
 	}
 	var t float64
 	for _, v := range p {
-		t += v
+		t += v.Seconds
 	}
 	return t, nil
 }
