@@ -240,3 +240,22 @@ func BenchmarkCount(b *testing.B) {
 		tok.Count(text)
 	}
 }
+
+func TestQwen3GGUFVocab(t *testing.T) {
+	v, err := Qwen3GGUFVocab(151936)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Tokens) != 151936 || len(v.Types) != 151936 || len(v.Merges) < 150000 || v.EOS != 151643 {
+		t.Fatalf("%d tokens, %d merges, eos %d", len(v.Tokens), len(v.Merges), v.EOS)
+	}
+	if v.Tokens[151644] != "<|im_start|>" || v.Types[151644] != 3 || v.Types[151667] != 4 || v.Tokens[151935] != "[PAD151935]" || v.Types[151935] != 5 || v.Types[0] != 1 {
+		t.Errorf("tokens %q/%d %d %q/%d %d", v.Tokens[151644], v.Types[151644], v.Types[151667], v.Tokens[151935], v.Types[151935], v.Types[0])
+	}
+	if v.Merges[0] != "Ġ Ġ" {
+		t.Errorf("first merge %q", v.Merges[0])
+	}
+	if _, err := Qwen3GGUFVocab(1000); err == nil {
+		t.Error("a vocab of 1000 accepted")
+	}
+}

@@ -327,3 +327,25 @@ func Float32ToFP16(f float32) uint16 {
 	}
 	return sign | uint16(h)
 }
+
+// AppendGGUF appends W as GGUF stores it (ggml's block_q8_0 or block_q4_0,
+// N rows of K/32 blocks, little-endian) to dst: the inverse of FromGGUF.
+func (w *Matrix) AppendGGUF(dst []byte) []byte {
+	for r := range w.N {
+		for blk := range w.K / BlockLen {
+			d := uint16(w.d[w.idx(r, blk/2)] >> (16 * (blk % 2)))
+			_, q := w.block(r, blk)
+			dst = binary.LittleEndian.AppendUint16(dst, d)
+			if w.Format == Q4_0 {
+				for j := range BlockLen / 2 {
+					dst = append(dst, byte(q[j]+8)|byte(q[j+16]+8)<<4)
+				}
+			} else {
+				for _, v := range q {
+					dst = append(dst, byte(int8(v)))
+				}
+			}
+		}
+	}
+	return dst
+}

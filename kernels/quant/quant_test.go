@@ -18,27 +18,7 @@ func randMat(rng *rand.Rand, n int, scale float64) []float32 {
 }
 
 // toGGUF serializes m as GGUF blocks, the inverse of FromGGUF.
-func toGGUF(m *Matrix) []byte {
-	var out []byte
-	for r := range m.N {
-		for blk := range m.K / BlockLen {
-			p, b := blk/2, blk%2
-			d := uint16(m.d[m.idx(r, p)] >> (16 * b))
-			_, q := m.block(r, blk)
-			out = binary.LittleEndian.AppendUint16(out, d)
-			if m.Format == Q4_0 {
-				for j := range BlockLen / 2 {
-					out = append(out, byte(q[j]+8)|byte(q[j+16]+8)<<4)
-				}
-			} else {
-				for _, v := range q {
-					out = append(out, byte(int8(v)))
-				}
-			}
-		}
-	}
-	return out
-}
+func toGGUF(m *Matrix) []byte { return m.AppendGGUF(nil) }
 
 // errBound is the package doc's bound for one output.
 func errBound(w []float32, a *Activations, r int, wrow []float32, x []float32) float64 {
