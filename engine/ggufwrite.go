@@ -65,7 +65,9 @@ func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed 
 		norm bool // a norm weight: all 1
 	}
 	var ts []tinfo
-	mat := func(name string, in, out int) { ts = append(ts, tinfo{name, []uint64{uint64(in), uint64(out)}, typ, false}) }
+	mat := func(name string, in, out int) {
+		ts = append(ts, tinfo{name, []uint64{uint64(in), uint64(out)}, typ, false})
+	}
 	vec := func(name string, n int) { ts = append(ts, tinfo{name, []uint64{uint64(n)}, ggmlF32, true}) }
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
 	mat("token_embd.weight", d, c.Vocab)
