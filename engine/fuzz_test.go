@@ -33,12 +33,13 @@ func heapAllocated(f func()) uint64 {
 }
 
 // fuzzGGUF is a small valid GGUF file of arch in typ: one layer, a
-// vocabulary of 8, two experts, dims of 8 (of 32 for Q8_0, whose blocks
-// need them), so that the fuzzer's mutations and minimization stay fast.
+// vocabulary of 8, two experts, dims of 8 (of 32 for Q8_0 and Q4_0, whose
+// blocks need them), so that the fuzzer's mutations and minimization stay
+// fast.
 func fuzzGGUF(arch string, typ ggmlType) []byte {
 	c := tinyConfig(arch)
 	c.Layers, c.Vocab = 1, 8
-	if typ != ggmlQ8_0 {
+	if _, quantized := typ.quantFormat(); !quantized {
 		c.Dim, c.Heads, c.KVHeads, c.HeadDim = 8, 2, 1, 4
 	}
 	switch arch {
@@ -70,6 +71,8 @@ func FuzzReadGGUF(f *testing.F) {
 	f.Add(fuzzGGUF("qwen3", ggmlBF16))
 	f.Add(fuzzGGUF("qwen3moe", ggmlF32))
 	f.Add(fuzzGGUF("qwen3moe", ggmlQ8_0))
+	f.Add(fuzzGGUF("qwen3", ggmlQ4_0))
+	f.Add(fuzzGGUF("qwen3moe", ggmlQ4_0))
 	f.Add(fuzzGGUF("llama", ggmlF32)[:300])
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var w *Weights
