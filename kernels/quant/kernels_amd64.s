@@ -5,7 +5,7 @@
 #include "textflag.h"
 
 // func kernQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ8VNNIm1(SB), NOSPLIT, $0-72
 	MOVQ   np+0(FP), CX
 	MOVQ   a+8(FP), SI
@@ -29,6 +29,10 @@ TEXT ·kernQ8VNNIm1(SB), NOSPLIT, $0-72
 kernQ8VNNIm1_loop:
 	VMOVDQU64    (SI), Z16
 	VBROADCASTSD (R8), Z20
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
 	VMOVDQU64    (DI), Z24
 	VPBROADCASTD (R11), Y27
 	VCVTPH2PS    Y27, Z27
@@ -88,7 +92,7 @@ kernQ8VNNIm1_store:
 	RET
 
 // func kernQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ8VNNIm2(SB), NOSPLIT, $0-72
 	MOVQ   np+0(FP), CX
 	MOVQ   a+8(FP), SI
@@ -118,6 +122,10 @@ kernQ8VNNIm2_loop:
 	VBROADCASTSD (R8), Z20
 	VMOVDQU64    64(SI), Z17
 	VBROADCASTSD 8(R8), Z21
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
 	VMOVDQU64    (DI), Z24
 	VPBROADCASTD (R11), Y27
 	VCVTPH2PS    Y27, Z27
@@ -212,7 +220,7 @@ kernQ8VNNIm2_store:
 	RET
 
 // func kernQ8VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ8VNNIm3(SB), NOSPLIT, $0-72
 	MOVQ   np+0(FP), CX
 	MOVQ   a+8(FP), SI
@@ -248,6 +256,10 @@ kernQ8VNNIm3_loop:
 	VBROADCASTSD 8(R8), Z21
 	VMOVDQU64    128(SI), Z18
 	VBROADCASTSD 16(R8), Z22
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
 	VMOVDQU64    (DI), Z24
 	VPBROADCASTD (R11), Y27
 	VCVTPH2PS    Y27, Z27
@@ -377,7 +389,7 @@ kernQ8VNNIm3_store:
 	RET
 
 // func kernQ8VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ8VNNIm4(SB), NOSPLIT, $0-72
 	MOVQ   np+0(FP), CX
 	MOVQ   a+8(FP), SI
@@ -419,6 +431,10 @@ kernQ8VNNIm4_loop:
 	VBROADCASTSD 16(R8), Z22
 	VMOVDQU64    192(SI), Z19
 	VBROADCASTSD 24(R8), Z23
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
 	VMOVDQU64    (DI), Z24
 	VPBROADCASTD (R11), Y27
 	VCVTPH2PS    Y27, Z27
@@ -705,7 +721,7 @@ kernQ8AVX2m1_store:
 	RET
 
 // func kernQ4VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ4VNNIm1(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -733,6 +749,8 @@ TEXT ·kernQ4VNNIm1(SB), NOSPLIT, $0-72
 kernQ4VNNIm1_loop:
 	VMOVDQU64       (SI), Z16
 	VBROADCASTSD    (R8), Z20
+	PREFETCHT0      4096(DI)
+	PREFETCHT0      4160(DI)
 	VBROADCASTI64X4 (DI), Z24
 	VPSRLVQ         Z25, Z24, Z24
 	VPANDD          Z26, Z24, Z24
@@ -810,7 +828,7 @@ DATA q4shifts<>+56(SB)/8, $0x0000000000000004
 GLOBL q4shifts<>(SB), RODATA|NOPTR, $64
 
 // func kernQ4VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ4VNNIm2(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -844,6 +862,8 @@ kernQ4VNNIm2_loop:
 	VBROADCASTSD    (R8), Z20
 	VMOVDQU64       64(SI), Z17
 	VBROADCASTSD    8(R8), Z21
+	PREFETCHT0      4096(DI)
+	PREFETCHT0      4160(DI)
 	VBROADCASTI64X4 (DI), Z24
 	VPSRLVQ         Z25, Z24, Z24
 	VPANDD          Z26, Z24, Z24
@@ -946,7 +966,7 @@ kernQ4VNNIm2_store:
 	RET
 
 // func kernQ4VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ4VNNIm3(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -986,6 +1006,8 @@ kernQ4VNNIm3_loop:
 	VBROADCASTSD    8(R8), Z21
 	VMOVDQU64       128(SI), Z18
 	VBROADCASTSD    16(R8), Z22
+	PREFETCHT0      4096(DI)
+	PREFETCHT0      4160(DI)
 	VBROADCASTI64X4 (DI), Z24
 	VPSRLVQ         Z25, Z24, Z24
 	VPANDD          Z26, Z24, Z24
@@ -1123,7 +1145,7 @@ kernQ4VNNIm3_store:
 	RET
 
 // func kernQ4VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, AVX512F
+// Requires: AVX, AVX2, AVX512F, MMX+
 TEXT ·kernQ4VNNIm4(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -1169,6 +1191,8 @@ kernQ4VNNIm4_loop:
 	VBROADCASTSD    16(R8), Z22
 	VMOVDQU64       192(SI), Z19
 	VBROADCASTSD    24(R8), Z23
+	PREFETCHT0      4096(DI)
+	PREFETCHT0      4160(DI)
 	VBROADCASTI64X4 (DI), Z24
 	VPSRLVQ         Z25, Z24, Z24
 	VPANDD          Z26, Z24, Z24
