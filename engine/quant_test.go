@@ -76,10 +76,22 @@ func quantConfigs() []Config {
 // the same 96 models — except where such an ulp moves an activation
 // across a rounding boundary of the next quantization: one quantum d_x in
 // one element, about 1e-3 of that operator's output. 2e-3 allows one.
+// int2 and int1 (the low-bit paper's formats) get 1.5e-2: with 2 and 1
+// bit per weight the coarser model moves further after a flip (measured
+// up to 6.8e-3 of the scale, int2 on the all-routed MoE config, the
+// avx512vnni backend).
 const (
 	quantTol      = 0.15
 	quantTightTol = 2e-3
 )
+
+// tightTol is quantTightTol for format f.
+func tightTol(f quant.Format) float64 {
+	if f == quant.Int2 || f == quant.Int1 {
+		return 1.5e-2
+	}
+	return quantTightTol
+}
 
 // TestQuantReference: the engine on q8_0 and q4_0 weights (Weights.Quantize
 // of refWeights) against refForward on the dequantized weights, on the Go
@@ -188,12 +200,12 @@ func testQuantReference(t *testing.T, c Config, seed uint64, f quant.Format, be 
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(fmt.Sprintf("Prefill(%d) vs Decode one by one", T), T-1, l, stepwise[T-1], quantTightTol)
+	check(fmt.Sprintf("Prefill(%d) vs Decode one by one", T), T-1, l, stepwise[T-1], tightTol(f))
 	for p := T; p < N; p++ {
 		if l, err = pd.Decode(toks[p]); err != nil {
 			t.Fatal(err)
 		}
-		check("Decode after Prefill vs Decode one by one", p, l, stepwise[p], quantTightTol)
+		check("Decode after Prefill vs Decode one by one", p, l, stepwise[p], tightTol(f))
 	}
 
 	// Batched decode: slots holding 5, 9 and 2 tokens of their own
@@ -230,7 +242,7 @@ func testQuantReference(t *testing.T, c Config, seed uint64, f quant.Format, be 
 		if err != nil {
 			t.Fatal(err)
 		}
-		check(fmt.Sprintf("batched decode row %d (slot %d) vs alone", i, sl), lens[sl], got[i*c.Vocab:(i+1)*c.Vocab], f64(l), quantTightTol)
+		check(fmt.Sprintf("batched decode row %d (slot %d) vs alone", i, sl), lens[sl], got[i*c.Vocab:(i+1)*c.Vocab], f64(l), tightTol(f))
 	}
 	t.Logf("largest error vs reference %.3g, between engine runs %.3g of the logits' scale", worst, worstTight)
 }
@@ -261,7 +273,7 @@ func TestQuantErrors(t *testing.T) {
 			t.Errorf("New(%+v) = %v, want an error containing %q", tc.o, err, tc.want)
 		}
 	}
-	if _, err := ParseWeightDType("q3_k"); err == nil || err.Error() != `engine: weight dtype "q3_k": want fp32, q8_0, q4_0` {
+	if _, err := ParseWeightDType("q3_k"); err == nil || err.Error() != `engine: weight dtype "q3_k": want fp32, q8_0, q4_0, int2, int1` {
 		t.Errorf("ParseWeightDType(q3_k) = %v", err)
 	}
 	bad := refConfigs()[0] // Hidden 48: down's K is not a multiple of 32

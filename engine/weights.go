@@ -296,12 +296,12 @@ func (w *Weights) WeightFormats() map[string]int64 {
 }
 
 // MainWeightFormat is the form holding most of w's linear weights
-// (FormatFP32, "q8_0" or "q4_0"), and whether every linear weight is in it.
+// (FormatFP32 or a quant.Format: "q8_0", "q4_0", "int2", "int1"), and whether every linear weight is in it.
 func (w *Weights) MainWeightFormat() (string, bool) {
 	fs := w.WeightFormats()
 	best := FormatFP32
-	for _, f := range []string{FormatFP32, string(quant.Q8_0), string(quant.Q4_0)} {
-		if fs[f] > fs[best] {
+	for _, qf := range quant.Formats() {
+		if f := string(qf); fs[f] > fs[best] {
 			best = f
 		}
 	}

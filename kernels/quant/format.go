@@ -16,10 +16,17 @@ type Format string
 const (
 	Q8_0 Format = "q8_0"
 	Q4_0 Format = "q4_0"
+	// Int2 and Int1 are the low-bit GEMV paper's formats (§III-B, §III-D)
+	// with a per-32 fp16 scale (not GGUF formats).
+	Int2 Format = "int2"
+	Int1 Format = "int1"
 )
 
 // Formats lists the formats in a stable order.
-func Formats() []Format { return []Format{Q8_0, Q4_0} }
+func Formats() []Format { return []Format{Q8_0, Q4_0, Int2, Int1} }
+
+// GGUF reports whether f is a GGUF tensor type (Q8_0, Q4_0).
+func (f Format) GGUF() bool { return f == Q8_0 || f == Q4_0 }
 
 // ParseFormat checks s ("q8_0", "Q8_0", "q4_0", ...).
 func ParseFormat(s string) (Format, error) {
@@ -27,7 +34,7 @@ func ParseFormat(s string) (Format, error) {
 	if slices.Contains(Formats(), f) {
 		return f, nil
 	}
-	return "", fmt.Errorf("quant: format %q: want q8_0 or q4_0", s)
+	return "", fmt.Errorf("quant: format %q: want q8_0, q4_0, int2 or int1", s)
 }
 
 // BlockLen is the number of weights per block (ggml's QK8_0 = QK4_0 = 32).
@@ -36,33 +43,88 @@ const BlockLen = 32
 // pairLen is the number of weights per block pair, the packed unit.
 const pairLen = 2 * BlockLen
 
-// offset is o of the package doc: the stored unsigned value is q + o.
+// offset is o of the package doc: the kernels' unsigned value is q + o.
 func (f Format) offset() int32 {
-	if f == Q4_0 {
-		return 8
+	if f == Q8_0 {
+		return 128
 	}
-	return 128
+	return 8
+}
+
+// mult is what the kernels' unpack multiplies a stored field by (the
+// field, shifted into place): int2 fields 0..3 become 0, 4, 8, 12 and int1
+// bits 0, 1 become 0, 16, so that the offset is 8 for both (a multiple of
+// the 8 lanes a block spans in a zmm, which the corrections need) and the
+// scale is stored divided by mult.
+func (f Format) mult() int32 {
+	switch f {
+	case Int2:
+		return 4
+	case Int1:
+		return 16
+	}
+	return 1
 }
 
 // pairBytes is the packed size of one block pair's quants.
 func (f Format) pairBytes() int {
-	if f == Q4_0 {
+	switch f {
+	case Q4_0:
 		return 32
+	case Int2:
+		return 16
+	case Int1:
+		return 8
 	}
 	return 64
 }
 
-// GGUFBlockBytes is the size in bytes of one block as GGUF stores it: the
-// fp16 scale and the quants (34 for q8_0, 18 for q4_0).
-func (f Format) GGUFBlockBytes() int {
-	if f == Q4_0 {
-		return 2 + BlockLen/2
+// getU returns the kernels' unsigned value at lane position pos of a packed
+// pair q (the stored field times mult).
+func (f Format) getU(q []byte, pos int) int32 {
+	switch f {
+	case Q4_0:
+		if pos < 32 {
+			return int32(q[pos] & 0x0f)
+		}
+		return int32(q[pos-32] >> 4)
+	case Int2: // byte pos%16, field pos/16 (VPSRLVQ by 2·lane)
+		return 4 * int32(q[pos%16]>>(2*(pos/16))&3)
+	case Int1: // bit pos%8 of byte pos/8
+		return 16 * int32(q[pos/8]>>(pos%8)&1)
 	}
-	return 2 + BlockLen
+	return int32(q[pos])
 }
 
-// BytesPerWeight is the resident size per weight (scales included) as GGUF
-// stores it: 1.0625 (q8_0) or 0.5625 (q4_0).
+// putU stores field v (a q8_0 byte, a q4_0 nibble, an int2 field, an int1
+// bit) at lane position pos of a zeroed packed pair q.
+func (f Format) putU(q []byte, pos int, v uint8) {
+	switch f {
+	case Q4_0:
+		if pos < 32 {
+			q[pos] |= v & 0x0f
+		} else {
+			q[pos-32] |= (v & 0x0f) << 4
+		}
+	case Int2:
+		q[pos%16] |= (v & 3) << (2 * (pos / 16))
+	case Int1:
+		q[pos/8] |= (v & 1) << (pos % 8)
+	default:
+		q[pos] = v
+	}
+}
+
+// GGUFBlockBytes is the size in bytes of one block as GGUF stores it: the
+// fp16 scale and the quants (34 for q8_0, 18 for q4_0); for int2 and int1,
+// which GGUF lacks, the same count for the fp16 scale and the packed
+// fields (10 and 6).
+func (f Format) GGUFBlockBytes() int {
+	return 2 + f.pairBytes()/2
+}
+
+// BytesPerWeight is the resident size per weight, scales included:
+// 1.0625 (q8_0), 0.5625 (q4_0), 0.3125 (int2), 0.1875 (int1).
 func (f Format) BytesPerWeight() float64 { return float64(f.GGUFBlockBytes()) / BlockLen }
 
 // Matrix is an N×K weight matrix in a block format, packed (see the package
@@ -115,46 +177,27 @@ func (w *Matrix) idx(r, p int) int {
 // b (0 or 1) of a pair.
 func lanePos(b, e int) int { return (2*(e/4)+b)*4 + e%4 }
 
-// setBlock stores block blk (0-based along K) of row r: its fp16 scale and
-// its 32 unsigned values u (q + offset).
+// setBlock stores block blk (0-based along K) of row r: its fp16 scale (as
+// the kernels use it: divided by mult) and its 32 stored fields u.
 func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
 	p, b := blk/2, blk%2
 	w.d[w.idx(r, p)] |= uint32(d) << (16 * b)
 	q := w.q[w.idx(r, p)*w.Format.pairBytes():][:w.Format.pairBytes()]
 	for e, v := range u {
-		pos := lanePos(b, e)
-		if w.Format == Q4_0 {
-			if pos < 32 {
-				q[pos] |= v & 0x0f
-			} else {
-				q[pos-32] |= (v & 0x0f) << 4
-			}
-		} else {
-			q[pos] = v
-		}
+		w.Format.putU(q, lanePos(b, e), v)
 	}
 }
 
-// block returns block blk of row r: its scale as float32 and its signed
-// values q (the stored values minus the offset).
+// block returns block blk of row r as the kernels see it: the stored scale
+// as float32 and the signed values q (unpacked value minus offset), so that
+// each weight is d·q exactly.
 func (w *Matrix) block(r, blk int) (float32, [BlockLen]int32) {
 	p, b := blk/2, blk%2
 	d := FP16ToFloat32(uint16(w.d[w.idx(r, p)] >> (16 * b)))
 	q := w.q[w.idx(r, p)*w.Format.pairBytes():]
 	var out [BlockLen]int32
 	for e := range out {
-		pos := lanePos(b, e)
-		var u int32
-		if w.Format == Q4_0 {
-			if pos < 32 {
-				u = int32(q[pos] & 0x0f)
-			} else {
-				u = int32(q[pos-32] >> 4)
-			}
-		} else {
-			u = int32(q[pos])
-		}
-		out[e] = u - w.Format.offset()
+		out[e] = w.Format.getU(q, lanePos(b, e)) - w.Format.offset()
 	}
 	return d, out
 }
@@ -180,6 +223,9 @@ func (w *Matrix) Dequantize() []float32 {
 // that is not N·K/32 blocks, K not a multiple of 32, or a NaN or infinite
 // scale (naming the row and block).
 func FromGGUF(f Format, data []byte, n, k int) (*Matrix, error) {
+	if !f.GGUF() {
+		return nil, fmt.Errorf("quant: %s is not a GGUF tensor type", f)
+	}
 	w, err := newMatrix(f, n, k)
 	if err != nil {
 		return nil, err
@@ -216,7 +262,9 @@ func FromGGUF(f Format, data []byte, n, k int) (*Matrix, error) {
 // Quantize packs row-major N×K float32 weights into format f as ggml's
 // reference quantizers do (quantize_row_q8_0_ref: d = max|w|/127, q =
 // round(w/d); quantize_row_q4_0_ref: d = m/−8 with m the value of largest
-// magnitude, q = min(15, trunc(w/d + 8.5))), the scale rounded to fp16.
+// magnitude, q = min(15, trunc(w/d + 8.5))), the scale rounded to fp16;
+// int2 as q4_0 with levels −2..1 (d = m/−2, q = min(3, trunc(w/d + 2.5)),
+// w ≈ d·(q − 2)); int1 as sign bits with d = mean |w| (w ≈ ±d).
 // Errors: a shape that does not match len(w), K not a multiple of 32, or a
 // NaN or infinite weight.
 func Quantize(f Format, w []float32, n, k int) (*Matrix, error) {
@@ -241,6 +289,34 @@ func Quantize(f Format, w []float32, n, k int) (*Matrix, error) {
 				}
 			}
 			var d float32
+			switch f {
+			case Int2:
+				// Levels −2, −1, 0, 1 (§III-B's int2): as q4_0, the value of
+				// largest magnitude maps to −2.
+				d = vmax / -2
+				id := float32(0)
+				if d != 0 {
+					id = 1 / d
+				}
+				for j, v := range x {
+					u[j] = uint8(min(3, max(0, int(v*id+2.5))))
+				}
+				m.setBlock(r, blk, Float32ToFP16(d/4), &u)
+				continue
+			case Int1:
+				// Sign bits with the block's mean magnitude (§III-D): ±d.
+				var sum float64
+				for j, v := range x {
+					sum += math.Abs(float64(v))
+					u[j] = 0
+					if v >= 0 {
+						u[j] = 1
+					}
+				}
+				d = float32(sum / BlockLen)
+				m.setBlock(r, blk, Float32ToFP16(d/8), &u)
+				continue
+			}
 			if f == Q4_0 {
 				d = vmax / -8
 				id := float32(0)
@@ -331,6 +407,9 @@ func Float32ToFP16(f float32) uint16 {
 // AppendGGUF appends W as GGUF stores it (ggml's block_q8_0 or block_q4_0,
 // N rows of K/32 blocks, little-endian) to dst: the inverse of FromGGUF.
 func (w *Matrix) AppendGGUF(dst []byte) []byte {
+	if !w.Format.GGUF() {
+		panic("quant: AppendGGUF of " + string(w.Format))
+	}
 	for r := range w.N {
 		for blk := range w.K / BlockLen {
 			d := uint16(w.d[w.idx(r, blk/2)] >> (16 * (blk % 2)))

@@ -22,23 +22,28 @@ func archImpls() []*impl {
 	}
 	vnni := func() string {
 		x := cpu.X86
-		if l := lacks("AVX512F", x.HasAVX512F, "AVX512VL", x.HasAVX512VL, "AVX512VNNI", x.HasAVX512VNNI, "AVX2", x.HasAVX2, "F16C", x.HasF16C); l != "" {
+		if l := lacks("AVX512F", x.HasAVX512F, "AVX512BW", x.HasAVX512BW, "AVX512VL", x.HasAVX512VL, "AVX512VNNI", x.HasAVX512VNNI, "AVX2", x.HasAVX2, "F16C", x.HasF16C); l != "" {
 			return l
 		}
 		return vnniSelfTest()
 	}
 	return []*impl{
+		// int2 and int1 have no AVX2 kernels yet: the avx2 backend runs
+		// their Go specification tiles (reading its ymm corrections).
 		{name: "avx2", isa: "avx2", mr: 1, lacks: avx2, corrY: true,
-			k: map[Format][]kern{Q8_0: {kernQ8AVX2m1}, Q4_0: {kernQ4AVX2m1}}},
-		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni,
-			k: map[Format][]kern{
-				Q8_0: {kernQ8VNNIm1, kernQ8VNNIm2, kernQ8VNNIm3, kernQ8VNNIm4},
-				Q4_0: {kernQ4VNNIm1, kernQ4VNNIm2, kernQ4VNNIm3, kernQ4VNNIm4},
-			}},
+			k: map[Format][]kern{Q8_0: {kernQ8AVX2m1}, Q4_0: {kernQ4AVX2m1}, Int2: goKerns(Int2, 1, 4), Int1: goKerns(Int1, 1, 4)}},
+		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns},
 	}
 }
 
 var lacks = cpu.Lacks
+
+var vnniKerns = map[Format][]kern{
+	Q8_0: {kernQ8VNNIm1, kernQ8VNNIm2, kernQ8VNNIm3, kernQ8VNNIm4},
+	Q4_0: {kernQ4VNNIm1, kernQ4VNNIm2, kernQ4VNNIm3, kernQ4VNNIm4},
+	Int2: {kernI2VNNIm1, kernI2VNNIm2, kernI2VNNIm3, kernI2VNNIm4},
+	Int1: {kernI1VNNIm1, kernI1VNNIm2, kernI1VNNIm3, kernI1VNNIm4},
+}
 
 // vnniSelfTest runs every VPDPBUSD kernel once on fixed inputs whose result
 // is exact in float32 (scales 1, small integer sums) and compares it bit
@@ -72,10 +77,8 @@ var vnniSelfTest = sync.OnceValue(func() string {
 		}
 		for m := 1; m <= mr; m++ {
 			want, got := make([]float32, m*PanelRows), make([]float32, m*PanelRows)
-			kernGo(f, m, PanelRows, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &want[0], PanelRows)
-			ks := map[Format][]kern{Q8_0: {kernQ8VNNIm1, kernQ8VNNIm2, kernQ8VNNIm3, kernQ8VNNIm4},
-				Q4_0: {kernQ4VNNIm1, kernQ4VNNIm2, kernQ4VNNIm3, kernQ4VNNIm4}}[f]
-			ks[m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &got[0], PanelRows)
+			kernGo(f, m, PanelRows, 8, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &want[0], PanelRows)
+			vnniKerns[f][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &got[0], PanelRows)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 					return fmt.Sprintf("unavailable: VPDPBUSD self-test failed (%s, m=%d, output %d: %v, want %v)", f, m, i, got[i], want[i])
@@ -96,3 +99,11 @@ func kernQ4VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *
 func kernQ4VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernQ4VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernQ4VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI2VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI2VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI2VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI2VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI1VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI1VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI1VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI1VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -7,17 +7,21 @@ func goImpl() *impl {
 	im := &impl{name: "go", isa: "go", mr: 4, lacks: func() string { return "" },
 		k: map[Format][]kern{}}
 	for _, f := range Formats() {
-		for m := 1; m <= im.mr; m++ {
-			im.k[f] = append(im.k[f], goKern(f, m, PanelRows))
-		}
+		im.k[f] = goKerns(f, im.mr, 8)
 	}
 	return im
 }
 
-func goKern(f Format, mr, nr int) kern {
-	return func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
-		kernGo(f, mr, nr, np, a, as, ac, sa, b, bs, c, ldc)
+// goKerns returns kernGo's tiles of heights 1..mr for format f, reading
+// corrections scaled for corrMul lanes per block (8: corrZ, 4: corrY).
+func goKerns(f Format, mr int, corrMul int32) []kern {
+	var ks []kern
+	for m := 1; m <= mr; m++ {
+		ks = append(ks, func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
+			kernGo(f, m, PanelRows, corrMul, np, a, as, ac, sa, b, bs, c, ldc)
+		})
 	}
+	return ks
 }
 
 // kernGo is the specification of every kernel: for r < mr, j < nr,
@@ -31,9 +35,10 @@ func goKern(f Format, mr, nr int) kern {
 // position lanePos(h, e); dw the fp16 scale in half h of
 // bs[p·PanelRows + j], dx = as[p·sa4 + r·2 + h] with sa4 = sa/32 (sa/8
 // bytes: the assembly's stride). ac holds
-// −o·Σq/8 (Activations.corrZ), so S = Σ_e (U − o)·Q exactly. The float sum
+// −o·Σq/8 (Activations.corrZ) with corrMul = 8, or −o·Σq/4 (corrY) with
+// corrMul = 4, so S = Σ_e (U − o)·Q exactly. The float sum
 // runs over p then h; the assembly kernels sum in another order.
-func kernGo(f Format, mr, nr, np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
+func kernGo(f Format, mr, nr int, corrMul int32, np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
 	pb := f.pairBytes()
 	sa4 := sa / 32
 	A := unsafe.Slice(a, (np-1)*sa+mr*pairLen)
@@ -50,21 +55,11 @@ func kernGo(f Format, mr, nr, np int, a *byte, as *float32, ac *int32, sa int, b
 				xq := A[p*sa+r*pairLen:][:pairLen]
 				var s [2]int32
 				for pos := range pairLen {
-					var u int32
-					if f == Q4_0 {
-						if pos < 32 {
-							u = int32(wq[pos] & 0x0f)
-						} else {
-							u = int32(wq[pos-32] >> 4)
-						}
-					} else {
-						u = int32(wq[pos])
-					}
-					s[(pos/4)%2] += u * int32(int8(xq[pos]))
+					s[(pos/4)%2] += f.getU(wq, pos) * int32(int8(xq[pos]))
 				}
 				d := BS[p*PanelRows+j]
 				for h := range 2 {
-					s[h] += 8 * AC[p*sa4+r*2+h]
+					s[h] += corrMul * AC[p*sa4+r*2+h]
 					sc := FP16ToFloat32(uint16(d>>(16*h))) * AS[p*sa4+r*2+h]
 					sum += float32(s[h]) * sc
 				}

@@ -73,18 +73,38 @@ func TestQuantizeMatchesGGML(t *testing.T) {
 			}
 			for e, v := range x {
 				var want float32
-				if f == Q8_0 {
+				switch f {
+				case Q8_0:
 					d := amax / 127
 					want = FP16ToFloat32(Float32ToFP16(d)) * float32(math.Round(float64(v/d)))
-				} else {
+				case Q4_0:
 					d := vmax / -8
 					q := min(15, int(v/d+8.5))
 					want = FP16ToFloat32(Float32ToFP16(d)) * float32(q-8)
+				case Int2:
+					d := vmax / -2
+					q := min(3, max(0, int(v/d+2.5)))
+					want = FP16ToFloat32(Float32ToFP16(d/4)) * float32(4*(q-2))
+				case Int1:
+					var sum float64
+					for _, u := range x {
+						sum += math.Abs(float64(u))
+					}
+					want = 8 * FP16ToFloat32(Float32ToFP16(float32(sum/BlockLen)/8))
+					if v < 0 {
+						want = -want
+					}
 				}
 				if got := deq[blk*BlockLen+e]; math.Abs(float64(got-want)) > 1e-6*math.Abs(float64(want))+1e-12 {
 					t.Fatalf("%s block %d elem %d: %v, want %v", f, blk, e, got, want)
 				}
 			}
+		}
+		if !f.GGUF() {
+			if _, err := FromGGUF(f, nil, 3, 96); err == nil {
+				t.Errorf("FromGGUF(%s) accepted", f)
+			}
+			continue
 		}
 		// GGUF bytes round-trip through FromGGUF.
 		g, err := FromGGUF(f, toGGUF(m), 3, 96)
@@ -152,6 +172,10 @@ func TestMulReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, be := range Backends() {
 		if be.Unavailable != "" {
+			// A missing CPU feature skips; a kernel that runs and is wrong fails.
+			if strings.Contains(be.Unavailable, "self-test failed") {
+				t.Errorf("%s: %s", be.Name, be.Unavailable)
+			}
 			t.Logf("%s: %s", be.Name, be.Unavailable)
 			continue
 		}

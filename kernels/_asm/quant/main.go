@@ -67,6 +67,8 @@ type format struct {
 var (
 	q8 = format{"Q8", 64}
 	q4 = format{"Q4", 32}
+	i2 = format{"I2", 16}
+	i1 = format{"I1", 8}
 )
 
 var zmm = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
@@ -89,16 +91,47 @@ var q4Shifts = func() func() Mem {
 	}
 }()
 
+// dataConst returns a 64-byte RODATA vector built by f(i) for byte i.
+func dataConst(name string, f func(i int) byte) func() Mem {
+	var m *Mem
+	return func() Mem {
+		if m == nil {
+			g := GLOBL(name, RODATA|NOPTR)
+			for i := 0; i < 64; i++ {
+				DATA(i, U8(f(i)))
+			}
+			m = &g
+		}
+		return *m
+	}
+}
+
+var (
+	// i2Shifts: VPSRLVQ counts 0, 2, 4, 6 for the four 128-bit lanes.
+	i2Shifts = dataConst("i2shifts", func(i int) byte {
+		if i%8 == 0 {
+			return byte(2 * (i / 16))
+		}
+		return 0
+	})
+	// i1Index: VPSHUFB index of byte p (within its lane): source byte p/8.
+	i1Index = dataConst("i1index", func(i int) byte { return byte(i / 8) })
+	// i1Bits: the bit of its source byte that byte p tests, 1 << (p%8).
+	i1Bits = dataConst("i1bits", func(i int) byte { return 1 << (i % 8) })
+)
+
 func main() {
 	if d := os.Getenv("QUANT_PFDIST"); d != "" { // for tuning: the .s in the tree uses the default
 		pfDist, _ = strconv.Atoi(d)
 	}
 	ConstraintExpr("!purego")
-	for _, f := range []format{q8, q4} {
+	for _, f := range []format{q8, q4, i2, i1} {
 		for m := 1; m <= 4; m++ {
 			genVNNI(f, m)
 		}
-		genAVX2(f)
+		if f == q8 || f == q4 {
+			genAVX2(f)
+		}
 	}
 	Generate()
 }
@@ -166,16 +199,26 @@ func genVNNI(f format, m int) {
 	x := zmm[16:20]
 	dx := zmm[20:24]
 	w, hi, mask, dw, iacc, s := zmm[24], zmm[25], zmm[26], zmm[27], zmm[28], zmm[29]
-	if f == q4 {
+	switch f {
+	case q4:
 		constant(mask, mask, 0x0f0f0f0f)
 		VMOVDQU64(q4Shifts(), hi) // hi holds the per-quadword shift counts
+	case i2:
+		constant(mask, mask, 0x03030303)
+		VMOVDQU64(i2Shifts(), hi)
+	case i1:
+		constant(mask, mask, 0x10101010) // 16: an int1 bit's unpacked value
+		VMOVDQU64(i1Index(), hi)
+		VMOVDQU64(i1Bits(), dx[3]) // free: i1 tiles keep dx in memory (see below)
 	}
 	TESTQ(g.np, g.np)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
 	for r := 0; r < m; r++ {
 		VMOVDQU64(Mem{Base: g.a, Disp: r * 64}, x[r])
-		VBROADCASTSD(Mem{Base: g.as, Disp: r * 8}, dx[r])
+		if f != i1 || r < 3 {
+			VBROADCASTSD(Mem{Base: g.as, Disp: r * 8}, dx[r])
+		}
 	}
 	// Software prefetch of the panel's bytes pfDist ahead: one line per
 	// 64 bytes of the pair's panel block (4 for q8_0, 2 for q4_0).
@@ -185,13 +228,31 @@ func genVNNI(f format, m int) {
 	for j := 0; j < nr; j++ {
 		if f == q8 {
 			VMOVDQU64(Mem{Base: g.b, Disp: j * 64}, w)
-		} else {
+		} else if f == q4 {
 			// The 32 bytes in both halves, the upper half shifted right by
 			// 4 (per quadword: the bits that cross into a byte from its
 			// neighbour are masked off), then the low nibble of every byte.
 			VBROADCASTI64X4(Mem{Base: g.b, Disp: j * 32}, w)
 			VPSRLVQ(hi, w, w)
 			VPANDD(mask, w, w)
+		} else if f == i2 {
+			// §III-B's up-convert, 4 instructions per 64 weights: the 16
+			// bytes in all four 128-bit lanes, shifted right by 2·lane so
+			// lane L's field L lands in bits 1:0, masked, then times 4
+			// (a left shift before masking would lose the top field of a
+			// quadword's last byte).
+			VBROADCASTI32X4(Mem{Base: g.b, Disp: j * 16}, w)
+			VPSRLVQ(hi, w, w)
+			VPANDD(mask, w, w)
+			VPSLLQ(U8(2), w, w)
+		} else {
+			// §III-D's up-convert: the 8 bytes in every quadword, byte p
+			// ← source byte p/8 (VPSHUFB), tested against bit p%8, 16 where
+			// set (VPTESTMB, zero-masked VMOVDQU8).
+			VPBROADCASTQ(Mem{Base: g.b, Disp: j * 8}, w)
+			VPSHUFB(hi, w, w)
+			VPTESTMB(dx[3], w, K1)
+			VMOVDQU8_Z(mask, K1, w)
 		}
 		VPBROADCASTD(Mem{Base: g.bs, Disp: j * 4}, dw.(Vec).AsY())
 		VCVTPH2PS(dw.(Vec).AsY(), dw)
@@ -200,7 +261,12 @@ func genVNNI(f format, m int) {
 			// Go operand order: VPDPBUSD src2 (s8), src1 (u8), dst.
 			Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{x[r], w, iacc}})
 			VCVTDQ2PS(iacc, iacc)
-			VMULPS(dx[r], dw, s)
+			if f == i1 && r == 3 {
+				VBROADCASTSD(Mem{Base: g.as, Disp: r * 8}, s)
+				VMULPS(s, dw, s)
+			} else {
+				VMULPS(dx[r], dw, s)
+			}
 			VFMADD231PS(iacc, s, acc[r][j])
 		}
 	}
