@@ -17,7 +17,7 @@
 //     (kernels/quant Matrix, the Weights' Q fields); the rest is
 //     dequantized to float32.
 //   - Quantized weights (quant.go): Weights.Quantize and SyntheticAs make
-//     q8_0 or q4_0 linears from float32; the Model runs them on the cores
+//     q8_0, q4_0, int2 or int1 linears from float32; the Model runs them on the cores
 //     with kernels/quant (activations quantized to int8 per 32-element
 //     block once per call, the output columns split over the workers).
 //   - Model: the weights packed once, at load time, into kernels/gemm's

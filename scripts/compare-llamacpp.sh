@@ -19,7 +19,7 @@
 #      ratio=<bench/llama.cpp> (> 1: bench is faster).
 #
 # Environment (defaults in brackets): MODEL [qwen3-0.6b], LAYERS [0 = all],
-# FORMATS [bf16 q8_0 q4_0], THREADS [1 and every CPU], CONTEXTS [128 512],
+# FORMATS [q8_0 q4_0], THREADS [1 and every CPU], CONTEXTS [128 512],
 # GEN [32], REPS [3], BUILD [/tmp/llama-cpp-bench-build], WORK [a temp dir].
 # Needs cmake, a C++ compiler, Go and python3 (to read the JSON).
 set -euo pipefail
@@ -35,7 +35,7 @@ for tool in cmake python3 go; do
 done
 MODEL=${MODEL:-qwen3-0.6b}
 LAYERS=${LAYERS:-0}
-FORMATS=${FORMATS:-bf16 q8_0 q4_0}
+FORMATS=${FORMATS:-q8_0 q4_0}
 CONTEXTS=${CONTEXTS:-128 512}
 GEN=${GEN:-32}
 REPS=${REPS:-3}

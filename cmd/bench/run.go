@@ -46,7 +46,7 @@ func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
 func newCmdRun(streams IO, runF func(*runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--weight-dtype fp32|q8_0|q4_0] [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
+		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--weight-dtype fp32|q8_0|q4_0|int2|int1] [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
 		Short: "Run the engine's forward pass: TTFT, TPOT and per-operator times against the roofline",
 		Long: `Builds a model in the engine (weights packed once, at load, for the
 backends the placement uses; the packing time is reported apart), then for
@@ -80,7 +80,9 @@ dequantized to fp32; Q8_0 and Q4_0 matrices kept quantized); both carry
 their config (no --model).
 --weight-dtype q8_0 or q4_0 keeps the linear weights block-quantized as
 GGUF's Q8_0 and Q4_0 (1.0625 and 0.5625 bytes per weight; norms and the
-embedding table stay fp32) and runs them on kernels/quant's best backend,
+embedding table stay fp32); int2 and int1 are the low-bit GEMV paper's
+2-bit and 1-bit weights with per-32 scales (0.3125 and 0.1875 bytes per
+weight; synthetic weights only: GGUF has no such types). All run on kernels/quant's best backend,
 the activations quantized to int8 per 32-element block as llama.cpp does;
 only placement cores (and auto, which then means cores) runs them.
 Synthetic weights are drawn as for fp32 and quantized layer by layer;
@@ -108,7 +110,7 @@ per-layer columns say what one layer costs.
 	f := cmd.Flags()
 	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name, path to a HuggingFace config.json or a GGUF file (its shapes); or a GGUF file alone, to run its weights")
 	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin) or a GGUF file (.gguf)")
-	f.StringVar(&opts.WeightDType, "weight-dtype", "", "linear weights: fp32, q8_0 or q4_0 (default: fp32 for synthetic weights, as stored for a file)")
+	f.StringVar(&opts.WeightDType, "weight-dtype", "", "linear weights: fp32, q8_0, q4_0, int2 or int1 (default: fp32 for synthetic weights, as stored for a file)")
 	f.IntVar(&opts.Layers, "layers", 0, "decoder layers to instantiate (0: all)")
 	f.IntVar(&opts.PromptTokens, "prompt-tokens", 128, "prompt tokens prefilled in one call (T)")
 	f.IntVar(&opts.GenTokens, "gen-tokens", 32, "tokens decoded greedily after the prefill (G)")
