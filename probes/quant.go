@@ -29,20 +29,16 @@ func (w *QuantWeights) Name() string { return QuantName(w.Backend, w.Format) }
 // QuantName is "<backend>-<format>".
 func QuantName(b quant.Backend, f quant.Format) string { return b.Name + "-" + string(f) }
 
-// NewQuantWeights makes the synthetic N×K weights of NewGEMMWeights (the
-// same values for the same seed, in [-0.05, 0.05)) quantized to format f
-// as ggml's reference quantizer does, timing the quantization and packing.
+// NewQuantWeights makes a synthetic N×K weight matrix in format f directly
+// in packed form (quant.Random: uniform stored values, scales for weights
+// in about ±0.05; no float32 copy, so DRAM-sized int1 weights build at
+// memory speed), timing it as PackSeconds.
 func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*QuantWeights, error) {
 	if n <= 0 || k <= 0 || k%quant.BlockLen != 0 {
 		return nil, fmt.Errorf("gemm: %s weights %d×%d: N and K must be positive and K a multiple of %d", f, n, k, quant.BlockLen)
 	}
-	raw := make([]float32, n*k)
-	base := seed << 40
-	for i := range raw {
-		raw[i] = 0.05 * hashUnit(base+uint64(i))
-	}
 	t0 := time.Now()
-	m, err := quant.Quantize(f, raw, n, k)
+	m, err := quant.Random(f, n, k, seed)
 	if err != nil {
 		return nil, fmt.Errorf("gemm: %w", err)
 	}

@@ -319,7 +319,7 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 			if err != nil {
 				return err
 			}
-			packing = append(packing, packingLine(qw.Name(), o.N, o.K, qw.W.Bytes(), qw.PackSeconds)+"; quantized from fp32 as ggml's reference quantizer does")
+			packing = append(packing, fmt.Sprintf("%s W %d×%d (%s): random packed values (quant.Random), built in %.1f ms, once, off the per-call path", qw.Name(), o.N, o.K, reports.FormatBytes(qw.W.Bytes()), qw.PackSeconds*1e3))
 			measure = func(m, t int) (results.GEMMResult, error) { return b.MeasureQuant(ctx, qw, m, t) }
 		}
 		for _, m := range o.M {

@@ -290,3 +290,31 @@ func TestCheckSample(t *testing.T) {
 		t.Fatalf("corrupted last element: err %v", err)
 	}
 }
+
+// Random matrices are valid for every kernel: the backends agree on them
+// and the weights lie within ±0.05.
+func TestRandom(t *testing.T) {
+	for _, f := range Formats() {
+		w, err := Random(f, 9, 96, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range w.Dequantize() {
+			if math.Abs(float64(v)) > 0.0501 {
+				t.Fatalf("%s: weight %v outside ±0.05", f, v)
+			}
+		}
+		x := randMat(rand.New(rand.NewPCG(1, 2)), 2*96, 1)
+		var a Activations
+		if err := a.Quantize(f, x, 2, 96); err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, 2*9)
+		if err := Mul(Best(), w, &a, y, 9, 0, 9); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := CheckSample(w, x, y, 2, 18); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
