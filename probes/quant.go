@@ -99,10 +99,17 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 	}, nil
 }
 
-// upconvertK is the reduction depth of the L1-resident panel of the
-// up-convert measurement: one panel of 4 rows × 2048 weights is 8 KiB in
-// q8_0 (4 KiB in q4_0) plus 256 B of scales and 2 KiB of activations.
-const upconvertK = 2048
+// upconvertBytes is the size of the up-convert measurement's weight panel
+// (4 rows): 8 KiB of packed quants, so K is 2048 (q8_0), 4096 (q4_0), 8192
+// (int2) or 16384 (int1), and with the K bytes of int8 activations the
+// loop stays in a 32 KiB L1; the longer rows of the narrow formats keep
+// the per-call overhead (the tile's horizontal sums, the call) small.
+const upconvertBytes = 8 << 10
+
+// upconvertK is the panel's reduction depth for format f.
+func upconvertK(f quant.Format) int {
+	return int(float64(upconvertBytes) / float64(quant.PanelRows) / (f.BytesPerWeight() - 2.0/quant.BlockLen) / quant.BlockLen * quant.BlockLen)
+}
 
 // UpconvertGBps times the GEMV kernel of backend be and format f on one
 // L1-resident weight panel with activations quantized once, outside the
@@ -110,12 +117,13 @@ const upconvertK = 2048
 // γ measurement, §III-F), on worker 0: packed weight bytes per second per
 // repetition (GB/s = 1e9 B/s).
 func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant.Format) (results.Stat, error) {
-	w, err := NewQuantWeights(be, f, quant.PanelRows, upconvertK, 3)
+	k := upconvertK(f)
+	w, err := NewQuantWeights(be, f, quant.PanelRows, k, 3)
 	if err != nil {
 		return results.Stat{}, err
 	}
 	var act quant.Activations
-	if err := act.Quantize(f, b.input(1, upconvertK), 1, upconvertK); err != nil {
+	if err := act.Quantize(f, b.input(1, k), 1, k); err != nil {
 		return results.Stat{}, err
 	}
 	y := make([]float32, quant.PanelRows)
