@@ -153,7 +153,7 @@ func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant
 // the same backend).
 func quantEBW(name string, f quant.Format, up results.Stat, clockHz float64, clockSrc string, mem *results.Memory, threads []int, gemv []results.GEMMResult) results.QuantEBW {
 	const B = 32.0 // bytes per 256-bit vector of packed weights
-	q := results.QuantEBW{Format: string(f), Backend: name, UpconvertGBps: up, ClockHz: clockHz, ClockSource: clockSrc}
+	q := results.QuantEBW{Format: string(f), Backend: name, BytesPerWeight: f.BytesPerWeight(), UpconvertGBps: up, ClockHz: clockHz, ClockSource: clockSrc}
 	if clockHz <= 0 || up.Median <= 0 {
 		return q
 	}

@@ -483,8 +483,12 @@ type Matrix struct {
 // (Eq. 3) per core, with β the DRAM read roof at that thread count divided
 // by the threads, in bytes per cycle.
 type QuantEBW struct {
-	Format  string `json:"format"`  // "q8_0", "q4_0"
+	Format  string `json:"format"`  // "q8_0", "q4_0", "int2", "int1"
 	Backend string `json:"backend"` // e.g. "avx512vnni-q8_0"
+	// BytesPerWeight is the format's packed size per weight, scales
+	// included (1.0625, 0.5625, 0.3125, 0.1875): the bytes every GB/s here
+	// counts.
+	BytesPerWeight float64 `json:"bytes_per_weight,omitempty"`
 	// UpconvertGBps is the L1-resident throughput, packed weight bytes per
 	// second (GB/s = 1e9 B/s), 1 thread.
 	UpconvertGBps Stat `json:"upconvert_gbps"`

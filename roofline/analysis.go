@@ -74,6 +74,7 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 		if err != nil {
 			return nil, err
 		}
+		applyEffectiveBandwidth(m, r.Weight, ps)
 		lp := LayerPlan{Kind: l.Kind, Count: l.Count, IdleExperts: l.IdleExperts, Ops: ps, Totals: Total(m, ps, 1)}
 		a.Layers = append(a.Layers, lp)
 		a.Model.Add(Total(m, ps, float64(l.Count)))
@@ -81,6 +82,7 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 	if a.Head, err = Place(m, prec, c.Head); err != nil {
 		return nil, err
 	}
+	applyEffectiveBandwidth(m, r.Weight, a.Head)
 	a.HeadTotals = Total(m, a.Head, 1)
 	a.Model.Add(a.HeadTotals)
 	return a, nil
@@ -274,4 +276,39 @@ func ParseSweep(s string) (SweepVar, []int, error) {
 		out = append(out, n)
 	}
 	return v, out, nil
+}
+
+// applyEffectiveBandwidth bounds the cores' time of each linear operator
+// whose weights are in a format the cores target has an effective rate for
+// (low-bit GEMV paper §III-F, Eqs. 1–3): the weights stream at the rate
+// the up-convert sustains, the other bytes at β, so the memory time is
+// N_w/rate + (Q − Q_w)/β with N_w the number of weights; where that is
+// above the time Place gave, it replaces it and the operator's note says
+// so. Operators placed elsewhere keep their time.
+func applyEffectiveBandwidth(m *Machine, weight string, ps []Placed) {
+	cores := m.byKind(KindCores)[0]
+	rate := cores.EffectiveGWeightsPerS[weight]
+	bpw, err := DTypeBytes(weight)
+	if rate <= 0 || err != nil || bpw <= 0 {
+		return
+	}
+	for i := range ps {
+		p := &ps[i]
+		if p.Kind != KindLinear || p.Bytes.Weights <= 0 {
+			continue
+		}
+		mem := p.Bytes.Weights/bpw/(rate*1e9) + (p.Bytes.Total()-p.Bytes.Weights)/(cores.BandwidthGBps*1e9)
+		if mem <= p.Times[cores.Name]*(1+1e-9) { // the same roof (memory-bound formats) up to rounding
+			continue
+		}
+		p.Times[cores.Name] = mem
+		if p.Target == cores.Name {
+			p.Time = mem
+			note := fmt.Sprintf("weight roof: the %s GEMV's effective rate, %.3g G weights/s (up-convert or DRAM, low-bit GEMV Eq. 3)", weight, rate)
+			if p.Note != "" {
+				note = p.Note + "; " + note
+			}
+			p.Note = note
+		}
+	}
 }

@@ -56,6 +56,14 @@ type Target struct {
 	// BandwidthGBps is β_t, the read bandwidth from the memory level that
 	// holds the weights (DRAM unless stated), in GB/s.
 	BandwidthGBps float64 `json:"bandwidth_gbps"`
+	// EffectiveGWeightsPerS maps a quantized weight format ("q8_0",
+	// "q4_0", "int2", "int1") to the weights per second (1e9) its GEMV
+	// streams at the low-bit GEMV paper's effective bandwidth at Workers
+	// threads, Workers · min(β, B/γ) (§III-F, Eq. 3) over the packed bytes
+	// per weight: the weight roof of a GEMV whose up-convert, not DRAM, may
+	// be the limit. In weights, not bytes, because the catalog's bytes per
+	// weight of a format need not count its scales as the kernel's do.
+	EffectiveGWeightsPerS map[string]float64 `json:"effective_gweights_per_s,omitempty"`
 	// Tile is the kernel's native output tile, used to round the Eq. 1 split.
 	Tile Tile `json:"tile,omitzero"`
 	// Components names the targets a mixed target runs on together (e.g.
@@ -403,10 +411,35 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	addCompute(m, p, name, hasMatrixISA)
 	addAttainedGEMM(m, p)
 	addNonlinear(m, p, name)
+	addEffectiveBandwidth(m, p, name)
 	if err := m.Validate(name); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// addEffectiveBandwidth copies the matrix section's effective-bandwidth
+// model (low-bit GEMV paper §III-F) at the cores target's thread count.
+func addEffectiveBandwidth(m *Machine, p *results.Profile, name string) {
+	if p.Matrix == nil {
+		return
+	}
+	cores := &m.Targets[0]
+	var src []string
+	for _, q := range p.Matrix.QuantEBW {
+		for _, pt := range q.Points {
+			if pt.Threads == cores.Workers && pt.EBWGBps > 0 && q.BytesPerWeight > 0 {
+				if cores.EffectiveGWeightsPerS == nil {
+					cores.EffectiveGWeightsPerS = map[string]float64{}
+				}
+				cores.EffectiveGWeightsPerS[q.Format] = pt.EBWGBps / q.BytesPerWeight
+				src = append(src, fmt.Sprintf("%s %.1f GB/s at %.4g B/weight (%s-bound, γ %.2f cycles/32 B)", q.Format, pt.EBWGBps, q.BytesPerWeight, pt.Limit, q.GammaCycles))
+			}
+		}
+	}
+	if len(src) > 0 {
+		cores.Source += fmt.Sprintf("; effective bandwidth of quantized GEMV from matrix.quant_ebw at %d threads: %s", cores.Workers, strings.Join(src, ", "))
+	}
 }
 
 // isMatrixISA reports whether a compute kernel's ISA is a matrix unit.
