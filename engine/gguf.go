@@ -1176,7 +1176,7 @@ func dequantize(dst []float32, src []byte, typ ggmlType) int {
 	case ggmlF16:
 		n := len(src) / 2
 		for i := range dst[:n] {
-			dst[i] = fp16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
+			dst[i] = quant.FP16ToFloat32(binary.LittleEndian.Uint16(src[2*i:]))
 		}
 		return n
 	case ggmlBF16:
@@ -1190,7 +1190,7 @@ func dequantize(dst []float32, src []byte, typ ggmlType) int {
 		nb := len(src) / (2 + q8Block)
 		for b := range nb {
 			blk := src[b*(2+q8Block) : (b+1)*(2+q8Block)]
-			d := fp16ToFloat32(binary.LittleEndian.Uint16(blk))
+			d := quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 			y := dst[b*q8Block : (b+1)*q8Block]
 			for j, q := range blk[2:] {
 				y[j] = d * float32(int8(q))
@@ -1204,7 +1204,7 @@ func dequantize(dst []float32, src []byte, typ ggmlType) int {
 		nb := len(src) / bb
 		for b := range nb {
 			blk := src[b*bb : (b+1)*bb]
-			d := fp16ToFloat32(binary.LittleEndian.Uint16(blk))
+			d := quant.FP16ToFloat32(binary.LittleEndian.Uint16(blk))
 			y := dst[b*q8Block : (b+1)*q8Block]
 			for j, q := range blk[2:] {
 				y[j] = d * float32(int(q&0x0f)-8)
@@ -1214,24 +1214,4 @@ func dequantize(dst []float32, src []byte, typ ggmlType) int {
 		return nb * q8Block
 	}
 	panic("engine: dequantize: unsupported type " + typ.String())
-}
-
-// fp16ToFloat32 widens IEEE 754 binary16 bits to the float32 of the same
-// value (exact: every half is a float32), NaN payloads kept.
-func fp16ToFloat32(h uint16) float32 {
-	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	man := uint32(h & 0x3ff)
-	switch {
-	case exp == 0x1f: // infinity or NaN
-		return math.Float32frombits(sign | 0x7f800000 | man<<13)
-	case exp != 0: // normal: rebias 15 → 127
-		return math.Float32frombits(sign | (exp+127-15)<<23 | man<<13)
-	}
-	// zero or subnormal: man·2^-24
-	v := float32(man) * (1.0 / (1 << 24))
-	if sign != 0 {
-		v = -v
-	}
-	return v
 }

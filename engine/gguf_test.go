@@ -16,6 +16,7 @@ import (
 
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/quant"
 )
 
 // A small GGUF v3 writer for tests: metadata, a tensor table and data
@@ -818,11 +819,11 @@ func TestGGUFMoEErrors(t *testing.T) {
 	}
 }
 
-// TestFP16: fp16ToFloat32 is exact on every half (checked against the
+// TestFP16: quant.FP16ToFloat32 (the GGUF reader's fp16 widening) is exact on every half (checked against the
 // definition), and float32ToFP16 inverts it.
 func TestFP16(t *testing.T) {
 	for h := range 1 << 16 {
-		f := fp16ToFloat32(uint16(h))
+		f := quant.FP16ToFloat32(uint16(h))
 		e, m := h>>10&0x1f, h&0x3ff
 		var want float64
 		switch e {
