@@ -224,16 +224,10 @@ func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 // checksum is the sum of gemmSamples elements of Y, each checked against a
 // float64 reference (a wrong kernel fails the measurement).
 func (b *GEMMBench) Measure(ctx context.Context, w *GEMMWeights, m, threads int, packEveryCall bool) (results.GEMMResult, error) {
-	if m < 1 {
-		return results.GEMMResult{}, fmt.Errorf("gemm: --m %d: must be ≥ 1", m)
-	}
-	gs, err := b.groups(threads)
+	g, x, y, err := b.operands(m, threads, w.N, w.K)
 	if err != nil {
 		return results.GEMMResult{}, err
 	}
-	g := gs[0]
-	x := b.input(m, w.K)
-	y := make([]float32, m*w.N)
 	scr := gemm.NewScratches(b.Pool.Size(), w.Packed, gemm.Blocking{})
 	call := func(mm *kpool.Master) error { return w.Packed.Run(mm, g, y, x, m, scr) }
 	if packEveryCall {
@@ -249,7 +243,27 @@ func (b *GEMMBench) Measure(ctx context.Context, w *GEMMWeights, m, threads int,
 	if err != nil {
 		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Backend.Name, m, threads, err)
 	}
-	flops := gemm.Flops(m, w.N, w.K)
+	return b.result(g, rates, w.Backend.Name, string(w.Backend.DType), m, w.N, w.K, gemm.WeightBytes(w.Backend.DType, w.N, w.K), w.PackSeconds, sum), nil
+}
+
+// operands checks M and returns the group of the first threads workers,
+// the M×K input and an M×N output of one measurement.
+func (b *GEMMBench) operands(m, threads, n, k int) (*kpool.Group, []float32, []float32, error) {
+	if m < 1 {
+		return nil, nil, nil, fmt.Errorf("gemm: --m %d: must be ≥ 1", m)
+	}
+	gs, err := b.groups(threads)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return gs[0], b.input(m, k), make([]float32, m*n), nil
+}
+
+// result turns the calls per second of a measurement on group g into its
+// figure: GFLOP/s = 2·M·N·K per call, weight GB/s = weightBytes per call
+// (median), and the CPUs and pinning of g.
+func (b *GEMMBench) result(g *kpool.Group, rates []float64, backend, dtype string, m, n, k int, weightBytes int64, pack, sum float64) results.GEMMResult {
+	flops := gemm.Flops(m, n, k)
 	gf := make([]float64, len(rates))
 	for i, r := range rates {
 		gf[i] = r * flops / 1e9
@@ -257,11 +271,11 @@ func (b *GEMMBench) Measure(ctx context.Context, w *GEMMWeights, m, threads int,
 	st := results.Summarize(gf)
 	cpus, pinned := b.cpusPinned(g)
 	return results.GEMMResult{
-		Backend: w.Backend.Name, DType: string(w.Backend.DType), M: m, N: w.N, K: w.K,
-		Threads: threads, CPUs: cpus, Pinned: pinned, GFLOPS: st,
-		WeightGBps:  st.Median * 1e9 / flops * float64(gemm.WeightBytes(w.Backend.DType, w.N, w.K)) / 1e9,
-		PackSeconds: w.PackSeconds, Checksum: sum,
-	}, nil
+		Backend: backend, DType: dtype, M: m, N: n, K: k,
+		Threads: len(cpus), CPUs: cpus, Pinned: pinned, GFLOPS: st,
+		WeightGBps:  st.Median * 1e9 / flops * float64(weightBytes) / 1e9,
+		PackSeconds: pack, Checksum: sum,
+	}
 }
 
 // Split runs Y = X·Wᵀ at M rows partitioned between wa on the first ta

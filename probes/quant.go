@@ -54,16 +54,10 @@ func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*Q
 // the seconds. Y is spot-checked against a float64 reference
 // (quant.CheckSample).
 func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, threads int) (results.GEMMResult, error) {
-	if m < 1 {
-		return results.GEMMResult{}, fmt.Errorf("gemm: --m %d: must be ≥ 1", m)
-	}
-	gs, err := b.groups(threads)
+	g, x, y, err := b.operands(m, threads, w.N, w.K)
 	if err != nil {
 		return results.GEMMResult{}, err
 	}
-	g := gs[0]
-	x := b.input(m, w.K)
-	y := make([]float32, m*w.N)
 	var act quant.Activations
 	panels := (w.N + quant.PanelRows - 1) / quant.PanelRows
 	call := func(mm *kpool.Master) error {
@@ -84,19 +78,7 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 	if err != nil {
 		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Name(), m, threads, err)
 	}
-	flops := 2 * float64(m) * float64(w.N) * float64(w.K)
-	gf := make([]float64, len(rates))
-	for i, r := range rates {
-		gf[i] = r * flops / 1e9
-	}
-	st := results.Summarize(gf)
-	cpus, pinned := b.cpusPinned(g)
-	return results.GEMMResult{
-		Backend: w.Name(), DType: string(w.Format), M: m, N: w.N, K: w.K,
-		Threads: threads, CPUs: cpus, Pinned: pinned, GFLOPS: st,
-		WeightGBps:  st.Median * 1e9 / flops * float64(w.W.Bytes()) / 1e9,
-		PackSeconds: w.PackSeconds, Checksum: sum,
-	}, nil
+	return b.result(g, rates, w.Name(), string(w.Format), m, w.N, w.K, w.W.Bytes(), w.PackSeconds, sum), nil
 }
 
 // upconvertBytes is the size of the up-convert measurement's weight panel
