@@ -147,24 +147,41 @@ func (g *Group) inline(self *worker, local int, f func(local, n int) error) {
 // finish waits for the join, releases the workers and returns the first
 // error by local index.
 func (g *Group) finish(self *worker) error {
+	_, err := g.join(self)
+	return err
+}
+
+// join is finish that also returns the latest end stamp of a timed run
+// (ns since the pool's epoch). Everything the workers wrote to the run
+// state is read before they are released: once released, another Run may
+// claim them and they write it again.
+func (g *Group) join(self *worker) (time.Duration, error) {
 	rs := &g.rs
 	spin := g.p.callerSpin
 	if self != nil {
 		spin = g.p.spin // the master owns its CPU
 	}
 	rs.wait(spin)
+	var first error
+	for i, err := range rs.errs {
+		if err != nil {
+			first = err
+			clear(rs.errs[i:])
+			break
+		}
+	}
+	end := time.Duration(0)
+	if rs.timed {
+		for _, e := range rs.ends {
+			end = max(end, time.Duration(e))
+		}
+	}
 	for _, w := range g.workers {
 		if w != self {
 			w.busy.Store(false)
 		}
 	}
-	for i, err := range rs.errs {
-		if err != nil {
-			clear(rs.errs[i:])
-			return err
-		}
-	}
-	return nil
+	return end, first
 }
 
 func (g *Group) claim(self *worker) error {
@@ -252,12 +269,9 @@ func (p *Pool) runGroups(self *worker, tasks []Task) (Timing, error) {
 			continue
 		}
 		g := task.Group
-		if err := g.finish(self); err != nil {
+		end, err := g.join(self)
+		if err != nil {
 			errs = append(errs, err)
-		}
-		end := time.Duration(0)
-		for _, e := range g.rs.ends {
-			end = max(end, time.Duration(e))
 		}
 		t.Seconds[i] = (end - started[i]).Seconds()
 		if first < 0 {
