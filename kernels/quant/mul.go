@@ -13,6 +13,12 @@ type Backend struct {
 	TileM       int    // rows of X per microkernel call (M ≤ TileM per tile)
 	TileN       int    // rows of W per microkernel call
 	Unavailable string // "" or "unavailable: CPU lacks ..."
+	// PrefillTileM is the height of the prefill kernels' mr×32 tiles, 0
+	// where the backend has no prefill path (see PrefillMinM).
+	PrefillTileM int
+	// NoPrefill, set by a caller, makes Mul run the GEMV tiles at every M
+	// (to measure both paths).
+	NoPrefill bool
 }
 
 // kern computes one mr×PanelRows tile over np block pairs (see kernGo for
@@ -33,7 +39,11 @@ type impl struct {
 }
 
 func (im *impl) backend() Backend {
-	return Backend{Name: im.name, ISA: im.isa, TileM: im.mr, TileN: PanelRows, Unavailable: im.lacks()}
+	b := Backend{Name: im.name, ISA: im.isa, TileM: im.mr, TileN: PanelRows, Unavailable: im.lacks()}
+	if pf := pfImpls[im.name]; pf != nil && b.Unavailable == "" && pf.unavailable() == "" {
+		b.PrefillTileM = len(pf.k)
+	}
+	return b
 }
 
 var impls = sync.OnceValue(func() []*impl { return append([]*impl{goImpl()}, archImpls()...) })
@@ -101,7 +111,9 @@ const blockPanels = 8
 // quantized activations and the rows n0 ≤ j < n1 of w, writing
 // y[i*ldy+j] (other columns untouched), with backend be. It is
 // single-threaded and safe to call concurrently on disjoint column ranges
-// (fastest when n0 is a multiple of PanelRows). be must come from Best,
+// (fastest when n0 is a multiple of PanelRows). From PrefillMinM rows on,
+// a backend with PrefillTileM > 0 takes the prefill path (see
+// prefill.go) unless be.NoPrefill. be must come from Best,
 // Backends or BackendByName: its availability is taken from be (checked
 // then), not evaluated again on this per-call path. Errors: an unknown or
 // unavailable backend, activations quantized for another format or K, or a
@@ -120,6 +132,10 @@ func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) er
 	}
 	if n0 < 0 || n1 > w.N || n0 > n1 || ldy < n1 || len(y) < (a.M-1)*ldy+n1 {
 		return fmt.Errorf("quant: columns [%d, %d) of %d, ldy %d, %d outputs for %d rows", n0, n1, w.N, ldy, len(y), a.M)
+	}
+	if be.PrefillTileM > 0 && !be.NoPrefill && a.M >= PrefillMinM && pfFormat(w.Format) {
+		mulPF(pfImpls[be.Name], w, a, y, ldy, n0, n1)
+		return nil
 	}
 	mul(im, w, a, y, ldy, n0, n1)
 	return nil

@@ -1,0 +1,331 @@
+// Command quantpf generates kernels/quant/prefill_amd64.s, the quantized
+// GEMM microkernels of package quant's prefill path, with avo:
+//
+//	cd kernels/_asm && go run ./quantpf -out ../quant/prefill_amd64.s
+//
+// (or `go generate ./kernels/quant/`).
+//
+// Every kernel has the signature
+//
+//	func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint16, c *float32, ldc int)
+//
+// and computes one mr×32 tile of Y over np block pairs exactly as kernPFGo
+// in kernels/quant/prefill.go specifies (that comment gives the layouts):
+// the weights are a prefill tile, 32 rows of W in "column order" (a zmm
+// holds the 4 unsigned values of one 4-element group of one block for 16
+// rows of W, one row per 32-bit lane), made per call from the GEMV panels.
+//
+// Per block and row r of X: two int32 accumulators (rows 0–15 and 16–31
+// of the tile) start from the block's offset correction −o·Σq (the
+// activations' corrZ = −o·Σq/8, broadcast and shifted left by 3); eight
+// VPDPBUSD each add, per lane, the 4-element dot product of the lane's
+// weights (u8, in a register, loaded once per group for all rows) with the
+// row's 4 int8 activations of that group (s8, an embedded 32-bit broadcast
+// from memory: VPDPBUSD.BCST); then the accumulators are converted to
+// float32 and added into the float accumulators with the per-lane scale
+// dw·dx (the 32 rows' fp16 scales widened by VCVTPH2PS from memory, times
+// the row's float32 activation scale broadcast). That is 16 VPDPBUSD per
+// 17 other instructions per block and row, where the GEMV kernels (one zmm
+// per (row, column) holding a pair of blocks) need 4 other instructions per
+// VPDPBUSD: the GEMV layout makes each VPDPBUSD's result a partial sum that
+// must be scaled at once, the column order sums a whole block in a lane.
+//
+// Registers, mr = 6: 12 float accumulators, 12 int32 accumulators, 2
+// weight vectors, 2 weight-scale vectors and 2 temporaries = 30 of 32 zmm.
+package main
+
+import (
+	"fmt"
+
+	. "github.com/mmcloughlin/avo/build"
+	"github.com/mmcloughlin/avo/ir"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// mrMax is the tallest tile (rows of X); pfCols = 32 columns.
+const mrMax = 6
+
+// Tile layout (bytes), per block pair: 2 blocks × 2 halves × 8 groups × 64.
+const (
+	groupBytes = 64
+	halfBytes  = 8 * groupBytes // one block, 16 rows
+	pairBytes  = 4 * halfBytes  // 2048
+	scaleBytes = 2 * 32 * 2     // per pair: 2 blocks × 32 fp16 = 128
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	for m := 1; m <= mrMax; m++ {
+		gen(m)
+	}
+	for _, f := range []string{"Q8", "Q4", "I2", "I1"} {
+		genConv(f)
+	}
+	Generate()
+}
+
+const signature = "func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint16, c *float32, ldc int)"
+
+func gen(m int) {
+	name := fmt.Sprintf("kernPFVNNIm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×32 prefill tile with VPDPBUSD; see the generator.", name, m))
+	np := Load(Param("np"), RCX)
+	a := Load(Param("a"), RSI)
+	as := Load(Param("as"), R8)
+	ac := Load(Param("ac"), R9)
+	sa := Load(Param("sa"), R10)
+	b := Load(Param("b"), RDI)
+	bs := Load(Param("bs"), R11)
+	c := Load(Param("c"), RDX)
+	ldc := Load(Param("ldc"), R12)
+	sa8 := R13 // stride of as and ac in bytes: sa/8 (2 values of 4 bytes per 64 activation bytes)
+	MOVQ(sa, sa8)
+	SHRQ(U8(3), sa8)
+	SHLQ(U8(2), ldc) // floats → bytes
+
+	var facc, iacc [mrMax][2]VecPhysical
+	for r := 0; r < m; r++ {
+		for s := 0; s < 2; s++ {
+			facc[r][s] = zmm(r*2 + s)
+			iacc[r][s] = zmm(12 + r*2 + s)
+			VPXORD(facc[r][s], facc[r][s], facc[r][s])
+		}
+	}
+	w := [2]VecPhysical{zmm(24), zmm(25)}
+	dw := [2]VecPhysical{zmm(26), zmm(27)}
+	dx, t := zmm(28), zmm(29)
+
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for h := 0; h < 2; h++ { // the pair's two blocks
+		for r := 0; r < m; r++ {
+			// −o·Σq/8 of (row r, block h), times 8: the block's correction.
+			VPBROADCASTD(Mem{Base: ac, Disp: (r*2 + h) * 4}, iacc[r][0])
+			VPSLLD(U8(3), iacc[r][0], iacc[r][0])
+			VMOVDQA32(iacc[r][0], iacc[r][1])
+		}
+		for g := 0; g < 8; g++ {
+			for s := 0; s < 2; s++ {
+				VMOVDQU32(Mem{Base: b, Disp: (h*2+s)*halfBytes + g*groupBytes}, w[s])
+			}
+			for r := 0; r < m; r++ {
+				// Row r's 4 activations of group g of block h: 32-bit word
+				// 2g+h of the row's 64 bytes in lane order.
+				x := Mem{Base: a, Disp: r*64 + (2*g+h)*4}
+				for s := 0; s < 2; s++ {
+					// Go operand order: VPDPBUSD src2 (s8, broadcast), src1 (u8), dst.
+					Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Suffixes: []string{"BCST"}, Operands: []Op{x, w[s], iacc[r][s]}})
+				}
+			}
+		}
+		for s := 0; s < 2; s++ {
+			VCVTPH2PS(Mem{Base: bs, Disp: (h*32 + s*16) * 2}, dw[s])
+		}
+		for r := 0; r < m; r++ {
+			VBROADCASTSS(Mem{Base: as, Disp: (r*2 + h) * 4}, dx)
+			for s := 0; s < 2; s++ {
+				VMULPS(dx, dw[s], t)
+				VCVTDQ2PS(iacc[r][s], iacc[r][s])
+				VFMADD231PS(iacc[r][s], t, facc[r][s])
+			}
+		}
+	}
+	ADDQ(sa, a)
+	ADDQ(sa8, as)
+	ADDQ(sa8, ac)
+	ADDQ(U32(pairBytes), b)
+	ADDQ(U32(scaleBytes), bs)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r][0], Mem{Base: c})
+		VMOVUPS(facc[r][1], Mem{Base: c, Disp: 64})
+		if r+1 < m {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+func zmm(i int) VecPhysical {
+	return []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}[i]
+}
+
+// dataConst returns a 64-byte RODATA vector built by f(i) for byte i.
+func dataConst(name string, f func(i int) byte) func() Mem {
+	var m *Mem
+	return func() Mem {
+		if m == nil {
+			g := GLOBL(name, RODATA|NOPTR)
+			for i := 0; i < 64; i++ {
+				DATA(i, U8(f(i)))
+			}
+			m = &g
+		}
+		return *m
+	}
+}
+
+// The unpack constants (the GEMV kernels' sequences, kernels/_asm/quant).
+var (
+	// pfQ4Shifts: VPSRLVQ counts 0 (low 256 bits: low nibbles) and 4.
+	pfQ4Shifts = dataConst("pfq4shifts", func(i int) byte {
+		if i%8 == 0 && i >= 32 {
+			return 4
+		}
+		return 0
+	})
+	// pfI2Shifts: VPSRLVQ counts 0, 2, 4, 6 for the four 128-bit lanes.
+	pfI2Shifts = dataConst("pfi2shifts", func(i int) byte {
+		if i%8 == 0 {
+			return byte(2 * (i / 16))
+		}
+		return 0
+	})
+	// pfI1Index: VPSHUFB index of byte p (within its lane): source byte p/8.
+	pfI1Index = dataConst("pfi1index", func(i int) byte { return byte(i / 8) })
+	// pfI1Bits: the bit of its source byte that byte p tests, 1 << (p%8).
+	pfI1Bits = dataConst("pfi1bits", func(i int) byte { return 1 << (i % 8) })
+	pfMask0F = dataConst("pfmask0f", func(int) byte { return 0x0f })
+	pfMask03 = dataConst("pfmask03", func(int) byte { return 0x03 })
+	pfTen    = dataConst("pften", func(int) byte { return 0x10 })
+)
+
+const convSignature = "func(np int, src *byte, pstride int, ds *uint32, dstride int, dst *byte, dd *uint16)"
+
+// genConv emits pfConv<F>: the up-convert of 16 rows of W (4 whole GEMV
+// panels from row 0 of the panel at src) into one half of a prefill tile,
+// every block pair: per pair, each row's pair is unpacked to its 64
+// unsigned values in lane order (16 dwords: word w = block w%2, group
+// w/2), the 16×16 dwords are transposed (VPUNPCK{L,H}DQ, VPUNPCK{L,H}QDQ,
+// then VSHUFI32X4 twice: 64 shuffles per 1024 weights), and word w of the
+// 16 rows is stored as the tile's group w/2 of block w%2; the 16 rows'
+// scale words d0 | d1<<16 are narrowed (VPMOVDW) to the tile's fp16
+// scales. pstride and dstride are the bytes from one panel to the next in
+// the quants and the scales; dst and dd point at pair 0 of the half.
+func genConv(f string) {
+	name := "pfConv" + f
+	TEXT(name, NOSPLIT, convSignature)
+	Doc(name + " up-converts 16 rows of W into half a prefill tile; see the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	pst := Load(Param("pstride"), R8)
+	ds := Load(Param("ds"), R10)
+	dst2 := Load(Param("dstride"), R11)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	pst3, dst3 := R9, R12
+	LEAQ(Mem{Base: pst, Index: pst, Scale: 2}, pst3)
+	LEAQ(Mem{Base: dst2, Index: dst2, Scale: 2}, dst3)
+	pb := map[string]int{"Q8": 64, "Q4": 32, "I2": 16, "I1": 8}[f]
+
+	A := make([]VecPhysical, 16)
+	B := make([]VecPhysical, 16)
+	for i := range A {
+		A[i], B[i] = zmm(i), zmm(16+i)
+	}
+	panel := func(t, disp int) Mem {
+		switch t {
+		case 0:
+			return Mem{Base: src, Disp: disp}
+		case 1:
+			return Mem{Base: src, Index: pst, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: src, Index: pst, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: src, Index: pst3, Scale: 1, Disp: disp}
+	}
+
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	// Constants live in bank B, free until the transpose.
+	k1, k2, k3 := B[13], B[14], B[15]
+	switch f {
+	case "Q4":
+		VMOVDQU64(pfQ4Shifts(), k1)
+		VMOVDQU64(pfMask0F(), k2)
+	case "I2":
+		VMOVDQU64(pfI2Shifts(), k1)
+		VMOVDQU64(pfMask03(), k2)
+	case "I1":
+		VMOVDQU64(pfI1Index(), k1)
+		VMOVDQU64(pfI1Bits(), k2)
+		VMOVDQU64(pfTen(), k3)
+	}
+	for row := 0; row < 16; row++ {
+		m, v := panel(row/4, (row%4)*pb), A[row]
+		switch f {
+		case "Q8":
+			VMOVDQU64(m, v)
+		case "Q4": // both halves, the upper shifted by 4, low nibbles
+			VBROADCASTI64X4(m, v)
+			VPSRLVQ(k1, v, v)
+			VPANDD(k2, v, v)
+		case "I2": // all four lanes, lane L shifted by 2L, masked, times 4
+			VBROADCASTI32X4(m, v)
+			VPSRLVQ(k1, v, v)
+			VPANDD(k2, v, v)
+			VPSLLQ(U8(2), v, v)
+		case "I1": // byte p ← byte p/8, 16 where bit p%8 is set
+			VPBROADCASTQ(m, v)
+			VPSHUFB(k1, v, v)
+			VPTESTMB(k2, v, K1)
+			VMOVDQU8_Z(k3, K1, v)
+		}
+	}
+	// Stage 1: dword interleave of row pairs (per 128-bit lane).
+	for i := 0; i < 8; i++ {
+		VPUNPCKLDQ(A[2*i+1], A[2*i], B[2*i])
+		VPUNPCKHDQ(A[2*i+1], A[2*i], B[2*i+1])
+	}
+	// Stage 2: qword interleave; A[4i+k] lane L = rows 4i..4i+3 of word 4L+k.
+	for i := 0; i < 4; i++ {
+		VPUNPCKLQDQ(B[4*i+2], B[4*i], A[4*i])
+		VPUNPCKHQDQ(B[4*i+2], B[4*i], A[4*i+1])
+		VPUNPCKLQDQ(B[4*i+3], B[4*i+1], A[4*i+2])
+		VPUNPCKHQDQ(B[4*i+3], B[4*i+1], A[4*i+3])
+	}
+	// Stages 3 and 4: 128-bit chunks; word c of the 16 rows ends in A[c].
+	for k := 0; k < 4; k++ {
+		VSHUFI32X4(U8(0x88), A[4+k], A[k], B[4*k])      // chunks 0, 2 of rows 0–3 and 4–7
+		VSHUFI32X4(U8(0xdd), A[4+k], A[k], B[4*k+1])    // chunks 1, 3
+		VSHUFI32X4(U8(0x88), A[12+k], A[8+k], B[4*k+2]) // rows 8–11 and 12–15
+		VSHUFI32X4(U8(0xdd), A[12+k], A[8+k], B[4*k+3])
+	}
+	for k := 0; k < 4; k++ {
+		VSHUFI32X4(U8(0x88), B[4*k+2], B[4*k], A[k])      // word k
+		VSHUFI32X4(U8(0xdd), B[4*k+2], B[4*k], A[8+k])    // word 8+k
+		VSHUFI32X4(U8(0x88), B[4*k+3], B[4*k+1], A[4+k])  // word 4+k
+		VSHUFI32X4(U8(0xdd), B[4*k+3], B[4*k+1], A[12+k]) // word 12+k
+	}
+	for c := 0; c < 16; c++ { // word c: block c%2, group c/2
+		VMOVDQU64(A[c], Mem{Base: dst, Disp: (c%2)*2*halfBytes + (c/2)*groupBytes})
+	}
+	// Scales: the 16 rows' words, 4 per panel, then d0 (h = 0) and d1.
+	sc := B[0]
+	VMOVDQU32(Mem{Base: ds}, sc.(Vec).AsX())
+	VINSERTI32X4(U8(1), Mem{Base: ds, Index: dst2, Scale: 1}, sc, sc)
+	VINSERTI32X4(U8(2), Mem{Base: ds, Index: dst2, Scale: 2}, sc, sc)
+	VINSERTI32X4(U8(3), Mem{Base: ds, Index: dst3, Scale: 1}, sc, sc)
+	VPMOVDW(sc, Mem{Base: dd})
+	VPSRLD(U8(16), sc, sc)
+	VPMOVDW(sc, Mem{Base: dd, Disp: 32 * 2})
+
+	ADDQ(U32(4*pb), src)
+	ADDQ(U32(16), ds)
+	ADDQ(U32(pairBytes), dst)
+	ADDQ(U32(scaleBytes), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
