@@ -52,8 +52,12 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 			parts = append(parts, fmt.Sprintf("%s %.3g M", f, float64(fs[f])/1e6))
 		}
 	}
-	m.Notes = append(m.Notes, fmt.Sprintf("%s weights, kernels/quant backend %s; activations quantized to int8 per 32-element block as llama.cpp does (linear weights: %s)",
-		qf, be.Name, strings.Join(parts, ", ")))
+	path := "GEMV tiles at every M"
+	if be.PrefillTileM > 0 {
+		path = fmt.Sprintf("GEMV tiles below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", quant.PrefillMinM, quant.PrefillMinM, be.PrefillTileM)
+	}
+	m.Notes = append(m.Notes, fmt.Sprintf("%s weights, kernels/quant backend %s (%s); activations quantized to int8 per 32-element block as llama.cpp does (linear weights: %s)",
+		qf, be.Name, path, strings.Join(parts, ", ")))
 	return nil
 }
 
