@@ -31,6 +31,9 @@ type GEMMOptions struct {
 	BackendB      string
 	Split         string
 	PackEveryCall bool
+	// NoPrefill makes quantized formats run kernels/quant's GEMV tiles at
+	// every M (the prefill path's ablation).
+	NoPrefill bool
 	Reps          int
 	RepMS         int
 	Profile       string
@@ -104,6 +107,7 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.StringVar(&opts.BackendB, "backend-b", "", "with --split: group B's backend (default: the best of another dtype)")
 	f.StringVar(&opts.Split, "split", "", "a:b: one GEMM partitioned between a threads (--backend) and b threads (--backend-b)")
 	f.BoolVar(&opts.PackEveryCall, "pack-every-call", false, "pack W inside every call (SMEPilot §5.4 ablation)")
+	f.BoolVar(&opts.NoPrefill, "no-prefill", false, "quantized formats: GEMV tiles at every M, not the prefill path's column-order tiles (its ablation)")
 	f.IntVar(&opts.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&opts.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling")
@@ -226,6 +230,7 @@ func (o *GEMMOptions) resolveJob(cmd *cobra.Command, d string, only bool) (gemmJ
 			if err != nil {
 				return gemmJob{}, fmt.Errorf("gemm: --backend %s: %w", o.Backend, err)
 			}
+			qb.NoPrefill = o.NoPrefill
 			return gemmJob{quant: qb, format: f}, nil
 		}
 	}
@@ -233,7 +238,9 @@ func (o *GEMMOptions) resolveJob(cmd *cobra.Command, d string, only bool) (gemmJ
 		if o.Backend != "auto" {
 			return gemmJob{}, fmt.Errorf("gemm: --backend %s: --dtype %s needs a quantized backend, e.g. %s", o.Backend, f, probes.QuantName(quant.Best(), f))
 		}
-		return gemmJob{quant: quant.Best(), format: f}, nil
+		qb := quant.Best()
+		qb.NoPrefill = o.NoPrefill
+		return gemmJob{quant: qb, format: f}, nil
 	}
 	dt := gemm.DType(d)
 	if dt != gemm.FP32 && dt != gemm.BF16 && dt != gemm.Int8 {
@@ -360,7 +367,14 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 	}
 	for _, j := range o.jobs {
 		if j.gemm == nil {
-			fmt.Fprintf(out, "%s: activations quantized per 32-element block to int8 inside every call (as llama.cpp); weight GB/s counts the packed bytes read (%.4f B/weight)\n", probes.QuantName(j.quant, j.format), j.format.BytesPerWeight())
+			path := "GEMV tiles at every M"
+			switch {
+			case j.quant.NoPrefill:
+				path += " (--no-prefill)"
+			case j.quant.PrefillTileM > 0:
+				path = fmt.Sprintf("GEMV tiles below M %d, from M %d %d×32 tiles on W up-converted inside every call to column order (--no-prefill: GEMV tiles)", quant.PrefillMinM, quant.PrefillMinM, j.quant.PrefillTileM)
+			}
+			fmt.Fprintf(out, "%s: activations quantized per 32-element block to int8 inside every call (as llama.cpp); %s; weight GB/s counts the packed bytes read (%.4f B/weight)\n", probes.QuantName(j.quant, j.format), path, j.format.BytesPerWeight())
 		}
 	}
 	return printGEMM(out, rows, whyNot)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/cpubench/bench/kernels/quant"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -159,6 +160,16 @@ func TestGEMMQuantRun(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// M 20 ≥ quant.PrefillMinM: where the backend has a prefill path it
+	// runs and is checked; --no-prefill runs the GEMV tiles and says so.
+	code, out, errs = run(t, "gemm", "--m", "20", "--n", "70", "--k", "128", "--reps", "1", "--rep-ms", "1", "--dtype", "q4_0,int1")
+	if code != 0 || (quant.Best().PrefillTileM > 0 && !strings.Contains(out, "column order")) {
+		t.Errorf("M 20: exit %d %s\n%s", code, errs, out)
+	}
+	code, out, errs = run(t, "gemm", "--m", "20", "--n", "70", "--k", "128", "--reps", "1", "--rep-ms", "1", "--dtype", "q4_0", "--no-prefill")
+	if code != 0 || !strings.Contains(out, "GEMV tiles at every M (--no-prefill)") {
+		t.Errorf("--no-prefill: exit %d %s\n%s", code, errs, out)
 	}
 	code, out, errs = run(t, "gemm", "--m", "3", "--n", "8", "--k", "64", "--reps", "1", "--rep-ms", "1", "--backend", "go-q4_0", "--json")
 	var g results.GEMMResult
