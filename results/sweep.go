@@ -14,8 +14,9 @@ type SweepCell struct {
 	Key string `json:"key"`
 
 	Model       string `json:"model"`
-	Weights     string `json:"weights"` // "synthetic" or a file path
-	Layers      int    `json:"layers"`  // decoder layers instantiated
+	Weights     string `json:"weights"`                // "synthetic" or a file path
+	WeightDType string `json:"weight_dtype,omitempty"` // the linear weights' format; "" as loaded
+	Layers      int    `json:"layers"`                 // decoder layers instantiated
 	ModelLayers int    `json:"model_layers"`
 	Workload    string `json:"workload"`
 	Batch       int    `json:"batch"`

@@ -30,6 +30,10 @@ type Grid struct {
 	// Ablations lists the variants: "" is none (the full system), else
 	// one of Ablations.
 	Ablations []string
+	// WeightDTypes lists the linear weights' formats to run each model in
+	// (bench run's --weight-dtype names, checked by the caller: fp32,
+	// q8_0, q4_0, int2, int1, ...); empty means one run as loaded.
+	WeightDTypes []string
 
 	Weights         string  // "synthetic" or a checkpoint path ("" means synthetic)
 	Layers          int     // decoder layers instantiated (0: all)
@@ -45,13 +49,15 @@ type Cell struct {
 	Index int // position in Grid.Cells
 	Model string
 	// Weights is "synthetic" or a checkpoint path.
-	Weights   string
-	Layers    int
-	Workload  string
-	Batch     int
-	Threads   int
-	Placement string
-	Ablation  string // "" for none
+	Weights string
+	// WeightDType is the linear weights' format ("": as loaded).
+	WeightDType string
+	Layers      int
+	Workload    string
+	Batch       int
+	Threads     int
+	Placement   string
+	Ablation    string // "" for none
 
 	Requests        int
 	Arrival         Arrival
@@ -65,7 +71,7 @@ type KeyPart struct{ Key, Value string }
 
 // Parts are the cell's coordinates and settings in key order, values
 // escaped (EscapeKeyValue): model, weights (only when not synthetic),
-// layers, workload, batch, threads, placement, ablate ("none" for no
+// wdtype (only when set), layers, workload, batch, threads, placement, ablate ("none" for no
 // ablation), requests, arrival, seed, maxgen, maxprompt.
 func (c Cell) Parts() []KeyPart {
 	abl := c.Ablation
@@ -75,6 +81,9 @@ func (c Cell) Parts() []KeyPart {
 	ps := []KeyPart{{"model", c.Model}}
 	if c.Weights != "" && c.Weights != "synthetic" {
 		ps = append(ps, KeyPart{"weights", c.Weights})
+	}
+	if c.WeightDType != "" {
+		ps = append(ps, KeyPart{"wdtype", c.WeightDType})
 	}
 	ps = append(ps,
 		KeyPart{"layers", strconv.Itoa(c.Layers)},
@@ -148,6 +157,9 @@ func (g Grid) Validate() error {
 			return fmt.Errorf("grid: %s: %q is listed twice", a.name, a.vals[d])
 		}
 	}
+	if d := firstDup(g.WeightDTypes); d >= 0 {
+		return fmt.Errorf("grid: weight dtypes: %q is listed twice", g.WeightDTypes[d])
+	}
 	for _, a := range []struct {
 		name string
 		vals []int
@@ -213,9 +225,11 @@ func firstDup[T comparable](vals []T) int {
 var PartitionPlacements = []string{"mixed", "auto"}
 
 // Cells lists the grid's cells in a deterministic order: models outermost,
-// then workloads, batches, threads, placements and ablations, each in the
-// order given. The "partition" ablation is skipped with placements other
-// than mixed and auto (they never partition a GEMM); skipped says which
+// then weight dtypes, workloads, batches, threads, placements and
+// ablations, each in the order given. The "partition" ablation is skipped
+// with placements other than mixed and auto (they never partition a GEMM);
+// a quantized weight dtype (not "" or fp32) is skipped with placements
+// matrix and mixed and with any ablation (the engine refuses them); skipped says which
 // combinations were left out, one line each. Index is the position in
 // cells. Cells assumes Validate passed.
 func (g Grid) Cells() (cells []Cell, skipped []string) {
@@ -224,23 +238,41 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 		weights = "synthetic"
 	}
 	noted := map[string]bool{}
+	dtypes := g.WeightDTypes
+	if len(dtypes) == 0 {
+		dtypes = []string{""}
+	}
+	skip := func(why string) {
+		if !noted[why] {
+			noted[why] = true
+			skipped = append(skipped, why)
+		}
+	}
 	for _, m := range g.Models {
-		for _, w := range g.Workloads {
-			for _, b := range g.Batches {
-				for _, t := range g.Threads {
-					for _, p := range g.Placements {
-						for _, a := range g.Ablations {
-							if a == "partition" && !slices.Contains(PartitionPlacements, p) {
-								if !noted[p] {
-									noted[p] = true
-									skipped = append(skipped, fmt.Sprintf("ablate=partition with placement=%s: skipped (only placements %s partition a GEMM between the matrix unit and the cores)",
-										p, strings.Join(PartitionPlacements, " and ")))
-								}
+		for _, d := range dtypes {
+			quantized := d != "" && d != "fp32"
+			for _, w := range g.Workloads {
+				for _, b := range g.Batches {
+					for _, t := range g.Threads {
+						for _, p := range g.Placements {
+							if quantized && (p == "matrix" || p == "mixed") {
+								skip(fmt.Sprintf("wdtype=%s with placement=%s: skipped (quantized weights run on the cores' quant backend)", d, p))
 								continue
 							}
-							cells = append(cells, Cell{Index: len(cells), Model: m, Weights: weights, Layers: g.Layers, Workload: w,
-								Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: g.Arrival,
-								Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens})
+							for _, a := range g.Ablations {
+								if a == "partition" && !slices.Contains(PartitionPlacements, p) {
+									skip(fmt.Sprintf("ablate=partition with placement=%s: skipped (only placements %s partition a GEMM between the matrix unit and the cores)",
+										p, strings.Join(PartitionPlacements, " and ")))
+									continue
+								}
+								if quantized && a != "" {
+									skip(fmt.Sprintf("wdtype=%s with ablate=%s: skipped (quantized weights are packed once, by their loader, and never partitioned)", d, a))
+									continue
+								}
+								cells = append(cells, Cell{Index: len(cells), Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
+									Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: g.Arrival,
+									Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens})
+							}
 						}
 					}
 				}

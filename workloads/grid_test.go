@@ -156,3 +156,37 @@ func TestParseList(t *testing.T) {
 		}
 	}
 }
+
+// A weight-dtype axis: one cell set per format, the key says the format,
+// and quantized formats skip the placements and ablations the engine
+// refuses for them.
+func TestGridWeightDTypes(t *testing.T) {
+	g := testGrid()
+	g.WeightDTypes = []string{"fp32", "q4_0"}
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells, skipped := g.Cells()
+	// fp32: 20 cells as TestGridCells; q4_0: cores with no ablation only, 2 workloads × 2 batches.
+	if len(cells) != 20+4 {
+		t.Fatalf("%d cells, want 24", len(cells))
+	}
+	for _, c := range cells {
+		if c.WeightDType == "q4_0" && (c.Placement != "cores" || c.Ablation != "") {
+			t.Errorf("cell %s: quantized with placement %s ablation %q", c.Key(), c.Placement, c.Ablation)
+		}
+		if !strings.Contains(c.Key(), "/wdtype="+c.WeightDType+"/") {
+			t.Errorf("key %s lacks wdtype=%s", c.Key(), c.WeightDType)
+		}
+	}
+	all := strings.Join(skipped, "\n")
+	for _, w := range []string{"wdtype=q4_0 with placement=mixed: skipped", "wdtype=q4_0 with ablate=packing: skipped"} {
+		if !strings.Contains(all, w) {
+			t.Errorf("skipped lacks %q:\n%s", w, all)
+		}
+	}
+	g.WeightDTypes = []string{"q4_0", "q4_0"}
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), `"q4_0" is listed twice`) {
+		t.Errorf("repeated dtype: %v", err)
+	}
+}

@@ -34,10 +34,10 @@ type GEMMOptions struct {
 	// NoPrefill makes quantized formats run kernels/quant's GEMV tiles at
 	// every M (the prefill path's ablation).
 	NoPrefill bool
-	Reps          int
-	RepMS         int
-	Profile       string
-	JSON          bool
+	Reps      int
+	RepMS     int
+	Profile   string
+	JSON      bool
 
 	// Resolved by RunE.
 	backend, backendB gemm.Backend

@@ -20,6 +20,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/models"
@@ -110,29 +111,30 @@ var errCellUnavailable = errors.New("not available on this machine")
 type sweepOptions struct {
 	IO IO
 
-	Models     string
-	Weights    string
-	Layers     int
-	Workloads  string
-	Batch      string
-	Threads    string
-	Placement  string
-	Ablate     string
-	Requests   int
-	MaxGen     int
-	MaxPrompt  int
-	Arrival    string
-	SLOTTFT    float64
-	SLOTPOT    float64
-	Profile    string
-	Seed       uint64
-	Out        string
-	EmitJobs   string
-	DryRun     bool
-	Cell       int
-	Quiet      bool
-	IsTerminal func() bool      // whether stderr is a terminal (tests inject it)
-	Now        func() time.Time // clock of dates and file stamps
+	Models      string
+	Weights     string
+	Layers      int
+	Workloads   string
+	Batch       string
+	Threads     string
+	Placement   string
+	WeightDType string
+	Ablate      string
+	Requests    int
+	MaxGen      int
+	MaxPrompt   int
+	Arrival     string
+	SLOTTFT     float64
+	SLOTPOT     float64
+	Profile     string
+	Seed        uint64
+	Out         string
+	EmitJobs    string
+	DryRun      bool
+	Cell        int
+	Quiet       bool
+	IsTerminal  func() bool      // whether stderr is a terminal (tests inject it)
+	Now         func() time.Time // clock of dates and file stamps
 
 	// Set by validate and prepare.
 	grid          workloads.Grid
@@ -233,6 +235,7 @@ index and key). --dry-run lists the cells.`,
 	f.StringVar(&o.Workloads, "workloads", sweepDefaultWorkloads, "workloads, comma-separated: "+strings.Join(workloads.Names(), ", "))
 	f.StringVar(&o.Batch, "batch", sweepDefaultBatch, "batch sizes (decode slots): a list and ranges, e.g. 1,2,4 or 1..16")
 	f.StringVar(&o.Threads, "threads", "", "thread counts: a list and ranges (default: every CPU this process may use)")
+	f.StringVar(&o.WeightDType, "weight-dtype", "", "linear weights' formats, comma-separated, one cell set each: "+strings.Join(engine.WeightDTypes(), ", ")+" (default: fp32 for synthetic weights, as stored for a file); quantized ones run on the cores")
 	f.StringVar(&o.Placement, "placement", sweepDefaultPlacement, "placements, comma-separated: "+strings.Join(workloads.Placements, ", ")+" (auto needs --profile)")
 	f.StringVar(&o.Ablate, "ablate", "", "ablations to add next to the full system, comma-separated: "+strings.Join(workloads.Ablations, ", "))
 	f.IntVar(&o.Requests, "requests", sweepDefaultRequests, "requests per cell")
@@ -290,6 +293,16 @@ func (o *sweepOptions) validate() error {
 	}
 	if g.Placements, err = workloads.ParseList(o.Placement); err != nil {
 		return fmt.Errorf("sweep: --placement: %w", err)
+	}
+	if o.WeightDType != "" {
+		if g.WeightDTypes, err = workloads.ParseList(o.WeightDType); err != nil {
+			return fmt.Errorf("sweep: --weight-dtype: %w", err)
+		}
+		for i, d := range g.WeightDTypes {
+			if g.WeightDTypes[i], err = engine.ParseWeightDType(d); err != nil {
+				return fmt.Errorf("sweep: --weight-dtype: %w", err)
+			}
+		}
 	}
 	for _, p := range g.Placements {
 		if !slices.Contains(workloads.Placements, p) {
@@ -596,7 +609,7 @@ func resultsDist(d workloads.Dist, n int) results.Dist {
 // sweepCellRecord builds the results record of a replayed cell.
 func sweepCellRecord(o *sweepOptions, cell workloads.Cell, tr *workloads.Trace, res *workloads.ReplayResult, eng cellEngine, host hostInfo) *results.SweepCell {
 	sc := &results.SweepCell{
-		Schema: results.SweepSchema, Key: cell.Key(), Model: cell.Model, Weights: cell.Weights, Layers: cell.Layers,
+		Schema: results.SweepSchema, Key: cell.Key(), Model: cell.Model, Weights: cell.Weights, WeightDType: cell.WeightDType, Layers: cell.Layers,
 		Workload: cell.Workload, Batch: cell.Batch, Threads: cell.Threads, Placement: cell.Placement, Ablation: cell.Ablation,
 		Backends: eng.Backends(),
 		Config: results.SweepConfig{Requests: len(tr.Requests), Arrival: cell.Arrival.String(), Seed: cell.Seed,
@@ -673,6 +686,7 @@ type sweepRecord struct {
 type sweepGrid struct {
 	Models          []string `json:"models"`
 	Weights         string   `json:"weights"`
+	WeightDTypes    []string `json:"weight_dtypes,omitempty"`
 	Layers          int      `json:"layers"`
 	Workloads       []string `json:"workloads"`
 	Batches         []int    `json:"batches"`
@@ -694,7 +708,7 @@ func writeSweepRecord(o *sweepOptions, dir string, host hostInfo, cells []worklo
 	g := o.grid
 	r := sweepRecord{Schema: sweepRunSchema, Date: o.Now().UTC().Format(time.RFC3339), Host: host.host,
 		BenchVersion: version, GoVersion: runtime.Version(), Args: o.args(false), Skipped: skipped,
-		Grid: sweepGrid{Models: g.Models, Weights: o.Weights, Layers: g.Layers, Workloads: g.Workloads, Batches: g.Batches,
+		Grid: sweepGrid{Models: g.Models, Weights: o.Weights, WeightDTypes: g.WeightDTypes, Layers: g.Layers, Workloads: g.Workloads, Batches: g.Batches,
 			Threads: g.Threads, Placements: g.Placements, Ablations: g.Ablations, Requests: g.Requests,
 			Arrival: g.Arrival.String(), Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
 			SLOTTFTS: o.SLOTTFT, SLOTPOTS: o.SLOTPOT, Profile: o.Profile}}
@@ -753,6 +767,9 @@ func (o *sweepOptions) args(abs bool) []string {
 	if len(g.Ablations) > 1 {
 		a = append(a, "--ablate", strings.Join(g.Ablations[1:], ","))
 	}
+	if len(g.WeightDTypes) > 0 {
+		a = append(a, "--weight-dtype", strings.Join(g.WeightDTypes, ","))
+	}
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	a = append(a, "--requests", strconv.Itoa(g.Requests), "--max-gen-tokens", strconv.Itoa(g.MaxGenTokens),
 		"--max-prompt-tokens", strconv.Itoa(g.MaxPromptTokens), "--arrival", g.Arrival.String(),
@@ -782,7 +799,7 @@ func sweepDryRun(o *sweepOptions, cells []workloads.Cell, dir string) error {
 		if abl == "" {
 			abl = "none"
 		}
-		rows = append(rows, []string{strconv.Itoa(c.Index), c.Model, c.Workload, strconv.Itoa(c.Batch), strconv.Itoa(c.Threads),
+		rows = append(rows, []string{strconv.Itoa(c.Index), modelLabel(c.Model, c.WeightDType), c.Workload, strconv.Itoa(c.Batch), strconv.Itoa(c.Threads),
 			c.Placement, abl, status})
 	}
 	if err := reports.TextTable(o.IO.Out, []string{"cell", "model", "workload", "batch", "threads", "placement", "ablate", "status"}, rows); err != nil {
@@ -806,7 +823,7 @@ func writeSweepSummary(w io.Writer, cells []results.SweepCell) error {
 		if c.TPOT.N > 0 {
 			tpot = fmtTime(c.TPOT.P50)
 		}
-		t.Append([]string{c.Workload, c.Model, strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.Placement, abl,
+		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.Placement, abl,
 			fmtTime(c.TTFT.P50), tpot, fmtTime(c.Latency.P90), fmt.Sprintf("%.4g", c.OutputTokS),
 			fmt.Sprintf("%.0f%%", 100*c.SLOAttained), fmt.Sprintf("%.3g", c.GoodputReqS)})
 	}
@@ -864,7 +881,19 @@ func cellLabel(c workloads.Cell) string {
 	if c.Ablation != "" {
 		abl = " -" + c.Ablation
 	}
+	if c.WeightDType != "" {
+		abl += " " + c.WeightDType
+	}
 	return fmt.Sprintf("%s b%d t%d %s%s", c.Workload, c.Batch, c.Threads, c.Placement, abl)
+}
+
+// modelLabel is a model's name in the sweep's tables, with its weights'
+// format when the grid sets one ("qwen3-0.6b q4_0").
+func modelLabel(model, dtype string) string {
+	if dtype == "" {
+		return model
+	}
+	return model + " " + dtype
 }
 
 func (p *sweepProgress) startCell(i int, c workloads.Cell) {

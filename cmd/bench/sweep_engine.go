@@ -31,12 +31,12 @@ var cellWeightCache struct {
 func cellWeights(cell workloads.Cell, maxSeq int) (*engine.Weights, int, []string, error) {
 	cellWeightCache.Lock()
 	defer cellWeightCache.Unlock()
-	key := fmt.Sprintf("%s|%s|%d|%d", cell.Model, cell.Weights, cell.Layers, cell.Seed)
+	key := fmt.Sprintf("%s|%s|%s|%d|%d", cell.Model, cell.Weights, cell.WeightDType, cell.Layers, cell.Seed)
 	if cellWeightCache.key == key && cellWeightCache.w.Config.MaxSeq >= maxSeq {
 		return cellWeightCache.w, cellWeightCache.full, cellWeightCache.notes, nil
 	}
 	cellWeightCache.key, cellWeightCache.w = "", nil // let the old weights go first
-	ro := &runOptions{Model: cell.Model, Weights: cell.Weights, Layers: cell.Layers, Seed: cell.Seed,
+	ro := &runOptions{Model: cell.Model, Weights: cell.Weights, WeightDType: cell.WeightDType, Layers: cell.Layers, Seed: cell.Seed,
 		PromptTokens: maxSeq, Placement: cell.Placement}
 	w, full, notes, err := runWeights(ro)
 	if err != nil {

@@ -361,3 +361,30 @@ func TestLatestProbeProfile(t *testing.T) {
 		t.Errorf("latestProbeProfile = %q, %v; want %q", p, ok, want)
 	}
 }
+
+// --weight-dtype adds a cell set per format: quantized cells run on the
+// cores' quant backend, their records and tables name the format, and the
+// combinations the engine refuses are listed as skipped.
+func TestSweepWeightDType(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sw")
+	code, out, errs := run(t, "sweep", "--models", "llama-160m-chat-v1", "--layers", "1", "--workloads", "gsm8k", "--requests", "2",
+		"--max-gen-tokens", "3", "--max-prompt-tokens", "16", "--batch", "2", "--threads", "1", "--placement", "cores,mixed",
+		"--weight-dtype", "q8_0,fp32", "--out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "wdtype=q8_0 with placement=mixed: skipped") || !strings.Contains(out, "llama-160m-chat-v1 q8_0") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
+	}
+	cells, bad, err := results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
+	if err != nil || len(bad) != 0 || len(cells) != 2 {
+		t.Fatalf("cells %d, bad %v, err %v", len(cells), bad, err)
+	}
+	if c := cells[0]; c.WeightDType != "q8_0" || !strings.Contains(c.Key, "/wdtype=q8_0/") || !strings.Contains(strings.Join(c.Notes, "\n"), "kernels/quant backend") {
+		t.Errorf("q8_0 cell: dtype %q key %s notes %q", c.WeightDType, c.Key, c.Notes)
+	}
+	code, _, errs = run(t, "sweep", "--weight-dtype", "q3_x", "--dry-run", "--out", dir)
+	if code == 0 || !strings.Contains(errs, `--weight-dtype: engine: weight dtype "q3_x"`) {
+		t.Errorf("bad dtype: exit %d, %s", code, errs)
+	}
+}
