@@ -154,9 +154,9 @@ func quantEBW(name string, f quant.Format, up results.Stat, clockHz float64, clo
 			continue
 		}
 		pt := results.QuantEBWPoint{Threads: t, BetaBytesPerCycle: roof * 1e9 / float64(t) / clockHz}
-		pt.EBWBytesPerCycle, pt.Limit = pt.BetaBytesPerCycle, "memory"
+		pt.EBWBytesPerCycle, pt.Limit = pt.BetaBytesPerCycle, results.LimitMemory
 		if upBPC < pt.BetaBytesPerCycle {
-			pt.EBWBytesPerCycle, pt.Limit = upBPC, "up-convert"
+			pt.EBWBytesPerCycle, pt.Limit = upBPC, results.LimitUpConvert
 		}
 		pt.EBWGBps = float64(t) * pt.EBWBytesPerCycle * clockHz / 1e9
 		for _, g := range gemv {

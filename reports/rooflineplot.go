@@ -25,8 +25,10 @@ var (
 		roofline.ComputeBound:  color.RGBA{213, 94, 0, 255},    // vermilion
 		roofline.NonLinear:     color.RGBA{0, 158, 115, 255},   // green
 		roofline.NoCeiling:     color.RGBA{120, 120, 120, 255}, // grey
+		// Up-convert-bound quantized GEMVs (low-bit GEMV paper Eq. 3).
+		roofline.UpConvertBound: color.RGBA{204, 121, 167, 255}, // reddish purple
 	}
-	rooflineRegimeOrder = []roofline.Regime{roofline.MemoryBound, roofline.RidgeCrossing, roofline.ComputeBound, roofline.NonLinear, roofline.NoCeiling}
+	rooflineRegimeOrder = []roofline.Regime{roofline.MemoryBound, roofline.UpConvertBound, roofline.RidgeCrossing, roofline.ComputeBound, roofline.NonLinear, roofline.NoCeiling}
 	rooflineTargetColor = []color.Color{
 		color.RGBA{40, 40, 40, 255},
 		color.RGBA{204, 121, 167, 255},

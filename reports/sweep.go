@@ -1062,7 +1062,7 @@ func (d *sweepData) regimeMaps() []*regimeMap {
 
 var regimeShort = map[roofline.Regime]string{
 	roofline.MemoryBound: "MB", roofline.RidgeCrossing: "RC", roofline.ComputeBound: "CB",
-	roofline.NonLinear: "NL", roofline.NoCeiling: "NC",
+	roofline.NonLinear: "NL", roofline.NoCeiling: "NC", roofline.UpConvertBound: "UC",
 }
 
 // regimeSection: operator × batch map per machine.
@@ -1115,7 +1115,7 @@ func (r *sweepReport) regimeSection(b *bytes.Buffer) error {
 			}
 			rows = append(rows, row)
 		}
-		b.WriteString("Each entry: measured/predicted time (×), arithmetic intensity I (FLOP/byte), regime (MB memory-bound, RC ridge-crossing, CB compute-bound, NL non-linear, NC no ceiling), share of the phase's measured operator time (%); sums over workloads and placements at that batch.\n\n")
+		b.WriteString("Each entry: measured/predicted time (×), arithmetic intensity I (FLOP/byte), regime (MB memory-bound, UC up-convert-bound, RC ridge-crossing, CB compute-bound, NL non-linear, NC no ceiling), share of the phase's measured operator time (%); sums over workloads and placements at that batch.\n\n")
 		if err := MarkdownTable(b, header, rows); err != nil {
 			return err
 		}
@@ -1134,7 +1134,7 @@ func regimeCaption(maps []*regimeMap, prec string) string {
 		}
 		keys = append(keys, k)
 	}
-	return s + strings.Join(keys, "; ") + ". Text: measured/predicted (×), intensity I (FLOP/byte) or regime (MB memory-bound, RC ridge-crossing, CB compute-bound, NL non-linear, NC no ceiling), share of the phase's measured operator time (%)."
+	return s + strings.Join(keys, "; ") + ". Text: measured/predicted (×), intensity I (FLOP/byte) or regime (MB memory-bound, UC up-convert-bound, RC ridge-crossing, CB compute-bound, NL non-linear, NC no ceiling), share of the phase's measured operator time (%)."
 }
 
 // colourKey says what the colour of the map's cells shows.

@@ -502,6 +502,18 @@ type QuantEBW struct {
 	Points      []QuantEBWPoint `json:"points"`
 }
 
+// The two limits of the effective-bandwidth model (low-bit GEMV paper
+// §III-F, Eq. 3, ebw = min(β, B/γ)): QuantEBWPoint.Limit, and the
+// roofline's regime "up-convert-bound" (roofline.UpConvertBound) is
+// LimitUpConvert + "-bound", so the name is the same in every package.
+const (
+	// LimitMemory: β ≤ B/γ, the core draws all the bandwidth it is given.
+	LimitMemory = "memory"
+	// LimitUpConvert: B/γ < β, the up-convert-and-compute sequence, not
+	// DRAM, limits the GEMV.
+	LimitUpConvert = "up-convert"
+)
+
 // QuantEBWPoint is Eq. 3 at one thread count.
 type QuantEBWPoint struct {
 	Threads int `json:"threads"`
@@ -509,7 +521,7 @@ type QuantEBWPoint struct {
 	// at Threads, / Threads / ClockHz.
 	BetaBytesPerCycle float64 `json:"beta_bytes_per_cycle"`
 	// EBWBytesPerCycle is min(β, 32/γ) per core; Limit says which term
-	// ("memory" or "up-convert").
+	// (LimitMemory "memory" or LimitUpConvert "up-convert").
 	EBWBytesPerCycle float64 `json:"ebw_bytes_per_cycle"`
 	Limit            string  `json:"limit"`
 	// EBWGBps is the modeled total: Threads · ebw · ClockHz / 1e9.

@@ -40,7 +40,11 @@ type Analysis struct {
 	HeadTotals PlanTotals `json:"head_totals"`
 	// Model is the whole forward pass (prefill) or one decode step.
 	Model PlanTotals `json:"model_totals"`
-	Notes []string   `json:"notes,omitempty"`
+	// QuantRoof is the weight format's effective-bandwidth roof per core
+	// type on the cores target (low-bit GEMV paper Eq. 3, §IV-B), when the
+	// machine has γ for the format.
+	QuantRoof *QuantRoof `json:"quant_roof,omitempty"`
+	Notes     []string   `json:"notes,omitempty"`
 }
 
 // Analyze builds the catalog of arch for request r and places it on m at
@@ -65,6 +69,9 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 			a.Notes = append(a.Notes, fmt.Sprintf("target %s has no %s ceiling: not used", t.Name, prec))
 		}
 		a.Targets = append(a.Targets, ti)
+	}
+	if q, ok := m.byKind(KindCores)[0].QuantRoof(r.Weight); ok {
+		a.QuantRoof = &q
 	}
 	if len(m.byKind(KindMatrix)) == 0 {
 		a.Notes = append(a.Notes, "one compute target: no matrix unit in this machine, so no operator is ridge-crossing")
@@ -284,7 +291,8 @@ func ParseSweep(s string) (SweepVar, []int, error) {
 // the up-convert sustains, the other bytes at β, so the memory time is
 // N_w/rate + (Q − Q_w)/β with N_w the number of weights; where that is
 // above the time Place gave, it replaces it and the operator's note says
-// so. Operators placed elsewhere keep their time.
+// so, and its regime becomes UpConvertBound: the rate is below β only
+// where B/γ < β on some core. Operators placed elsewhere keep their time.
 func applyEffectiveBandwidth(m *Machine, weight string, ps []Placed) {
 	cores := m.byKind(KindCores)[0]
 	rate := cores.EffectiveGWeightsPerS[weight]
@@ -304,7 +312,8 @@ func applyEffectiveBandwidth(m *Machine, weight string, ps []Placed) {
 		p.Times[cores.Name] = mem
 		if p.Target == cores.Name {
 			p.Time = mem
-			note := fmt.Sprintf("weight roof: the %s GEMV's effective rate, %.3g G weights/s (up-convert or DRAM, low-bit GEMV Eq. 3)", weight, rate)
+			p.Regime = UpConvertBound
+			note := fmt.Sprintf("weight roof: the %s GEMV's effective rate, %.3g G weights/s = %.3g GB/s (Σ cores · min(β, B/γ) · f below β: up-convert-bound, low-bit GEMV Eq. 3)", weight, rate, rate*bpw)
 			if p.Note != "" {
 				note = p.Note + "; " + note
 			}

@@ -22,6 +22,13 @@ import (
 //	 "nonlinear": {"gelems_per_s": 20}}
 const MachineSchemaV1 = "bench.machine/v1"
 
+// MachineSchemaV2 adds per-core-type up-convert figures to the cores
+// target (core_types, bytes_per_vector, gb_bytes: the low-bit GEMV paper's
+// γ_P and γ_E, §III-F). It is a new version because machine files are read
+// strictly (unknown keys are errors), so a v1 reader would reject them;
+// ParseMachine reads both. See docs/profile-schema.md.
+const MachineSchemaV2 = "bench.machine/v2"
+
 // Target kinds. A machine may have any number of targets; placement uses the
 // kinds to apply SMEPilot's rules (§3.2): memory-bound work goes to the
 // "cores" target, ridge-crossing work to the best "matrix" target, and
@@ -64,6 +71,24 @@ type Target struct {
 	// be the limit. In weights, not bytes, because the catalog's bytes per
 	// weight of a format need not count its scales as the kernel's do.
 	EffectiveGWeightsPerS map[string]float64 `json:"effective_gweights_per_s,omitempty"`
+	// CoreTypes are the kinds of core of a cores target with the cycles
+	// their up-convert-and-compute sequence takes per output vector, γ per
+	// weight format (low-bit GEMV paper §III-F: P and E cores have their
+	// own γ_P, γ_E). With BytesPerVector they give a quantized GEMV's
+	// weight roof Σ_types cores · min(β, B/γ) · f (Eq. 3 summed over the
+	// chip, §IV-B), which fills EffectiveGWeightsPerS for formats it does
+	// not list. Schema v2 only.
+	CoreTypes []CoreType `json:"core_types,omitempty"`
+	// BytesPerVector is B per weight format: the bytes read from memory per
+	// output vector whose γ CoreTypes give (the paper's 2-bit kernel: 8,
+	// 1-bit: 4; the probe's γ is per 32 bytes of packed weights: 32).
+	BytesPerVector map[string]float64 `json:"bytes_per_vector,omitempty"`
+	// GBBytes is the number of bytes in one "GB" of this target's GB/s
+	// figures when converting them to and from bytes/cycle: 1e9 (the
+	// default, bench's unit) or 2^30 for the low-bit paper, whose printed
+	// β (97 GB/s / 8 cores / 4.1 GHz = 3.18 bytes/cycle) and modeled totals
+	// (≈37 GB/s on LNL) follow only with GiB (see PerCoreBytesPerCycle).
+	GBBytes float64 `json:"gb_bytes,omitempty"`
 	// Tile is the kernel's native output tile, used to round the Eq. 1 split.
 	Tile Tile `json:"tile,omitzero"`
 	// Components names the targets a mixed target runs on together (e.g.
@@ -71,6 +96,29 @@ type Target struct {
 	Components []string `json:"components,omitempty"`
 	// Source cites where each number comes from.
 	Source string `json:"source,omitempty"`
+}
+
+// CoreType is one kind of core of a cores target (low-bit GEMV paper
+// §III-F, §IV-B): how many, their loaded clock, β (the bytes/cycle one
+// core reads when all cores read at once) and γ per weight format (cycles
+// of up-convert and compute per output vector, from an L1-resident loop).
+type CoreType struct {
+	// Name is "P", "E", or "all" for a machine with one kind of core.
+	Name  string  `json:"name"`
+	Cores int     `json:"cores"`
+	GHz   float64 `json:"ghz"`
+	// BetaBytesPerCycle is β per core in bytes/cycle; 0 means derive it as
+	// the equal share of the target's bandwidth, BandwidthGBps · GBBytes /
+	// (all cores · GHz · 1e9) (§IV-B).
+	BetaBytesPerCycle float64 `json:"beta_bytes_per_cycle,omitempty"`
+	// GammaCycles is γ per weight format, cycles per output vector of
+	// BytesPerVector[format] bytes.
+	GammaCycles map[string]float64 `json:"gamma_cycles"`
+	// MeasuredBytesPerCycle is, per format, a GEMV's attained weight bytes
+	// per cycle per core on this machine (probe profiles only: matrix.gemv
+	// GB/s / threads / clock), for the Fig. 4 plot.
+	MeasuredBytesPerCycle map[string]float64 `json:"measured_bytes_per_cycle,omitempty"`
+	Source                string             `json:"source,omitempty"`
 }
 
 // Roof is an extra bandwidth roof (a cache level, a remote NUMA node) drawn
@@ -255,6 +303,9 @@ func (m *Machine) Validate(name string) error {
 		if t.Tile.M < 0 || t.Tile.N < 0 {
 			return fmt.Errorf("%s (%s): tile %dx%d: must be ≥ 0", where, t.Name, t.Tile.M, t.Tile.N)
 		}
+		if err := validateCoreTypes(fmt.Sprintf("%s (%s)", where, t.Name), t); err != nil {
+			return err
+		}
 	}
 	if cores != 1 {
 		return fmt.Errorf("%s: %d targets of kind \"cores\": need exactly one (non-linear operators run there)", name, cores)
@@ -314,10 +365,10 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 		return nil, fmt.Errorf("%s: not JSON: %w", name, err)
 	}
 	if head.Schema == nil {
-		return nil, fmt.Errorf("%s: missing key \"schema\" (want %q or %q)", name, MachineSchemaV1, results.SchemaV1)
+		return nil, fmt.Errorf("%s: missing key \"schema\" (want %q, %q or %q)", name, MachineSchemaV2, MachineSchemaV1, results.SchemaV1)
 	}
 	switch *head.Schema {
-	case MachineSchemaV1:
+	case MachineSchemaV1, MachineSchemaV2:
 		var m Machine
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
@@ -327,9 +378,17 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 		if m.Name == "" {
 			return nil, fmt.Errorf("%s: missing key \"name\"", name)
 		}
+		if m.Schema == MachineSchemaV1 {
+			for i, t := range m.Targets {
+				if len(t.CoreTypes) > 0 || len(t.BytesPerVector) > 0 || t.GBBytes != 0 {
+					return nil, fmt.Errorf("%s: targets[%d] (%s): core_types, bytes_per_vector and gb_bytes need schema %q", name, i, t.Name, MachineSchemaV2)
+				}
+			}
+		}
 		if err := m.Validate(name); err != nil {
 			return nil, err
 		}
+		m.fillEffectiveBandwidth()
 		return &m, nil
 	case results.SchemaV1:
 		var p results.Profile
@@ -338,7 +397,7 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 		}
 		return FromProfile(&p, name)
 	default:
-		return nil, fmt.Errorf("%s: schema %q: want %q or %q", name, *head.Schema, MachineSchemaV1, results.SchemaV1)
+		return nil, fmt.Errorf("%s: schema %q: want %q, %q or %q", name, *head.Schema, MachineSchemaV2, MachineSchemaV1, results.SchemaV1)
 	}
 }
 
@@ -356,7 +415,7 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	if len(p.Memory.Levels) == 0 {
 		return nil, fmt.Errorf("%s: missing key \"memory.levels\": the memory section has no per-level roofs", name)
 	}
-	m := &Machine{Schema: MachineSchemaV1, Name: p.Host}
+	m := &Machine{Schema: MachineSchemaV2, Name: p.Host}
 	if m.Name == "" {
 		m.Name = name
 	}
@@ -439,6 +498,41 @@ func addEffectiveBandwidth(m *Machine, p *results.Profile, name string) {
 	}
 	if len(src) > 0 {
 		cores.Source += fmt.Sprintf("; effective bandwidth of quantized GEMV from matrix.quant_ebw at %d threads: %s", cores.Workers, strings.Join(src, ", "))
+	}
+	// One core type, "all": the probe measures γ on one core and β as the
+	// DRAM read roof per thread (Fig. 4 of the low-bit paper for this
+	// machine; B = 32 bytes of packed weights per γ).
+	ct := CoreType{Name: "all", Cores: cores.Workers, GammaCycles: map[string]float64{},
+		Source: fmt.Sprintf("%s: probe matrix.quant_ebw at %d threads (γ per 32 B of packed weights, β the DRAM read roof per thread)", name, cores.Workers)}
+	for _, q := range p.Matrix.QuantEBW {
+		if !(q.GammaCycles > 0) || !(q.ClockHz > 0) {
+			continue
+		}
+		for _, pt := range q.Points {
+			if pt.Threads != cores.Workers || !(pt.BetaBytesPerCycle > 0) {
+				continue
+			}
+			if ct.GHz == 0 {
+				ct.GHz, ct.BetaBytesPerCycle = q.ClockHz/1e9, pt.BetaBytesPerCycle
+			}
+			if math.Abs(q.ClockHz/1e9-ct.GHz) > 1e-9*ct.GHz {
+				continue // one clock per core type
+			}
+			ct.GammaCycles[q.Format] = q.GammaCycles
+			if cores.BytesPerVector == nil {
+				cores.BytesPerVector = map[string]float64{}
+			}
+			cores.BytesPerVector[q.Format] = 32
+			if pt.MeasuredGBps > 0 {
+				if ct.MeasuredBytesPerCycle == nil {
+					ct.MeasuredBytesPerCycle = map[string]float64{}
+				}
+				ct.MeasuredBytesPerCycle[q.Format] = pt.MeasuredGBps * 1e9 / float64(pt.Threads) / q.ClockHz
+			}
+		}
+	}
+	if cores.Workers > 0 && len(ct.GammaCycles) > 0 {
+		cores.CoreTypes = []CoreType{ct}
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/reports"
+	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -40,6 +41,7 @@ type rooflineOptions struct {
 	Sweep   string
 	JSON    string
 	PNG     string
+	EBWPlot string
 
 	// Parsed by RunE.
 	routing   roofline.Routing
@@ -73,7 +75,9 @@ seconds scaled for display.`,
 		Example: `  bench roofline --profile m4-pro --model qwen3-4b --phase decode --batch 8 --context 2048
   bench roofline --profile m4-pro --model llama-3.2-3b --phase prefill --tokens 1024 --png roofline.png
   bench roofline --profile m4-pro --model qwen3-30b-a3b --phase prefill --routing zipf:1.2
-  bench roofline --profile m4-pro --model llama-3.2-3b --sweep batch=1..64 --png sweep.png`,
+  bench roofline --profile m4-pro --model llama-3.2-3b --sweep batch=1..64 --png sweep.png
+  bench roofline --profile lnl --model meta-llama-3-8b --dtype int1
+  bench roofline --profile lnl --ebw-plot fig4.png`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -99,6 +103,7 @@ seconds scaled for display.`,
 	f.StringVar(&opts.Sweep, "sweep", "", "sweep one shape variable and report regime changes: batch=1..64, tokens=128..8k, context=1k..32k, or a list batch=1,8,64")
 	f.StringVar(&opts.JSON, "json", "", "write the analysis as JSON to this file ('-' for stdout instead of tables)")
 	f.StringVar(&opts.PNG, "png", "", "draw the roofline (or, with --sweep, the sweep) to this PNG file")
+	f.StringVar(&opts.EBWPlot, "ebw-plot", "", "draw the low-bit GEMV paper's Fig. 4 for the machine (ebw = min(β, B/γ) per core against β, one line per format and core type) to this PNG, and its table to the same name with .md; --model is then optional")
 	return cmd
 }
 
@@ -107,7 +112,10 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	if o.Profile == "" {
 		return errors.New("roofline: --profile: required (a profile.json, a bench.machine/v1 file, or one of " + strings.Join(roofline.PublishedNames(), ", ") + ")")
 	}
-	if o.Model == "" {
+	if o.EBWPlot != "" && !strings.HasSuffix(strings.ToLower(o.EBWPlot), ".png") {
+		return fmt.Errorf("roofline: --ebw-plot %q: must end in .png (the table goes to the same name with .md)", o.EBWPlot)
+	}
+	if o.Model == "" && o.EBWPlot == "" {
 		return errors.New("roofline: --model: required (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
 	}
 	if o.Phase != roofline.Prefill && o.Phase != roofline.Decode {
@@ -190,6 +198,14 @@ func rooflineRun(o *rooflineOptions) error {
 	m, err := loadMachine(o.Profile)
 	if err != nil {
 		return fmt.Errorf("roofline: %w", err)
+	}
+	if o.EBWPlot != "" {
+		if err := writeEBWPlot(o, m); err != nil {
+			return err
+		}
+		if o.Model == "" {
+			return nil
+		}
 	}
 	cfg, err := models.Load(o.Model)
 	if err != nil {
@@ -348,6 +364,12 @@ func writeAnalysis(w io.Writer, a *roofline.Analysis) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if q := a.QuantRoof; q != nil {
+		fmt.Fprintln(w)
+		if err := writeQuantRoof(w, q); err != nil {
+			return err
+		}
+	}
 	names := make([]string, len(a.Targets))
 	for i, tg := range a.Targets {
 		names[i] = tg.Name
@@ -446,5 +468,61 @@ func writeSweep(w io.Writer, m *roofline.Machine, arch roofline.Arch, r roofline
 		fmt.Fprintf(w, "- %s\n", n)
 	}
 	fmt.Fprintf(w, "- a change at value x means the operator is in the new regime from x on (first value of the sweep that shows it)\n")
+	return nil
+}
+
+// gbUnit names the GB of a quantized roof's GB/s figures.
+func gbUnit(q *roofline.QuantRoof) string {
+	if q.GBBytes == roofline.GiB {
+		return "GB/s as the source counts it: 2^30 bytes"
+	}
+	return "GB/s = 1e9 bytes/s"
+}
+
+// writeQuantRoof prints a quantized GEMV's memory roof per core type:
+// the low-bit GEMV paper's Eq. 3 (ebw = min(β, B/γ) bytes/cycle per core)
+// times cores and clock, summed over core types (§IV-B).
+func writeQuantRoof(w io.Writer, q *roofline.QuantRoof) error {
+	fmt.Fprintf(w, "%s GEMV memory roof, low-bit GEMV paper Eq. 3 per core type (B = %g bytes per output vector; %s):\n\n", q.Format, q.BytesPerVector, gbUnit(q))
+	t := newMarkdown(w, "core type", "cores", "GHz", "β (B/cycle)", "γ (cycles)", "B/γ (B/cycle)", "ebw (B/cycle)", "limit", "per core (GB/s)", "cores × (GB/s)")
+	for _, ct := range q.Types {
+		t.Append([]string{ct.Name, fmt.Sprint(ct.Cores), fmt.Sprintf("%.3g", ct.GHz), fmt.Sprintf("%.3g (%s)", ct.Beta, ct.BetaFrom),
+			fmt.Sprintf("%.4g", ct.Gamma), fmt.Sprintf("%.3g", ct.UpConvert), fmt.Sprintf("%.3g", ct.EBW), ct.Limit,
+			fmt.Sprintf("%.3g", ct.PerCoreGBps), fmt.Sprintf("%.3g", ct.GBps)})
+	}
+	total := fmt.Sprintf("%.3g", q.SumGBps)
+	if q.GBps < q.SumGBps {
+		total = fmt.Sprintf("%.3g, capped at the read bandwidth %.3g", q.SumGBps, q.GBps)
+	}
+	t.Append([]string{"Σ", "", "", "", "", "", "", q.Limit, "", total})
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s GEMV weight roof: %.3g GB/s of %.3g GB/s read bandwidth (%.0f%%); %s\n", q.Format, q.GBps, q.BandwidthGBps, 100*q.GBps/q.BandwidthGBps, roofline.UpConvertBoundNote(q))
+	return nil
+}
+
+// writeEBWPlot writes the Fig. 4 PNG and its Markdown table (beside it,
+// .md) atomically and prints the table.
+func writeEBWPlot(o *rooflineOptions, m *roofline.Machine) error {
+	mdName := strings.TrimSuffix(o.EBWPlot, filepath.Ext(o.EBWPlot)) + ".md"
+	md, err := reports.EBWMarkdown(m, filepath.Base(o.EBWPlot))
+	if err != nil {
+		return fmt.Errorf("roofline: --ebw-plot: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := reports.EBWPNG(&buf, m); err != nil {
+		return fmt.Errorf("roofline: --ebw-plot: %w", err)
+	}
+	if err := results.WriteFileAtomic(o.EBWPlot, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("roofline: --ebw-plot: %w", err)
+	}
+	if err := results.WriteFileAtomic(mdName, []byte(md), 0o644); err != nil {
+		return fmt.Errorf("roofline: --ebw-plot: %w", err)
+	}
+	if o.JSON != "-" {
+		fmt.Fprint(o.IO.Out, md)
+		fmt.Fprintf(o.IO.Out, "\nwrote %s and %s\n", o.EBWPlot, mdName)
+	}
 	return nil
 }

@@ -156,6 +156,8 @@ func TestRooflineBadInput(t *testing.T) {
 		{[]string{"--profile", "m5-max", "--model", "qwen3-0.6b"}, "not a file, and no published profile"},
 		{[]string{"--profile", "m4-pro", "--model", "gpt-5"}, `model "gpt-5": not a shipped config`},
 		{[]string{"--profile", "m4-pro", "--model", "qwen3-0.6b", "extra"}, "unknown command"},
+		{[]string{"--profile", "m4-pro", "--ebw-plot", filepath.Join(dir, "f.png")}, "roofline: --ebw-plot: machine m4-pro: no up-convert γ per core type"},
+		{[]string{"--profile", "lnl", "--ebw-plot", filepath.Join(dir, "f.svg")}, `roofline: --ebw-plot "`},
 	} {
 		code, _, errs := runRoofline(t, c.args...)
 		if code == 0 || !strings.Contains(errs, c.want) {
@@ -182,5 +184,43 @@ func TestRooflineOptionDefaults(t *testing.T) {
 	}
 	if got.Tokens != 1 || got.Context != 1024 {
 		t.Errorf("decode defaults: %+v", got)
+	}
+}
+
+// `bench roofline --profile lnl --dtype int1` reproduces the low-bit GEMV
+// paper's ≈37 GB/s modeled 1-bit total on LNL (§IV-B) and calls the GEMVs
+// up-convert-bound; int2 gets the full 97 GB/s; --ebw-plot writes Fig. 4.
+func TestRooflineLNLQuantRoof(t *testing.T) {
+	code, out, errs := runRoofline(t, "--profile", "lnl", "--model", "meta-llama-3-8b", "--dtype", "int1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"int1 GEMV memory roof, low-bit GEMV paper Eq. 3 per core type (B = 4",
+		"| P         | 4     | 4.1 | 3.18 (published) | 2.4", "| 6.36 ", "| 2.93 ", "int1 GEMV weight roof: 37.2 GB/s of 97 GB/s",
+		"| gate_proj ", "up-convert-bound"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("int1 output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runRoofline(t, "--profile", "lnl", "--model", "meta-llama-3-8b", "--dtype", "int2")
+	if code != 0 || !strings.Contains(out, "int2 GEMV weight roof: 97 GB/s of 97 GB/s read bandwidth (100%)") || strings.Contains(out, "up-convert-bound") {
+		t.Errorf("int2: exit %d %s\n%s", code, errs, out)
+	}
+	dir := t.TempDir()
+	fig := filepath.Join(dir, "fig4.png")
+	code, out, errs = runRoofline(t, "--profile", "lnl", "--ebw-plot", fig)
+	if code != 0 || !strings.Contains(out, "| int1 | 37.2 GB/s |") {
+		t.Fatalf("--ebw-plot: exit %d %s\n%s", code, errs, out)
+	}
+	f, err := os.Open(fig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", fig, err)
+	}
+	if md, err := os.ReadFile(filepath.Join(dir, "fig4.md")); err != nil || !strings.Contains(string(md), "![ebw per core against β per core](fig4.png)") {
+		t.Errorf("fig4.md: %v\n%s", err, md)
 	}
 }
