@@ -69,7 +69,15 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 	p.Y.Label.Text = "ebw: effective bandwidth per core (bytes/cycle)"
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
-	p.X.Min, p.Y.Min, p.X.Max, p.Y.Max = 0, 0, xmax, xmax
+	// Head room above the highest cap for the legend (top left).
+	ymax := 0.0
+	for _, f := range formats {
+		for _, ct := range cores.CoreTypes {
+			ymax = math.Max(ymax, math.Min(xmax, cores.BytesPerVector[f]/ct.GammaCycles[f]))
+		}
+	}
+	ymax *= 1.2 + 0.12*float64(len(formats)*len(cores.CoreTypes))
+	p.X.Min, p.Y.Min, p.X.Max, p.Y.Max = 0, 0, xmax, ymax
 	for i, f := range formats {
 		col, ok := ebwFormatColor[f]
 		if !ok {
@@ -91,7 +99,7 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 				l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
 			}
 			p.Add(l)
-			p.Legend.Add(fmt.Sprintf("%s, %s cores: min(β, %g/%g = %.3g)", f, ct.Name, cores.BytesPerVector[f], ct.GammaCycles[f], cap), l)
+			p.Legend.Add(fmt.Sprintf("%s, %s cores: min(β, %g/%.4g = %.3g)", f, ct.Name, cores.BytesPerVector[f], ct.GammaCycles[f], cap), l)
 			if ms := ct.MeasuredBytesPerCycle[f]; ms > 0 && ct.BetaBytesPerCycle > 0 {
 				sc, err := plotter.NewScatter(plotter.XYs{{X: ct.BetaBytesPerCycle, Y: ms}})
 				if err != nil {
@@ -114,7 +122,7 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 		} else if strings.Contains(ct.Source, "probe") {
 			from = "probed"
 		}
-		bar, err := plotter.NewLine(plotter.XYs{{X: beta, Y: 0}, {X: beta, Y: xmax}})
+		bar, err := plotter.NewLine(plotter.XYs{{X: beta, Y: 0}, {X: beta, Y: ymax}})
 		if err != nil {
 			return err
 		}
@@ -122,7 +130,7 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 		bar.Width = vg.Points(1.5)
 		bar.Dashes = []vg.Length{vg.Points(2), vg.Points(2)}
 		p.Add(bar)
-		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: beta, Y: xmax * (0.97 - 0.05*float64(j))}},
+		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: beta, Y: ymax * (0.55 - 0.05*float64(j))}},
 			Labels: []string{fmt.Sprintf(" β_%s = %.3g (%s)", ct.Name, beta, from)}})
 		if err != nil {
 			return err
