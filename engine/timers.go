@@ -176,3 +176,28 @@ func Totals(ts []Timing) []Timing {
 	})
 	return out
 }
+
+// IsLinear reports whether op multiplies by a weight matrix: the
+// projections, the FFN's gate, up and down, the MoE router and routed
+// experts (OpExperts also times the experts' SiLU-mul, a small share), and
+// the LM head. In decode these are the GEMVs whose share α of the time
+// bounds a lower-bit format's speedup (low-bit GEMV paper §IV-D, Eq. 4).
+func IsLinear(op string) bool {
+	switch op {
+	case OpQProj, OpKProj, OpVProj, OpOProj, OpGateProj, OpUpProj, OpDownProj, OpRouter, OpExperts, OpLMHead:
+		return true
+	}
+	return false
+}
+
+// LinearSeconds sums the measured seconds of the linear operators
+// (IsLinear) of one phase, over layers and calls.
+func LinearSeconds(ts []Timing, phase string) float64 {
+	s := 0.0
+	for _, t := range ts {
+		if t.Phase == phase && IsLinear(t.Op) {
+			s += t.Seconds
+		}
+	}
+	return s
+}

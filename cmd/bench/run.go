@@ -38,6 +38,7 @@ type runOptions struct {
 	Profile      string
 	Seed         uint64
 	JSON         bool
+	Amdahl       bool
 }
 
 func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
@@ -89,10 +90,16 @@ Synthetic weights are drawn as for fp32 and quantized layer by layer;
 GGUF Q8_0 and Q4_0 matrices are loaded quantized whatever this flag says,
 and with it their other matrices are quantized too (fp32: a file's
 quantized matrices are dequantized).
+With quantized weights the run then decodes the same steps again with
+synthetic bf16 weights (same shapes, prompts and threads) and prints the
+low-bit GEMV paper's Amdahl bound (Eq. 4, §IV-D), all measured: α, the
+bf16 run's share of decode time in the linear operators; x, the GEMV
+speedup (Σ linear timers, bf16 / this format); s = 1/((1−α) + α/x); and
+the end-to-end decode speedup beside it (--amdahl=false skips this).
 --layers N instantiates only the first N decoder layers (0: all; a GGUF
 file's later layers are not read); times are then for N layers and the
 per-layer columns say what one layer costs.
---profile is a profile.json, a bench.machine/v1 file or a published profile.`,
+--profile is a profile.json, a bench.machine/v1 or v2 file or a published profile.`,
 		Example: `  bench run --weights engine/testdata/stories260K/stories260K.bin --prompt-tokens 64 --gen-tokens 32
   bench run --model qwen3-0.6b --weights synthetic --layers 2 --prompt-tokens 128 --gen-tokens 16 --profile results/host/profile.json
   bench run --model qwen3-30b-a3b --layers 1 --batch 4 --placement mixed --json`,
@@ -111,6 +118,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name, path to a HuggingFace config.json or a GGUF file (its shapes); or a GGUF file alone, to run its weights")
 	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin) or a GGUF file (.gguf)")
 	f.StringVar(&opts.WeightDType, "weight-dtype", "", "linear weights: fp32, q8_0, q4_0, int2 or int1 (default: fp32 for synthetic weights, as stored for a file)")
+	f.BoolVar(&opts.Amdahl, "amdahl", true, "with quantized weights and --gen-tokens > 0: decode the same steps again with synthetic bf16 weights on the same threads and print the low-bit GEMV paper's Eq. 4 as measured (α, GEMV speedup x, bound, end-to-end speedup); --amdahl=false skips the second decode")
 	f.IntVar(&opts.Layers, "layers", 0, "decoder layers to instantiate (0: all)")
 	f.IntVar(&opts.PromptTokens, "prompt-tokens", 128, "prompt tokens prefilled in one call (T)")
 	f.IntVar(&opts.GenTokens, "gen-tokens", 32, "tokens decoded greedily after the prefill (G)")
@@ -213,6 +221,7 @@ type runResult struct {
 	PredictedTPOT *float64   `json:"predicted_tpot_s,omitempty"`
 	Ops           []runOp    `json:"operators"`
 	Checks        []runCheck `json:"checks,omitempty"`
+	Amdahl        *runAmdahl `json:"amdahl,omitempty"`
 	Notes         []string   `json:"notes,omitempty"`
 }
 
@@ -579,6 +588,16 @@ func runRun(o *runOptions) error {
 	if err := runStandaloneChecks(m, &res, b.Timings(), T, B); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	if o.Amdahl && m.Quant != nil && G > 0 {
+		// This run's pinned workers must not compete with the reference's.
+		threads := m.Threads
+		m.Close()
+		if a, err := measureAmdahl(c, o.Seed, threads, prompts, G, decode, b.Timings()); err != nil {
+			res.Notes = append(res.Notes, "Amdahl bound (Eq. 4) not measured: "+err.Error())
+		} else {
+			res.Amdahl = a
+		}
+	}
 
 	if o.JSON {
 		data, err := json.Marshal(res)
@@ -721,6 +740,9 @@ func writeRun(w io.Writer, r *runResult) error {
 		if err := t.Render(); err != nil {
 			return err
 		}
+	}
+	if r.Amdahl != nil {
+		writeAmdahl(w, r.Amdahl, r.WeightDType, r.GenTokens, r.Batch)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s", n)

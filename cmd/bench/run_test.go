@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cpubench/bench/roofline"
 )
 
 const stories = "../../engine/testdata/stories260K/stories260K.bin"
@@ -231,6 +233,14 @@ func TestRunWeightDType(t *testing.T) {
 		if !strings.Contains(roof, dt+" weights + KV per step") {
 			t.Errorf("%s: roof check %q", dt, roof)
 		}
+		// Eq. 4 from a second, bf16 decode of the same steps: every figure
+		// measured, the bound the formula at them.
+		if a := r.Amdahl; (dt == "fp32") != (a == nil) {
+			t.Errorf("%s: amdahl %+v", dt, a)
+		} else if a != nil && (!(a.Alpha > 0 && a.Alpha <= 1 && a.X > 0 && a.Measured > 0) || a.X != a.GEMVBF16S/a.GEMVS ||
+			a.Bound != roofline.AmdahlSpeedup(a.Alpha, a.X) || !strings.Contains(a.Reference, "bf16")) {
+			t.Errorf("%s: amdahl %+v", dt, a)
+		}
 	}
 	// fp32 holds a raw and a packed copy (8 bytes per weight); the
 	// quantized formats their packed blocks, plus the fp32 embedding table.
@@ -242,10 +252,14 @@ func TestRunWeightDType(t *testing.T) {
 		t.Fatalf("tables: exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"weights: q4_0 (kernels/quant backend ", "activations quantized to int8 per 32-element block as llama.cpp does",
-		"MB resident", "| decode  | q_proj", "| prefill | lm_head"} {
+		"MB resident", "| decode  | q_proj", "| prefill | lm_head", "Amdahl bound (low-bit GEMV paper Eq. 4), measured: the same 1 decode steps",
+		"- α = ", "- x = ", "measured GEMV speedup of q4_0 over bf16 weights", "- bound s = 1/((1−α) + α/x) = ", "measured end-to-end decode speedup"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if code, out, _ := run(t, "run", "--model", model, "--weight-dtype", "q4_0", "--prompt-tokens", "4", "--gen-tokens", "1", "--profile", "none", "--amdahl=false"); code != 0 || strings.Contains(out, "Amdahl") {
+		t.Errorf("--amdahl=false: exit %d\n%s", code, out)
 	}
 	for _, c := range []struct {
 		args []string
