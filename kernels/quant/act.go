@@ -21,6 +21,7 @@ type Activations struct {
 	sum   []int32   // pairs × M × 2: Σq per block
 	corrZ []int32   // pairs × M × 2: −o·Σq/8, the zmm kernels' accumulator start
 	corrY []int32   // pairs × M × 2: −o·Σq/4, the ymm kernels'
+	kx    []uint32  // the K-quants' terms (kquant.go quantizeK)
 }
 
 func grow[T any](s []T, n int) []T {
@@ -44,7 +45,7 @@ func (a *Activations) Quantize(f Format, x []float32, m, k int) error {
 		return fmt.Errorf("quant: activations %d×%d (%d values): want K a positive multiple of %d and M·K values", m, k, len(x), BlockLen)
 	}
 	a.Format, a.M, a.K = f, m, k
-	a.pairs = (k + pairLen - 1) / pairLen
+	a.pairs = f.pairsFor(k)
 	np := m * a.pairs
 	a.q = grow(a.q, np*pairLen)
 	a.d = grow(a.d, np*2)
@@ -84,5 +85,6 @@ func (a *Activations) Quantize(f Format, x []float32, m, k int) error {
 			a.corrZ[i], a.corrY[i] = -o*s/8, -o*s/4
 		}
 	}
+	a.quantizeK()
 	return nil
 }

@@ -10,7 +10,8 @@ import (
 // strides (its first and last element included): each is recomputed in
 // float64 from the dequantized weights and the unquantized activations and
 // must lie within the package doc's bound, Σ_blocks (d_x/2)·Σ|w| +
-// 2^-20·Σ|w·x| + 2^-126 with d_x = max|x_block|/127. It returns the sum of
+// 2^-20·Σ|w·x| + 2^-126 with d_x = max|x_block|/127 (for q4_k
+// 2^-20·Σ(|d·sc·q| + |dmin·m|)·|x|: its kernels sum the two terms apart). It returns the sum of
 // the sampled elements (a measurement's checksum) and an error naming the
 // first element out of bounds.
 func CheckSample(w *Matrix, x, y []float32, M, n int) (float64, error) {
@@ -21,6 +22,7 @@ func CheckSample(w *Matrix, x, y []float32, M, n int) (float64, error) {
 	total := M * N
 	n = min(max(n, 1), total)
 	var sum float64
+	vals, mags := make([]float32, K), make([]float64, K)
 	for s := range n {
 		idx := 0
 		if n > 1 {
@@ -28,14 +30,14 @@ func CheckSample(w *Matrix, x, y []float32, M, n int) (float64, error) {
 		}
 		i, j := idx/N, idx%N
 		var ref, mag, bound float64
+		w.rowTerms(j, vals, mags)
 		for blk := range K / BlockLen {
-			d, q := w.block(j, blk)
 			xb := x[i*K+blk*BlockLen:][:BlockLen]
 			var amax, wabs float64
 			for e, v := range xb {
-				wv := float64(d) * float64(q[e])
+				wv := float64(vals[blk*BlockLen+e])
 				ref += wv * float64(v)
-				mag += math.Abs(wv * float64(v))
+				mag += mags[blk*BlockLen+e] * math.Abs(float64(v))
 				wabs += math.Abs(wv)
 				amax = max(amax, math.Abs(float64(v)))
 			}

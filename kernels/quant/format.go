@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// Format is a block-quantized weight format: "q8_0" or "q4_0" (see the
-// package doc).
+// Format is a block-quantized weight format: "q8_0", "q4_0", "int2",
+// "int1", "q4_k", "q6_k", "tq2_0" or "tq1_0" (see the package doc).
 type Format string
 
 // The weight formats.
@@ -20,13 +20,40 @@ const (
 	// with a per-32 fp16 scale (not GGUF formats).
 	Int2 Format = "int2"
 	Int1 Format = "int1"
+	// Q4_K and Q6_K are GGUF's 256-weight super-block formats (ggml-common.h
+	// block_q4_K, block_q6_K), packed in their own layouts (kquant.go).
+	Q4_K Format = "q4_k"
+	Q6_K Format = "q6_k"
+	// TQ2_0 and TQ1_0 are GGUF's ternary formats (block_tq2_0,
+	// block_tq1_0), repacked exactly into the int2 layout (tq.go).
+	TQ2_0 Format = "tq2_0"
+	TQ1_0 Format = "tq1_0"
 )
 
 // Formats lists the formats in a stable order.
-func Formats() []Format { return []Format{Q8_0, Q4_0, Int2, Int1} }
+func Formats() []Format { return []Format{Q8_0, Q4_0, Int2, Int1, Q4_K, Q6_K, TQ2_0, TQ1_0} }
 
-// GGUF reports whether f is a GGUF tensor type (Q8_0, Q4_0).
-func (f Format) GGUF() bool { return f == Q8_0 || f == Q4_0 }
+// GGUF reports whether f is a GGUF tensor type (Q8_0, Q4_0, Q4_K, Q6_K,
+// TQ2_0, TQ1_0).
+func (f Format) GGUF() bool {
+	switch f {
+	case Q8_0, Q4_0, Q4_K, Q6_K, TQ2_0, TQ1_0:
+		return true
+	}
+	return false
+}
+
+// layout is the format whose packed layout and kernels f uses: int2 for
+// the ternary formats, f itself otherwise.
+func (f Format) layout() Format {
+	if f == TQ2_0 || f == TQ1_0 {
+		return Int2
+	}
+	return f
+}
+
+// kquant reports whether f is a super-block K-quant (Q4_K, Q6_K).
+func (f Format) kquant() bool { return f == Q4_K || f == Q6_K }
 
 // ParseFormat checks s ("q8_0", "Q8_0", "q4_0", ...).
 func ParseFormat(s string) (Format, error) {
@@ -34,7 +61,7 @@ func ParseFormat(s string) (Format, error) {
 	if slices.Contains(Formats(), f) {
 		return f, nil
 	}
-	return "", fmt.Errorf("quant: format %q: want q8_0, q4_0, int2 or int1", s)
+	return "", fmt.Errorf("quant: format %q: want q8_0, q4_0, int2, int1, q4_k, q6_k, tq2_0 or tq1_0", s)
 }
 
 // BlockLen is the number of weights per block (ggml's QK8_0 = QK4_0 = 32).
@@ -45,8 +72,13 @@ const pairLen = 2 * BlockLen
 
 // offset is o of the package doc: the kernels' unsigned value is q + o.
 func (f Format) offset() int32 {
-	if f == Q8_0 {
+	switch f.layout() {
+	case Q8_0:
 		return 128
+	case Q4_K:
+		return 0
+	case Q6_K:
+		return 32
 	}
 	return 8
 }
@@ -57,7 +89,7 @@ func (f Format) offset() int32 {
 // the 8 lanes a block spans in a zmm, which the corrections need) and the
 // scale is stored divided by mult.
 func (f Format) mult() int32 {
-	switch f {
+	switch f.layout() {
 	case Int2:
 		return 4
 	case Int1:
@@ -68,9 +100,11 @@ func (f Format) mult() int32 {
 
 // pairBytes is the packed size of one block pair's quants.
 func (f Format) pairBytes() int {
-	switch f {
-	case Q4_0:
+	switch f.layout() {
+	case Q4_0, Q4_K:
 		return 32
+	case Q6_K:
+		return 48
 	case Int2:
 		return 16
 	case Int1:
@@ -82,8 +116,10 @@ func (f Format) pairBytes() int {
 // getU returns the kernels' unsigned value at lane position pos of a packed
 // pair q (the stored field times mult).
 func (f Format) getU(q []byte, pos int) int32 {
-	switch f {
-	case Q4_0:
+	switch f.layout() {
+	case Q6_K: // low nibble as q4_0 in bytes 0..31, high 2 bits as int2 in bytes 32..47
+		return Q4_0.getU(q, pos) | int32(q[32+pos%16]>>(2*(pos/16))&3)<<4
+	case Q4_0, Q4_K:
 		if pos < 32 {
 			return int32(q[pos] & 0x0f)
 		}
@@ -99,8 +135,11 @@ func (f Format) getU(q []byte, pos int) int32 {
 // putU stores field v (a q8_0 byte, a q4_0 nibble, an int2 field, an int1
 // bit) at lane position pos of a zeroed packed pair q.
 func (f Format) putU(q []byte, pos int, v uint8) {
-	switch f {
-	case Q4_0:
+	switch f.layout() {
+	case Q6_K:
+		Q4_0.putU(q, pos, v&0x0f)
+		q[32+pos%16] |= (v >> 4 & 3) << (2 * (pos / 16))
+	case Q4_0, Q4_K:
 		if pos < 32 {
 			q[pos] |= v & 0x0f
 		} else {
@@ -115,17 +154,47 @@ func (f Format) putU(q []byte, pos int, v uint8) {
 	}
 }
 
-// GGUFBlockBytes is the size in bytes of one block as GGUF stores it: the
-// fp16 scale and the quants (34 for q8_0, 18 for q4_0); for int2 and int1,
-// which GGUF lacks, the same count for the fp16 scale and the packed
-// fields (10 and 6).
+// GGUFBlockBytes is the size in bytes of one block as GGUF stores it
+// (GGUFBlockLen weights): the fp16 scale and the quants (34 for q8_0, 18
+// for q4_0); for int2 and int1, which GGUF lacks, the same count for the
+// fp16 scale and the packed fields (10 and 6); 144 (q4_k), 210 (q6_k), 66
+// (tq2_0) and 54 (tq1_0) per 256-weight super-block.
 func (f Format) GGUFBlockBytes() int {
+	switch f {
+	case Q4_K:
+		return 144
+	case Q6_K:
+		return 210
+	case TQ2_0:
+		return 66
+	case TQ1_0:
+		return 54
+	}
 	return 2 + f.pairBytes()/2
 }
 
-// BytesPerWeight is the resident size per weight, scales included:
-// 1.0625 (q8_0), 0.5625 (q4_0), 0.3125 (int2), 0.1875 (int1).
-func (f Format) BytesPerWeight() float64 { return float64(f.GGUFBlockBytes()) / BlockLen }
+// GGUFBlockLen is the number of weights per GGUF block: 32, or 256 (QK_K)
+// for q4_k, q6_k, tq2_0 and tq1_0.
+func (f Format) GGUFBlockLen() int {
+	switch f {
+	case Q4_K, Q6_K, TQ2_0, TQ1_0:
+		return SuperLen
+	}
+	return BlockLen
+}
+
+// BytesPerWeight is the resident (packed) size per weight, scales
+// included: 1.0625 (q8_0), 0.5625 (q4_0), 0.3125 (int2 and the ternary
+// formats, held as int2: a GGUF file stores tq2_0 at 0.2578 and tq1_0 at
+// 0.2109), 0.1875 (int1), 0.5625 (q4_k, as the file) and 0.828125 (q6_k,
+// the file's 0.8203 plus 2 bytes of alignment per super-block and row).
+func (f Format) BytesPerWeight() float64 {
+	switch f {
+	case Q4_K, Q6_K:
+		return float64(SuperLen*f.pairBytes()/pairLen+4*f.metaWords()) / SuperLen
+	}
+	return float64(f.layout().GGUFBlockBytes()) / BlockLen
+}
 
 // Matrix is an N×K weight matrix in a block format, packed (see the package
 // doc) in panels of PanelRows rows: pair p of the rows of panel t is stored
@@ -135,9 +204,9 @@ func (f Format) BytesPerWeight() float64 { return float64(f.GGUFBlockBytes()) / 
 type Matrix struct {
 	Format Format
 	N, K   int
-	pairs  int      // block pairs per row: ceil(K/64)
+	pairs  int      // block pairs per row: ceil(K/64) (K-quants: 4·ceil(K/256))
 	q      []byte   // panels × pairs × PanelRows × Format.pairBytes()
-	d      []uint32 // panels × pairs × PanelRows: a pair's two fp16 scales, block 0 low
+	d      []uint32 // panels × pairs × PanelRows: a pair's two fp16 scales, block 0 low (K-quants: kquant.go's super-block words)
 }
 
 // PanelRows is the number of W rows per packed panel, the microkernels'
@@ -158,13 +227,34 @@ func newMatrix(f Format, n, k int) (*Matrix, error) {
 	if k%BlockLen != 0 {
 		return nil, fmt.Errorf("quant: %s matrix %d×%d: K must be a multiple of the block length %d", f, n, k, BlockLen)
 	}
-	pairs := (k + pairLen - 1) / pairLen
+	pairs := f.pairsFor(k)
 	rows := (n + PanelRows - 1) / PanelRows * PanelRows
 	if int64(rows)*int64(pairs)*int64(f.pairBytes()) > math.MaxInt32*16 {
 		return nil, fmt.Errorf("quant: %s matrix %d×%d: too large", f, n, k)
 	}
+	words := rows * pairs
+	if f.kquant() {
+		words = rows * (pairs / superPairs) * f.metaWords()
+	}
 	return &Matrix{Format: f, N: n, K: k, pairs: pairs,
-		q: make([]byte, rows*pairs*f.pairBytes()), d: make([]uint32, rows*pairs)}, nil
+		q: make([]byte, rows*pairs*f.pairBytes()), d: make([]uint32, words)}, nil
+}
+
+// pairsFor is the number of packed block pairs of a row of k weights:
+// ceil(k/64), for the K-quants whole super-blocks (4·ceil(k/256)).
+func (f Format) pairsFor(k int) int {
+	if f.kquant() {
+		return (k + SuperLen - 1) / SuperLen * superPairs
+	}
+	return (k + pairLen - 1) / pairLen
+}
+
+// dPanel is the number of w.d words per panel.
+func (w *Matrix) dPanel() int {
+	if w.Format.kquant() {
+		return w.pairs / superPairs * PanelRows * w.Format.metaWords()
+	}
+	return w.pairs * PanelRows
 }
 
 // idx is the index of row r's pair p among the packed pairs (multiply by
@@ -203,8 +293,13 @@ func (w *Matrix) block(r, blk int) (float32, [BlockLen]int32) {
 }
 
 // Dequantize returns W as row-major N×K float32 (w = d·q), exactly as
-// ggml's dequantize_row_q8_0 / _q4_0 compute it.
+// ggml's dequantize_row_q8_0 / _q4_0 / _q4_K / _q6_K / _tq2_0 / _tq1_0
+// compute it (the ternary formats equal as values: a zero of a 32-weight
+// block that holds a TQ2_0 code 3, stored with scale −d/4, is −0).
 func (w *Matrix) Dequantize() []float32 {
+	if w.Format.kquant() {
+		return w.dequantizeK()
+	}
 	out := make([]float32, w.N*w.K)
 	for r := range w.N {
 		for blk := range w.K / BlockLen {
@@ -218,13 +313,21 @@ func (w *Matrix) Dequantize() []float32 {
 	return out
 }
 
-// FromGGUF packs an N×K tensor stored as GGUF blocks (ggml's block_q8_0 or
-// block_q4_0, N rows of K/32 blocks each, little-endian). Errors: a length
-// that is not N·K/32 blocks, K not a multiple of 32, or a NaN or infinite
-// scale (naming the row and block).
+// FromGGUF packs an N×K tensor stored as GGUF blocks (ggml's block_q8_0,
+// block_q4_0 — N rows of K/32 blocks — or block_q4_K, block_q6_K,
+// block_tq2_0, block_tq1_0 — N rows of K/256 blocks; little-endian).
+// Errors: a length that is not N·K/GGUFBlockLen blocks, K not a multiple
+// of GGUFBlockLen, a NaN or infinite scale (naming the row and block), or
+// a ternary scale d whose d/4 is not exact in fp16 (the int2 layout
+// stores d/4; only |d| below 2^-12 can fail).
 func FromGGUF(f Format, data []byte, n, k int) (*Matrix, error) {
-	if !f.GGUF() {
+	switch {
+	case !f.GGUF():
 		return nil, fmt.Errorf("quant: %s is not a GGUF tensor type", f)
+	case f.kquant():
+		return fromGGUFK(f, data, n, k)
+	case f.layout() == Int2:
+		return fromGGUFTQ(f, data, n, k)
 	}
 	w, err := newMatrix(f, n, k)
 	if err != nil {
@@ -264,7 +367,11 @@ func FromGGUF(f Format, data []byte, n, k int) (*Matrix, error) {
 // round(w/d); quantize_row_q4_0_ref: d = m/−8 with m the value of largest
 // magnitude, q = min(15, trunc(w/d + 8.5))), the scale rounded to fp16;
 // int2 as q4_0 with levels −2..1 (d = m/−2, q = min(3, trunc(w/d + 2.5)),
-// w ≈ d·(q − 2)); int1 as sign bits with d = mean |w| (w ≈ ±d).
+// w ≈ d·(q − 2)); int1 as sign bits with d = mean |w| (w ≈ ±d); q4_k and
+// q6_k with simplified reference quantizers (see quantizeK in kquant.go);
+// tq2_0 and tq1_0 as quantize_row_tq2_0_ref (d = max|w| per 256, t =
+// round(w/d)). A K-quant or ternary row whose K is not a multiple of 256
+// ends in a partial super-block (GGUF files cannot hold it).
 // Errors: a shape that does not match len(w), K not a multiple of 32, or a
 // NaN or infinite weight.
 func Quantize(f Format, w []float32, n, k int) (*Matrix, error) {
@@ -274,6 +381,12 @@ func Quantize(f Format, w []float32, n, k int) (*Matrix, error) {
 	}
 	if int64(len(w)) != int64(n)*int64(k) {
 		return nil, fmt.Errorf("quant: %s matrix %d×%d: %d values", f, n, k, len(w))
+	}
+	switch {
+	case f.kquant():
+		return quantizeK(f, w, n, k)
+	case f != Int2 && f.layout() == Int2:
+		return quantizeTQ(f, w, n, k)
 	}
 	var u [BlockLen]uint8
 	for r := range n {
@@ -404,11 +517,19 @@ func Float32ToFP16(f float32) uint16 {
 	return sign | uint16(h)
 }
 
-// AppendGGUF appends W as GGUF stores it (ggml's block_q8_0 or block_q4_0,
-// N rows of K/32 blocks, little-endian) to dst: the inverse of FromGGUF.
+// AppendGGUF appends W as GGUF stores it (ggml's block_q8_0, block_q4_0,
+// block_q4_K, block_q6_K, block_tq2_0 or block_tq1_0; N rows of
+// K/GGUFBlockLen blocks, little-endian) to dst: the inverse of FromGGUF.
+// It panics on int2 or int1, or on a K that is not a multiple of
+// GGUFBlockLen.
 func (w *Matrix) AppendGGUF(dst []byte) []byte {
-	if !w.Format.GGUF() {
+	switch {
+	case !w.Format.GGUF():
 		panic("quant: AppendGGUF of " + string(w.Format))
+	case w.Format.kquant():
+		return w.appendGGUFK(dst)
+	case w.Format.layout() == Int2:
+		return w.appendGGUFTQ(dst)
 	}
 	for r := range w.N {
 		for blk := range w.K / BlockLen {
@@ -431,7 +552,9 @@ func (w *Matrix) AppendGGUF(dst []byte) []byte {
 
 // Random returns an N×K matrix of format f filled directly in packed form
 // from seed: every stored field uniform, every block scale d such that the
-// weights lie in about ±0.05 (d·max|q| = 0.05), padding rows of scale 0.
+// weights lie in about ±0.05 (d·max|q| = 0.05), padding rows of scale 0;
+// tq2_0 and tq1_0 hold only levels −1, 0, 1 (±0.025); q4_k and q6_k have
+// uniform sub-block scales (and mins) within ±0.05 (see randomK).
 // It builds DRAM-sized synthetic weights at memory speed, without a
 // float32 copy (a 1 GiB int1 matrix is 5.7 G weights). Errors: as Quantize.
 func Random(f Format, n, k int, seed uint64) (*Matrix, error) {
@@ -441,8 +564,15 @@ func Random(f Format, n, k int, seed uint64) (*Matrix, error) {
 	}
 	x := seed*0x9e3779b97f4a7c15 | 1
 	next := func() uint64 { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x }
+	if f.kquant() {
+		m.randomK(next)
+		return m, nil
+	}
 	for i := 0; i+8 <= len(m.q); i += 8 {
 		binary.LittleEndian.PutUint64(m.q[i:], next())
+	}
+	if f.layout() != f {
+		tqTernary(m.q) // levels −1, 0, 1 only
 	}
 	top := float32(8) // max |u − o| over the unpacked values, 8 for q4_0, int2, int1 (which store d/mult)
 	if f == Q8_0 {

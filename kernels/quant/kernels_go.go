@@ -39,6 +39,10 @@ func goKerns(f Format, mr int, corrMul int32) []kern {
 // corrMul = 4, so S = Σ_e (U − o)·Q exactly. The float sum
 // runs over p then h; the assembly kernels sum in another order.
 func kernGo(f Format, mr, nr int, corrMul int32, np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
+	if f.kquant() {
+		kernGoK(f, mr, nr, np, a, as, ac, sa, b, bs, c, ldc)
+		return
+	}
 	pb := f.pairBytes()
 	sa4 := sa / 32
 	A := unsafe.Slice(a, (np-1)*sa+mr*pairLen)

@@ -46,7 +46,30 @@ func (im *impl) backend() Backend {
 	return b
 }
 
-var impls = sync.OnceValue(func() []*impl { return append([]*impl{goImpl()}, archImpls()...) })
+var impls = sync.OnceValue(func() []*impl {
+	ims := append([]*impl{goImpl()}, archImpls()...)
+	for _, im := range ims {
+		im.fill()
+	}
+	return ims
+})
+
+// fill gives every format a kernel: a format without one of its own runs
+// the kernels of its layout (the ternary formats: int2's), else the Go
+// specification tiles (reading the backend's corrections).
+func (im *impl) fill() {
+	for _, f := range Formats() {
+		switch {
+		case len(im.k[f]) >= im.mr:
+		case len(im.k[f.layout()]) >= im.mr:
+			im.k[f] = im.k[f.layout()]
+		case im.corrY:
+			im.k[f] = goKerns(f, im.mr, 4)
+		default:
+			im.k[f] = goKerns(f, im.mr, 8)
+		}
+	}
+}
 
 // byName indexes impls by backend name.
 var byName = sync.OnceValue(func() map[string]*impl {
@@ -156,9 +179,12 @@ func mul(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 		for i0 := 0; i0 < a.M; i0 += im.mr {
 			mm := min(im.mr, a.M-i0)
 			ap, as, ac := &a.q[i0*pairLen], &a.d[i0*2], &corr[i0*2]
+			if f.kquant() {
+				ac = a.kxAt(i0)
+			}
 			for t := tb; t < te; t++ {
 				j0 := t * PanelRows
-				bp, bs := &w.q[t*np*PanelRows*pb], &w.d[t*np*PanelRows]
+				bp, bs := &w.q[t*np*PanelRows*pb], &w.d[t*w.dPanel()]
 				if j0 >= n0 && j0+PanelRows <= n1 {
 					ks[mm-1](np, ap, as, ac, sa, bp, bs, &y[i0*ldy+j0], ldy)
 					continue

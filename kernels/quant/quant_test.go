@@ -20,8 +20,9 @@ func randMat(rng *rand.Rand, n int, scale float64) []float32 {
 // toGGUF serializes m as GGUF blocks, the inverse of FromGGUF.
 func toGGUF(m *Matrix) []byte { return m.AppendGGUF(nil) }
 
-// errBound is the package doc's bound for one output.
-func errBound(w []float32, a *Activations, r int, wrow []float32, x []float32) float64 {
+// errBound is the package doc's bound for one output (wmag: the weights'
+// rounding magnitudes, rowTerms).
+func errBound(a *Activations, r int, wrow []float32, wmag []float64, x []float32) float64 {
 	var b, mag float64
 	for blk := range len(wrow) / BlockLen {
 		p, h := blk/2, blk%2
@@ -29,11 +30,54 @@ func errBound(w []float32, a *Activations, r int, wrow []float32, x []float32) f
 		for e := range BlockLen {
 			i := blk*BlockLen + e
 			b += dx / 2 * math.Abs(float64(wrow[i]))
-			mag += math.Abs(float64(wrow[i]) * float64(x[i]))
+			mag += wmag[i] * math.Abs(float64(x[i]))
 		}
 	}
 	return b + mag*math.Ldexp(1, -20) + math.Ldexp(1, -126)
 }
+
+// rowMags returns every row's rounding magnitudes (rowTerms), N×K.
+func rowMags(w *Matrix) []float64 {
+	vals, mags := make([]float32, w.K), make([]float64, w.N*w.K)
+	for r := range w.N {
+		w.rowTerms(r, vals, mags[r*w.K:(r+1)*w.K])
+	}
+	return mags
+}
+
+// laneMags returns the magnitudes the kernels' float32 rounding scales
+// with, per weight, N×K: the int32 lanes hold the unsigned values u = q + o
+// and the corrections −o·Σq before they are scaled and summed in float32,
+// so a weight d·q counts |d|·(|q| + 2o) (Q4_K: rowTerms' |D·q| + |M|; Q6_K,
+// whose corrections are per lane, |D|·(|q| + 64)). Ternary weights, many
+// of them 0 = d·(u − o) with u = o, are the case where this matters.
+func laneMags(w *Matrix) []float64 {
+	mags := rowMags(w)
+	if w.Format == Q4_K {
+		return mags
+	}
+	for r := range w.N {
+		if w.Format == Q6_K {
+			for s := 0; s*SuperLen < w.K; s++ {
+				D, _ := w.kScales(r, s)
+				for e := range min(SuperLen, w.K-s*SuperLen) {
+					mags[r*w.K+s*SuperLen+e] += 64 * math.Abs(float64(D[e/16]))
+				}
+			}
+			continue
+		}
+		for blk := range w.K / BlockLen {
+			d, _ := w.block(r, blk)
+			for e := range BlockLen {
+				mags[r*w.K+blk*BlockLen+e] += 2 * float64(w.Format.offset()) * math.Abs(float64(d))
+			}
+		}
+	}
+	return mags
+}
+
+// blockFormats are the formats of 32-weight blocks with one fp16 scale.
+var blockFormats = []Format{Q8_0, Q4_0, Int2, Int1}
 
 func TestFP16RoundTrip(t *testing.T) {
 	for h := range 1 << 16 {
@@ -57,7 +101,7 @@ func TestFP16RoundTrip(t *testing.T) {
 func TestQuantizeMatchesGGML(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	w := randMat(rng, 3*96, 0.05)
-	for _, f := range Formats() {
+	for _, f := range blockFormats {
 		m, err := Quantize(f, w, 3, 96)
 		if err != nil {
 			t.Fatal(err)
@@ -191,6 +235,7 @@ func TestMulReference(t *testing.T) {
 						t.Fatal(err)
 					}
 					deq := wm.Dequantize()
+					wmag, lmag := rowMags(wm), laneMags(wm)
 					var a Activations
 					if err := a.Quantize(f, x, m, k); err != nil {
 						t.Fatal(err)
@@ -210,7 +255,7 @@ func TestMulReference(t *testing.T) {
 							for i := range k {
 								ref += float64(deq[j*k+i]) * float64(x[r*k+i])
 								refq += float64(deq[j*k+i]) * xq[r*k+i]
-								mag += math.Abs(float64(deq[j*k+i]) * xq[r*k+i])
+								mag += lmag[j*k+i] * math.Abs(xq[r*k+i])
 							}
 							got := float64(y[r*ldy+j])
 							// Against the quantized activations only float32
@@ -219,7 +264,7 @@ func TestMulReference(t *testing.T) {
 							if b := mag*float64(k/BlockLen+4)*math.Ldexp(1, -24) + math.Ldexp(1, -126); math.Abs(got-refq) > b {
 								t.Fatalf("y[%d][%d] = %v, ref on quantized x %v, |err| %.3g > %.3g", r, j, got, refq, math.Abs(got-refq), b)
 							}
-							if b := errBound(deq, &a, r, deq[j*k:(j+1)*k], x[r*k:(r+1)*k]); math.Abs(got-ref) > b {
+							if b := errBound(&a, r, deq[j*k:(j+1)*k], wmag[j*k:(j+1)*k], x[r*k:(r+1)*k]); math.Abs(got-ref) > b {
 								t.Fatalf("y[%d][%d] = %v, ref %v, |err| %.3g > bound %.3g", r, j, got, ref, math.Abs(got-ref), b)
 							}
 						}
