@@ -213,11 +213,41 @@ func (w *Weights) linearSlots() []linearSlot {
 // in place (quant.Quantize: ggml's reference quantizers, scales rounded to
 // fp16) and drops the float32 copy; a tied LM head gets LMHeadQ, the
 // embedding table staying float32 for the gather. Matrices already
-// quantized are kept as they are. The time spent is added to PackSeconds.
-// Errors (naming the tensor): a K that is not a multiple of the block
-// length 32, a NaN or infinite weight.
+// quantized are kept as they are, and so are matrices whose K is not a
+// multiple of the block length 32 (as llama.cpp's quantizer falls back for
+// them: Unquantizable lists them). The time spent is added to
+// PackSeconds. Errors (naming the tensor): a NaN or infinite weight.
 func (w *Weights) Quantize(f quant.Format) error {
-	return w.quantizeSlots(w.linearSlots(), f)
+	var slots []linearSlot
+	for _, s := range w.linearSlots() {
+		if s.t.k%quant.BlockLen == 0 {
+			slots = append(slots, s)
+		}
+	}
+	return w.quantizeSlots(slots, f)
+}
+
+// Unquantizable names the float32 linear weight matrices whose K (columns)
+// is not a multiple of the block length 32, which Quantize keeps float32
+// ("w2 layer 0 (64×172)", ...), grouped: one entry per tensor name with
+// its layer count.
+func (w *Weights) Unquantizable() []string {
+	var names []string
+	count := map[string]int{}
+	for _, s := range w.linearSlots() {
+		if s.t.k%quant.BlockLen == 0 || *s.f == nil {
+			continue
+		}
+		if count[s.t.name] == 0 {
+			names = append(names, s.t.name)
+		}
+		count[s.t.name]++
+	}
+	var out []string
+	for _, n := range names {
+		out = append(out, fmt.Sprintf("%s (%d matrices)", n, count[n]))
+	}
+	return out
 }
 
 // quantizeSlots quantizes the float32 matrices of slots, in parallel over

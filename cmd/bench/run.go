@@ -279,6 +279,10 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 			if err := w.Quantize(quant.Format(dt)); err != nil {
 				return nil, 0, nil, fmt.Errorf("--weight-dtype %s: %w", dt, err)
 			}
+			if u := w.Unquantizable(); len(u) > 0 {
+				notes = append(notes, fmt.Sprintf("--weight-dtype %s: kept fp32, K not a multiple of the block length %d (as llama.cpp's quantizer falls back): %s",
+					dt, quant.BlockLen, strings.Join(u, ", ")))
+			}
 		}
 		return w, full, notes, nil
 	}

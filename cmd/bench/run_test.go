@@ -278,3 +278,13 @@ func TestRunWeightDType(t *testing.T) {
 		}
 	}
 }
+
+// A llama2.c checkpoint whose FFN down projection has K = 172 runs at
+// q8_0: that matrix stays fp32 (as llama.cpp's quantizer falls back) and
+// the output says so.
+func TestRunQuantizeKeepsOddK(t *testing.T) {
+	code, out, errs := run(t, "run", "--weights", stories, "--weight-dtype", "q8_0", "--prompt-tokens", "8", "--gen-tokens", "4", "--threads", "1", "--amdahl=false")
+	if code != 0 || !strings.Contains(out+errs, "kept fp32, K not a multiple of the block length 32") || !strings.Contains(out+errs, "w2 (5 matrices)") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errs)
+	}
+}
