@@ -93,7 +93,7 @@ func kernPFGo(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte, 
 // positions 4·wi .. 4·wi+3) of packed pair q, one per byte, little-endian:
 // the 4 values getU returns there, computed a word at a time.
 func (f Format) pfWord(q []byte, wi int) uint32 {
-	switch f {
+	switch f.layout() {
 	case Q4_0: // low nibbles of bytes 4wi.. for wi < 8, high nibbles of bytes 4(wi−8).. after
 		if wi < 8 {
 			return binary.LittleEndian.Uint32(q[4*wi:]) & 0x0f0f0f0f
@@ -110,8 +110,12 @@ func (f Format) pfWord(q []byte, wi int) uint32 {
 	panic("quant: pfWord: format " + string(f))
 }
 
-// pfFormat reports whether the prefill path handles format f.
-func pfFormat(f Format) bool { return f == Q8_0 || f == Q4_0 || f == Int2 || f == Int1 }
+// pfFormat reports whether the prefill path handles format f: the formats
+// of the per-32 layouts (the ternary ones use int2's).
+func pfFormat(f Format) bool {
+	l := f.layout()
+	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1
+}
 
 // pfConvFn up-converts the 16 rows of 4 whole panels into half a prefill
 // tile (the assembly pfConv*: see kernels/_asm/quantpf): src at the first
@@ -124,7 +128,7 @@ type pfConvFn func(np int, src *byte, pstride int, ds *uint32, dstride int, dst 
 // pfPairScale), zero past w.N, with conv where 16 rows are 4 whole panels
 // (nil: the Go loop everywhere).
 func pfConvert(w *Matrix, j0 int, q []byte, d []uint16, conv pfConvFn) {
-	pb := w.Format.pairBytes()
+	pb := w.Format.layout().pairBytes()
 	for s := range 2 {
 		r0 := j0 + 16*s
 		if conv != nil && r0+16 <= (w.N+PanelRows-1)/PanelRows*PanelRows {
@@ -139,7 +143,7 @@ func pfConvert(w *Matrix, j0 int, q []byte, d []uint16, conv pfConvFn) {
 // pfConvertRows is pfConvert's Go loop for the 16 rows r0.. of one half:
 // q and d at the half's pair 0.
 func pfConvertRows(w *Matrix, r0 int, q []byte, d []uint16) {
-	pb := w.Format.pairBytes()
+	pb := w.Format.layout().pairBytes()
 	for l := range 16 {
 		row := r0 + l
 		for p := range w.pairs {
@@ -155,7 +159,7 @@ func pfConvertRows(w *Matrix, r0 int, q []byte, d []uint16) {
 			for wi := range 16 { // word wi is group wi/2 of block wi%2
 				var v uint32
 				if src != nil {
-					v = w.Format.pfWord(src, wi)
+					v = w.Format.layout().pfWord(src, wi)
 				}
 				binary.LittleEndian.PutUint32(dst[(wi%2)*2*8*64+(wi/2)*64:], v)
 			}
@@ -174,7 +178,7 @@ type pfBuf struct {
 
 // mulPF is mul's prefill path with pf's kernels and up-converts.
 func mulPF(pf *pfImpl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
-	ks, conv := pf.k, pf.conv[w.Format]
+	ks, conv := pf.k, pf.conv[w.Format.layout()]
 	mr := len(ks)
 	np := w.pairs
 	buf, _ := pfScratch.Get().(*pfBuf)
