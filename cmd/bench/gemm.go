@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,8 +41,13 @@ type GEMMOptions struct {
 	RepMS     int
 	Profile   string
 	JSON      bool
+	// Shapes are weight shapes N×K measured in turn instead of --n, --k
+	// ("paper": gemvPaperShapes); Plot the PNG of the GEMV bandwidth plot.
+	Shapes string
+	Plot   string
 
 	// Resolved by RunE.
+	shapes            [][2]int
 	backend, backendB gemm.Backend
 	splitA, splitB    int
 	jobs              []gemmJob // one per --dtype, in order
@@ -112,6 +120,8 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.IntVar(&opts.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON lines (results.GEMMResult, results.MatrixSplit) instead of tables")
+	f.StringVar(&opts.Shapes, "shapes", "", "weight shapes N×K measured in turn instead of --n, --k: NxK,NxK,... or paper (the MobileLLM-1.5B and Llama3-8B linear shapes of the low-bit GEMV paper's Figs. 5–7, a subset a 2-core machine runs in seconds)")
+	f.StringVar(&opts.Plot, "plot", "", "write the GEMV bandwidth plot (low-bit GEMV paper Figs. 5–7: GB/s of weights per shape, one bar per --dtype, the profile's DRAM read roof and each format's ebw as lines) of the M = 1 figures at the largest thread count to this PNG, and its table to the same name with .md")
 	return cmd
 }
 
@@ -136,6 +146,20 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 	}
 	if o.RepMS < 1 {
 		return fmt.Errorf("gemm: --rep-ms %d: must be ≥ 1", o.RepMS)
+	}
+	if err := o.parseShapes(cmd); err != nil {
+		return err
+	}
+	if o.Plot != "" {
+		if !strings.HasSuffix(strings.ToLower(o.Plot), ".png") {
+			return fmt.Errorf("gemm: --plot %q: must end in .png (the table goes to the same name with .md)", o.Plot)
+		}
+		if !slices.Contains(o.M, 1) {
+			return fmt.Errorf("gemm: --plot %s: needs M = 1 in --m (have %v): the plot is of GEMVs", o.Plot, o.M)
+		}
+		if o.Split != "" {
+			return fmt.Errorf("gemm: --plot %s: not with --split", o.Plot)
+		}
 	}
 	dtypes := strings.Split(o.DType, ",")
 	if len(dtypes) > 1 && o.Backend != "auto" {
@@ -312,51 +336,15 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 	var rows []results.GEMMResult
 	var whyNot []string
 	var packing []string
-	for _, j := range o.jobs {
-		var measure func(m, t int) (results.GEMMResult, error)
-		if j.gemm != nil {
-			wa, err := probes.NewGEMMWeights(*j.gemm, o.N, o.K, 1)
-			if err != nil {
-				return fmt.Errorf("gemm: %w", err)
-			}
-			packing = append(packing, packingLine(wa.Backend.Name, o.N, o.K, gemm.WeightBytes(wa.Backend.DType, o.N, o.K), wa.PackSeconds))
-			measure = func(m, t int) (results.GEMMResult, error) { return b.Measure(ctx, wa, m, t, o.PackEveryCall) }
-		} else {
-			qw, err := probes.NewQuantWeights(j.quant, j.format, o.N, o.K, 1)
-			if err != nil {
+	for _, sh := range o.shapes {
+		for _, j := range o.jobs {
+			if err := o.measureJob(ctx, b, j, sh[0], sh[1], prof, &rows, &whyNot, &packing); err != nil {
 				return err
-			}
-			packing = append(packing, fmt.Sprintf("%s W %d×%d (%s): random packed values (quant.Random), built in %.1f ms, once, off the per-call path", qw.Name(), o.N, o.K, reports.FormatBytes(qw.W.Bytes()), qw.PackSeconds*1e3))
-			measure = func(m, t int) (results.GEMMResult, error) { return b.MeasureQuant(ctx, qw, m, t) }
-		}
-		for _, m := range o.M {
-			for _, t := range o.Threads {
-				g, err := measure(m, t)
-				if err != nil {
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					return fmt.Errorf("gemm: %w", err)
-				}
-				why := "no profile: fraction not computed"
-				if prof != nil {
-					why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
-				}
-				if o.PackEveryCall {
-					g.PackSeconds = 0 // packing is inside every call
-				}
-				if o.JSON {
-					if err := json.NewEncoder(out).Encode(g); err != nil {
-						return err
-					}
-				}
-				rows = append(rows, g)
-				whyNot = append(whyNot, why)
 			}
 		}
 	}
 	if o.JSON {
-		return nil
+		return o.writePlot(rows, prof)
 	}
 	if o.PackEveryCall {
 		fmt.Fprintf(out, "pack-every-call (SMEPilot §5.4 ablation): %s panels packed inside every call (BlockUnpacked); compare with the same command without the flag\n", o.backend.Name)
@@ -377,7 +365,59 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 			fmt.Fprintf(out, "%s: activations quantized per 32-element block to int8 inside every call (as llama.cpp); %s; weight GB/s counts the packed bytes read (%.4f B/weight)\n", probes.QuantName(j.quant, j.format), path, j.format.BytesPerWeight())
 		}
 	}
-	return printGEMM(out, rows, whyNot)
+	if err := printGEMM(out, rows, whyNot, prof); err != nil {
+		return err
+	}
+	return o.writePlot(rows, prof)
+}
+
+// measureJob measures one --dtype at weight shape n×k for every M and
+// thread count, appending the figures, why a fraction is missing, and the
+// packing line.
+func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gemmJob, n, k int, prof *results.Profile, rows *[]results.GEMMResult, whyNot, packing *[]string) error {
+	out := o.IO.Out
+	var measure func(m, t int) (results.GEMMResult, error)
+	if j.gemm != nil {
+		wa, err := probes.NewGEMMWeights(*j.gemm, n, k, 1)
+		if err != nil {
+			return fmt.Errorf("gemm: %w", err)
+		}
+		*packing = append(*packing, packingLine(wa.Backend.Name, n, k, gemm.WeightBytes(wa.Backend.DType, n, k), wa.PackSeconds))
+		measure = func(m, t int) (results.GEMMResult, error) { return b.Measure(ctx, wa, m, t, o.PackEveryCall) }
+	} else {
+		qw, err := probes.NewQuantWeights(j.quant, j.format, n, k, 1)
+		if err != nil {
+			return err
+		}
+		*packing = append(*packing, fmt.Sprintf("%s W %d×%d (%s): random packed values (quant.Random), built in %.1f ms, once, off the per-call path", qw.Name(), n, k, reports.FormatBytes(qw.W.Bytes()), qw.PackSeconds*1e3))
+		measure = func(m, t int) (results.GEMMResult, error) { return b.MeasureQuant(ctx, qw, m, t) }
+	}
+	for _, m := range o.M {
+		for _, t := range o.Threads {
+			g, err := measure(m, t)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return fmt.Errorf("gemm: %w", err)
+			}
+			why := "no profile: fraction not computed"
+			if prof != nil {
+				why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
+			}
+			if o.PackEveryCall {
+				g.PackSeconds = 0 // packing is inside every call
+			}
+			if o.JSON {
+				if err := json.NewEncoder(out).Encode(g); err != nil {
+					return err
+				}
+			}
+			*rows = append(*rows, g)
+			*whyNot = append(*whyNot, why)
+		}
+	}
+	return nil
 }
 
 func packingLine(name string, n, k int, bytes int64, sec float64) string {
@@ -393,7 +433,7 @@ func printPacking(w io.Writer, ws ...*probes.GEMMWeights) {
 
 // printGEMM prints the figures with the fraction's reference as a numbered
 // footnote (or why there is none).
-func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string) error {
+func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string, prof *results.Profile) error {
 	var notes []string
 	ref := func(s string) string {
 		for i, n := range notes {
@@ -405,6 +445,12 @@ func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string) error {
 		return fmt.Sprintf("[%d]", len(notes))
 	}
 	var cells [][]string
+	quantRows := false
+	for _, g := range rows {
+		if _, err := quant.ParseFormat(g.DType); err == nil && g.M <= quant.PrefillMinM {
+			quantRows = true
+		}
+	}
 	for i, g := range rows {
 		var frac string
 		if g.FractionOf != "" {
@@ -412,13 +458,29 @@ func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string) error {
 		} else {
 			frac = "— " + ref(whyNot[i])
 		}
-		cells = append(cells, []string{
+		row := []string{
 			strconv.Itoa(g.M), strconv.Itoa(g.N), strconv.Itoa(g.K), g.Backend, strconv.Itoa(g.Threads),
 			fmt.Sprintf("%.2f", g.GFLOPS.Median), fmt.Sprintf("%.2f", g.GFLOPS.Min), fmt.Sprintf("%.2f", g.GFLOPS.Max),
 			fmt.Sprintf("%.1f%%", 100*g.GFLOPS.CV), fmt.Sprintf("%.2f", g.WeightGBps), frac,
-		})
+		}
+		if quantRows {
+			e := "—"
+			if _, err := quant.ParseFormat(g.DType); err == nil && g.M <= quant.PrefillMinM {
+				if ebw, of, why := gemvEBW(g, prof); ebw > 0 {
+					e = fmt.Sprintf("%.1f%% %s", 100*g.WeightGBps/ebw, ref(of))
+				} else {
+					e = "— " + ref(why)
+				}
+			}
+			row = append(row, e)
+		}
+		cells = append(cells, row)
 	}
-	if err := reports.TextTable(w, []string{"M", "N", "K", "backend", "threads", "GFLOP/s median", "min", "max", "cv", "weight GB/s", "fraction of ceiling"}, cells); err != nil {
+	header := []string{"M", "N", "K", "backend", "threads", "GFLOP/s median", "min", "max", "cv", "weight GB/s", "fraction of ceiling"}
+	if quantRows {
+		header = append(header, "fraction of ebw")
+	}
+	if err := reports.TextTable(w, header, cells); err != nil {
 		return err
 	}
 	for i, n := range notes {
@@ -448,3 +510,120 @@ func printSplits(w io.Writer, ss []results.MatrixSplit) error {
 }
 
 func fmtMS(s float64) string { return fmt.Sprintf("%.3f", s*1e3) }
+
+// gemvPaperShapes are --shapes paper: weight shapes N×K of the low-bit GEMV
+// paper's Figs. 5–7 models (§IV-B: MobileLLM-1.5B and Llama3-8B; their
+// linear layers from models/configs: MobileLLM hidden 1600, FFN 4352;
+// Llama3-8B hidden 4096, FFN 14336, 8 KV heads of 128), the q/o, FFN up
+// and down shapes of each; Falcon3-1B and the k/v shapes are left out so
+// that six formats run in seconds on 2 cores.
+var gemvPaperShapes = [][2]int{{1600, 1600}, {4352, 1600}, {1600, 4352}, {4096, 4096}, {14336, 4096}, {4096, 14336}}
+
+// parseShapes resolves --shapes into o.shapes ([N, K] pairs; default
+// --n, --k).
+func (o *GEMMOptions) parseShapes(cmd *cobra.Command) error {
+	o.shapes = [][2]int{{o.N, o.K}}
+	if o.Shapes == "" {
+		return nil
+	}
+	if cmd.Flags().Changed("n") || cmd.Flags().Changed("k") {
+		return fmt.Errorf("gemm: --shapes %s: not with --n or --k", o.Shapes)
+	}
+	if o.Split != "" {
+		return fmt.Errorf("gemm: --shapes %s: not with --split (one shape: --n, --k)", o.Shapes)
+	}
+	if o.Shapes == "paper" {
+		o.shapes = gemvPaperShapes
+		return nil
+	}
+	o.shapes = nil
+	for _, f := range strings.Split(o.Shapes, ",") {
+		f = strings.TrimSpace(f)
+		ns, ks, ok := strings.Cut(strings.ReplaceAll(f, "×", "x"), "x")
+		n, errN := strconv.Atoi(ns)
+		k, errK := strconv.Atoi(ks)
+		if !ok || errN != nil || errK != nil || n < 1 || k < 1 {
+			return fmt.Errorf("gemm: --shapes: %q: want NxK with N, K ≥ 1 (or --shapes paper)", f)
+		}
+		o.shapes = append(o.shapes, [2]int{n, k})
+	}
+	return nil
+}
+
+// gemvEBW returns a quantized GEMV's effective-bandwidth roof (low-bit
+// GEMV paper Eq. 3) from the profile's matrix.quant_ebw at the row's
+// format and thread count, in GB/s, with what it is; or why there is none.
+func gemvEBW(g results.GEMMResult, prof *results.Profile) (float64, string, string) {
+	if prof == nil {
+		return 0, "", "no profile: fraction not computed"
+	}
+	if prof.Matrix == nil {
+		return 0, "", "no matrix section in the profile: no ebw (quant_ebw) to compare with"
+	}
+	for _, q := range prof.Matrix.QuantEBW {
+		if q.Format != g.DType {
+			continue
+		}
+		for _, pt := range q.Points {
+			if pt.Threads == g.Threads && pt.EBWGBps > 0 {
+				return pt.EBWGBps, fmt.Sprintf("%s ebw, %d threads (matrix.quant_ebw of %s: %.1f GB/s = %d · min(β %.3g, 32/γ %.3g) bytes/cycle · %.3g GHz, %s-bound; Eq. 3)",
+					q.Format, pt.Threads, q.Backend, pt.EBWGBps, pt.Threads, pt.BetaBytesPerCycle, 32/q.GammaCycles, q.ClockHz/1e9, pt.Limit), ""
+			}
+		}
+	}
+	return 0, "", fmt.Sprintf("no %s ebw at %d threads in the profile's matrix.quant_ebw: fraction not computed", g.DType, g.Threads)
+}
+
+// writePlot writes the GEMV bandwidth plot (--plot) and its table: the
+// M = 1 figures at the largest thread count, with the profile's DRAM read
+// roof and each format's ebw at that thread count as lines.
+func (o *GEMMOptions) writePlot(rows []results.GEMMResult, prof *results.Profile) error {
+	if o.Plot == "" {
+		return nil
+	}
+	t := slices.Max(o.Threads)
+	var gemv []results.GEMMResult
+	for _, g := range rows {
+		if g.M == 1 && g.Threads == t {
+			gemv = append(gemv, g)
+		}
+	}
+	var roofs []reports.GEMVRoof
+	src := "no --profile: no roofs drawn"
+	if prof != nil {
+		src = "roofs from " + o.Profile
+		if prof.Memory != nil {
+			for _, l := range prof.Memory.Levels {
+				if l.Level == "DRAM" && l.Threads == t && l.GBps.Median > 0 {
+					roofs = append(roofs, reports.GEMVRoof{Label: fmt.Sprintf("DRAM read roof, %d threads: %.1f GB/s (probed)", t, l.GBps.Median), GBps: l.GBps.Median})
+				}
+			}
+		}
+		seen := map[string]bool{}
+		for _, g := range gemv {
+			if seen[g.DType] {
+				continue
+			}
+			seen[g.DType] = true
+			if ebw, _, _ := gemvEBW(g, prof); ebw > 0 {
+				roofs = append(roofs, reports.GEMVRoof{Label: fmt.Sprintf("%s ebw (Eq. 3), %d threads: %.1f GB/s (probed γ, β)", g.DType, t, ebw), Format: g.DType, GBps: ebw})
+			}
+		}
+	}
+	title := fmt.Sprintf("Attained GEMV bandwidth (M = 1), %d threads, per shape and weight format (low-bit GEMV paper Figs. 5–7)\n%s", t, src)
+	var buf bytes.Buffer
+	if err := reports.GEMVBandwidthPNG(&buf, title, gemv, roofs); err != nil {
+		return fmt.Errorf("gemm: --plot: %w", err)
+	}
+	if err := results.WriteFileAtomic(o.Plot, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("gemm: --plot: %w", err)
+	}
+	md := strings.TrimSuffix(o.Plot, filepath.Ext(o.Plot)) + ".md"
+	if err := results.WriteFileAtomic(md, []byte(reports.GEMVBandwidthMarkdown(title, gemv, roofs, filepath.Base(o.Plot))), 0o644); err != nil {
+		return fmt.Errorf("gemm: --plot: %w", err)
+	}
+	if !o.JSON {
+		fmt.Fprintf(o.IO.Out, "wrote %s and %s\n", o.Plot, md)
+	}
+	return nil
+}

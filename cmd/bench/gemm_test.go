@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/cpubench/bench/kernels/quant"
+	"image/png"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/results"
 )
 
@@ -196,5 +198,56 @@ func TestGEMMSplitRun(t *testing.T) {
 	code, out, errs = run(t, args...)
 	if code != 0 || !strings.Contains(out, "makespan/ideal") || !strings.Contains(out, "α chosen") {
 		t.Errorf("exit %d %s\n%s", code, errs, out)
+	}
+}
+
+// --shapes measures each N×K in turn; --plot writes the Figs. 5–7 PNG and
+// its table from the M = 1 rows; with a profile the quantized rows get a
+// fraction of their ebw (matrix.quant_ebw, Eq. 3).
+func TestGEMMShapesPlot(t *testing.T) {
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "gemv.png")
+	code, out, errs := run(t, "gemm", "--m", "1", "--shapes", "37x96,40x64", "--reps", "1", "--rep-ms", "1", "--dtype", "fp32,q8_0,int1", "--plot", plot)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"│ 1 │ 37 │ 96 │", "│ 1 │ 40 │ 64 │", "fraction of ebw", "wrote " + plot} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	f, err := os.Open(plot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("%s: %v", plot, err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "gemv.md"))
+	if err != nil || !strings.Contains(string(md), "| shape N×K | fp32 GB/s | q8_0 GB/s | int1 GB/s |") || !strings.Contains(string(md), "| 40×64 |") {
+		t.Errorf("gemv.md: %v\n%s", err, md)
+	}
+	p := &results.Profile{Schema: results.SchemaV1, Matrix: &results.Matrix{QuantEBW: []results.QuantEBW{{Format: "int1", Backend: "x-int1", GammaCycles: 8, ClockHz: 3e9,
+		Points: []results.QuantEBWPoint{{Threads: 1, BetaBytesPerCycle: 9, EBWGBps: 12, Limit: results.LimitUpConvert}}}}}}
+	if ebw, of, _ := gemvEBW(results.GEMMResult{DType: "int1", Threads: 1}, p); ebw != 12 || !strings.Contains(of, "up-convert-bound") {
+		t.Errorf("ebw %v %q", ebw, of)
+	}
+	if _, _, why := gemvEBW(results.GEMMResult{DType: "q4_0", Threads: 1}, p); !strings.Contains(why, "no q4_0 ebw at 1 threads") {
+		t.Errorf("why %q", why)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shapes", "37x"}, `gemm: --shapes: "37x": want NxK`},
+		{[]string{"--shapes", "paper", "--n", "64"}, "gemm: --shapes paper: not with --n or --k"},
+		{[]string{"--m", "4", "--plot", plot}, "needs M = 1 in --m"},
+		{[]string{"--plot", filepath.Join(dir, "x.svg")}, `gemm: --plot "`},
+	} {
+		code, _, errs := run(t, append([]string{"gemm"}, c.args...)...)
+		if code == 0 || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
+		}
 	}
 }
