@@ -202,6 +202,7 @@ type sweepData struct {
 	o     SweepOptions
 	cells []results.SweepCell
 	src   []string // per cell: machine label, with host and date added where keys collide
+	model []string // per cell: model and weight format (ModelLabel)
 	coord []cellCoord
 	base  []int // cells without ablation
 	at    map[cellCoord]int
@@ -221,10 +222,11 @@ func newSweepData(cells []results.SweepCell, o SweepOptions) *sweepData {
 		ptrs = append(ptrs, &cells[i])
 	}
 	for i, c := range ptrs {
-		k := cellCoord{d.src[i], c.Model, c.Workload, c.Batch, c.Threads, c.Placement, c.Ablation}
+		d.model = append(d.model, ModelLabel(c))
+		k := cellCoord{d.src[i], d.model[i], c.Workload, c.Batch, c.Threads, c.Placement, c.Ablation}
 		d.coord = append(d.coord, k)
 		addUnique(&d.srcs, d.src[i])
-		addUnique(&d.models, c.Model)
+		addUnique(&d.models, d.model[i])
 		addUnique(&d.workloads, c.Workload)
 		addUnique(&d.placements, c.Placement)
 		if c.Ablation != "" {
@@ -323,9 +325,7 @@ func (d *sweepData) keyHeader() []string {
 	if len(d.srcs) > 1 {
 		header = append(header, "machine")
 	}
-	if len(d.models) > 1 {
-		header = append(header, "model")
-	}
+	header = append(header, "model, weights")
 	header = append(header, "workload", "batch")
 	if d.threadsVary {
 		header = append(header, "threads")
@@ -340,9 +340,7 @@ func (d *sweepData) keyRow(i int) []string {
 	if len(d.srcs) > 1 {
 		row = append(row, d.src[i])
 	}
-	if len(d.models) > 1 {
-		row = append(row, c.Model)
-	}
+	row = append(row, d.model[i])
 	row = append(row, c.Workload, strconv.Itoa(c.Batch))
 	if d.threadsVary {
 		row = append(row, strconv.Itoa(c.Threads))
@@ -398,7 +396,7 @@ func comparePlacement(a, b string) int {
 func (d *sweepData) panels() []panelKey {
 	var out []panelKey
 	for _, i := range d.base {
-		k := panelKey{d.src[i], d.cells[i].Model, d.cells[i].Workload}
+		k := panelKey{d.src[i], d.model[i], d.cells[i].Workload}
 		if !slices.Contains(out, k) {
 			out = append(out, k)
 		}
@@ -418,12 +416,25 @@ func cmpStrings(pairs ...string) int {
 	return 0
 }
 
-// panelLabel names a panel by the dimensions that vary over the sweep.
-func (d *sweepData) panelLabel(k panelKey, sep string) string {
-	parts := []string{k.workload}
-	if len(d.models) > 1 {
-		parts = append(parts, k.model)
+// ModelLabel names a cell's model with its linear weights' format
+// ("qwen3-0.6b q8_0"): the cell's weight_dtype; for "" (as loaded) fp32
+// when the weights are synthetic (the engine's default), else "as stored"
+// (the file's own formats).
+func ModelLabel(c *results.SweepCell) string {
+	f := c.WeightDType
+	if f == "" {
+		f = "fp32"
+		if c.Weights != "" && c.Weights != "synthetic" {
+			f = "as stored"
+		}
 	}
+	return c.Model + " " + f
+}
+
+// panelLabel names a panel by its workload, its model and weight format,
+// and its machine when several.
+func (d *sweepData) panelLabel(k panelKey, sep string) string {
+	parts := []string{k.workload, k.model}
 	if len(d.srcs) > 1 {
 		parts = append(parts, k.src)
 	}
@@ -446,7 +457,7 @@ func (d *sweepData) groups(k panelKey) []batchGroup {
 	var out []batchGroup
 	for _, i := range d.base {
 		c := &d.cells[i]
-		if d.src[i] == k.src && c.Model == k.model && c.Workload == k.workload {
+		if d.src[i] == k.src && d.model[i] == k.model && c.Workload == k.workload {
 			g := batchGroup{c.Batch, c.Threads}
 			if !slices.Contains(out, g) {
 				out = append(out, g)
@@ -510,9 +521,7 @@ func (r *sweepReport) latencySection(b *bytes.Buffer) error {
 			if len(d.srcs) > 1 {
 				row = append(row, k.src)
 			}
-			if len(d.models) > 1 {
-				row = append(row, k.model)
-			}
+			row = append(row, k.model)
 			row = append(row, k.workload, strconv.Itoa(g.batch))
 			if d.threadsVary {
 				row = append(row, strconv.Itoa(g.threads))
@@ -773,9 +782,7 @@ func (d *sweepData) breakdownBars(phase string) []breakdownBar {
 			if len(d.srcs) > 1 {
 				row = append(row, k.src)
 			}
-			if len(d.models) > 1 {
-				row = append(row, k.model)
-			}
+			row = append(row, k.model)
 			row = append(row, k.workload, d.groupLabel(g), p)
 			out = append(out, breakdownBar{label: lbl, row: row, share: sum, totalS: tot})
 		}
@@ -804,9 +811,7 @@ func (r *sweepReport) breakdownSection(b *bytes.Buffer) error {
 		if len(d.srcs) > 1 {
 			header = append(header, "machine")
 		}
-		if len(d.models) > 1 {
-			header = append(header, "model")
-		}
+		header = append(header, "model, weights")
 		header = append(header, "workload", "batch", "placement")
 		for _, g := range opGroups {
 			header = append(header, g+" (%)")
@@ -1236,7 +1241,7 @@ func (d *sweepData) machinePanels() []machinePanel {
 			per := map[string][]int{}
 			for _, i := range d.base {
 				c := &d.cells[i]
-				if c.Model == m && c.Workload == w && !slices.Contains(per[d.src[i]], c.Batch) {
+				if d.model[i] == m && c.Workload == w && !slices.Contains(per[d.src[i]], c.Batch) {
 					per[d.src[i]] = append(per[d.src[i]], c.Batch)
 				}
 			}
@@ -1280,7 +1285,7 @@ func (d *sweepData) machineCell(mp machinePanel, src, placement string) *results
 	var best *results.SweepCell
 	for _, i := range d.base {
 		c := &d.cells[i]
-		if d.src[i] == src && c.Model == mp.model && c.Workload == mp.workload && c.Batch == bt && c.Placement == placement {
+		if d.src[i] == src && d.model[i] == mp.model && c.Workload == mp.workload && c.Batch == bt && c.Placement == placement {
 			if best == nil || c.Threads < best.Threads {
 				best = c
 			}
@@ -1307,9 +1312,7 @@ func (r *sweepReport) machinesSection(b *bytes.Buffer) error {
 	r.figure(b, "machines.png", "Machines compared",
 		fmt.Sprintf("Mean end-to-end latency per request (s) per machine and placement, one panel per workload, at the largest batch every machine ran; the label on each bar is its speedup over %s (its mean latency / the bar's).", d.srcs[0]))
 	header := []string{}
-	if len(d.models) > 1 {
-		header = append(header, "model")
-	}
+	header = append(header, "model, weights")
 	header = append(header, "workload", "batch", "placement")
 	for _, src := range d.srcs {
 		header = append(header, src+" latency (s)", src+" tok/s")
@@ -1318,9 +1321,7 @@ func (r *sweepReport) machinesSection(b *bytes.Buffer) error {
 	for _, mp := range mps {
 		for _, p := range d.placements {
 			var row []string
-			if len(d.models) > 1 {
-				row = append(row, mp.model)
-			}
+			row = append(row, mp.model)
 			bt := ""
 			if mp.common {
 				bt = strconv.Itoa(mp.batch[d.srcs[0]])

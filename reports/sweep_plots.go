@@ -191,7 +191,7 @@ func (d *sweepData) panelCells(k panelKey) []int {
 	var out []int
 	for _, i := range d.base {
 		c := &d.cells[i]
-		if d.src[i] == k.src && c.Model == k.model && c.Workload == k.workload {
+		if d.src[i] == k.src && d.model[i] == k.model && c.Workload == k.workload {
 			out = append(out, i)
 		}
 	}
@@ -678,9 +678,7 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 			vals, labels = append(vals, v), append(labels, l)
 		}
 		title := mp.workload
-		if len(d.models) > 1 {
-			title += ", " + mp.model
-		}
+		title += ", " + mp.model
 		if mp.common {
 			title += fmt.Sprintf(", B=%d", mp.batch[d.srcs[0]])
 		} else {

@@ -188,7 +188,7 @@ func TestSweepReport(t *testing.T) {
 		"## End-to-end latency and speedup vs cores",
 		"![End-to-end latency per placement](latency.png)",
 		"| cores latency (s, speedup) |",
-		"| m1 | gsm8k | 16 | 32 (1.00×) | 16 (2.00×) | 8 (4.00×) |",
+		"| m1 | tiny fp32 | gsm8k | 16 | 32 (1.00×) | 16 (2.00×) | 8 (4.00×) |",
 		"**geomean speedup**",
 		"| TTFT p50 (ms) | TTFT p90 (ms) | TPOT p50 (ms) | TPOT p90 (ms) | latency mean (s) | latency p50 (s) | latency p90 (s) | latency p99 (s) | output tok/s | SLO attained (%) | goodput (req/s) |",
 		"TTFT ≤ 1000 ms and TPOT ≤ 100 ms",
