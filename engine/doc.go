@@ -11,13 +11,14 @@
 //   - Weights loading: the llama2.c checkpoint format (ReadLlama2C,
 //     LoadLlama2C) into plain row-major float32 tensors (Weights).
 //   - GGUF files (ReadGGUF, LoadGGUF), llama.cpp's format: architectures
-//     llama, qwen3 and qwen3moe, F32, F16, BF16, Q8_0 and Q4_0 tensors,
-//     the metadata mapped to Config; our own header reader (gguf.go says
-//     why). Linear weight matrices in Q8_0 or Q4_0 stay block-quantized
+//     llama, qwen3 and qwen3moe, F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K,
+//     TQ2_0 and TQ1_0 tensors, the metadata mapped to Config; our own
+//     header reader (gguf.go says why). Quantized linear weight matrices
+//     stay block-quantized
 //     (kernels/quant Matrix, the Weights' Q fields); the rest is
 //     dequantized to float32.
 //   - Quantized weights (quant.go): Weights.Quantize and SyntheticAs make
-//     q8_0, q4_0, int2 or int1 linears from float32; the Model runs them on the cores
+//     q8_0, q4_0, int2, int1, q4_k, q6_k, tq2_0 or tq1_0 linears from float32; the Model runs them on the cores
 //     with kernels/quant (activations quantized to int8 per 32-element
 //     block once per call, the output columns split over the workers).
 //   - Model: the weights packed once, at load time, into kernels/gemm's

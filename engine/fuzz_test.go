@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"runtime"
 	"testing"
+
+	"github.com/cpubench/bench/kernels"
 )
 
 // Fuzzers for the model-file readers: no input makes them panic, an error
@@ -51,6 +53,14 @@ func fuzzGGUF(arch string, typ ggmlType) []byte {
 	return ggufFromWeights(tinyWeights(c, 5), arch, allAs(typ)).bytes()
 }
 
+// fuzzSuperGGUF is a one-layer qwen3 file with every matrix in a 256-weight
+// type (rows of 256: the smallest such model, about 100 KiB in TQ1_0).
+func fuzzSuperGGUF(typ ggmlType) []byte {
+	c := Config{Name: "fuzz-super", Dim: 256, Hidden: 256, Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 256, Vocab: 4, MaxSeq: 8,
+		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true, TiedEmbeddings: true}
+	return ggufFromWeights(tinyWeights(c, 5), "qwen3", allAs(typ)).bytes()
+}
+
 // allocSink keeps TestHeapAllocated's allocation alive.
 var allocSink []byte
 
@@ -74,6 +84,8 @@ func FuzzReadGGUF(f *testing.F) {
 	f.Add(fuzzGGUF("qwen3", ggmlQ4_0))
 	f.Add(fuzzGGUF("qwen3moe", ggmlQ4_0))
 	f.Add(fuzzGGUF("llama", ggmlF32)[:300])
+	f.Add(fuzzSuperGGUF(ggmlQ4_K))
+	f.Add(fuzzSuperGGUF(ggmlTQ10))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var w *Weights
 		var err error

@@ -54,11 +54,15 @@ const (
 	ggmlF16  ggmlType = 1
 	ggmlQ4_0 ggmlType = 2
 	ggmlQ8_0 ggmlType = 8
+	ggmlQ4_K ggmlType = 12
+	ggmlQ6_K ggmlType = 14
 	ggmlBF16 ggmlType = 30
+	ggmlTQ10 ggmlType = 34 // TQ1_0
+	ggmlTQ20 ggmlType = 35 // TQ2_0
 )
 
 // ggmlSupported lists the types ReadGGUF reads, for messages.
-const ggmlSupported = "F32, F16, BF16, Q8_0, Q4_0"
+const ggmlSupported = "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, TQ2_0, TQ1_0"
 
 // ggmlTypeNames names ggml's types for messages (ggml.h; 4, 5 and 31–33,
 // 36–38 were removed from ggml).
@@ -90,6 +94,9 @@ func (t ggmlType) block() (elems, nbytes int, ok bool) {
 	case ggmlQ4_0:
 		return q8Block, 2 + q8Block/2, true
 	}
+	if qf, ok := t.quantFormat(); ok {
+		return qf.GGUFBlockLen(), qf.GGUFBlockBytes(), true
+	}
 	return 0, 0, false
 }
 
@@ -101,6 +108,14 @@ func (t ggmlType) quantFormat() (quant.Format, bool) {
 		return quant.Q8_0, true
 	case ggmlQ4_0:
 		return quant.Q4_0, true
+	case ggmlQ4_K:
+		return quant.Q4_K, true
+	case ggmlQ6_K:
+		return quant.Q6_K, true
+	case ggmlTQ20:
+		return quant.TQ2_0, true
+	case ggmlTQ10:
+		return quant.TQ1_0, true
 	}
 	return "", false
 }
@@ -280,10 +295,11 @@ func LoadGGUFHeader(path string) (*GGUFHeader, error) {
 // first layers decoder layers (0: all) and building a Model with
 // placement cores take: float tensors at 4 bytes per value, plus a second
 // 4 bytes for each float matrix (the packed copy New makes; the tied
-// embedding table when token_embd is float); Q8_0 and Q4_0 matrices at
-// their size in the file (the packed form is as large, but for padding),
-// plus a token_embd in those formats dequantized to float32; plus the
-// largest quantized tensor once more (read whole before packing).
+// embedding table when token_embd is float); quantized matrices at their
+// packed size (quant.Format.BytesPerWeight: as in the file for Q8_0, Q4_0
+// and Q4_K, a little more for Q6_K, TQ2_0 and TQ1_0, which are held as
+// int2), plus a token_embd in those formats dequantized to float32; plus
+// the largest quantized tensor once more (read whole before packing).
 func (h *GGUFHeader) ResidentBytes(layers int) int64 {
 	var total, largest int64
 	for _, t := range h.f.order {
@@ -294,20 +310,21 @@ func (h *GGUFHeader) ResidentBytes(layers int) int64 {
 		for _, n := range t.ne {
 			elems *= int64(n)
 		}
-		_, quantized := t.typ.quantFormat()
+		qf, quantized := t.typ.quantFormat()
 		matrix := len(t.ne) >= 2 && t.name != "token_embd.weight"
+		packed := max(t.nbytes, int64(qf.BytesPerWeight()*float64(elems)))
 		switch {
 		case t.name == "token_embd.weight":
 			total += 4 * elems
 			if h.Config.TiedEmbeddings {
 				if quantized {
-					total += t.nbytes
+					total += packed
 				} else {
 					total += 4 * elems
 				}
 			}
 		case matrix && quantized:
-			total += t.nbytes
+			total += packed
 		case matrix:
 			total += 8 * elems
 		default:
@@ -353,14 +370,15 @@ func (h *GGUFHeader) ResidentBytes(layers int) int64 {
 // attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm,
 // attn_k_norm, ffn_norm, ffn_gate, ffn_up, ffn_down, or ffn_gate_inp and
 // the 3-D ffn_gate_exps, ffn_up_exps, ffn_down_exps split into one slab
-// per expert) may be F32, F16, BF16, Q8_0 or Q4_0. The linear weight
-// matrices (all but token_embd, the norms and rope_freqs) in Q8_0 or Q4_0
-// stay quantized: quant.FromGGUF packs their blocks as stored into the
+// per expert) may be F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, TQ2_0 or
+// TQ1_0. The linear weight matrices (all but token_embd, the norms and
+// rope_freqs) in a quantized type stay quantized: quant.FromGGUF packs their blocks as stored into the
 // Weights' Q fields (an [out][in] quant.Matrix; a 3-D slab one per
 // expert), their float32 field left nil. Every other tensor is
 // dequantized exactly into float32 (F32 bit for bit; Q8_0 as d·q and Q4_0
-// as d·(q − 8), as ggml's dequantize_row_q8_0 and _q4_0). token_embd in
-// Q8_0 or Q4_0 is both dequantized (Embed, for the gather) and, when the
+// as d·(q − 8), as ggml's dequantize_row_q8_0 and _q4_0, the others as
+// their dequantize_row_*). token_embd in a quantized type is both
+// dequantized (Embed, for the gather) and, when the
 // head is tied, kept quantized as LMHeadQ. A GGUF matrix of ne = [in,
 // out] is our [out][in] row-major matrix as stored: token_embd and output
 // [Dim, Vocab], attn_q [Dim, QDim], attn_k and attn_v [Dim, KVDim],
@@ -906,7 +924,7 @@ const ggufChunk = 1 << 20
 // weights reads every tensor the config needs for its first layers
 // decoder layers (0: all; the tensors of later layers are skipped, not
 // read), checking shapes, and refuses tensors left over. Linear weight
-// matrices in Q8_0 or Q4_0 stay quantized (quant.FromGGUF); every other
+// matrices in a quantized type stay quantized (quant.FromGGUF); every other
 // tensor is dequantized to float32.
 func (f *ggufFile) weights(c Config, layers int) (*Weights, error) {
 	if layers < 0 || layers > c.Layers {
@@ -1123,7 +1141,7 @@ func (ld *ggufLoader) quantized(t *ggufTensor, qf quant.Format, parts int) []*qu
 		return nil
 	}
 	k := int(t.ne[0])
-	rows := int(t.nbytes/int64(qf.GGUFBlockBytes())) * quant.BlockLen / k / parts
+	rows := int(t.nbytes/int64(qf.GGUFBlockBytes())) * qf.GGUFBlockLen() / k / parts
 	per := len(data) / parts
 	start := time.Now()
 	defer func() { ld.packSeconds += time.Since(start).Seconds() }()
@@ -1158,9 +1176,31 @@ func (ld *ggufLoader) read(t *ggufTensor) ([]float32, error) {
 			return nil, fmt.Errorf("reading %d bytes at offset %d: got %d: %w", len(b), t.off+done, n, err)
 		}
 		done += int64(len(b))
+		if qf, ok := t.typ.quantFormat(); ok && qf.GGUFBlockLen() != q8Block {
+			// The 256-weight formats, through their kernels/quant
+			// decoder (quant.FromGGUF: one row per block), as ggml's
+			// dequantize_row_q4_K, _q6_K, _tq2_0, _tq1_0.
+			n, err := dequantizeSuper(o, b, qf)
+			if err != nil {
+				return nil, err
+			}
+			o = o[n:]
+			continue
+		}
 		o = o[dequantize(o, b, t.typ):]
 	}
 	return out, nil
+}
+
+// dequantizeSuper decodes src (whole 256-weight blocks of qf) into dst and
+// returns the number of values written; errors: a NaN or infinite scale.
+func dequantizeSuper(dst []float32, src []byte, qf quant.Format) (int, error) {
+	nb := len(src) / qf.GGUFBlockBytes()
+	m, err := quant.FromGGUF(qf, src, nb, qf.GGUFBlockLen())
+	if err != nil {
+		return 0, err
+	}
+	return copy(dst, m.Dequantize()), nil
 }
 
 // dequantize decodes src (whole blocks of typ) into dst and returns the

@@ -283,7 +283,17 @@ func encodeTensor(x []float32, typ ggmlType) []byte {
 	case ggmlQ4_0:
 		out = quantizeQ4_0(x)
 	default:
-		panic("encodeTensor: " + typ.String())
+		// The 256-weight types: kernels/quant's quantizers, one block per
+		// row (blocks are contiguous whatever the rows).
+		qf, ok := typ.quantFormat()
+		if !ok {
+			panic("encodeTensor: " + typ.String())
+		}
+		m, err := quant.Quantize(qf, x, len(x)/quant.SuperLen, quant.SuperLen)
+		if err != nil {
+			panic(err)
+		}
+		out = m.AppendGGUF(nil)
 	}
 	return out
 }
@@ -718,9 +728,11 @@ func TestGGUFErrors(t *testing.T) {
 			"metadata x: arrays of arrays are not supported"},
 		{"too many layers", edit(func(g *ggufTestFile) { g.set("llama.block_count", uint32(1000)) }), "llama.block_count = 1000: the file has only 20 tensors"},
 		{"unknown ggml type", edit(func(g *ggufTestFile) { g.tensor("blk.0.attn_q.weight").typ = 99 }),
-			"engine: m.gguf: tensor blk.0.attn_q.weight: ggml type 99 (unknown) is not supported (supported: F32, F16, BF16, Q8_0, Q4_0)"},
-		{"unsupported ggml type", edit(func(g *ggufTestFile) { g.tensor("blk.1.ffn_down.weight").typ = 12 }),
-			"tensor blk.1.ffn_down.weight: Q4_K (ggml type 12) is not supported"},
+			"engine: m.gguf: tensor blk.0.attn_q.weight: ggml type 99 (unknown) is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K, TQ2_0, TQ1_0)"},
+		{"unsupported ggml type", edit(func(g *ggufTestFile) { g.tensor("blk.1.ffn_down.weight").typ = 11 }),
+			"tensor blk.1.ffn_down.weight: Q3_K (ggml type 11) is not supported"},
+		{"q4_k block", edit(func(g *ggufTestFile) { g.tensor("blk.1.ffn_down.weight").typ = 12 }),
+			"tensor blk.1.ffn_down.weight: Q4_K (ggml type 12): ne[0] = 12 is not a multiple of the block size 256"},
 		{"q8_0 block", edit(func(g *ggufTestFile) {
 			g.tensor("blk.0.ffn_down.weight").typ = ggmlQ8_0
 		}), "tensor blk.0.ffn_down.weight: Q8_0 (ggml type 8): ne[0] = 12 is not a multiple of the block size 32"},

@@ -28,14 +28,15 @@ type GGUFVocab struct {
 }
 
 // GGUFFormats are the tensor formats WriteSyntheticGGUF writes.
-var GGUFFormats = []string{"f32", "f16", "bf16", "q8_0", "q4_0"}
+var GGUFFormats = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k", "tq2_0", "tq1_0"}
 
 // WriteSyntheticGGUF writes a GGUF v3 file at path (atomically: a temporary
 // file renamed at the end) holding a dense llama or qwen3 model of shape c
 // (c.Layers layers) with random weights: every matrix, token_embd included,
 // drawn uniform in ±0.035 (σ ≈ 0.02, as Synthetic) from seed and stored in
-// format (one of GGUFFormats; q8_0/q4_0 quantized as ggml's reference
-// quantizers do), the norms 1 in F32, and the tokenizer vocab v (its token
+// format (one of GGUFFormats; quantized by quant.Quantize: q8_0/q4_0 and
+// the ternary formats as ggml's reference quantizers do, q4_k/q6_k with
+// simplified ones), the norms 1 in F32, and the tokenizer vocab v (its token
 // count must equal c.Vocab). llama.cpp's llama-bench and bench run read it;
 // the weights are meaningless, so only speed is comparable. Errors: an MoE
 // or otherwise unsupported config, an unknown format, a vocab of the wrong
@@ -51,12 +52,15 @@ func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed 
 	if len(v.Tokens) != c.Vocab || len(v.Types) != c.Vocab {
 		return fmt.Errorf("engine: gguf: the tokenizer has %d tokens, the model's vocab is %d", len(v.Tokens), c.Vocab)
 	}
-	typ, ok := map[string]ggmlType{"f32": ggmlF32, "f16": ggmlF16, "bf16": ggmlBF16, "q8_0": ggmlQ8_0, "q4_0": ggmlQ4_0}[strings.ToLower(format)]
+	typ, ok := map[string]ggmlType{"f32": ggmlF32, "f16": ggmlF16, "bf16": ggmlBF16, "q8_0": ggmlQ8_0, "q4_0": ggmlQ4_0,
+		"q4_k": ggmlQ4_K, "q6_k": ggmlQ6_K, "tq2_0": ggmlTQ20, "tq1_0": ggmlTQ10}[strings.ToLower(format)]
 	if !ok {
 		return fmt.Errorf("engine: gguf: format %q: want one of %s", format, strings.Join(GGUFFormats, ", "))
 	}
-	if (typ == ggmlQ8_0 || typ == ggmlQ4_0) && (c.Dim%quant.BlockLen != 0 || c.Hidden%quant.BlockLen != 0 || c.QDim()%quant.BlockLen != 0) {
-		return fmt.Errorf("engine: gguf: %s needs every row length a multiple of %d", format, quant.BlockLen)
+	if qf, ok := typ.quantFormat(); ok {
+		if bl := qf.GGUFBlockLen(); c.Dim%bl != 0 || c.Hidden%bl != 0 || c.QDim()%bl != 0 {
+			return fmt.Errorf("engine: gguf: %s needs every row length a multiple of %d (dim %d, hidden %d, q dim %d)", format, bl, c.Dim, c.Hidden, c.QDim())
+		}
 	}
 	type tinfo struct {
 		name string
@@ -101,10 +105,9 @@ func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed 
 			return 4 * n
 		case ggmlF16, ggmlBF16:
 			return 2 * n
-		case ggmlQ8_0:
-			return n / quant.BlockLen * uint64(quant.Q8_0.GGUFBlockBytes())
 		}
-		return n / quant.BlockLen * uint64(quant.Q4_0.GGUFBlockBytes())
+		qf, _ := t.typ.quantFormat()
+		return n / uint64(qf.GGUFBlockLen()) * uint64(qf.GGUFBlockBytes())
 	}
 
 	dir := filepath.Dir(path)
@@ -212,10 +215,7 @@ func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed 
 						buf = binary.LittleEndian.AppendUint16(buf, gemm.Float32ToBF16(x))
 					}
 				default:
-					fm := quant.Q8_0
-					if t.typ == ggmlQ4_0 {
-						fm = quant.Q4_0
-					}
+					fm, _ := t.typ.quantFormat()
 					m, err := quant.Quantize(fm, w, nr, n)
 					if err != nil {
 						return fmt.Errorf("engine: gguf: %s: %w", t.name, err)

@@ -31,8 +31,11 @@ func newGGUFCmd(streams IO) *cobra.Command {
 		Short: "Write a GGUF file with random weights at a model's shapes (for peer comparisons with llama.cpp)",
 		Long: `Write a GGUF v3 file of a dense Llama or Qwen3 model (a shipped config name or a
 config.json path) with random weights (uniform ±0.035, norms 1) in one format:
-f32, f16, bf16, q8_0 or q4_0 (every matrix, token_embd included; q8_0/q4_0
-quantized as ggml's reference quantizers do). The embedded Qwen3 tokenizer is
+f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, tq2_0 or tq1_0 (every matrix,
+token_embd included; q8_0/q4_0 and the ternary formats quantized as ggml's
+reference quantizers do, q4_k/q6_k with simplified ones without ggml's
+scale search; the K-quants and ternary formats need row lengths that are
+multiples of 256). The embedded Qwen3 tokenizer is
 written as tokenizer.ggml.* so llama.cpp's llama-bench loads the file; bench run
 --weights FILE.gguf reads it too. The weights are meaningless: use the file to
 compare speed only (scripts/compare-llamacpp.sh). The file is written to a

@@ -47,7 +47,7 @@ func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
 func newCmdRun(streams IO, runF func(*runOptions) error) *cobra.Command {
 	opts := &runOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--weight-dtype fp32|q8_0|q4_0|int2|int1] [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
+		Use:   "run --model M --weights synthetic|FILE.bin|FILE.gguf [--weight-dtype fp32|q8_0|q4_0|q4_k|q6_k|int2|int1|tq2_0|tq1_0] [--layers N] [--prompt-tokens T] [--gen-tokens G] [--batch B] [--threads N] [--placement P] [--profile P]",
 		Short: "Run the engine's forward pass: TTFT, TPOT and per-operator times against the roofline",
 		Long: `Builds a model in the engine (weights packed once, at load, for the
 backends the placement uses; the packing time is reported apart), then for
@@ -77,17 +77,20 @@ of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `),
 a HuggingFace config.json path or a GGUF file's metadata, dense or MoE
 (--model FILE.gguf alone runs the file's own weights). --weights FILE.bin reads a
 llama2.c checkpoint and FILE.gguf a GGUF file (F32, F16, BF16 tensors
-dequantized to fp32; Q8_0 and Q4_0 matrices kept quantized); both carry
+dequantized to fp32; Q8_0, Q4_0, Q4_K, Q6_K, TQ2_0 and TQ1_0 matrices kept
+quantized); both carry
 their config (no --model).
 --weight-dtype q8_0 or q4_0 keeps the linear weights block-quantized as
 GGUF's Q8_0 and Q4_0 (1.0625 and 0.5625 bytes per weight; norms and the
 embedding table stay fp32); int2 and int1 are the low-bit GEMV paper's
 2-bit and 1-bit weights with per-32 scales (0.3125 and 0.1875 bytes per
-weight; synthetic weights only: GGUF has no such types). All run on kernels/quant's best backend,
+weight; synthetic weights only: GGUF has no such types); q4_k and q6_k are
+GGUF's K-quants (0.5625 and 0.828125 bytes per weight resident), tq2_0 and
+tq1_0 its ternary formats, held and run as int2 (0.3125). All run on kernels/quant's best backend,
 the activations quantized to int8 per 32-element block as llama.cpp does;
 only placement cores (and auto, which then means cores) runs them.
 Synthetic weights are drawn as for fp32 and quantized layer by layer;
-GGUF Q8_0 and Q4_0 matrices are loaded quantized whatever this flag says,
+GGUF quantized matrices are loaded quantized whatever this flag says,
 and with it their other matrices are quantized too (fp32: a file's
 quantized matrices are dequantized).
 With quantized weights the run then decodes the same steps again with
@@ -117,7 +120,7 @@ per-layer columns say what one layer costs.
 	f := cmd.Flags()
 	f.StringVar(&opts.Model, "model", "", "model for synthetic weights: shipped config name, path to a HuggingFace config.json or a GGUF file (its shapes); or a GGUF file alone, to run its weights")
 	f.StringVar(&opts.Weights, "weights", "synthetic", "synthetic, or the path of a llama2.c checkpoint (.bin) or a GGUF file (.gguf)")
-	f.StringVar(&opts.WeightDType, "weight-dtype", "", "linear weights: fp32, q8_0, q4_0, int2 or int1 (default: fp32 for synthetic weights, as stored for a file)")
+	f.StringVar(&opts.WeightDType, "weight-dtype", "", "linear weights: fp32, q8_0, q4_0, q4_k, q6_k, int2, int1, tq2_0 or tq1_0 (default: fp32 for synthetic weights, as stored for a file)")
 	f.BoolVar(&opts.Amdahl, "amdahl", true, "with quantized weights and --gen-tokens > 0: decode the same steps again with synthetic bf16 weights on the same threads and print the low-bit GEMV paper's Eq. 4 as measured (α, GEMV speedup x, bound, end-to-end speedup); --amdahl=false skips the second decode")
 	f.IntVar(&opts.Layers, "layers", 0, "decoder layers to instantiate (0: all)")
 	f.IntVar(&opts.PromptTokens, "prompt-tokens", 128, "prompt tokens prefilled in one call (T)")
