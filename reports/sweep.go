@@ -33,6 +33,9 @@ type SweepOptions struct {
 	Title string
 	// Sources are the files the cells were read from, listed in report.md.
 	Sources []string
+	// Baseline is a peer's figures (llama-bench, ParseLlamaBench) drawn
+	// beside the placements; nil for none.
+	Baseline *Baseline
 }
 
 // SweepSummary is what Sweep found and wrote.
@@ -138,7 +141,7 @@ func Sweep(cells []results.SweepCell, outDir string, o SweepOptions) (*SweepSumm
 	r := &sweepReport{d: d, s: s, dir: outDir}
 	var body bytes.Buffer
 	for _, sec := range []func(*bytes.Buffer) error{
-		r.latencySection, r.cellsSection, r.throughputSection, r.breakdownSection,
+		r.latencySection, r.baselineSection, r.cellsSection, r.throughputSection, r.breakdownSection,
 		r.predictionSection, r.regimeSection, r.ablationSection, r.machinesSection, r.cellNotesSection,
 	} {
 		if err := sec(&body); err != nil {

@@ -32,6 +32,7 @@ type ReportOptions struct {
 	Merge     bool     // merge per-task directories into Out/cells.jsonl first
 	Profile   string   // machine for the regime map when the cells' own profile cannot be read
 	Precision string   // ceilings the ridge points use
+	Baseline  string   // llama-bench -o json or -o jsonl output drawn beside the placements
 }
 
 // cellsFile is the results file of a sweep directory.
@@ -62,10 +63,17 @@ key (the later date wins; each replacement is reported), writes
 OUT/cells.jsonl atomically and renders that.
 
 The regime map classifies operators against the ridge points of the profile
-each cell names (its "profile" field), or of --profile.`,
+each cell names (its "profile" field), or of --profile.
+
+--baseline FILE reads llama.cpp's llama-bench output (-o json, an array, or
+-o jsonl, one test per line) and draws its prefill (pp) and decode (tg)
+tokens/s beside the batch-1 cells' (legend: placement, model and weight
+format; llama.cpp's test and weight format from its model type; the file is
+named in the caption).`,
 		Example: `  bench report results/sweep-20260301 --out results/sweep-20260301/report
   bench report --merge results/sweep-20260301 --out results/sweep-20260301
-  bench report results/host-a results/host-b --out results/compare-ab`,
+  bench report results/host-a results/host-b --out results/compare-ab
+  bench report results/sweep-20260301 --out report --baseline llama-bench.json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return errors.New("report: need at least one results directory (DIR with " + cellsFile + ")")
@@ -85,10 +93,21 @@ each cell names (its "profile" field), or of --profile.`,
 	f.BoolVar(&opts.Merge, "merge", false, "merge DIR/cells.jsonl, DIR/*/cells.jsonl and DIR/cells/*/cells.jsonl into OUT/cells.jsonl, one cell per key (later date wins)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the regime map when a cell's own profile cannot be read: profile.json, bench.machine/v1 file or published profile name")
 	f.StringVar(&opts.Precision, "precision", "fp32", "precision whose compute ceilings set the ridge points of the regime map")
+	f.StringVar(&opts.Baseline, "baseline", "", "llama.cpp's llama-bench output (-o json or -o jsonl) to draw beside the placements: prefill (pp) and decode (tg) tok/s per thread count, SMEPilot Fig. 9 style")
 	return cmd
 }
 
 func reportRun(_ context.Context, opts *ReportOptions) error {
+	var baseline *reports.Baseline
+	if opts.Baseline != "" {
+		data, err := os.ReadFile(opts.Baseline)
+		if err != nil {
+			return fmt.Errorf("report: --baseline %s: %w", opts.Baseline, unwrapPathError(err))
+		}
+		if baseline, err = reports.ParseLlamaBench(data, opts.Baseline); err != nil {
+			return fmt.Errorf("report: --baseline %w", err)
+		}
+	}
 	files, err := reportInputs(opts.Dirs, opts.Merge)
 	if err != nil {
 		return err
@@ -136,7 +155,7 @@ func reportRun(_ context.Context, opts *ReportOptions) error {
 	if err != nil {
 		return err
 	}
-	s, err := reports.Sweep(cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files})
+	s, err := reports.Sweep(cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline})
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,8 @@ func TestReportBadInput(t *testing.T) {
 	array := filepath.Join(tmp, "array")
 	writeCells(t, filepath.Join(array, "cells", "0"), []results.SweepCell{reportCell("a", "h", "2026-03-01T00:00:00Z", "w", "cores", 1, 1)})
 	out := filepath.Join(tmp, "out")
+	badBaseline := filepath.Join(tmp, "bad.jsonl")
+	os.WriteFile(badBaseline, []byte(`{"model_type": "qwen3 0.6B Q8_0", "n_threads": 2, "n_prompt": 0, "n_gen": 16, "avg_ts": 0}`+"\n"), 0o644)
 	cases := []struct {
 		args []string
 		want []string
@@ -70,6 +72,8 @@ func TestReportBadInput(t *testing.T) {
 			"corrupt/cells.jsonl:1: invalid JSON", `corrupt/cells.jsonl:2: schema "bench.other/v1"`, "corrupt/cells.jsonl:4: invalid JSON",
 			"no valid cells in " + filepath.Join(corrupt, "cells.jsonl")}},
 		{[]string{"report", array, "--merge", "--out", out, "--profile", filepath.Join(tmp, "missing.json")}, []string{"missing.json"}},
+		{[]string{"report", array, "--merge", "--out", out, "--baseline", filepath.Join(tmp, "nope.json")}, []string{"report: --baseline " + filepath.Join(tmp, "nope.json") + ": no such file"}},
+		{[]string{"report", array, "--merge", "--out", out, "--baseline", badBaseline}, []string{"report: --baseline " + badBaseline + ": test 1 (qwen3 0.6B Q8_0): avg_ts 0: must be > 0"}},
 	}
 	for _, c := range cases {
 		code, _, errs := run(t, c.args...)
@@ -214,5 +218,23 @@ func TestReportProfileRegimes(t *testing.T) {
 	s := string(md)
 	if !strings.Contains(s, "memory-bound") || !strings.Contains(s, "regime map of elsewhere: no machine profile") || strings.Contains(s, "regime map of vm:") {
 		t.Errorf("report.md regimes:\n%s", s)
+	}
+}
+
+// --baseline draws llama-bench's tests (the reports package's hand-written
+// fixture) beside the cells and names the file.
+func TestReportBaseline(t *testing.T) {
+	tmp := t.TempDir()
+	dir := filepath.Join(tmp, "sweep")
+	writeCells(t, dir, []results.SweepCell{reportCell("a", "h", "2026-03-01T00:00:00Z", "w", "cores", 1, 1)})
+	out := filepath.Join(tmp, "out")
+	fix := "../../reports/testdata/llama-bench-fixture.jsonl"
+	code, stdout, errs := run(t, "report", dir, "--out", out, "--baseline", fix)
+	if code != 0 || !strings.Contains(stdout, "baseline.png") {
+		t.Fatalf("exit %d: %s\n%s", code, errs, stdout)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(md), "llama.cpp tg16 · q8_0 (llama-bench-fixture.jsonl)") || !strings.Contains(string(md), fix) {
+		t.Errorf("report.md: %v\n%s", err, md)
 	}
 }
