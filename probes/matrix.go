@@ -614,8 +614,8 @@ func matrixPair() (a, b gemm.Backend, ok bool) {
 // for the GEMV, and the mixed run with ≥ 2 cores.
 func (r *runner) matrixSteps() int {
 	run, _ := matrixBackends()
-	n := (len(run) + len(matrixDTypes) + len(quant.Formats())) * len(r.computeThreads())
-	n += len(quant.Formats()) // the up-convert loops
+	n := (len(run) + len(matrixDTypes) + len(quant.KernelFormats())) * len(r.computeThreads())
+	n += len(quant.KernelFormats()) // the up-convert loops
 	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {
 		n++
 	}
@@ -698,13 +698,14 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 	}
 
 	// Quantized GEMVs at the same DRAM-sized weight, and the
-	// effective-bandwidth model of each format (low-bit GEMV paper §III-F).
+	// effective-bandwidth model of each format (low-bit GEMV paper §III-F);
+	// tq2_0 and tq1_0 are left out: they run int2's kernels.
 	qb := quant.Best()
 	clock, clockSrc := 0.0, "no compute section: γ not computed"
 	if compute != nil && compute.FrequencyHz > 0 {
 		clock, clockSrc = compute.FrequencyHz, "compute section: "+compute.FrequencySource
 	}
-	for _, f := range quant.Formats() {
+	for _, f := range quant.KernelFormats() {
 		gn := max(int(float64(r.plan.maxWS)/f.BytesPerWeight()/gemvK)/64*64, 64)
 		w, err := NewQuantWeights(qb, f, gn, gemvK, 2)
 		if err != nil {

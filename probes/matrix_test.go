@@ -53,7 +53,7 @@ func TestMatrixSection(t *testing.T) {
 		t.Errorf("%d progress steps, matrixSteps says %d: %v", len(prog.steps), r.matrixSteps(), prog.steps)
 	}
 	run, skipped := matrixBackends()
-	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != (len(matrixDTypes)+len(quant.Formats()))*len(threads) {
+	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != (len(matrixDTypes)+len(quant.KernelFormats()))*len(threads) {
 		t.Errorf("%d GEMM and %d GEMV figures for %d backends, %d threads", len(m.GEMM), len(m.GEMV), len(run), len(threads))
 	}
 	if len(m.Unavailable) != len(skipped) {
@@ -85,7 +85,7 @@ func TestMatrixSection(t *testing.T) {
 	}
 	// The effective-bandwidth model: γ from the L1 loop, one point per
 	// thread count, ebw = min(β, 32/γ), the measured GEMV joined.
-	if len(m.QuantEBW) != len(quant.Formats()) {
+	if len(m.QuantEBW) != len(quant.KernelFormats()) {
 		t.Fatalf("quant_ebw: %+v", m.QuantEBW)
 	}
 	for _, q := range m.QuantEBW {

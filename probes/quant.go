@@ -90,7 +90,7 @@ const upconvertBytes = 8 << 10
 
 // upconvertK is the panel's reduction depth for format f.
 func upconvertK(f quant.Format) int {
-	return int(float64(upconvertBytes) / float64(quant.PanelRows) / (f.BytesPerWeight() - 2.0/quant.BlockLen) / quant.BlockLen * quant.BlockLen)
+	return int(float64(upconvertBytes)/float64(quant.PanelRows)/(f.BytesPerWeight()-2.0/quant.BlockLen)) / quant.BlockLen * quant.BlockLen
 }
 
 // UpconvertGBps times the GEMV kernel of backend be and format f on one

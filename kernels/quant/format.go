@@ -33,6 +33,19 @@ const (
 // Formats lists the formats in a stable order.
 func Formats() []Format { return []Format{Q8_0, Q4_0, Int2, Int1, Q4_K, Q6_K, TQ2_0, TQ1_0} }
 
+// KernelFormats lists the formats with kernels of their own: Formats
+// without tq2_0 and tq1_0, which run int2's (what a measurement of every
+// kernel needs, e.g. the probe's matrix section).
+func KernelFormats() []Format {
+	var out []Format
+	for _, f := range Formats() {
+		if f.layout() == f {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // GGUF reports whether f is a GGUF tensor type (Q8_0, Q4_0, Q4_K, Q6_K,
 // TQ2_0, TQ1_0).
 func (f Format) GGUF() bool {
