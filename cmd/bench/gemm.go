@@ -109,7 +109,7 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.IntSliceVar(&opts.M, "m", []int{1, 16, 128, 512, 2048}, "rows of X and Y (tokens)")
 	f.IntVar(&opts.N, "n", 3072, "output columns (rows of W)")
 	f.IntVar(&opts.K, "k", 3072, "reduction depth")
-	f.StringVar(&opts.DType, "dtype", "fp32", "weight precisions, comma-separated: fp32, bf16, int8, q8_0, q4_0 (default: --backend's, else fp32)")
+	f.StringVar(&opts.DType, "dtype", "fp32", "weight precisions, comma-separated: fp32, bf16, int8 or a quantized format ("+qformatList()+") (default: --backend's, else fp32)")
 	f.IntSliceVar(&opts.Threads, "threads", []int{1}, "thread counts")
 	f.StringVar(&opts.Backend, "backend", "auto", "backend name (e.g. avx2-fp32) or auto: the best for --dtype")
 	f.StringVar(&opts.BackendB, "backend-b", "", "with --split: group B's backend (default: the best of another dtype)")
@@ -268,7 +268,7 @@ func (o *GEMMOptions) resolveJob(cmd *cobra.Command, d string, only bool) (gemmJ
 	}
 	dt := gemm.DType(d)
 	if dt != gemm.FP32 && dt != gemm.BF16 && dt != gemm.Int8 {
-		return gemmJob{}, fmt.Errorf("gemm: --dtype %q: must be fp32, bf16, int8, q8_0 or q4_0", d)
+		return gemmJob{}, fmt.Errorf("gemm: --dtype %q: must be fp32, bf16, int8 or a quantized format (%s)", d, qformatList())
 	}
 	var b gemm.Backend
 	var err error
@@ -626,4 +626,13 @@ func (o *GEMMOptions) writePlot(rows []results.GEMMResult, prof *results.Profile
 		fmt.Fprintf(o.IO.Out, "wrote %s and %s\n", o.Plot, md)
 	}
 	return nil
+}
+
+// qformatList names kernels/quant's formats, comma-separated.
+func qformatList() string {
+	var fs []string
+	for _, f := range quant.Formats() {
+		fs = append(fs, string(f))
+	}
+	return strings.Join(fs, ", ")
 }
