@@ -10,7 +10,8 @@ import (
 )
 
 // Quantized linear operators: a weight matrix held as a kernels/quant
-// Matrix (GGUF's Q8_0 or Q4_0 blocks, see Weights) runs on the cores
+// Matrix (GGUF's Q8_0, Q4_0, Q4_K, Q6_K, TQ2_0 or TQ1_0 blocks, or the
+// low-bit paper's int2 and int1, see Weights) runs on the cores
 // whatever the placement, as llama.cpp's CPU backend runs it: the M×K
 // activations are quantized to int8 per 32-element block
 // (quant.Activations, llama.cpp's quantize_row_q8_0) once per call, then
@@ -53,7 +54,7 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 		}
 	}
 	path := "GEMV tiles at every M"
-	if be.PrefillTileM > 0 {
+	if be.PrefillTileM > 0 && quant.PrefillFormat(quant.Format(qf)) {
 		path = fmt.Sprintf("GEMV tiles below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", quant.PrefillMinM, quant.PrefillMinM, be.PrefillTileM)
 	}
 	m.Notes = append(m.Notes, fmt.Sprintf("%s weights, kernels/quant backend %s (%s); activations quantized to int8 per 32-element block as llama.cpp does (linear weights: %s)",

@@ -26,6 +26,11 @@ import (
 // 256 weights (0.5625 B/w, as the file), Q6_K 212 (0.828125, the file's
 // 210 and 2 bytes of alignment).
 
+// PrefillFormat reports whether Mul's prefill path (a backend with
+// PrefillTileM > 0, from PrefillMinM rows) runs format f: every format but
+// the K-quants, whose GEMV tiles run at every M.
+func PrefillFormat(f Format) bool { return pfFormat(f) }
+
 // SuperLen is the super-block length of the K-quants and the ternary
 // formats (ggml's QK_K).
 const SuperLen = 256
