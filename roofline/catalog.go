@@ -118,14 +118,17 @@ type Request struct {
 
 // dtypeBytes is the storage size of each element type, in bytes. Block
 // scales of quantized formats are not counted, except in GGUF's block
-// formats q8_0 and q4_0 (kernels/quant), whose fp16 scale per 32 weights
-// is: 34/32 and 18/32 bytes per weight.
+// formats (kernels/quant), whose sizes are ggml's block sizes: q8_0 34/32
+// and q4_0 18/32 bytes per weight (an fp16 scale per 32), q4_k 144/256,
+// q6_k 210/256, tq2_0 66/256 and tq1_0 54/256 (per 256-weight
+// super-block).
 var dtypeBytes = map[string]float64{
 	"fp32": 4, "f32": 4, "float32": 4,
 	"fp16": 2, "f16": 2, "float16": 2, "bf16": 2, "bfloat16": 2,
 	"fp8": 1, "int8": 1, "q8": 1,
 	"int4": 0.5, "q4": 0.5, "mxfp4": 0.5,
 	"q8_0": 34.0 / 32, "q4_0": 18.0 / 32,
+	"q4_k": 144.0 / 256, "q6_k": 210.0 / 256, "tq2_0": 66.0 / 256, "tq1_0": 54.0 / 256,
 	"int2": 0.25, "q2": 0.25,
 	"int1": 0.125, "q1": 0.125,
 }
