@@ -22,6 +22,7 @@ type Activations struct {
 	corrZ []int32   // pairs × M × 2: −o·Σq/8, the zmm kernels' accumulator start
 	corrY []int32   // pairs × M × 2: −o·Σq/4, the ymm kernels'
 	kx    []uint32  // the K-quants' terms (kquant.go quantizeK)
+	kpf   []float32 // the K-quants' prefill terms (prefill_k.go prefillK), made on the prefill path
 }
 
 func grow[T any](s []T, n int) []T {
@@ -86,5 +87,8 @@ func (a *Activations) Quantize(f Format, x []float32, m, k int) error {
 		}
 	}
 	a.quantizeK()
+	if m >= PrefillMinM && pfkSub(f) > 0 {
+		a.prefillK() // here, not in Mul: concurrent Muls share a
+	}
 	return nil
 }

@@ -35,9 +35,11 @@
 // 32-weight block gets the super-block's d as its scale (stored d/4, an
 // error where that is not exact in fp16: |d| < 2^-12 with low bits), t as
 // level t; a block holding TQ2_0's t = 2 stores −d and levels −t. They run
-// the int2 kernels on every backend, the prefill path included; q4_k
-// and q6_k have no prefill path (their GEMV tiles run at every M). Quantize is ggml's quantize_row_tq*_ref (d = max|w|
-// per 256, t = round(w/d)).
+// the int2 kernels on every backend, the prefill path included. Quantize
+// is ggml's quantize_row_tq*_ref (d = max|w| per 256, t = round(w/d)).
+// q4_k and q6_k have prefill tiles of their own (prefill_k.go: the same
+// column-order quants, float32 scales per 32- or 16-weight sub-block and a
+// min term per sub-block).
 //
 // The K-quants (kquant.go) keep the lane-order pairs — q4_k 32 bytes per
 // pair as q4_0's nibbles (u = q, o = 0), q6_k 48 (its low 4 bits as q4_0,

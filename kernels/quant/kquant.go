@@ -27,9 +27,9 @@ import (
 // 210 and 2 bytes of alignment).
 
 // PrefillFormat reports whether Mul's prefill path (a backend with
-// PrefillTileM > 0, from PrefillMinM rows) runs format f: every format but
-// the K-quants, whose GEMV tiles run at every M.
-func PrefillFormat(f Format) bool { return pfFormat(f) }
+// PrefillTileM > 0, from PrefillMinM rows) runs format f: every format,
+// the K-quants on tiles of their own (prefill_k.go).
+func PrefillFormat(f Format) bool { return pfFormat(f) || pfkSub(f) > 0 }
 
 // SuperLen is the super-block length of the K-quants and the ternary
 // formats (ggml's QK_K).

@@ -156,9 +156,16 @@ func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) er
 	if n0 < 0 || n1 > w.N || n0 > n1 || ldy < n1 || len(y) < (a.M-1)*ldy+n1 {
 		return fmt.Errorf("quant: columns [%d, %d) of %d, ldy %d, %d outputs for %d rows", n0, n1, w.N, ldy, len(y), a.M)
 	}
-	if be.PrefillTileM > 0 && !be.NoPrefill && a.M >= PrefillMinM && pfFormat(w.Format) {
-		mulPF(pfImpls[be.Name], w, a, y, ldy, n0, n1)
-		return nil
+	if be.PrefillTileM > 0 && !be.NoPrefill && a.M >= PrefillMinM {
+		pf := pfImpls[be.Name]
+		if pfFormat(w.Format) {
+			mulPF(pf, w, a, y, ldy, n0, n1)
+			return nil
+		}
+		if ks := pf.kk[w.Format]; ks != nil {
+			mulPFK(ks, pf.kconv[w.Format], w, a, y, ldy, n0, n1)
+			return nil
+		}
 	}
 	mul(im, w, a, y, ldy, n0, n1)
 	return nil

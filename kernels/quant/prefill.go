@@ -49,6 +49,11 @@ type pfImpl struct {
 	unavailable func() string
 	// conv are the up-converts by format (a missing one: the Go loop).
 	conv map[Format]pfConvFn
+	// kk are the K-quant prefill kernels by format (prefill_k.go), heights
+	// 1..len(k) as k.
+	kk map[Format][]pfkKern
+	// kconv are the K-quant quants' up-converts by format.
+	kconv map[Format]pfkConvFn
 }
 
 // kernPFGo is the specification of the prefill kernels: for r < mr,
@@ -171,9 +176,10 @@ func pfConvertRows(w *Matrix, r0 int, q []byte, d []uint16) {
 var pfScratch sync.Pool
 
 type pfBuf struct {
-	q []byte
-	d []uint16
-	c []float32
+	q  []byte
+	d  []uint16
+	dk []float32 // K-quant tiles' scale words
+	c  []float32
 }
 
 // mulPF is mul's prefill path with pf's kernels and up-converts.

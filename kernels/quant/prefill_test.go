@@ -8,11 +8,11 @@ import (
 	"testing"
 )
 
-// pfWord is getU a word at a time.
+// pfWord and pfkWord are getU a word at a time.
 func TestPFWord(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, f := range Formats() {
-		if !pfFormat(f) {
+		if !PrefillFormat(f) {
 			continue
 		}
 		q := make([]byte, f.pairBytes())
@@ -21,7 +21,12 @@ func TestPFWord(t *testing.T) {
 				q[i] = byte(rng.Uint32())
 			}
 			for wi := range 16 {
-				v := f.pfWord(q, wi)
+				var v uint32
+				if pfkSub(f) > 0 {
+					v = pfkWord(f, q, wi)
+				} else {
+					v = f.pfWord(q, wi)
+				}
 				for i := range 4 {
 					if got, want := int32(v>>(8*i)&0xff), f.getU(q, 4*wi+i); got != want {
 						t.Fatalf("%s word %d byte %d: %d, getU %d", f, wi, i, got, want)
@@ -43,6 +48,17 @@ func goPF(mr int) []pfKern {
 	return ks
 }
 
+// goPFK is the K-quant prefill path on the Go specification kernel.
+func goPFK(nsub, mr int) []pfkKern {
+	var ks []pfkKern
+	for m := 1; m <= mr; m++ {
+		ks = append(ks, func(np int, a *byte, as *float32, ax *float32, sa int, b *byte, bs *float32, c *float32, ldc int) {
+			kernPFKGo(nsub, m, np, a, as, ax, sa, b, bs, c, ldc)
+		})
+	}
+	return ks
+}
+
 // The prefill path (the Go specification kernel, then every backend's
 // assembly) equals the GEMV tiles of the go backend up to float32
 // summation order, on column ranges that cut tiles and panels, with rows
@@ -55,6 +71,10 @@ func TestPrefillTwin(t *testing.T) {
 		run  func(w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) error
 	}
 	paths := []path{{"spec", func(w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) error {
+		if nsub := pfkSub(w.Format); nsub > 0 {
+			mulPFK(goPFK(nsub, 3), nil, w, a, y, ldy, n0, n1)
+			return nil
+		}
 		mulPF(&pfImpl{k: goPF(3)}, w, a, y, ldy, n0, n1)
 		return nil
 	}}}
@@ -77,10 +97,10 @@ func TestPrefillTwin(t *testing.T) {
 	}
 	for _, p := range paths {
 		for _, f := range Formats() {
-			if !pfFormat(f) {
+			if !PrefillFormat(f) {
 				continue
 			}
-			for _, sh := range [][5]int{{16, 32, 64, 0, 32}, {17, 70, 96, 0, 70}, {20, 70, 160, 5, 61}, {40, 33, 2048, 1, 33}, {16, 100, 32, 36, 100}} {
+			for _, sh := range [][5]int{{16, 32, 64, 0, 32}, {17, 70, 96, 0, 70}, {20, 70, 160, 5, 61}, {40, 33, 2048, 1, 33}, {16, 100, 32, 36, 100}, {19, 40, 512, 0, 40}, {16, 36, 288, 4, 36}} {
 				m, n, k, n0, n1 := sh[0], sh[1], sh[2], sh[3], sh[4]
 				t.Run(fmt.Sprintf("%s/%s/%v", p.name, f, sh), func(t *testing.T) {
 					wm, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
@@ -150,7 +170,7 @@ func BenchmarkPrefill(b *testing.B) {
 			continue
 		}
 		for _, f := range Formats() {
-			if !pfFormat(f) {
+			if !PrefillFormat(f) {
 				continue
 			}
 			w, _ := Random(f, n, k, 1)

@@ -59,10 +59,127 @@ func main() {
 	for m := 1; m <= mrMax; m++ {
 		gen(m)
 	}
-	for _, f := range []string{"Q8", "Q4", "I2", "I1"} {
+	for _, f := range []string{"Q8", "Q4", "I2", "I1", "Q4K", "Q6K"} {
 		genConv(f)
 	}
+	for _, nsub := range []int{2, 4} {
+		for m := 1; m <= mrMax; m++ {
+			genK(m, nsub)
+		}
+	}
 	Generate()
+}
+
+const signatureK = "func(np int, a *byte, as *float32, ax *float32, sa int, b *byte, bs *float32, c *float32, ldc int)"
+
+// genK generates the K-quant prefill kernel of height m with nsub
+// sub-blocks per block pair (2: Q4_K's 32-weight sub-blocks, 4: Q6_K's
+// 16), kernPFKGo in kernels/quant/prefill_k.go (which gives the layouts).
+// Per sub-block and row r of X: two int32 accumulators (rows 0–15 and
+// 16–31 of the tile) are zeroed and take 8/(nsub/2) groups of VPDPBUSD.BCST
+// as kernPFVNNI's; then per half, the 16 float32 scales D are loaded (no
+// fp16 widening: d·sc is not exact in fp16), multiplied by the row's dx
+// (VMULPS with an embedded broadcast), the accumulator converted and added
+// by VFMADD231PS, and the min term Mn·X subtracted by one VFNMADD231PS
+// with X broadcast from memory. Registers, m = 6: 12 float and 12 int32
+// accumulators, 2 weight, 2 scale, 2 min vectors and 1 temporary = 31.
+func genK(m, nsub int) {
+	name := fmt.Sprintf("kernPFK%dVNNIm%d", 64/nsub, m)
+	TEXT(name, NOSPLIT, signatureK)
+	Doc(fmt.Sprintf("%s computes an %d×32 K-quant prefill tile (%d sub-blocks per pair) with VPDPBUSD; see the generator.", name, m, nsub))
+	np := Load(Param("np"), RCX)
+	a := Load(Param("a"), RSI)
+	as := Load(Param("as"), R8)
+	ax := Load(Param("ax"), R9)
+	sa := Load(Param("sa"), R10)
+	b := Load(Param("b"), RDI)
+	bs := Load(Param("bs"), R11)
+	c := Load(Param("c"), RDX)
+	ldc := Load(Param("ldc"), R12)
+	sa8 := R13 // stride of as in bytes: sa/8 (2 floats per 64 activation bytes)
+	MOVQ(sa, sa8)
+	SHRQ(U8(3), sa8)
+	sax := R14 // stride of ax in bytes: nsub floats per 64 activation bytes
+	MOVQ(sa, sax)
+	SHRQ(U8(4-uint8(log2(nsub))), sax)
+	SHLQ(U8(2), ldc) // floats → bytes
+
+	var facc, iacc [mrMax][2]VecPhysical
+	for r := 0; r < m; r++ {
+		for s := 0; s < 2; s++ {
+			facc[r][s] = zmm(r*2 + s)
+			iacc[r][s] = zmm(12 + r*2 + s)
+			VPXORD(facc[r][s], facc[r][s], facc[r][s])
+		}
+	}
+	w := [2]VecPhysical{zmm(24), zmm(25)}
+	dw := [2]VecPhysical{zmm(26), zmm(27)}
+	mn := [2]VecPhysical{zmm(28), zmm(29)}
+	t := zmm(30)
+	half := nsub / 2
+	ng := 8 / half // groups per sub-block
+
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for sb := 0; sb < nsub; sb++ {
+		h, g0 := sb/half, (sb%half)*ng
+		for r := 0; r < m; r++ {
+			for s := 0; s < 2; s++ {
+				VPXORD(iacc[r][s], iacc[r][s], iacc[r][s])
+			}
+		}
+		for g := g0; g < g0+ng; g++ {
+			for s := 0; s < 2; s++ {
+				VMOVDQU32(Mem{Base: b, Disp: (h*2+s)*halfBytes + g*groupBytes}, w[s])
+			}
+			for r := 0; r < m; r++ {
+				x := Mem{Base: a, Disp: r*64 + (2*g+h)*4}
+				for s := 0; s < 2; s++ {
+					Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Suffixes: []string{"BCST"}, Operands: []Op{x, w[s], iacc[r][s]}})
+				}
+			}
+		}
+		for s := 0; s < 2; s++ {
+			VMOVUPS(Mem{Base: bs, Disp: (sb*32 + s*16) * 4}, dw[s])
+			VMOVUPS(Mem{Base: bs, Disp: (nsub*32 + sb*32 + s*16) * 4}, mn[s])
+		}
+		for r := 0; r < m; r++ {
+			for s := 0; s < 2; s++ {
+				VMULPS_BCST(Mem{Base: as, Disp: (r*2 + h) * 4}, dw[s], t)
+				VCVTDQ2PS(iacc[r][s], iacc[r][s])
+				VFMADD231PS(iacc[r][s], t, facc[r][s])
+				VFNMADD231PS_BCST(Mem{Base: ax, Disp: (r*nsub + sb) * 4}, mn[s], facc[r][s])
+			}
+		}
+	}
+	ADDQ(sa, a)
+	ADDQ(sa8, as)
+	ADDQ(sax, ax)
+	ADDQ(U32(pairBytes), b)
+	ADDQ(U32(2*nsub*32*4), bs)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r][0], Mem{Base: c})
+		VMOVUPS(facc[r][1], Mem{Base: c, Disp: 64})
+		if r+1 < m {
+			ADDQ(ldc, c)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+func log2(n int) int {
+	l := 0
+	for n > 1 {
+		n >>= 1
+		l++
+	}
+	return l
 }
 
 const signature = "func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint16, c *float32, ldc int)"
@@ -198,7 +315,10 @@ var (
 	pfTen    = dataConst("pften", func(int) byte { return 0x10 })
 )
 
-const convSignature = "func(np int, src *byte, pstride int, ds *uint32, dstride int, dst *byte, dd *uint16)"
+const (
+	convSignature  = "func(np int, src *byte, pstride int, ds *uint32, dstride int, dst *byte, dd *uint16)"
+	convSignatureK = "func(np int, src *byte, pstride int, dst *byte)"
+)
 
 // genConv emits pfConv<F>: the up-convert of 16 rows of W (4 whole GEMV
 // panels from row 0 of the panel at src) into one half of a prefill tile,
@@ -210,21 +330,41 @@ const convSignature = "func(np int, src *byte, pstride int, ds *uint32, dstride 
 // scale words d0 | d1<<16 are narrowed (VPMOVDW) to the tile's fp16
 // scales. pstride and dstride are the bytes from one panel to the next in
 // the quants and the scales; dst and dd point at pair 0 of the half.
+//
+// The K-quant variants (Q4K, Q6K; signature convSignatureK) convert the
+// quants only (prefill_k.go makes the float32 scale words in Go): Q4_K's
+// as q4_0's, Q6_K's 48-byte pairs as the low nibble of bytes 0–31 (q4_0's
+// unpack) OR the 2-bit field of bytes 32–47 (int2's unpack) shifted to
+// bits 5:4.
 func genConv(f string) {
 	name := "pfConv" + f
-	TEXT(name, NOSPLIT, convSignature)
-	Doc(name + " up-converts 16 rows of W into half a prefill tile; see the generator.")
+	kq := f == "Q4K" || f == "Q6K"
+	if kq {
+		TEXT(name, NOSPLIT, convSignatureK)
+		Doc(name + " up-converts the quants of 16 rows of a K-quant W into half a prefill tile; see the generator.")
+	} else {
+		TEXT(name, NOSPLIT, convSignature)
+		Doc(name + " up-converts 16 rows of W into half a prefill tile; see the generator.")
+	}
 	np := Load(Param("np"), RCX)
 	src := Load(Param("src"), RSI)
 	pst := Load(Param("pstride"), R8)
-	ds := Load(Param("ds"), R10)
-	dst2 := Load(Param("dstride"), R11)
+	var ds, dst2, dd, dst3 GPPhysical
+	if !kq {
+		ds = Load(Param("ds"), R10).(GPPhysical)
+		dst2 = Load(Param("dstride"), R11).(GPPhysical)
+	}
 	dst := Load(Param("dst"), RDI)
-	dd := Load(Param("dd"), RDX)
-	pst3, dst3 := R9, R12
+	if !kq {
+		dd = Load(Param("dd"), RDX).(GPPhysical)
+	}
+	pst3 := R9
 	LEAQ(Mem{Base: pst, Index: pst, Scale: 2}, pst3)
-	LEAQ(Mem{Base: dst2, Index: dst2, Scale: 2}, dst3)
-	pb := map[string]int{"Q8": 64, "Q4": 32, "I2": 16, "I1": 8}[f]
+	if !kq {
+		dst3 = R12
+		LEAQ(Mem{Base: dst2, Index: dst2, Scale: 2}, dst3)
+	}
+	pb := map[string]int{"Q8": 64, "Q4": 32, "I2": 16, "I1": 8, "Q4K": 32, "Q6K": 48}[f]
 
 	A := make([]VecPhysical, 16)
 	B := make([]VecPhysical, 16)
@@ -248,10 +388,16 @@ func genConv(f string) {
 	Label(name + "_loop")
 	// Constants live in bank B, free until the transpose.
 	k1, k2, k3 := B[13], B[14], B[15]
+	k4, k5, tmp := B[12], B[11], B[10]
 	switch f {
-	case "Q4":
+	case "Q4", "Q4K":
 		VMOVDQU64(pfQ4Shifts(), k1)
 		VMOVDQU64(pfMask0F(), k2)
+	case "Q6K":
+		VMOVDQU64(pfQ4Shifts(), k1)
+		VMOVDQU64(pfMask0F(), k2)
+		VMOVDQU64(pfI2Shifts(), k4)
+		VMOVDQU64(pfMask03(), k5)
 	case "I2":
 		VMOVDQU64(pfI2Shifts(), k1)
 		VMOVDQU64(pfMask03(), k2)
@@ -265,10 +411,21 @@ func genConv(f string) {
 		switch f {
 		case "Q8":
 			VMOVDQU64(m, v)
-		case "Q4": // both halves, the upper shifted by 4, low nibbles
+		case "Q4", "Q4K": // both halves, the upper shifted by 4, low nibbles
 			VBROADCASTI64X4(m, v)
 			VPSRLVQ(k1, v, v)
 			VPANDD(k2, v, v)
+		case "Q6K": // the nibbles as Q4, | the int2 fields of bytes 32.. << 4
+			VBROADCASTI64X4(m, v)
+			VPSRLVQ(k1, v, v)
+			VPANDD(k2, v, v)
+			hi := m
+			hi.Disp += 32
+			VBROADCASTI32X4(hi, tmp)
+			VPSRLVQ(k4, tmp, tmp)
+			VPANDD(k5, tmp, tmp)
+			VPSLLQ(U8(4), tmp, tmp)
+			VPORD(tmp, v, v)
 		case "I2": // all four lanes, lane L shifted by 2L, masked, times 4
 			VBROADCASTI32X4(m, v)
 			VPSRLVQ(k1, v, v)
@@ -309,6 +466,16 @@ func genConv(f string) {
 	for c := 0; c < 16; c++ { // word c: block c%2, group c/2
 		VMOVDQU64(A[c], Mem{Base: dst, Disp: (c%2)*2*halfBytes + (c/2)*groupBytes})
 	}
+	ADDQ(U32(4*pb), src)
+	ADDQ(U32(pairBytes), dst)
+	if kq {
+		DECQ(np)
+		JNZ(LabelRef(name + "_loop"))
+		Label(name + "_done")
+		VZEROUPPER()
+		RET()
+		return
+	}
 	// Scales: the 16 rows' words, 4 per panel, then d0 (h = 0) and d1.
 	sc := B[0]
 	VMOVDQU32(Mem{Base: ds}, sc.(Vec).AsX())
@@ -319,9 +486,7 @@ func genConv(f string) {
 	VPSRLD(U8(16), sc, sc)
 	VPMOVDW(sc, Mem{Base: dd, Disp: 32 * 2})
 
-	ADDQ(U32(4*pb), src)
 	ADDQ(U32(16), ds)
-	ADDQ(U32(pairBytes), dst)
 	ADDQ(U32(scaleBytes), dd)
 	DECQ(np)
 	JNZ(LabelRef(name + "_loop"))
