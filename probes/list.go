@@ -7,12 +7,22 @@ import (
 	"strings"
 
 	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/peak"
+	"github.com/cpubench/bench/kernels/quant"
 )
+
+func formatNames(fs []quant.Format) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, string(f))
+	}
+	return out
+}
 
 // KernelInfo is one kernel `bench probe --list` reports.
 type KernelInfo struct {
-	Section string // "memory", "compute", "nonlinear"
+	Section string // "memory", "compute", "gemm", "quant", "nonlinear"
 	Name    string
 	ISA     string
 	Detail  string // instruction or kernel set
@@ -42,6 +52,30 @@ func Kernels() []KernelInfo {
 		out = append(out, KernelInfo{Section: "compute", Name: k.Name, ISA: k.ISA,
 			Detail: fmt.Sprintf("%s, %s, %d ops/instruction, %d accumulators", k.Instruction, k.Precision, k.OpsPerInstruction, k.Accumulators),
 			Status: status(k.Unavailable)})
+	}
+	for _, b := range gemm.Backends() {
+		out = append(out, KernelInfo{Section: "gemm", Name: b.Name, ISA: b.ISA,
+			Detail: fmt.Sprintf("%s weights, %d×%d register tile", b.DType, b.TileM, b.TileN), Status: status(b.Unavailable)})
+	}
+	for _, b := range quant.Backends() {
+		var own, fmts []string
+		for _, f := range quant.Formats() {
+			fmts = append(fmts, string(f))
+			if !slices.Contains(b.GoTiles, f) {
+				own = append(own, string(f))
+			}
+		}
+		detail := fmt.Sprintf("GEMV tiles %d×%d", b.TileM, b.TileN)
+		switch {
+		case b.ISA == "go":
+			detail += " (the Go specification loops)"
+		case len(b.GoTiles) > 0:
+			detail += fmt.Sprintf("; kernels for %s, Go specification tiles for %s", strings.Join(own, ", "), strings.Join(formatNames(b.GoTiles), ", "))
+		}
+		if b.PrefillTileM > 0 {
+			detail += fmt.Sprintf("; prefill %d×32 tiles from M %d", b.PrefillTileM, quant.PrefillMinM)
+		}
+		out = append(out, KernelInfo{Section: "quant", Name: strings.Join(fmts, ", "), ISA: b.ISA, Detail: detail, Status: status(b.Unavailable)})
 	}
 	for _, n := range kernels.NonlinearImpls() {
 		var names []string

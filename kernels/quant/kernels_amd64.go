@@ -28,10 +28,10 @@ func archImpls() []*impl {
 		return vnniSelfTest()
 	}
 	return []*impl{
-		// int2 and int1 have no AVX2 kernels yet: the avx2 backend runs
-		// their Go specification tiles (reading its ymm corrections).
+		// int2 and int1 have no AVX2 kernels yet: fill gives the avx2
+		// backend their Go specification tiles (reading its ymm corrections).
 		{name: "avx2", isa: "avx2", mr: 1, lacks: avx2, corrY: true,
-			k: map[Format][]kern{Q8_0: {kernQ8AVX2m1}, Q4_0: {kernQ4AVX2m1}, Int2: goKerns(Int2, 1, 4), Int1: goKerns(Int1, 1, 4)}},
+			k: map[Format][]kern{Q8_0: {kernQ8AVX2m1}, Q4_0: {kernQ4AVX2m1}}},
 		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns},
 	}
 }

@@ -5,7 +5,7 @@ import "unsafe"
 // goImpl is the "go" backend: the specification loop of every kernel.
 func goImpl() *impl {
 	im := &impl{name: "go", isa: "go", mr: 4, lacks: func() string { return "" },
-		k: map[Format][]kern{}}
+		k: map[Format][]kern{}, goTiles: Formats()}
 	for _, f := range Formats() {
 		im.k[f] = goKerns(f, im.mr, 8)
 	}

@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -19,6 +20,9 @@ type Backend struct {
 	// NoPrefill, set by a caller, makes Mul run the GEMV tiles at every M
 	// (to measure both paths).
 	NoPrefill bool
+	// GoTiles are the formats whose GEMV tiles on this backend are the Go
+	// specification loops (no kernel of its own yet), in Formats order.
+	GoTiles []Format
 }
 
 // kern computes one mr×PanelRows tile over np block pairs (see kernGo for
@@ -36,10 +40,11 @@ type impl struct {
 	lacks     func() string
 	corrY     bool
 	k         map[Format][]kern
+	goTiles   []Format // formats fill gave the Go tiles
 }
 
 func (im *impl) backend() Backend {
-	b := Backend{Name: im.name, ISA: im.isa, TileM: im.mr, TileN: PanelRows, Unavailable: im.lacks()}
+	b := Backend{Name: im.name, ISA: im.isa, TileM: im.mr, TileN: PanelRows, Unavailable: im.lacks(), GoTiles: im.goTiles}
 	if pf := pfImpls[im.name]; pf != nil && b.Unavailable == "" && pf.unavailable() == "" {
 		b.PrefillTileM = len(pf.k)
 	}
@@ -63,10 +68,15 @@ func (im *impl) fill() {
 		case len(im.k[f]) >= im.mr:
 		case len(im.k[f.layout()]) >= im.mr:
 			im.k[f] = im.k[f.layout()]
+			if slices.Contains(im.goTiles, f.layout()) {
+				im.goTiles = append(im.goTiles, f)
+			}
 		case im.corrY:
 			im.k[f] = goKerns(f, im.mr, 4)
+			im.goTiles = append(im.goTiles, f)
 		default:
 			im.k[f] = goKerns(f, im.mr, 8)
+			im.goTiles = append(im.goTiles, f)
 		}
 	}
 }
