@@ -55,7 +55,8 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 	}
 	path := "GEMV tiles at every M"
 	if be.PrefillTileM > 0 && quant.PrefillFormat(quant.Format(qf)) {
-		path = fmt.Sprintf("GEMV tiles below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", quant.PrefillMinM, quant.PrefillMinM, be.PrefillTileM)
+		mm := quant.PrefillMinRows(quant.Format(qf))
+		path = fmt.Sprintf("GEMV tiles below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", mm, mm, be.PrefillTileM)
 	}
 	m.Notes = append(m.Notes, fmt.Sprintf("%s weights, kernels/quant backend %s (%s); activations quantized to int8 per 32-element block as llama.cpp does (linear weights: %s)",
 		qf, be.Name, path, strings.Join(parts, ", ")))

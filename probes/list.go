@@ -73,7 +73,7 @@ func Kernels() []KernelInfo {
 			detail += fmt.Sprintf("; kernels for %s, Go specification tiles for %s", strings.Join(own, ", "), strings.Join(formatNames(b.GoTiles), ", "))
 		}
 		if b.PrefillTileM > 0 {
-			detail += fmt.Sprintf("; prefill %d×32 tiles from M %d", b.PrefillTileM, quant.PrefillMinM)
+			detail += fmt.Sprintf("; prefill %d×32 tiles from M %d (K-quants %d)", b.PrefillTileM, quant.PrefillMinM, quant.PrefillMinMK)
 		}
 		out = append(out, KernelInfo{Section: "quant", Name: strings.Join(fmts, ", "), ISA: b.ISA, Detail: detail, Status: status(b.Unavailable)})
 	}

@@ -130,7 +130,9 @@
 // the one float scaling per block. Measured by BenchmarkPrefill (one
 // thread, N 3072 × K 1024, Zen 5 VM): 1.4–2.6× the GEMV tiles from M = 16
 // (q4_0 at M 512: 461 against 227 GFLOP/s). Backend.NoPrefill turns it off
-// to measure both.
+// to measure both. q4_k and q6_k take it from PrefillMinMK = 32 rows on
+// tiles of their own (prefill_k.go: float32 scales per 32- or 16-weight
+// sub-block made in Go per call, a min term per sub-block).
 //
 // This package imports only internal/cpu of bench.
 package quant

@@ -91,9 +91,13 @@ func q4kScaleMin(sc []byte, j int) (uint8, uint8) {
 // Q4_K, mins M (dmin·m, exact) of super-block s of row r: Q4_K 8 each,
 // Q6_K 16 scales.
 func (w *Matrix) kScales(r, s int) (D [16]float32, M [8]float32) {
-	mb := w.meta(r, s)
+	return kScalesOf(w.Format, w.meta(r, s))
+}
+
+// kScalesOf is kScales from a super-block's scale bytes mb (Matrix.meta).
+func kScalesOf(f Format, mb []byte) (D [16]float32, M [8]float32) {
 	d := FP16ToFloat32(binary.LittleEndian.Uint16(mb))
-	if w.Format == Q4_K {
+	if f == Q4_K {
 		dmin := FP16ToFloat32(binary.LittleEndian.Uint16(mb[2:]))
 		for j := range 8 {
 			sc, m := q4kScaleMin(mb[4:], j)

@@ -144,7 +144,7 @@ const blockPanels = 8
 // quantized activations and the rows n0 ≤ j < n1 of w, writing
 // y[i*ldy+j] (other columns untouched), with backend be. It is
 // single-threaded and safe to call concurrently on disjoint column ranges
-// (fastest when n0 is a multiple of PanelRows). From PrefillMinM rows on,
+// (fastest when n0 is a multiple of PanelRows). From PrefillMinRows rows on,
 // a backend with PrefillTileM > 0 takes the prefill path (see
 // prefill.go) unless be.NoPrefill. be must come from Best,
 // Backends or BackendByName: its availability is taken from be (checked
@@ -166,7 +166,7 @@ func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) er
 	if n0 < 0 || n1 > w.N || n0 > n1 || ldy < n1 || len(y) < (a.M-1)*ldy+n1 {
 		return fmt.Errorf("quant: columns [%d, %d) of %d, ldy %d, %d outputs for %d rows", n0, n1, w.N, ldy, len(y), a.M)
 	}
-	if be.PrefillTileM > 0 && !be.NoPrefill && a.M >= PrefillMinM {
+	if be.PrefillTileM > 0 && !be.NoPrefill && a.M >= PrefillMinRows(w.Format) {
 		pf := pfImpls[be.Name]
 		if pfFormat(w.Format) {
 			mulPF(pf, w, a, y, ldy, n0, n1)

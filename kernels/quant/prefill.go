@@ -31,6 +31,21 @@ import (
 // conversion is not amortized). Measured with BenchmarkPrefill.
 const PrefillMinM = 16
 
+// PrefillMinMK is PrefillMinM for the K-quants, whose tiles' float32
+// scale words are made in Go per call (BenchmarkPrefill, Zen 5, N 3072 ×
+// K 1024: at M 16 the GEMV tiles were twice as fast, at M 32 even, from
+// M 64 the prefill path faster).
+const PrefillMinMK = 32
+
+// PrefillMinRows is the number of rows of X from which Mul takes the
+// prefill path for format f (PrefillMinM, the K-quants PrefillMinMK).
+func PrefillMinRows(f Format) int {
+	if pfkSub(f) > 0 {
+		return PrefillMinMK
+	}
+	return PrefillMinM
+}
+
 const (
 	pfCols      = 32
 	pfPairBytes = 4 * 8 * 64 // 2 blocks × 2 halves × 8 groups × 64 bytes

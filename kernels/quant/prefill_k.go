@@ -142,11 +142,17 @@ func pfkConvert(w *Matrix, j0 int, q []byte, d []float32, conv pfkConvFn) {
 				binary.LittleEndian.PutUint32(dst[(wi%2)*2*8*64+(wi/2)*64:], v)
 			}
 		}
-		for sbk := range w.pairs / superPairs {
+		nsb, mw := w.pairs/superPairs, f.metaWords()
+		for sbk := range nsb {
 			var D [16]float32
 			var M [8]float32
 			if row < w.N {
-				D, M = w.kScales(row, sbk)
+				// w.kScales(row, sbk), with the index computed here
+				// (kScales' division by the super-block count cost most
+				// of the conversion).
+				i := ((row/PanelRows*nsb+sbk)*PanelRows + row%PanelRows) * mw
+				mb := unsafe.Slice((*byte)(unsafe.Pointer(&w.d[i])), 4*mw)
+				D, M = kScalesOf(f, mb)
 			}
 			for pp := range superPairs {
 				ds := d[(sbk*superPairs+pp)*sw:][:sw]

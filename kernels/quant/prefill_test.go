@@ -174,7 +174,7 @@ func BenchmarkPrefill(b *testing.B) {
 				continue
 			}
 			w, _ := Random(f, n, k, 1)
-			for _, m := range []int{8, 16, 64, 512} {
+			for _, m := range []int{8, 16, 32, 64, 128, 512} {
 				var a Activations
 				_ = a.Quantize(f, randMat(rng, m*k, 1), m, k)
 				y := make([]float32, m*n)
