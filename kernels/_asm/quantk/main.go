@@ -51,20 +51,18 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 
+	"github.com/cpubench/bench/kernels/_asm/internal/asmutil"
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-const nr = 4 // panel rows: tile columns
+const nr = asmutil.NR // panel rows: tile columns
 
 // pfDist is how far ahead (bytes) the kernels prefetch the weight panel, as
-// kernels/_asm/quant's.
-var pfDist = 4096
+// kernels/_asm/quant's (asmutil.PFDist).
+var pfDist = asmutil.PFDist()
 
 type format struct {
 	name      string // "Q4K" or "Q6K"
@@ -77,38 +75,15 @@ var (
 	q6k = format{"Q6K", 48, 20}
 )
 
-var zmm = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
-	Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
-
-// dataConst returns a 64-byte RODATA vector of 16 dwords built by f(l)
-// for lane l, or of 8 qwords when q64.
-func dataConst(name string, q64 bool, f func(l int) uint64) func() Mem {
-	var m *Mem
-	return func() Mem {
-		if m == nil {
-			g := GLOBL(name, RODATA|NOPTR)
-			if q64 {
-				for l := 0; l < 8; l++ {
-					DATA(8*l, U64(f(l)))
-				}
-			} else {
-				for l := 0; l < 16; l++ {
-					DATA(4*l, U32(uint32(f(l))))
-				}
-			}
-			m = &g
-		}
-		return *m
-	}
-}
+var zmm = asmutil.Zmm
 
 var (
 	// kq4Shifts: VPSRLVQ counts of the nibble unpack, 0 for the low 256
 	// bits (low nibbles), 4 for the high 256 bits.
-	kq4Shifts = dataConst("kq4shifts", true, func(l int) uint64 { return map[bool]uint64{false: 0, true: 4}[l >= 4] })
+	kq4Shifts = asmutil.Words64("kq4shifts", true, func(l int) uint64 { return map[bool]uint64{false: 0, true: 4}[l >= 4] })
 	// kq6Rot: VPROLVQ counts bringing field L (bits 2L+1:2L of every byte
 	// of 128-bit lane L) to bits 5:4: 4, 2, 0, 62 (= right by 2).
-	kq6Rot = dataConst("kq6rot", true, func(l int) uint64 { return uint64((4 - 2*(l/2) + 64) % 64) })
+	kq6Rot = asmutil.Words64("kq6rot", true, func(l int) uint64 { return uint64((4 - 2*(l/2) + 64) % 64) })
 	// The VPERMPS indices of pair pp of a super-block.
 	kq4Idx = make([]func() Mem, 4)
 	kq6Idx = make([]func() Mem, 4)
@@ -116,15 +91,12 @@ var (
 
 func init() {
 	for pp := range 4 {
-		kq4Idx[pp] = dataConst(fmt.Sprintf("kq4idx%d", pp), false, func(l int) uint64 { return uint64(2*pp + l%2) })
-		kq6Idx[pp] = dataConst(fmt.Sprintf("kq6idx%d", pp), false, func(l int) uint64 { return uint64(4*pp + 2*(l%2) + l/8) })
+		kq4Idx[pp] = asmutil.Words64(fmt.Sprintf("kq4idx%d", pp), false, func(l int) uint64 { return uint64(2*pp + l%2) })
+		kq6Idx[pp] = asmutil.Words64(fmt.Sprintf("kq6idx%d", pp), false, func(l int) uint64 { return uint64(4*pp + 2*(l%2) + l/8) })
 	}
 }
 
 func main() {
-	if d := os.Getenv("QUANT_PFDIST"); d != "" {
-		pfDist, _ = strconv.Atoi(d)
-	}
 	ConstraintExpr("!purego")
 	for _, f := range []format{q4k, q6k} {
 		for m := 1; m <= 4; m++ {
@@ -136,31 +108,24 @@ func main() {
 
 const signature = "func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)"
 
-type args struct{ np, a, as, ac, sa, sa8, acs, b, bs, c, ldc Register }
+// args are the parameters' registers (asmutil.Args) and, for Q4_K, acs:
+// the stride of ac in bytes.
+type args struct {
+	asmutil.Args
+	acs Register
+}
 
 func loadArgs(f format) args {
-	g := args{
-		np: Load(Param("np"), RCX), a: Load(Param("a"), RSI), as: Load(Param("as"), R8),
-		ac: Load(Param("ac"), R9), sa: Load(Param("sa"), R10), b: Load(Param("b"), RDI),
-		bs: Load(Param("bs"), R11), c: Load(Param("c"), RDX), ldc: Load(Param("ldc"), R12),
-	}
-	g.sa8 = R13
-	MOVQ(g.sa, g.sa8)
-	SHRQ(U8(3), g.sa8) // as: 2 floats per row and pair
+	g := args{Args: asmutil.LoadArgs("ac")} // SA8: as holds 2 floats per row and pair
 	if f == q4k {
 		// ac (Q4_K): 8 floats per row and super-block = sa/2 bytes.
 		g.acs = R15
-		MOVQ(g.sa, g.acs)
+		MOVQ(g.SA, g.acs)
 		SHRQ(U8(1), g.acs)
 	}
-	SHLQ(U8(2), g.ldc)
-	SHRQ(U8(2), g.np) // super-blocks
+	SHLQ(U8(2), g.LDC)
+	SHRQ(U8(2), g.NP) // super-blocks
 	return g
-}
-
-// vpdpbusd emits VPDPBUSD src2 (s8, register or memory), src1 (u8), dst.
-func vpdpbusd(x Op, w, acc VecPhysical) {
-	Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Operands: []Op{x, w, acc}})
 }
 
 // q4kScaleBytes leaves in RAX the 8 bytes of ggml's get_scale_min_k4
@@ -194,7 +159,7 @@ func genVNNI(f format, m int) {
 	TEXT(name, NOSPLIT, signature)
 	Doc(fmt.Sprintf("%s computes an %d×4 %s tile with VPDPBUSD; see the generator.", name, m, f.name))
 	g := loadArgs(f)
-	var acc [4][nr]VecPhysical
+	acc := make([][nr]VecPhysical, m)
 	for r := 0; r < m; r++ {
 		for j := 0; j < nr; j++ {
 			acc[r][j] = zmm[r*nr+j]
@@ -205,21 +170,17 @@ func genVNNI(f format, m int) {
 	idx := zmm[20]
 	dx := zmm[21:25]
 	w, dl, iacc, s, hi, mask0f, mask30 := zmm[25], zmm[26], zmm[27], zmm[28], zmm[29], zmm[30], zmm[31]
-	MOVL(U32(0x0f0f0f0f), EAX)
-	VMOVD(EAX, mask0f.(Vec).AsX())
-	VPBROADCASTD(mask0f.(Vec).AsX(), mask0f)
+	asmutil.Broadcast32(mask0f, mask0f, 0x0f0f0f0f)
 	if f == q6k {
-		MOVL(U32(0x30303030), EAX)
-		VMOVD(EAX, mask30.(Vec).AsX())
-		VPBROADCASTD(mask30.(Vec).AsX(), mask30)
+		asmutil.Broadcast32(mask30, mask30, 0x30303030)
 	}
-	TESTQ(g.np, g.np)
+	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
 
 	// The super-block's sub-block scales per W row.
 	for j := 0; j < nr; j++ {
-		mb := Mem{Base: g.bs, Disp: j * f.metaBytes}
+		mb := Mem{Base: g.BS, Disp: j * f.metaBytes}
 		if f == q4k {
 			q4kScaleBytes(mb.Offset(4), false)
 			VMOVQ(RAX, D[j].(Vec).AsX())
@@ -239,10 +200,10 @@ func genVNNI(f format, m int) {
 
 	for pp := 0; pp < 4; pp++ {
 		for r := 0; r < m; r++ {
-			VBROADCASTSD(Mem{Base: g.as, Disp: r * 8}, dx[r])
+			VBROADCASTSD(Mem{Base: g.AS, Disp: r * 8}, dx[r])
 		}
 		for off := 0; off < nr*f.pairBytes; off += 64 {
-			PREFETCHT0(Mem{Base: g.b, Disp: pfDist + off})
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 		}
 		if f == q4k {
 			VMOVDQU32(kq4Idx[pp](), idx)
@@ -250,11 +211,10 @@ func genVNNI(f format, m int) {
 			VMOVDQU32(kq6Idx[pp](), idx)
 		}
 		for j := 0; j < nr; j++ {
-			VBROADCASTI64X4(Mem{Base: g.b, Disp: j * f.pairBytes}, w)
-			VPSRLVQ(kq4Shifts(), w, w)
-			VPANDD(mask0f, w, w)
+			// The low nibbles as q4_0's (both formats).
+			asmutil.UpconvertZ("Q4", Mem{Base: g.B, Disp: j * f.pairBytes}, w, kq4Shifts(), mask0f, nil)
 			if f == q6k {
-				VBROADCASTI32X4(Mem{Base: g.b, Disp: j*f.pairBytes + 32}, hi)
+				VBROADCASTI32X4(Mem{Base: g.B, Disp: j*f.pairBytes + 32}, hi)
 				VPROLVQ(kq6Rot(), hi, hi)
 				VPTERNLOGD(U8(0xf8), mask30, hi, w) // w | hi & mask30
 			}
@@ -263,26 +223,26 @@ func genVNNI(f format, m int) {
 				if f == q4k {
 					VPXORD(iacc, iacc, iacc)
 				} else {
-					VMOVDQU32(Mem{Base: g.ac, Disp: r * 64}, iacc)
+					VMOVDQU32(Mem{Base: g.AC, Disp: r * 64}, iacc)
 				}
-				vpdpbusd(Mem{Base: g.a, Disp: r * 64}, w, iacc)
+				asmutil.VPDPBUSD(Mem{Base: g.A, Disp: r * 64}, w, iacc, false)
 				VCVTDQ2PS(iacc, iacc)
 				VMULPS(dx[r], dl, s)
 				VFMADD231PS(iacc, s, acc[r][j])
 			}
 		}
-		ADDQ(g.sa, g.a)
-		ADDQ(g.sa8, g.as)
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
 		if f == q6k {
-			ADDQ(g.sa, g.ac)
+			ADDQ(g.SA, g.AC)
 		}
-		ADDQ(U32(nr*f.pairBytes), g.b)
+		ADDQ(U32(nr*f.pairBytes), g.B)
 	}
 
 	if f == q4k {
 		// The mins: acc −= dmin·m (8 floats) × d_x·Σq (8 floats, ac).
 		for j := 0; j < nr; j++ {
-			mb := Mem{Base: g.bs, Disp: j * f.metaBytes}
+			mb := Mem{Base: g.BS, Disp: j * f.metaBytes}
 			q4kScaleBytes(mb.Offset(4), true)
 			VMOVQ(RAX, dl.(Vec).AsX())
 			VPMOVZXBD(dl.(Vec).AsX(), dl.(Vec).AsY())
@@ -291,41 +251,18 @@ func genVNNI(f format, m int) {
 			VCVTPH2PS(s.(Vec).AsX(), s.(Vec).AsY())
 			VMULPS(s.(Vec).AsY(), dl.(Vec).AsY(), dl.(Vec).AsY())
 			for r := 0; r < m; r++ {
-				VMOVUPS(Mem{Base: g.ac, Disp: r * 32}, iacc.(Vec).AsY())
+				VMOVUPS(Mem{Base: g.AC, Disp: r * 32}, iacc.(Vec).AsY())
 				VFNMADD231PS(iacc, dl, acc[r][j])
 			}
 		}
-		ADDQ(g.acs, g.ac)
+		ADDQ(g.acs, g.AC)
 	}
-	ADDQ(U32(nr*f.metaBytes), g.bs)
-	DECQ(g.np)
+	ADDQ(U32(nr*f.metaBytes), g.BS)
+	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
 	Label(name + "_store")
-	for r := 0; r < m; r++ {
-		var ya [nr]VecPhysical
-		for j := 0; j < nr; j++ {
-			VEXTRACTF64X4(U8(1), acc[r][j], w.(Vec).AsY())
-			VADDPS(w.(Vec).AsY(), acc[r][j].(Vec).AsY(), acc[r][j].(Vec).AsY())
-			ya[j] = acc[r][j].(Vec).AsY().(VecPhysical)
-		}
-		store(ya, Mem{Base: g.c})
-		if r+1 < m {
-			ADDQ(g.ldc, g.c)
-		}
-	}
+	asmutil.StoreZRows(acc, w, g.C, g.LDC)
 	VZEROUPPER()
 	RET()
-}
-
-// store reduces the 4 accumulators of one row (ymm, in Y0–Y15: VHADDPS
-// has no EVEX form) to 4 floats, using them as temporaries, and stores the
-// 4 floats at c.
-func store(acc [nr]VecPhysical, c Mem) {
-	VHADDPS(acc[1], acc[0], acc[0])
-	VHADDPS(acc[3], acc[2], acc[2])
-	VHADDPS(acc[2], acc[0], acc[0])
-	VEXTRACTF128(U8(1), acc[0], acc[1].(Vec).AsX())
-	VADDPS(acc[1].(Vec).AsX(), acc[0].(Vec).AsX(), acc[0].(Vec).AsX())
-	VMOVUPS(acc[0].(Vec).AsX(), c)
 }

@@ -37,8 +37,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/cpubench/bench/kernels/_asm/internal/asmutil"
 	. "github.com/mmcloughlin/avo/build"
-	"github.com/mmcloughlin/avo/ir"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
 )
@@ -87,18 +87,8 @@ func genK(m, nsub int) {
 	name := fmt.Sprintf("kernPFK%dVNNIm%d", 64/nsub, m)
 	TEXT(name, NOSPLIT, signatureK)
 	Doc(fmt.Sprintf("%s computes an %d×32 K-quant prefill tile (%d sub-blocks per pair) with VPDPBUSD; see the generator.", name, m, nsub))
-	np := Load(Param("np"), RCX)
-	a := Load(Param("a"), RSI)
-	as := Load(Param("as"), R8)
-	ax := Load(Param("ax"), R9)
-	sa := Load(Param("sa"), R10)
-	b := Load(Param("b"), RDI)
-	bs := Load(Param("bs"), R11)
-	c := Load(Param("c"), RDX)
-	ldc := Load(Param("ldc"), R12)
-	sa8 := R13 // stride of as in bytes: sa/8 (2 floats per 64 activation bytes)
-	MOVQ(sa, sa8)
-	SHRQ(U8(3), sa8)
+	g := asmutil.LoadArgs("ax") // SA8: the stride of as in bytes (2 floats per 64 activation bytes)
+	np, a, as, ax, sa, sa8, b, bs, c, ldc := g.NP, g.A, g.AS, g.AC, g.SA, g.SA8, g.B, g.BS, g.C, g.LDC
 	sax := R14 // stride of ax in bytes: nsub floats per 64 activation bytes
 	MOVQ(sa, sax)
 	SHRQ(U8(4-uint8(log2(nsub))), sax)
@@ -136,7 +126,7 @@ func genK(m, nsub int) {
 			for r := 0; r < m; r++ {
 				x := Mem{Base: a, Disp: r*64 + (2*g+h)*4}
 				for s := 0; s < 2; s++ {
-					Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Suffixes: []string{"BCST"}, Operands: []Op{x, w[s], iacc[r][s]}})
+					asmutil.VPDPBUSD(x, w[s], iacc[r][s], true)
 				}
 			}
 		}
@@ -162,15 +152,7 @@ func genK(m, nsub int) {
 	JNZ(LabelRef(name + "_loop"))
 
 	Label(name + "_store")
-	for r := 0; r < m; r++ {
-		VMOVUPS(facc[r][0], Mem{Base: c})
-		VMOVUPS(facc[r][1], Mem{Base: c, Disp: 64})
-		if r+1 < m {
-			ADDQ(ldc, c)
-		}
-	}
-	VZEROUPPER()
-	RET()
+	storeTile(facc[:m], c, ldc)
 }
 
 func log2(n int) int {
@@ -188,18 +170,8 @@ func gen(m int) {
 	name := fmt.Sprintf("kernPFVNNIm%d", m)
 	TEXT(name, NOSPLIT, signature)
 	Doc(fmt.Sprintf("%s computes an %d×32 prefill tile with VPDPBUSD; see the generator.", name, m))
-	np := Load(Param("np"), RCX)
-	a := Load(Param("a"), RSI)
-	as := Load(Param("as"), R8)
-	ac := Load(Param("ac"), R9)
-	sa := Load(Param("sa"), R10)
-	b := Load(Param("b"), RDI)
-	bs := Load(Param("bs"), R11)
-	c := Load(Param("c"), RDX)
-	ldc := Load(Param("ldc"), R12)
-	sa8 := R13 // stride of as and ac in bytes: sa/8 (2 values of 4 bytes per 64 activation bytes)
-	MOVQ(sa, sa8)
-	SHRQ(U8(3), sa8)
+	g := asmutil.LoadArgs("ac") // SA8: the stride of as and ac in bytes
+	np, a, as, ac, sa, sa8, b, bs, c, ldc := g.NP, g.A, g.AS, g.AC, g.SA, g.SA8, g.B, g.BS, g.C, g.LDC
 	SHLQ(U8(2), ldc) // floats → bytes
 
 	var facc, iacc [mrMax][2]VecPhysical
@@ -234,7 +206,7 @@ func gen(m int) {
 				x := Mem{Base: a, Disp: r*64 + (2*g+h)*4}
 				for s := 0; s < 2; s++ {
 					// Go operand order: VPDPBUSD src2 (s8, broadcast), src1 (u8), dst.
-					Instruction(&ir.Instruction{Opcode: "VPDPBUSD", Suffixes: []string{"BCST"}, Operands: []Op{x, w[s], iacc[r][s]}})
+					asmutil.VPDPBUSD(x, w[s], iacc[r][s], true)
 				}
 			}
 		}
@@ -259,10 +231,16 @@ func gen(m int) {
 	JNZ(LabelRef(name + "_loop"))
 
 	Label(name + "_store")
-	for r := 0; r < m; r++ {
+	storeTile(facc[:m], c, ldc)
+}
+
+// storeTile stores the rows of an mr×32 tile's float accumulators (two
+// zmm per row) at c, c advanced by ldc bytes between rows, and returns.
+func storeTile(facc [][2]VecPhysical, c, ldc Register) {
+	for r := range facc {
 		VMOVUPS(facc[r][0], Mem{Base: c})
 		VMOVUPS(facc[r][1], Mem{Base: c, Disp: 64})
-		if r+1 < m {
+		if r+1 < len(facc) {
 			ADDQ(ldc, c)
 		}
 	}
@@ -270,49 +248,26 @@ func gen(m int) {
 	RET()
 }
 
-func zmm(i int) VecPhysical {
-	return []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
-		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}[i]
-}
-
-// dataConst returns a 64-byte RODATA vector built by f(i) for byte i.
-func dataConst(name string, f func(i int) byte) func() Mem {
-	var m *Mem
-	return func() Mem {
-		if m == nil {
-			g := GLOBL(name, RODATA|NOPTR)
-			for i := 0; i < 64; i++ {
-				DATA(i, U8(f(i)))
-			}
-			m = &g
-		}
-		return *m
-	}
-}
+func zmm(i int) VecPhysical { return asmutil.Zmm[i] }
 
 // The unpack constants (the GEMV kernels' sequences, kernels/_asm/quant).
 var (
 	// pfQ4Shifts: VPSRLVQ counts 0 (low 256 bits: low nibbles) and 4.
-	pfQ4Shifts = dataConst("pfq4shifts", func(i int) byte {
+	pfQ4Shifts = asmutil.Bytes64("pfq4shifts", func(i int) byte {
 		if i%8 == 0 && i >= 32 {
 			return 4
 		}
 		return 0
 	})
 	// pfI2Shifts: VPSRLVQ counts 0, 2, 4, 6 for the four 128-bit lanes.
-	pfI2Shifts = dataConst("pfi2shifts", func(i int) byte {
-		if i%8 == 0 {
-			return byte(2 * (i / 16))
-		}
-		return 0
-	})
+	pfI2Shifts = asmutil.Bytes64("pfi2shifts", asmutil.I2Shift)
 	// pfI1Index: VPSHUFB index of byte p (within its lane): source byte p/8.
-	pfI1Index = dataConst("pfi1index", func(i int) byte { return byte(i / 8) })
+	pfI1Index = asmutil.Bytes64("pfi1index", asmutil.I1Index)
 	// pfI1Bits: the bit of its source byte that byte p tests, 1 << (p%8).
-	pfI1Bits = dataConst("pfi1bits", func(i int) byte { return 1 << (i % 8) })
-	pfMask0F = dataConst("pfmask0f", func(int) byte { return 0x0f })
-	pfMask03 = dataConst("pfmask03", func(int) byte { return 0x03 })
-	pfTen    = dataConst("pften", func(int) byte { return 0x10 })
+	pfI1Bits = asmutil.Bytes64("pfi1bits", asmutil.I1Bit)
+	pfMask0F = asmutil.Bytes64("pfmask0f", func(int) byte { return 0x0f })
+	pfMask03 = asmutil.Bytes64("pfmask03", func(int) byte { return 0x03 })
+	pfTen    = asmutil.Bytes64("pften", func(int) byte { return 0x10 })
 )
 
 const (
@@ -409,16 +364,10 @@ func genConv(f string) {
 	for row := 0; row < 16; row++ {
 		m, v := panel(row/4, (row%4)*pb), A[row]
 		switch f {
-		case "Q8":
-			VMOVDQU64(m, v)
-		case "Q4", "Q4K": // both halves, the upper shifted by 4, low nibbles
-			VBROADCASTI64X4(m, v)
-			VPSRLVQ(k1, v, v)
-			VPANDD(k2, v, v)
+		case "Q4K": // the nibbles as Q4
+			asmutil.UpconvertZ("Q4", m, v, k1, k2, k3)
 		case "Q6K": // the nibbles as Q4, | the int2 fields of bytes 32.. << 4
-			VBROADCASTI64X4(m, v)
-			VPSRLVQ(k1, v, v)
-			VPANDD(k2, v, v)
+			asmutil.UpconvertZ("Q4", m, v, k1, k2, k3)
 			hi := m
 			hi.Disp += 32
 			VBROADCASTI32X4(hi, tmp)
@@ -426,16 +375,8 @@ func genConv(f string) {
 			VPANDD(k5, tmp, tmp)
 			VPSLLQ(U8(4), tmp, tmp)
 			VPORD(tmp, v, v)
-		case "I2": // all four lanes, lane L shifted by 2L, masked, times 4
-			VBROADCASTI32X4(m, v)
-			VPSRLVQ(k1, v, v)
-			VPANDD(k2, v, v)
-			VPSLLQ(U8(2), v, v)
-		case "I1": // byte p ← byte p/8, 16 where bit p%8 is set
-			VPBROADCASTQ(m, v)
-			VPSHUFB(k1, v, v)
-			VPTESTMB(k2, v, K1)
-			VMOVDQU8_Z(k3, K1, v)
+		default: // the GEMV kernels' unpack (asmutil.UpconvertZ)
+			asmutil.UpconvertZ(f, m, v, k1, k2, k3)
 		}
 	}
 	// Stage 1: dword interleave of row pairs (per 128-bit lane).
