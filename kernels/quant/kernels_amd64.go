@@ -28,15 +28,23 @@ func archImpls() []*impl {
 		return vnniSelfTest()
 	}
 	return []*impl{
-		// int2 and int1 have no AVX2 kernels yet: fill gives the avx2
-		// backend their Go specification tiles (reading its ymm corrections).
-		{name: "avx2", isa: "avx2", mr: 1, lacks: avx2, corrY: true,
-			k: map[Format][]kern{Q8_0: {kernQ8AVX2m1}, Q4_0: {kernQ4AVX2m1}}},
+		{name: "avx2", isa: "avx2", mr: 2, lacks: avx2, corrY: true, k: avx2Kerns},
 		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns},
 	}
 }
 
 var lacks = cpu.Lacks
+
+// avx2Kerns are the AVX2 tiles of 1 and 2 rows of X (VPMADDUBSW and
+// VPMADDWD; int2 and int1 up-converted by shift-and-mask and by
+// shuffle-and-test, §III-B and §III-D): a third row's accumulators would
+// not fit in the 16 ymm registers.
+var avx2Kerns = map[Format][]kern{
+	Q8_0: {kernQ8AVX2m1, kernQ8AVX2m2},
+	Q4_0: {kernQ4AVX2m1, kernQ4AVX2m2},
+	Int2: {kernI2AVX2m1, kernI2AVX2m2},
+	Int1: {kernI1AVX2m1, kernI1AVX2m2},
+}
 
 var vnniKerns = map[Format][]kern{
 	Q8_0: {kernQ8VNNIm1, kernQ8VNNIm2, kernQ8VNNIm3, kernQ8VNNIm4},
@@ -90,7 +98,13 @@ var vnniSelfTest = sync.OnceValue(func() string {
 })
 
 func kernQ8AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernQ8AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernQ4AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernQ4AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI2AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI2AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI1AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernI1AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernQ8VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
