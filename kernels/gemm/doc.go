@@ -2,8 +2,8 @@
 // layer (X is M×K activations, W is N×K weights, Y is M×N, all row-major),
 // with fp32, bf16 and int8 weights, on packed weights (packed once, at load
 // time: SMEPilot §4.3) and a BLIS loop nest around register-tiled
-// microkernels. Callers pick a Backend (Backends, Best, BackendByName),
-// pack the weights (PackFP32, PackBF16, PackInt8), and compute output
+// microkernels. Callers pick a Backend (Backends, Best, BestOn,
+// BackendByName, ChoosePair), pack the weights (PackFP32, PackBF16, PackInt8), and compute output
 // blocks with Weights.Block, which is single-threaded and safe to call
 // concurrently on disjoint blocks: the thread pool partitions Y into
 // blocks (SMEPilot §4.1: output tiles only, no reduction across workers).
@@ -12,6 +12,8 @@
 // Layout (klauspost/compress style):
 //
 //	gemm.go            Backend, the registry, Blocking, Flops, WeightBytes
+//	choose.go          Unit (cores or matrix unit), the capability order
+//	                   and Pick, ChoosePair: the placements' two backends
 //	pack.go            Weights, the panel layouts, QuantizeRows
 //	block.go           Block, BlockUnpacked, Scratch: the loop nest
 //	kernels_go.go      the microkernels' specification loops (the "go"
@@ -26,6 +28,15 @@
 //	kernels_generic.go no assembly: build tag purego, or another GOARCH
 //	openblas/          a cgo harness (build tag openblas) comparing with
 //	                   OpenBLAS sgemm: scripts/compare-openblas.sh
+//
+// Every backend declares what executes it (Backend.Unit): the cores'
+// vector units (go, AVX2, AVX-512, NEON) or a matrix unit (SME today; AMX
+// where it comes). Choices go by unit and by the ISA capability order of
+// choose.go (Pick), never by the order backends are declared in: Best(dt)
+// is the cores' best backend of dt, ChoosePair gives placement cores the
+// cores' best fp32 backend and placement matrix the matrix unit's best
+// backend, or a second (bf16) backend on the cores where the CPU has no
+// usable matrix unit, with a note saying so.
 //
 // Native dot-product instructions: the int8 backend avx512vnni-int8 fuses
 // VPMADDWD + VPADDD into VPDPWSSD, the same exact int32 arithmetic. There

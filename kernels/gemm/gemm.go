@@ -22,9 +22,10 @@ const (
 
 // Backend is one implementation of the GEMM for one weight precision.
 type Backend struct {
-	Name        string // "avx2-fp32", "avx512-bf16", "go-int8", ...
+	Name        string // "avx2-fp32", "avx512-bf16", "go-int8", "sme-fp32", ...
 	DType       DType
-	ISA         string // "go", "avx2", "avx512"
+	ISA         string // "go", "avx2", "avx512", "avx512vnni", "neon", "sme" (ranked by isaOrder)
+	Unit        Unit   // what executes the microkernel: Cores (vector units) or MatrixUnit (SME, AMX)
 	TileM       int    // microkernel register tile: rows of X/Y
 	TileN       int    // microkernel register tile: output columns (rows of W)
 	Unavailable string // "" or "unavailable: CPU lacks AVX512F"
@@ -35,6 +36,7 @@ type Backend struct {
 // stored k-major (nr weights per k step; int8: nr×2 per k pair).
 type impl struct {
 	name, isa string
+	unit      Unit
 	dt        DType
 	mr, nr    int
 	lacks     func() string // "" when usable now
@@ -43,7 +45,7 @@ type impl struct {
 }
 
 func (im *impl) backend() Backend {
-	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, TileM: im.mr, TileN: im.nr, Unavailable: im.lacks()}
+	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: im.lacks()}
 }
 
 func available() string { return "" }
@@ -51,16 +53,18 @@ func available() string { return "" }
 // lacks is cpu.Lacks: "" or "unavailable: CPU lacks F1, F2".
 var lacks = cpu.Lacks
 
-// impls returns every implementation compiled in, per dtype "go" first and
-// best last. The list is built once (the engine's attention looks a backend
-// up per tile); availability (impl.lacks) is still evaluated per call.
+// impls returns every implementation compiled in ("go" first, then the
+// architecture's; the order chooses nothing: see Pick). The list is built
+// once (the engine's attention looks a backend up per tile); availability
+// (impl.lacks) is still evaluated per call.
 var impls = sync.OnceValue(func() []*impl {
 	return append(goImpls(), archImpls()...)
 })
 
 // Backends returns every backend compiled in for GOARCH (the "go" ones
-// first, best last for each dtype), with availability evaluated now, so
-// cpu.Disable... and BENCH_CPU_DISABLE take effect.
+// first; the order means nothing, Pick chooses by capability), with
+// availability evaluated now, so cpu.Disable... and BENCH_CPU_DISABLE take
+// effect.
 func Backends() []Backend {
 	var out []Backend
 	for _, im := range impls() {
@@ -69,18 +73,24 @@ func Backends() []Backend {
 	return out
 }
 
-// Best returns the best backend for dt available now.
-func Best(dt DType) (Backend, error) {
-	var best *Backend
-	for _, b := range Backends() {
-		if b.DType == dt && b.Unavailable == "" {
-			best = &b
+// Best returns the most capable backend of dt on the cores' vector units
+// available now: Pick(Backends(), Cores, dt). It never returns a
+// matrix-unit backend (BestOn(MatrixUnit, dt) does); ChoosePair picks the
+// two backends of the engine's placements. Error: no such backend (an
+// unknown dt).
+func Best(dt DType) (Backend, error) { return BestOn(Cores, dt) }
+
+// BestOn returns the most capable backend of dt executed by u available
+// now (Pick's rule), or an error naming the unit and dtype.
+func BestOn(u Unit, dt DType) (Backend, error) {
+	b, ok := Pick(Backends(), u, dt)
+	if !ok {
+		if WeightBytes(dt, 1, 1) == 0 {
+			return Backend{}, fmt.Errorf("gemm: dtype %q: unknown (want fp32, bf16, int8)", dt)
 		}
+		return Backend{}, fmt.Errorf("gemm: no %s backend on the %s available (%s)", dt, u.Where(), availableNames(Backends(), u, dt))
 	}
-	if best == nil {
-		return Backend{}, fmt.Errorf("gemm: dtype %q: unknown (want fp32, bf16, int8)", dt)
-	}
-	return *best, nil
+	return b, nil
 }
 
 // BackendByName returns the backend called name, or an error naming it and

@@ -47,10 +47,10 @@ func archImpls() []*impl {
 	dot := func() string { a := cpu.ARM64; return lacks("ASIMD", a.HasASIMD, "ASIMDDP", a.HasASIMDDP) }
 	v := smeV()
 	return []*impl{
-		{name: "neon-fp32", isa: "neon", dt: FP32, mr: neonMR, nr: neonNR, lacks: neon, fk: fk(kernF32NEON)},
-		{name: "neon-bf16", isa: "neon", dt: BF16, mr: neonMR, nr: neonNR, lacks: neon, fk: fk(kernBF16NEON)},
-		{name: "neon-int8", isa: "neon", dt: Int8, mr: neonMR, nr: neonNR, lacks: dot, ik: ik(kernI8NEON)},
-		{name: "sme-fp32", isa: "sme", dt: FP32, mr: 2 * v, nr: 2 * v, lacks: smeLacks, fk: smeFK(2 * v)},
+		{name: "neon-fp32", isa: "neon", unit: Cores, dt: FP32, mr: neonMR, nr: neonNR, lacks: neon, fk: fk(kernF32NEON)},
+		{name: "neon-bf16", isa: "neon", unit: Cores, dt: BF16, mr: neonMR, nr: neonNR, lacks: neon, fk: fk(kernBF16NEON)},
+		{name: "neon-int8", isa: "neon", unit: Cores, dt: Int8, mr: neonMR, nr: neonNR, lacks: dot, ik: ik(kernI8NEON)},
+		{name: "sme-fp32", isa: "sme", unit: MatrixUnit, dt: FP32, mr: 2 * v, nr: 2 * v, lacks: smeLacks, fk: smeFK(2 * v)},
 	}
 }
 

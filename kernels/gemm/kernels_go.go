@@ -42,9 +42,9 @@ func goImpls() []*impl {
 	}
 	none := func() string { return "" }
 	return []*impl{
-		{name: "go-fp32", isa: "go", dt: FP32, mr: goMR, nr: goNR, lacks: none, fk: tab(kernF32Go)},
-		{name: "go-bf16", isa: "go", dt: BF16, mr: goMR, nr: goNR, lacks: none, fk: tab(kernBF16Go)},
-		{name: "go-int8", isa: "go", dt: Int8, mr: goMR, nr: goNR, lacks: none, ik: ik},
+		{name: "go-fp32", isa: "go", unit: Cores, dt: FP32, mr: goMR, nr: goNR, lacks: none, fk: tab(kernF32Go)},
+		{name: "go-bf16", isa: "go", unit: Cores, dt: BF16, mr: goMR, nr: goNR, lacks: none, fk: tab(kernBF16Go)},
+		{name: "go-int8", isa: "go", unit: Cores, dt: Int8, mr: goMR, nr: goNR, lacks: none, ik: ik},
 	}
 }
 
