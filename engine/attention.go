@@ -42,7 +42,7 @@ const attnGEMMRows = 8
 type attnScratch struct {
 	headDim, group int
 
-	// be is the gemm backend for the tiles (gemm.Best(gemm.FP32)); useGEMM
+	// be is the gemm backend for the tiles, on the cores (gemm.Best(gemm.FP32)); useGEMM
 	// forces the GEMM (1) or row-kernel (-1) tiles, 0 chooses by attnGEMMRows.
 	be      gemm.Backend
 	bl      gemm.Blocking

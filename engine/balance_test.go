@@ -87,7 +87,7 @@ func TestMixedSplitFeedback(t *testing.T) {
 						observed++
 					}
 					clear(y)
-					if err := m.pool.Do(func(ms *pool.Master) error { return m.runLinear(ms, l, y, x, M, PlaceMixed) }); err != nil {
+					if err := m.pool.Do(func(ms *pool.Master) error { return m.runLinear(ms, l, y, x, M, PlaceMixed, nil) }); err != nil {
 						t.Fatal(err)
 					}
 					checkSplitOutput(t, M, call, s, y, x, l.raw, bf, l.n, l.k)

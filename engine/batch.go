@@ -84,7 +84,7 @@ func (b *Batch) Reset(slot int) error {
 // Timings returns every operator's accumulated time, per phase and layer.
 func (b *Batch) Timings() []Timing { return b.t.list() }
 
-// ResetTimings zeroes the timers.
+// ResetTimings zeroes the timers and the counts of Use.
 func (b *Batch) ResetTimings() { b.t = newTimers(b.m.Config.Layers) }
 
 // Prefill runs tokens into slot at positions Pos(slot)..Pos(slot)+len-1
@@ -264,7 +264,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	units := attnUnits(segs, c.KVHeads)
 	lin := func(l *linear, y, xin []float32, M int) error {
-		return m.runLinear(ms, l, y, xin, M, plan.get(l.op))
+		return m.runLinear(ms, l, y, xin, M, plan.get(l.op), &b.t.use)
 	}
 	norm := func(dst, src, w []float32, width int, rows int) error {
 		return b.par(ms, rows, width, func(i0, i1 int) {
@@ -500,7 +500,7 @@ func (s *Session) Reset() { s.b.slots[0].pos = 0 }
 // Timings returns every operator's accumulated time, per phase and layer.
 func (s *Session) Timings() []Timing { return s.b.Timings() }
 
-// ResetTimings zeroes the timers.
+// ResetTimings zeroes the timers and the counts of Use.
 func (s *Session) ResetTimings() { s.b.ResetTimings() }
 
 // Prefill runs the tokens at positions Pos()..Pos()+len-1 (GEMMs with M =

@@ -24,13 +24,14 @@ type Placement string
 
 // Placements.
 const (
-	// PlaceCores runs every GEMM on the fp32 vector kernels, all workers.
+	// PlaceCores runs every GEMM on the cores' fp32 vector kernels
+	// (gemm.ChoosePair's Cores), all workers.
 	PlaceCores Placement = "cores"
-	// PlaceMatrix runs every GEMM on the second backend, all workers: the
-	// matrix unit's kernels where kernels/gemm has them, else the best
-	// BF16 kernels (fp32 activations, bf16 weights), which is the second
-	// backend a probe finds on a CPU without AMX or SME. Model.Notes says
-	// which.
+	// PlaceMatrix runs every GEMM on the matrix target, all workers: the
+	// matrix unit's backend (gemm.ChoosePair's Matrix: SME, AMX) where
+	// the CPU has one, else a second backend on the cores (the best bf16
+	// kernels: fp32 activations, bf16 weights). Model.MatrixNote and
+	// Model.Notes say which.
 	PlaceMatrix Placement = "matrix"
 	// PlaceMixed splits every GEMM's output between the cores group (fp32
 	// kernels) and the matrix group (second backend), two disjoint halves
@@ -64,11 +65,14 @@ func ParsePlacement(s string) (Placement, error) {
 
 // Options configure New.
 type Options struct {
-	// Backend is the gemm backend of the cores' fp32 weights ("" takes
-	// gemm.Best(gemm.FP32)), e.g. "go-fp32" to force the Go kernels.
+	// Backend is the gemm backend of the cores target, fp32 weights on
+	// the cores' vector units ("": gemm.ChoosePair's choice, the most
+	// capable one), e.g. "go-fp32" to force the Go kernels.
 	Backend string
-	// MatrixBackend is the second backend, for placements matrix, mixed
-	// and auto ("" takes gemm.Best(gemm.BF16)).
+	// MatrixBackend is the backend of the matrix target, for placements
+	// matrix, mixed and auto ("": gemm.ChoosePair's choice, the matrix
+	// unit's backend, else the best bf16 backend on the cores); any
+	// available backend of any dtype may be named.
 	MatrixBackend string
 	// Threads is the number of pinned workers (0: one per allowed CPU).
 	Threads int
@@ -98,12 +102,15 @@ type Options struct {
 // Close releases the workers.
 type Model struct {
 	Config Config
-	// Backend is the cores' fp32 backend; Matrix the second backend (nil
-	// for placement cores).
-	Backend   gemm.Backend
-	Matrix    *gemm.Backend
-	Placement Placement
-	Threads   int
+	// Backend is the cores target's fp32 backend; Matrix the matrix
+	// target's (nil for placement cores): a matrix unit's backend, or a
+	// second backend on the cores, which MatrixNote explains ("no matrix
+	// unit", gemm.Pair.MatrixNote; "" on a matrix unit).
+	Backend    gemm.Backend
+	Matrix     *gemm.Backend
+	MatrixNote string
+	Placement  Placement
+	Threads    int
 	// PackSeconds is the wall-clock time spent packing weights: New's
 	// packing for the gemm backends plus, for quantized matrices, their
 	// loader's (Weights.PackSeconds); CalibrateSeconds the time New spent
@@ -226,10 +233,11 @@ func New(w *Weights, o Options) (*Model, error) {
 	if o.Threads < 0 {
 		return nil, fmt.Errorf("engine: threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
 	}
-	cb, err := backendFor(o.Backend, gemm.FP32)
+	pair, err := gemm.ChoosePair(o.Backend, o.MatrixBackend)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("engine: %w", err)
 	}
+	cb := pair.Cores
 	c := w.Config
 	m := &Model{Config: c, Backend: cb, Placement: o.Placement, opts: o, embed: w.Embed, finalNorm: w.FinalNorm,
 		layers: make([]layer, c.Layers), plans: map[planKey]map[string]Placement{}}
@@ -243,21 +251,11 @@ func New(w *Weights, o Options) (*Model, error) {
 			return nil, err
 		}
 	}
+	m.Notes = append(m.Notes, "cores = "+pair.CoresLabel())
 	if m.Placement != PlaceCores {
-		mb, err := backendFor(o.MatrixBackend, gemm.BF16)
-		if err != nil && o.MatrixBackend != "" {
-			// Any dtype will do for the second backend.
-			if mb, err = gemm.BackendByName(o.MatrixBackend); err != nil {
-				err = fmt.Errorf("engine: %w", err)
-			} else if mb.Unavailable != "" {
-				err = fmt.Errorf("engine: gemm backend %s: %s", mb.Name, mb.Unavailable)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		m.Matrix = &mb
-		m.Notes = append(m.Notes, fmt.Sprintf("matrix backend: %s (%s weights); kernels/gemm has no AMX or SME kernels, so this is the second backend, not a matrix unit", mb.Name, mb.DType))
+		mb := pair.Matrix
+		m.Matrix, m.MatrixNote = &mb, pair.MatrixNote
+		m.Notes = append(m.Notes, "matrix = "+pair.MatrixLabel())
 	}
 	if err := m.startPool(o); err != nil {
 		return nil, err
@@ -338,25 +336,6 @@ func New(w *Weights, o Options) (*Model, error) {
 	}
 	ok = true
 	return m, nil
-}
-
-// backendFor resolves a backend name ("" the best of dtype) and checks
-// its dtype.
-func backendFor(name string, dt gemm.DType) (gemm.Backend, error) {
-	var b gemm.Backend
-	var err error
-	if name == "" {
-		b, err = gemm.Best(dt)
-	} else {
-		b, err = gemm.BackendByName(name)
-		if err == nil && b.DType != dt {
-			err = fmt.Errorf("gemm backend %q computes %s weights; want %s", b.Name, b.DType, dt)
-		}
-	}
-	if err != nil {
-		return gemm.Backend{}, fmt.Errorf("engine: %w", err)
-	}
-	return b, nil
 }
 
 // startPool starts Threads pinned workers and cuts the groups.
@@ -608,34 +587,54 @@ func (m *Model) runOn(ms *pool.Master, g *pool.Group, mat bool, l *linear, y, x 
 }
 
 // runLinear computes y = x·Wᵀ for M rows of x under placement p (one of
-// cores, matrix, mixed). Mixed plans the Eq. 1 split from the Balancer of
+// cores, matrix, mixed) and counts the call in use (nil: not counted) by
+// the backends that ran it. Mixed plans the Eq. 1 split from the Balancer of
 // l's shape and M's bucket (splitState), runs it, and folds the two
 // groups' measured co-running rates back in, so the next call of that
 // shape and bucket is planned from them; with one worker, or under
 // NoPartition, the faster group by the alone rates runs it whole.
-func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p Placement) error {
+func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p Placement, use *linUse) error {
+	var tally linUse
+	if use == nil {
+		use = &tally
+	}
 	if l.q != nil {
+		use[useQuant]++
 		return m.runQuant(ms, l, y, x, M)
+	}
+	on := func(g *pool.Group, mat bool) error {
+		if mat {
+			use[useMatrix]++
+		} else {
+			use[useCores]++
+		}
+		return m.runOn(ms, g, mat, l, y, x, M)
 	}
 	switch p {
 	case PlaceCores:
-		return m.runOn(ms, m.all, false, l, y, x, M)
+		return on(m.all, false)
 	case PlaceMatrix:
-		return m.runOn(ms, m.all, true, l, y, x, M)
+		return on(m.all, true)
 	}
 	if m.coresG == nil { // one worker: the faster backend alone
-		return m.runOn(ms, m.all, l.rateMat > l.rateCores, l, y, x, M)
+		return on(m.all, l.rateMat > l.rateCores)
 	}
 	if m.opts.NoPartition {
 		if l.rateMat > l.rateCores {
-			return m.runOn(ms, m.matG, true, l, y, x, M)
+			return on(m.matG, true)
 		}
-		return m.runOn(ms, m.coresG, false, l, y, x, M)
+		return on(m.coresG, false)
 	}
 	bal := &l.split.bal[splitBucket(M)]
 	s, err := bal.Plan(M, l.n)
 	if err != nil {
 		return err
+	}
+	if !s.A.Empty() {
+		use[useCores]++
+	}
+	if !s.B.Empty() {
+		use[useMatrix]++
 	}
 	var t pool.Timing
 	if m.opts.PackPerCall {
@@ -692,7 +691,7 @@ func (m *Model) TimeLinear(li int, op string, M, reps int) (float64, error) {
 	err = m.pool.Do(func(ms *pool.Master) error {
 		for i := range times {
 			st := time.Now()
-			if err := m.runLinear(ms, w, y, x, M, plan.get(op)); err != nil {
+			if err := m.runLinear(ms, w, y, x, M, plan.get(op), nil); err != nil {
 				return err
 			}
 			times[i] = time.Since(st).Seconds()

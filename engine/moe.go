@@ -48,7 +48,7 @@ func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]ce
 	}
 
 	st := time.Now()
-	if err := m.runLinear(ms, l.router, bf.logits, xb[:T*d], T, plan.get(OpRouter)); err != nil {
+	if err := m.runLinear(ms, l.router, bf.logits, xb[:T*d], T, plan.get(OpRouter), &b.t.use); err != nil {
 		return err
 	}
 	tm[iRouter].add(st, T)
@@ -104,14 +104,14 @@ func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]ce
 		}
 		bf.hg, bf.ug, bf.yg = growF(bf.hg, n*mi), growF(bf.ug, n*mi), growF(bf.yg, n*d)
 		pl := plan.get(OpExperts)
-		if err := m.runLinear(ms, x.gate, bf.hg, bf.xg, n, pl); err != nil {
+		if err := m.runLinear(ms, x.gate, bf.hg, bf.xg, n, pl, &b.t.use); err != nil {
 			return err
 		}
-		if err := m.runLinear(ms, x.up, bf.ug, bf.xg, n, pl); err != nil {
+		if err := m.runLinear(ms, x.up, bf.ug, bf.xg, n, pl, &b.t.use); err != nil {
 			return err
 		}
 		kernels.SiLUMul(bf.hg, bf.hg, bf.ug)
-		if err := m.runLinear(ms, x.down, bf.yg, bf.hg, n, pl); err != nil {
+		if err := m.runLinear(ms, x.down, bf.yg, bf.hg, n, pl, &b.t.use); err != nil {
 			return err
 		}
 		mid := time.Now()

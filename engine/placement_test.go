@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestPlacements(t *testing.T) {
 		tol  float64
 	}{
 		{"cores", Options{Placement: PlaceCores}, 1e-3},
-		{"matrix", Options{Placement: PlaceMatrix}, bf16Tol},
+		{"matrix", Options{Placement: PlaceMatrix}, matrixTol(t)},
 		{"matrix-fp32", Options{Placement: PlaceMatrix, MatrixBackend: "go-fp32"}, 1e-3},
 		{"matrix-int8", Options{Placement: PlaceMatrix, MatrixBackend: "go-int8"}, int8Tol},
 		// Mixed with an fp32 second backend checks the split exactly; with
@@ -165,6 +166,23 @@ func TestPlacements(t *testing.T) {
 			}
 		})
 	}
+}
+
+// matrixTol is the tolerance of the default matrix target: fp32 (a matrix
+// unit's fp32 backend, sme-fp32) within 1e-3 of llama2.c, bf16 weights
+// (the second backend on the cores) within bf16Tol.
+func matrixTol(t *testing.T) float64 {
+	p, err := gemm.ChoosePair("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch p.Matrix.DType {
+	case gemm.FP32:
+		return 1e-3
+	case gemm.Int8:
+		return int8Tol
+	}
+	return bf16Tol
 }
 
 func allowedCPUs(t *testing.T) []int {
@@ -309,4 +327,163 @@ func TestPlacementErrors(t *testing.T) {
 	if _, err := gemm.BackendByName("go-bf16"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPlacementTargets: each placement runs its linear operators where it
+// says, chosen by capability (gemm.ChoosePair), never by registration
+// order: cores on the cores' fp32 backend, matrix on the matrix unit's
+// backend where the CPU has one (else on the second backend with "no
+// matrix unit" in the notes), mixed on both, and auto on the targets of
+// its plan. Batch.Use counts the calls per backend.
+//
+// BENCH_ENGINE_REQUIRE_MATRIX (set by scripts/test.sh under qemu-aarch64)
+// names the matrix backend the machine must choose ("sme-fp32"), or
+// "none": the CPU has no matrix unit, so the matrix target must fall back
+// to the cores with the note.
+func TestPlacementTargets(t *testing.T) {
+	w := loadStories(t)
+	ref := loadReference(t)
+	pair, err := gemm.ChoosePair("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pair.Cores.Unit != gemm.Cores || pair.Cores.DType != gemm.FP32 {
+		t.Fatalf("cores backend %s: unit %s, dtype %s", pair.Cores.Name, pair.Cores.Unit, pair.Cores.DType)
+	}
+	_, hasUnit := gemm.Pick(gemm.Backends(), gemm.MatrixUnit, "")
+	switch req := os.Getenv("BENCH_ENGINE_REQUIRE_MATRIX"); {
+	case req == "none" && hasUnit:
+		t.Fatalf("BENCH_ENGINE_REQUIRE_MATRIX=none, but %s runs on a matrix unit", pair.Matrix.Name)
+	case req != "" && req != "none" && pair.Matrix.Name != req:
+		t.Fatalf("BENCH_ENGINE_REQUIRE_MATRIX=%s, but the matrix target is %s (%s)", req, pair.Matrix.Name, pair.MatrixLabel())
+	}
+	if hasUnit != (pair.Matrix.Unit == gemm.MatrixUnit) {
+		t.Fatalf("matrix target %s on %s with a matrix unit %v", pair.Matrix.Name, pair.Matrix.Unit, hasUnit)
+	}
+	T := len(ref.input)
+	use := func(b *Batch) map[Placement]TargetUse {
+		out := map[Placement]TargetUse{}
+		for _, u := range b.Use() {
+			if u.Library == "kernels/gemm" {
+				out[u.Target] = u
+			}
+		}
+		return out
+	}
+	run := func(t *testing.T, o Options) (*Model, *Batch) {
+		m, err := New(w, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		b, err := m.NewBatch(1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Prefill(0, ref.input); err != nil {
+			t.Fatal(err)
+		}
+		return m, b
+	}
+	// Linear calls of one forward pass: 7 per layer and the LM head.
+	calls := 7*w.Config.Layers + 1
+
+	t.Run("cores", func(t *testing.T) {
+		m, b := run(t, Options{Placement: PlaceCores})
+		u := use(b)
+		if m.Backend.Name != pair.Cores.Name || m.Matrix != nil {
+			t.Errorf("cores placement: backend %s, matrix %v", m.Backend.Name, m.Matrix)
+		}
+		if c := u[PlaceCores]; c.Calls != calls || c.Unit != gemm.Cores || c.Backend != pair.Cores.Name {
+			t.Errorf("cores use %+v, want %d calls on %s", c, calls, pair.Cores.Name)
+		}
+		if _, ok := u[PlaceMatrix]; ok {
+			t.Errorf("cores placement lists a matrix target: %+v", u[PlaceMatrix])
+		}
+	})
+	t.Run("matrix", func(t *testing.T) {
+		m, b := run(t, Options{Placement: PlaceMatrix})
+		u := use(b)[PlaceMatrix]
+		if u.Backend != pair.Matrix.Name || u.Calls != calls || u.Unit != pair.Matrix.Unit || use(b)[PlaceCores].Calls != 0 {
+			t.Errorf("matrix use %+v (cores %+v), want %d calls on %s", u, use(b)[PlaceCores], calls, pair.Matrix.Name)
+		}
+		note := strings.Join(m.Notes, "; ")
+		if !strings.Contains(note, "matrix = "+pair.MatrixLabel()) {
+			t.Errorf("notes %q lack %q", note, "matrix = "+pair.MatrixLabel())
+		}
+		if strings.Contains(note, "has no AMX or SME kernels") {
+			t.Errorf("hard-coded note: %q", note)
+		}
+		if hasUnit {
+			if m.MatrixNote != "" || u.Unit != gemm.MatrixUnit {
+				t.Errorf("with a matrix unit: note %q, unit %s", m.MatrixNote, u.Unit)
+			}
+		} else if !strings.Contains(m.MatrixNote, "no matrix unit") || !strings.Contains(u.Label(), "on the cores, no matrix unit") {
+			t.Errorf("without a matrix unit: note %q, label %q", m.MatrixNote, u.Label())
+		}
+		t.Logf("matrix = %s", u.Label())
+	})
+	t.Run("mixed", func(t *testing.T) {
+		if len(allowedCPUs(t)) < 2 {
+			t.Skip("needs 2 CPUs")
+		}
+		_, b := run(t, Options{Placement: PlaceMixed, Threads: 2})
+		u := use(b)
+		if u[PlaceCores].Calls == 0 || u[PlaceMatrix].Calls == 0 || u[PlaceCores].Backend != pair.Cores.Name || u[PlaceMatrix].Backend != pair.Matrix.Name {
+			t.Errorf("mixed use %+v, want calls on both %s and %s", u, pair.Cores.Name, pair.Matrix.Name)
+		}
+	})
+	t.Run("named", func(t *testing.T) {
+		_, b := run(t, Options{Placement: PlaceMatrix, Backend: "go-fp32", MatrixBackend: "go-bf16"})
+		u := use(b)
+		if u[PlaceCores].Backend != "go-fp32" || u[PlaceMatrix].Backend != "go-bf16" || !strings.Contains(u[PlaceMatrix].Label(), "chosen by name") {
+			t.Errorf("named backends: %+v", u)
+		}
+	})
+	t.Run("auto", func(t *testing.T) {
+		// Cores ridge 1 FLOP/byte, matrix ridge 50: a decode GEMV
+		// (0.5 FLOP/byte in fp32) is memory-bound, on the cores; the
+		// prefill GEMMs are ridge-crossing, on the matrix target.
+		prec := string(pair.Matrix.DType)
+		mach := &roofline.Machine{Schema: roofline.MachineSchemaV1, Name: "test-matrix", Targets: []roofline.Target{
+			{Name: "cores", Kind: roofline.KindCores, BandwidthGBps: 20, CeilingsGFLOPS: map[string]float64{"fp32": 20, prec: 20}},
+			{Name: "matrix", Kind: roofline.KindMatrix, BandwidthGBps: 20, CeilingsGFLOPS: map[string]float64{"fp32": 1000, prec: 1000}},
+		}}
+		m, b := run(t, Options{Placement: PlaceAuto, Machine: mach})
+		check := func(phase string, rows int) {
+			t.Helper()
+			plan := m.Plan(phase, rows, 1)
+			want := map[Placement]int{}
+			for _, op := range []string{OpQProj, OpKProj, OpVProj, OpOProj, OpGateProj, OpUpProj, OpDownProj, OpLMHead} {
+				n := w.Config.Layers
+				if op == OpLMHead {
+					n = 1
+				}
+				p, ok := plan[op]
+				if !ok {
+					t.Fatalf("%s plan has no %s: %v", phase, op, plan)
+				}
+				if p == PlaceMixed {
+					t.Fatalf("%s plan puts %s on mixed (the test machine has no mixed target): %v", phase, op, plan)
+				}
+				want[p] += n
+			}
+			u := use(b)
+			if u[PlaceCores].Calls != want[PlaceCores] || u[PlaceMatrix].Calls != want[PlaceMatrix] {
+				t.Errorf("%s: plan %v: calls cores %d, matrix %d; want %d, %d", phase, plan, u[PlaceCores].Calls, u[PlaceMatrix].Calls, want[PlaceCores], want[PlaceMatrix])
+			}
+			if want[PlaceMatrix] == 0 && phase == Prefill {
+				t.Errorf("prefill plan puts nothing on the matrix target: %v", plan)
+			}
+			if want[PlaceCores] == 0 && phase == Decode {
+				t.Errorf("decode plan puts nothing on the cores: %v", plan)
+			}
+		}
+		check(Prefill, T)
+		b.ResetTimings()
+		if _, err := b.Decode([]int{0}, []int{1}); err != nil {
+			t.Fatal(err)
+		}
+		check(Decode, 1)
+	})
 }

@@ -498,7 +498,8 @@ func testReference(t *testing.T, backend string) {
 	}
 }
 
-// TestReferenceDefaultBackend holds the engine on gemm.Best(gemm.FP32) to
+// TestReferenceDefaultBackend holds the engine on its default cores backend
+// (gemm.ChoosePair, the cores' best fp32 backend) to
 // refForward.
 func TestReferenceDefaultBackend(t *testing.T) { testReference(t, "") }
 

@@ -106,6 +106,7 @@ type cell struct {
 type timers struct {
 	layer [2][][nLayerOps]cell
 	head  [2][nHeadOps]cell
+	use   linUse // linear-operator calls per backend (Batch.Use)
 }
 
 func newTimers(layers int) *timers {
