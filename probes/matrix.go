@@ -593,20 +593,14 @@ func matrixBackends() (run []gemm.Backend, skipped []results.Unavailable) {
 // matrixDTypes are the weight precisions, in order.
 var matrixDTypes = []gemm.DType{gemm.FP32, gemm.BF16, gemm.Int8}
 
-// matrixPair picks the two backends of the mixed run: the best fp32
-// backend (A) and the best backend of another dtype (bf16, else int8),
-// which computes the same logical W.
-func matrixPair() (a, b gemm.Backend, ok bool) {
-	a, err := gemm.Best(gemm.FP32)
-	if err != nil {
-		return a, b, false
-	}
-	for _, dt := range []gemm.DType{gemm.BF16, gemm.Int8} {
-		if b, err = gemm.Best(dt); err == nil {
-			return a, b, true
-		}
-	}
-	return a, b, false
+// matrixPair picks the two backends of the mixed run as the engine's
+// placements do (gemm.ChoosePair): A the cores' best fp32 backend, B the
+// matrix unit's best backend, else a second backend on the cores (the
+// best bf16 one), each computing the same logical W; p.MatrixLabel says
+// which. ok is false when both are the same backend.
+func matrixPair() (p gemm.Pair, ok bool) {
+	p, err := gemm.ChoosePair("", "")
+	return p, err == nil && p.Cores.Name != p.Matrix.Name
 }
 
 // matrixSteps is the number of progress steps of the matrix section: one
@@ -616,7 +610,7 @@ func (r *runner) matrixSteps() int {
 	run, _ := matrixBackends()
 	n := (len(run) + len(matrixDTypes) + len(quant.KernelFormats())) * len(r.computeThreads())
 	n += len(quant.KernelFormats()) // the up-convert loops
-	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {
+	if _, ok := matrixPair(); ok && r.plan.cores >= 2 {
 		n++
 	}
 	return n
@@ -730,7 +724,8 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		out.QuantEBW = append(out.QuantEBW, quantEBW(w.Name(), f, up, clock, clockSrc, memory, threads, rows))
 	}
 
-	if a, bb, ok := matrixPair(); ok && r.plan.cores >= 2 {
+	if pair, ok := matrixPair(); ok && r.plan.cores >= 2 {
+		a, bb := pair.Cores, pair.Matrix
 		// Both at the smaller of the two backends' shapes (the same logical W).
 		sm, sn, sk := r.matrixShapeFor(a)
 		if om, on, ok := r.matrixShapeFor(bb); om*on*ok < sm*sn*sk {
@@ -752,6 +747,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		if err != nil {
 			return nil, err
 		}
+		s.Targets = "A = cores: " + pair.CoresLabel() + "; B = matrix: " + pair.MatrixLabel()
 		out.Mixed = append(out.Mixed, s)
 		r.step(fmt.Sprintf("matrix mixed %s+%s", a.Name, bb.Name))
 	}

@@ -100,7 +100,7 @@ func TestMatrixSection(t *testing.T) {
 			}
 		}
 	}
-	if _, _, ok := matrixPair(); ok && r.plan.cores >= 2 {
+	if pair, ok := matrixPair(); ok && r.plan.cores >= 2 {
 		if len(m.Mixed) != 1 {
 			t.Fatalf("mixed: %+v", m.Mixed)
 		}
@@ -108,6 +108,9 @@ func TestMatrixSection(t *testing.T) {
 		if s.Ratio <= 0 || s.IdealSeconds <= 0 || s.Makespan.N != r.cfg.Reps || s.AlphaIdeal <= 0 || s.AlphaIdeal >= 1 ||
 			len(s.CPUsA)+len(s.CPUsB) != r.plan.cores || s.BackendA == s.BackendB {
 			t.Errorf("mixed: %+v", s)
+		}
+		if s.BackendA != pair.Cores.Name || s.BackendB != pair.Matrix.Name || !strings.Contains(s.Targets, "B = matrix: "+pair.MatrixLabel()) {
+			t.Errorf("mixed backends %s + %s (%q), want the placements' %s + %s", s.BackendA, s.BackendB, s.Targets, pair.Cores.Name, pair.Matrix.Name)
 		}
 	}
 	if !strings.Contains(m.Method, "float64 reference") {

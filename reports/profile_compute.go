@@ -99,6 +99,16 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 				return err
 			}
 			b.WriteString("\n")
+			listed := false
+			for _, s := range mx.Mixed {
+				if s.Targets != "" {
+					fmt.Fprintf(b, "- %s + %s: %s.\n", s.BackendA, s.BackendB, s.Targets)
+					listed = true
+				}
+			}
+			if listed {
+				b.WriteString("\n")
+			}
 		}
 		unavailableList(b, mx.Unavailable)
 	}

@@ -459,6 +459,12 @@ type MatrixSplit struct {
 	RatioAlone        float64 `json:"ratio_alone,omitempty"`
 	GFLOPS            Stat    `json:"gflops"`
 	Note              string  `json:"note,omitempty"`
+	// Targets says what ran each group, generated from the backends the
+	// probe chose as the engine's placements do: "A = cores: avx2-fp32
+	// (fp32 weights) on the cores; B = matrix: avx2-bf16 (bf16 weights)
+	// on the cores, no matrix unit" (B on "the matrix unit (sme)" where
+	// the CPU has one).
+	Targets string `json:"targets,omitempty"`
 }
 
 // Matrix is the "matrix" section: attained GEMM throughput per backend and
