@@ -156,6 +156,9 @@ func Sweep(cells []results.SweepCell, outDir string, o SweepOptions) (*SweepSumm
 	if len(d.ablations) > 0 {
 		fmt.Fprintf(&md, " Ablations: %s.", strings.Join(d.ablations, ", "))
 	}
+	if t := d.targetsCaption(d.all()); t != "" {
+		fmt.Fprintf(&md, " %s.", t)
+	}
 	md.WriteString("\n\n")
 	if len(o.Sources) > 0 {
 		md.WriteString("Sources: ")
@@ -503,7 +506,82 @@ func (r *sweepReport) note(b *bytes.Buffer, msg string) {
 func (r *sweepReport) figure(b *bytes.Buffer, file, title, caption string) {
 	r.fig++
 	r.s.Plots = append(r.s.Plots, Plot{Title: title, File: file})
-	fmt.Fprintf(b, "![%s](%s)\n\n*Figure %d. %s %s.*\n\n", title, file, r.fig, caption, r.d.caption())
+	fmt.Fprintf(b, "![%s](%s)\n\n*Figure %d. %s %s.", title, file, r.fig, caption, r.d.caption())
+	if t := r.d.targetsCaption(r.d.all()); t != "" {
+		fmt.Fprintf(b, " %s.", t)
+	}
+	b.WriteString("*\n\n")
+}
+
+// all is every cell's index.
+func (d *sweepData) all() []int {
+	idx := make([]int, len(d.cells))
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// legend is how a plot legend names placement p for the cells idx: their
+// PlacementLabel, generated from what ran ("matrix = avx2-bf16 on the
+// cores, no matrix unit", "mixed = neon-fp32 + sme-fp32 on the matrix
+// unit") where every cell of p among idx agrees, else p.
+func (d *sweepData) legend(p string, idx []int) string {
+	lbl := ""
+	for _, i := range idx {
+		c := &d.cells[i]
+		if c.Placement != p {
+			continue
+		}
+		l := c.PlacementLabel()
+		if lbl != "" && l != lbl {
+			return p
+		}
+		lbl = l
+	}
+	if lbl == "" {
+		return p
+	}
+	return lbl
+}
+
+// targetsCaption says what ran each placement target in the cells idx,
+// from their records (results.SweepTarget.Label), per machine where
+// several (machines apart by " | "): "Backends: cores = avx2-fp32 (fp32
+// weights) on the cores; matrix = avx2-bf16 (bf16 weights) on the cores,
+// no matrix unit". ""
+// when no cell records them (files written before they were).
+func (d *sweepData) targetsCaption(idx []int) string {
+	var srcs []string
+	per := map[string][]string{}
+	for _, i := range idx {
+		for _, t := range d.cells[i].Targets {
+			if t.Label == "" {
+				continue
+			}
+			addUnique(&srcs, d.src[i])
+			l := per[d.src[i]]
+			addUnique(&l, t.Target+" = "+t.Label)
+			per[d.src[i]] = l
+		}
+	}
+	if len(srcs) == 0 {
+		return ""
+	}
+	slices.Sort(srcs)
+	var parts []string
+	for _, src := range srcs {
+		l := per[src]
+		slices.SortStableFunc(l, func(a, b string) int {
+			return comparePlacement(strings.SplitN(a, " ", 2)[0], strings.SplitN(b, " ", 2)[0])
+		})
+		if len(srcs) > 1 {
+			parts = append(parts, src+": "+strings.Join(l, "; "))
+		} else {
+			parts = append(parts, strings.Join(l, "; "))
+		}
+	}
+	return "Backends: " + strings.Join(parts, " | ")
 }
 
 // latencySection: SMEPilot Fig. 9 bars and the speedup table.
@@ -646,7 +724,7 @@ func (r *sweepReport) cellsSection(b *bytes.Buffer) error {
 	for _, i := range idx {
 		c := &d.cells[i]
 		row := d.keyRow(i)
-		row = append(row, c.Placement)
+		row = append(row, c.PlacementLabel())
 		if len(d.ablations) > 0 {
 			row = append(row, orDash(c.Ablation))
 		}

@@ -230,7 +230,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 			if !found {
 				continue
 			}
-			names, colors = append(names, p), append(colors, placementColor(p, pi))
+			names, colors = append(names, d.legend(p, d.panelCells(k))), append(colors, placementColor(p, pi))
 			vals, labels = append(vals, v), append(labels, l)
 		}
 		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
@@ -312,9 +312,9 @@ func throughputPNG(d *sweepData, dir, name string) error {
 					l.Dashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}[slices.Index(threads, th)%3]
 				}
 				pl.Add(l, pts)
-				lbl := p
+				lbl := d.legend(p, d.panelCells(k))
 				if d.threadsVary {
-					lbl = fmt.Sprintf("%s, %d threads", p, th)
+					lbl = fmt.Sprintf("%s, %d threads", lbl, th)
 				}
 				pl.Legend.Add(lbl, l, pts)
 			}

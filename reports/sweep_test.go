@@ -306,3 +306,77 @@ func TestOpGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepReportTargets: the report names what ran each placement,
+// generated from the cells' records: the legends ("matrix = avx2-bf16 on
+// the cores, no matrix unit" on a machine without a matrix unit, "matrix =
+// sme-fp32 on the matrix unit" on one with SME), the cells table and the
+// figure captions (labels with the weight precision, per machine).
+func TestSweepReportTargets(t *testing.T) {
+	cells := synthCells()
+	coresT := func(name string, calls int) results.SweepTarget {
+		return results.SweepTarget{Target: "cores", Library: "kernels/gemm", Backend: name, Unit: "cores", Precision: "fp32", Calls: calls,
+			Label: name + " (fp32 weights) on the cores"}
+	}
+	for i := range cells {
+		c := &cells[i]
+		cores, mat := coresT("avx2-fp32", 10), results.SweepTarget{Target: "matrix", Library: "kernels/gemm", Backend: "avx2-bf16", Unit: "cores",
+			Precision: "bf16", Note: "no matrix unit", Calls: 10, Label: "avx2-bf16 (bf16 weights) on the cores, no matrix unit"}
+		if c.Machine == "m2" {
+			cores, mat = coresT("neon-fp32", 10), results.SweepTarget{Target: "matrix", Library: "kernels/gemm", Backend: "sme-fp32", Unit: "matrix",
+				ISA: "sme", Precision: "fp32", Calls: 10, Label: "sme-fp32 (fp32 weights) on the matrix unit (sme)"}
+		}
+		switch c.Placement {
+		case "cores":
+			c.Targets = []results.SweepTarget{cores}
+		case "matrix":
+			cores.Calls = 0
+			c.Targets = []results.SweepTarget{cores, mat}
+		default:
+			c.Targets = []results.SweepTarget{cores, mat}
+		}
+	}
+	d := newSweepData(cells, SweepOptions{})
+	for _, c := range []struct {
+		machine, placement, want string
+	}{
+		{"m1", "matrix", "matrix = avx2-bf16 on the cores, no matrix unit"},
+		{"m1", "mixed", "mixed = avx2-fp32 + avx2-bf16 on the cores, no matrix unit"},
+		{"m1", "cores", "cores = avx2-fp32"},
+		{"m2", "matrix", "matrix = sme-fp32 on the matrix unit"},
+		{"m2", "mixed", "mixed = neon-fp32 + sme-fp32 on the matrix unit"},
+	} {
+		var k panelKey
+		for _, p := range d.panels() {
+			if p.src == c.machine {
+				k = p
+			}
+		}
+		if got := d.legend(c.placement, d.panelCells(k)); got != c.want {
+			t.Errorf("%s %s legend %q, want %q", c.machine, c.placement, got, c.want)
+		}
+	}
+	if got := d.legend("matrix", d.all()); got != "matrix" {
+		t.Errorf("legend over both machines %q, want the placement name", got)
+	}
+	dir := t.TempDir()
+	if _, err := Sweep(cells, dir, SweepOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{
+		"Backends: m1: cores = avx2-fp32 (fp32 weights) on the cores; matrix = avx2-bf16 (bf16 weights) on the cores, no matrix unit | m2: cores = neon-fp32 (fp32 weights) on the cores; matrix = sme-fp32 (fp32 weights) on the matrix unit (sme).",
+		"| matrix = avx2-bf16 on the cores, no matrix unit ",
+		"| matrix = sme-fp32 on the matrix unit ",
+	} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("report.md lacks %q", w)
+		}
+	}
+	if n := strings.Count(string(md), "Backends: m1:"); n < 3 {
+		t.Errorf("report.md names the backends %d times: want the header and every figure caption", n)
+	}
+}

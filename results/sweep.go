@@ -1,5 +1,10 @@
 package results
 
+import (
+	"slices"
+	"strings"
+)
+
 // SweepSchema is the schema name of one line of a sweep's results file
 // (cells.jsonl): one SweepCell per line.
 const SweepSchema = "bench.sweep/v1"
@@ -27,6 +32,11 @@ type SweepCell struct {
 	// on every call), SMEPilot §5.4.
 	Ablation string `json:"ablation,omitempty"`
 	Backends string `json:"backends"` // the gemm backends used, e.g. "avx2-fp32+avx2-bf16"
+	// Targets is what ran the cell's linear operators per placement
+	// target, counted over the replay (after the warm-up): backend, the
+	// unit that executes it, the weight precision that ran and the calls.
+	// Absent in cells written before it existed.
+	Targets []SweepTarget `json:"targets,omitempty"`
 
 	Config SweepConfig `json:"config"`
 
@@ -60,6 +70,75 @@ type SweepCell struct {
 	Ops []SweepOp `json:"operators"`
 
 	Notes []string `json:"notes,omitempty"`
+}
+
+// SweepTarget is what ran one placement target's linear operators (the
+// GEMMs and GEMVs) in a cell: the engine's choice for the cores target
+// (the cores' fp32 backend, and kernels/quant for quantized weights) or
+// for the matrix target (a matrix unit's backend, or a second backend on
+// the cores where the machine has none; Note says why).
+type SweepTarget struct {
+	Target    string `json:"target"`         // "cores" or "matrix"
+	Library   string `json:"library"`        // "kernels/gemm" or "kernels/quant"
+	Backend   string `json:"backend"`        // e.g. "avx2-fp32", "sme-fp32", "avx2" (kernels/quant)
+	Unit      string `json:"unit"`           // what executes it: "cores" (vector units) or "matrix" (a matrix unit: SME, AMX)
+	ISA       string `json:"isa,omitempty"`  // the backend's instruction set
+	Precision string `json:"precision"`      // weights as they ran: fp32, bf16, int8, q8_0, q4_0, ...
+	Note      string `json:"note,omitempty"` // matrix target on the cores: why ("no matrix unit", "chosen by name; ...")
+	Calls     int    `json:"calls"`          // linear-operator calls it ran in the replay, summed over layers
+	// Label is the sentence the engine generated from the choice, e.g.
+	// "avx2-bf16 (bf16 weights) on the cores, no matrix unit".
+	Label string `json:"label"`
+}
+
+// Short names the target's backend for a plot legend: "avx2-fp32" (cores
+// target), "sme-fp32 on the matrix unit", "avx2-bf16 on the cores, no
+// matrix unit" (the matrix target without one), "neon-bf16 on the cores
+// (named)" (named while a matrix unit was left unused), "q4_0 on
+// kernels/quant avx2".
+func (t SweepTarget) Short() string {
+	switch {
+	case t.Library == "kernels/quant":
+		return t.Precision + " on kernels/quant " + t.Backend
+	case t.Unit == "matrix":
+		return t.Backend + " on the matrix unit"
+	case t.Target == "matrix" && strings.HasPrefix(t.Note, "chosen by name;"):
+		return t.Backend + " on the cores (named)"
+	case t.Target == "matrix":
+		return t.Backend + " on the cores, no matrix unit"
+	}
+	return t.Backend
+}
+
+// PlacementLabel says what ran the cell's linear operators, generated from
+// Targets (those with calls; all where none has): "cores = avx2-fp32",
+// "matrix = avx2-bf16 on the cores, no matrix unit", "mixed = neon-fp32 +
+// sme-fp32 on the matrix unit", "auto = avx2-fp32 (cores only)" where an
+// auto plan put nothing on the matrix target. Cells without Targets (older
+// files) give the placement name.
+func (c *SweepCell) PlacementLabel() string {
+	if len(c.Targets) == 0 {
+		return c.Placement
+	}
+	ran := c.Targets
+	if slices.ContainsFunc(ran, func(t SweepTarget) bool { return t.Calls > 0 }) {
+		ran = slices.DeleteFunc(slices.Clone(ran), func(t SweepTarget) bool { return t.Calls == 0 })
+	}
+	var cores, mat []string
+	for _, t := range ran {
+		if t.Target == "matrix" {
+			mat = append(mat, t.Short())
+		} else {
+			cores = append(cores, t.Short())
+		}
+	}
+	s := c.Placement + " = " + strings.Join(append(cores, mat...), " + ")
+	if c.Placement == "auto" && len(mat) == 0 {
+		s += " (cores only)"
+	} else if c.Placement == "auto" && len(cores) == 0 {
+		s += " (matrix only)"
+	}
+	return s
 }
 
 // SweepConfig is the configuration a cell ran under, beyond its grid

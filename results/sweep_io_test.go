@@ -273,3 +273,37 @@ func TestWriteBenchstat(t *testing.T) {
 		t.Errorf("configuration lines repeated:\n%s", text)
 	}
 }
+
+// TestPlacementLabel: the label is generated from what ran (targets with
+// calls), says where the matrix target has no matrix unit, and falls back
+// to the placement name for cells without targets.
+func TestPlacementLabel(t *testing.T) {
+	cores := SweepTarget{Target: "cores", Library: "kernels/gemm", Backend: "avx2-fp32", Unit: "cores", Precision: "fp32", Calls: 3}
+	bf16 := SweepTarget{Target: "matrix", Library: "kernels/gemm", Backend: "avx2-bf16", Unit: "cores", Precision: "bf16", Note: "no matrix unit", Calls: 3}
+	sme := SweepTarget{Target: "matrix", Library: "kernels/gemm", Backend: "sme-fp32", Unit: "matrix", ISA: "sme", Precision: "fp32", Calls: 3}
+	named := SweepTarget{Target: "matrix", Library: "kernels/gemm", Backend: "neon-bf16", Unit: "cores", Precision: "bf16",
+		Note: "chosen by name; the matrix unit's sme-fp32 is not used", Calls: 3}
+	quant := SweepTarget{Target: "cores", Library: "kernels/quant", Backend: "avx2", Unit: "cores", Precision: "q4_0", Calls: 3}
+	idle := func(t SweepTarget) SweepTarget { t.Calls = 0; return t }
+	for _, c := range []struct {
+		placement string
+		targets   []SweepTarget
+		want      string
+	}{
+		{"cores", nil, "cores"},
+		{"cores", []SweepTarget{cores}, "cores = avx2-fp32"},
+		{"matrix", []SweepTarget{idle(cores), bf16}, "matrix = avx2-bf16 on the cores, no matrix unit"},
+		{"matrix", []SweepTarget{idle(cores), sme}, "matrix = sme-fp32 on the matrix unit"},
+		{"matrix", []SweepTarget{idle(cores), named}, "matrix = neon-bf16 on the cores (named)"},
+		{"mixed", []SweepTarget{cores, sme}, "mixed = avx2-fp32 + sme-fp32 on the matrix unit"},
+		{"auto", []SweepTarget{cores, idle(bf16)}, "auto = avx2-fp32 (cores only)"},
+		{"auto", []SweepTarget{idle(cores), bf16}, "auto = avx2-bf16 on the cores, no matrix unit (matrix only)"},
+		{"cores", []SweepTarget{quant}, "cores = q4_0 on kernels/quant avx2"},
+		{"auto", []SweepTarget{idle(cores), idle(sme)}, "auto = avx2-fp32 + sme-fp32 on the matrix unit"},
+	} {
+		cell := SweepCell{Placement: c.placement, Targets: c.targets}
+		if got := cell.PlacementLabel(); got != c.want {
+			t.Errorf("%s %+v: %q, want %q", c.placement, c.targets, got, c.want)
+		}
+	}
+}

@@ -42,6 +42,10 @@ type Grid struct {
 	Seed            uint64  // trace and weight seed
 	MaxGenTokens    int     // output cap per request (0: none)
 	MaxPromptTokens int     // prompt cap per request (0: none)
+	// CoresBackend and MatrixBackend name the gemm backends of the
+	// placements' cores and matrix targets ("": the engine's choice by
+	// capability), checked by the caller.
+	CoresBackend, MatrixBackend string
 }
 
 // Cell is one point of a Grid.
@@ -64,6 +68,8 @@ type Cell struct {
 	Seed            uint64
 	MaxGenTokens    int
 	MaxPromptTokens int
+	// CoresBackend and MatrixBackend are Grid's ("": the engine's choice).
+	CoresBackend, MatrixBackend string
 }
 
 // KeyPart is one key=value part of a cell's key.
@@ -72,7 +78,8 @@ type KeyPart struct{ Key, Value string }
 // Parts are the cell's coordinates and settings in key order, values
 // escaped (EscapeKeyValue): model, weights (only when not synthetic),
 // wdtype (only when set), layers, workload, batch, threads, placement, ablate ("none" for no
-// ablation), requests, arrival, seed, maxgen, maxprompt.
+// ablation), requests, arrival, seed, maxgen, maxprompt, and cores and
+// matrix (the backends, only when named).
 func (c Cell) Parts() []KeyPart {
 	abl := c.Ablation
 	if abl == "" {
@@ -98,6 +105,12 @@ func (c Cell) Parts() []KeyPart {
 		KeyPart{"maxgen", strconv.Itoa(c.MaxGenTokens)},
 		KeyPart{"maxprompt", strconv.Itoa(c.MaxPromptTokens)},
 	)
+	if c.CoresBackend != "" {
+		ps = append(ps, KeyPart{"cores", c.CoresBackend})
+	}
+	if c.MatrixBackend != "" {
+		ps = append(ps, KeyPart{"matrix", c.MatrixBackend})
+	}
 	for i := range ps {
 		ps[i].Value = EscapeKeyValue(ps[i].Value)
 	}
@@ -271,7 +284,8 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 								}
 								cells = append(cells, Cell{Index: len(cells), Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
 									Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: g.Arrival,
-									Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens})
+									Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
+									CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend})
 							}
 						}
 					}

@@ -50,6 +50,7 @@ type GEMMOptions struct {
 	shapes            [][2]int
 	backend, backendB gemm.Backend
 	splitA, splitB    int
+	splitTargets      string    // what runs groups A and B (gemm.Label)
 	jobs              []gemmJob // one per --dtype, in order
 	// CPUs is the thread placement (probes.GEMMCPUs; injected by tests).
 	CPUs []int
@@ -111,8 +112,8 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.IntVar(&opts.K, "k", 3072, "reduction depth")
 	f.StringVar(&opts.DType, "dtype", "fp32", "weight precisions, comma-separated: fp32, bf16, int8 or a quantized format ("+qformatList()+") (default: --backend's, else fp32)")
 	f.IntSliceVar(&opts.Threads, "threads", []int{1}, "thread counts")
-	f.StringVar(&opts.Backend, "backend", "auto", "backend name (e.g. avx2-fp32) or auto: the best for --dtype")
-	f.StringVar(&opts.BackendB, "backend-b", "", "with --split: group B's backend (default: the best of another dtype)")
+	f.StringVar(&opts.Backend, "backend", "auto", "backend name (e.g. avx2-fp32, sme-fp32) or auto: the cores' best for --dtype (a matrix unit's backend only by name)")
+	f.StringVar(&opts.BackendB, "backend-b", "", "with --split: group B's backend (default: the engine's matrix target: the matrix unit's backend, e.g. sme-fp32, else the best bf16 backend on the cores)")
 	f.StringVar(&opts.Split, "split", "", "a:b: one GEMM partitioned between a threads (--backend) and b threads (--backend-b)")
 	f.BoolVar(&opts.PackEveryCall, "pack-every-call", false, "pack W inside every call (SMEPilot §5.4 ablation)")
 	f.BoolVar(&opts.NoPrefill, "no-prefill", false, "quantized formats: GEMV tiles at every M, not the prefill path's column-order tiles (its ablation)")
@@ -228,17 +229,23 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("gemm: --split %s: %d threads, this process may use %d CPUs", o.Split, na+nb, maxT)
 	}
 	o.splitA, o.splitB = na, nb
+	// B defaults to the engine's matrix target (gemm.ChoosePair): the
+	// matrix unit's backend, else the second backend on the cores; the
+	// cores' fp32 backend where that is --backend itself.
+	bNote := ""
 	if o.BackendB == "" {
-		other := gemm.BF16
-		if o.backend.DType != gemm.FP32 {
-			other = gemm.FP32
-		}
-		if o.backendB, err = gemm.Best(other); err != nil {
+		p, err := gemm.ChoosePair("", "")
+		if err != nil {
 			return fmt.Errorf("gemm: --backend-b: no default: %w", err)
+		}
+		o.backendB, bNote = p.Matrix, p.MatrixNote
+		if p.Matrix.Name == o.backend.Name {
+			o.backendB, bNote = p.Cores, ""
 		}
 	} else if o.backendB, err = gemm.BackendByName(o.BackendB); err != nil {
 		return fmt.Errorf("gemm: --backend-b %s: %w", o.BackendB, err)
 	}
+	o.splitTargets = "A = " + gemm.Label(o.backend, "") + "; B = " + gemm.Label(o.backendB, bNote)
 	return nil
 }
 
@@ -320,6 +327,7 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 			if err != nil {
 				return fmt.Errorf("gemm: %w", err)
 			}
+			s.Targets = o.splitTargets
 			if o.JSON {
 				if err := json.NewEncoder(out).Encode(s); err != nil {
 					return err
@@ -503,6 +511,9 @@ func printSplits(w io.Writer, ss []results.MatrixSplit) error {
 	}
 	if err := reports.TextTable(w, []string{"M", "N", "K", "A", "B", "dim", "α ideal", "α chosen", "A ms", "B ms", "makespan ms", "ideal ms", "makespan/ideal", "ideal ms (alone rates)", "makespan/ideal (alone)", "GFLOP/s"}, cells); err != nil {
 		return err
+	}
+	if len(ss) > 0 && ss[0].Targets != "" {
+		fmt.Fprintf(w, "%s\n", ss[0].Targets)
 	}
 	for _, s := range ss {
 		fmt.Fprintf(w, "M=%d: %s\n", s.M, s.Note)

@@ -16,6 +16,7 @@ import (
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/models"
+	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -39,6 +40,9 @@ type runOptions struct {
 	Seed         uint64
 	JSON         bool
 	Amdahl       bool
+
+	// The placements' backends by name ("": chosen by capability).
+	CoresBackend, MatrixBackend string
 }
 
 func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
@@ -64,11 +68,16 @@ step vs the memory-roof bound (weight + KV bytes / probed DRAM read
 bandwidth), each prefill GEMM vs the same GEMM run standalone on the same
 workers, and the engine's time outside its operators.
 
---placement: cores (fp32 vector kernels on every thread), matrix (the
-second backend: the best BF16 kernels on every thread, as this CPU has no
-AMX/SME kernels in bench), mixed (each GEMM split by SMEPilot Eq. 1 between
+--placement: cores (the cores' fp32 vector kernels on every thread), matrix
+(the matrix unit's kernels, e.g. sme-fp32, on every thread; on a CPU
+without a matrix unit a second backend on the cores, the best bf16 one,
+and the output says so), mixed (each GEMM split by SMEPilot Eq. 1 between
 the two backends on two halves of the threads), auto (the roofline's plan
-per operator; needs --profile). --ablate partition (mixed GEMMs run whole
+per operator; needs --profile). The backends are chosen by what executes
+them (vector cores or matrix unit) and by capability, never by the order
+kernels/gemm lists them; --cores-backend and --matrix-backend name others.
+The placement line says what ran each target, with its weight precision
+and calls. --ablate partition (mixed GEMMs run whole
 on the faster group) and packing (weights packed on every call) are
 SMEPilot §5.4's ablations.
 
@@ -128,6 +137,8 @@ per-layer columns say what one layer costs.
 	f.IntVar(&opts.Batch, "batch", 1, "sequences decoded together (B)")
 	f.IntVar(&opts.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&opts.Placement, "placement", "cores", "where GEMMs run: cores, matrix, mixed or auto (auto needs --profile)")
+	f.StringVar(&opts.CoresBackend, "cores-backend", "", coresBackendHelp)
+	f.StringVar(&opts.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
 	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: partition, packing (comma-separated)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest results/<host>-<stamp>/profile.json of bench probe; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
@@ -161,6 +172,9 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	}
 	if _, err := engine.ParsePlacement(o.Placement); err != nil {
 		return fmt.Errorf("run: --placement: %w", err)
+	}
+	if err := checkBackends("run", o.CoresBackend, o.MatrixBackend); err != nil {
+		return err
 	}
 	if o.WeightDType != "" {
 		if _, err := engine.ParseWeightDType(o.WeightDType); err != nil {
@@ -226,6 +240,10 @@ type runResult struct {
 	Checks        []runCheck `json:"checks,omitempty"`
 	Amdahl        *runAmdahl `json:"amdahl,omitempty"`
 	Notes         []string   `json:"notes,omitempty"`
+
+	// Targets is what ran each placement target's linear operators in the
+	// timed calls: backend, unit, weight precision, calls and label.
+	Targets []results.SweepTarget `json:"targets"`
 }
 
 // runWeights builds the weights the options ask for, and the model's full
@@ -453,7 +471,7 @@ func runRun(o *runOptions) error {
 		return fmt.Errorf("run: --prompt-tokens %d + --gen-tokens %d: more than the model's %d positions", T, G, c.MaxSeq)
 	}
 	place, _ := engine.ParsePlacement(o.Placement)
-	eo := engine.Options{Threads: o.Threads, Placement: place, Machine: machine,
+	eo := engine.Options{Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
 		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing")}
 	m, err := engine.New(w, eo)
 	if err != nil {
@@ -518,7 +536,7 @@ func runRun(o *runOptions) error {
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
 		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
-		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes}
+		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweepTargets(b.Use())}
 	if m.Quant != nil {
 		res.QuantBackend = m.Quant.Name
 	}
@@ -688,7 +706,11 @@ func writeRun(w io.Writer, r *runResult) error {
 	if len(r.Ablate) > 0 {
 		abl = strings.Join(r.Ablate, ",")
 	}
-	fmt.Fprintf(w, "batch %d, %d threads, placement %s, ablations %s\n\n", r.Batch, r.Threads, r.Placement, abl)
+	pl := (&results.SweepCell{Placement: r.Placement, Targets: r.Targets}).PlacementLabel()
+	fmt.Fprintf(w, "batch %d, %d threads, placement %s, ablations %s\n\n", r.Batch, r.Threads, pl, abl)
+	if len(r.Targets) > 0 {
+		fmt.Fprintf(w, "linear operators: %s\n\n", targetsLine(r.Targets))
+	}
 	fmt.Fprintf(w, "weights: %s", r.WeightDType)
 	if r.QuantBackend != "" {
 		fmt.Fprintf(w, " (kernels/quant backend %s; activations quantized to int8 per 32-element block as llama.cpp does)", r.QuantBackend)

@@ -96,6 +96,9 @@ type (
 	cellEnginePredictor interface {
 		PredictPrefill(n int) (float64, error)
 	}
+	// cellEngineTargets gives what ran each placement target since
+	// ResetOps (backend, unit, weight precision, calls).
+	cellEngineTargets interface{ Targets() []results.SweepTarget }
 )
 
 // newCellEngine builds the engine for one cell. An error wrapping
@@ -135,6 +138,9 @@ type sweepOptions struct {
 	Quiet       bool
 	IsTerminal  func() bool      // whether stderr is a terminal (tests inject it)
 	Now         func() time.Time // clock of dates and file stamps
+
+	// The placements' backends by name ("": chosen by capability).
+	CoresBackend, MatrixBackend string
 
 	// Set by validate and prepare.
 	grid          workloads.Grid
@@ -180,7 +186,13 @@ mixed and auto only) and packing (weights packed on every call).
 
 Placements: cores, matrix, mixed, auto; auto plans each operator from the
 roofline and needs --profile (a profile.json, bench.machine/v1 file or
-published profile name).
+published profile name). cores runs the cores' fp32 vector kernels, matrix
+the matrix unit's (e.g. sme-fp32), or where the CPU has none a second
+backend on the cores (the best bf16 one); --cores-backend and
+--matrix-backend name others (they join the cell keys). Each cell records
+what ran each target (backend, unit, weight precision, calls: "targets"),
+and the summary says it ("matrix = avx2-bf16 on the cores, no matrix
+unit").
 
 Output (--out DIR, default results/sweep-<host>-<yyyymmdd>):
   cells.jsonl  one bench.sweep/v1 record per finished cell, appended as each
@@ -237,6 +249,8 @@ index and key). --dry-run lists the cells.`,
 	f.StringVar(&o.Threads, "threads", "", "thread counts: a list and ranges (default: every CPU this process may use)")
 	f.StringVar(&o.WeightDType, "weight-dtype", "", "linear weights' formats, comma-separated, one cell set each: "+strings.Join(engine.WeightDTypes(), ", ")+" (default: fp32 for synthetic weights, as stored for a file); quantized ones run on the cores")
 	f.StringVar(&o.Placement, "placement", sweepDefaultPlacement, "placements, comma-separated: "+strings.Join(workloads.Placements, ", ")+" (auto needs --profile)")
+	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
+	f.StringVar(&o.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
 	f.StringVar(&o.Ablate, "ablate", "", "ablations to add next to the full system, comma-separated: "+strings.Join(workloads.Ablations, ", "))
 	f.IntVar(&o.Requests, "requests", sweepDefaultRequests, "requests per cell")
 	f.IntVar(&o.MaxGen, "max-gen-tokens", sweepDefaultMaxGen, "cap on each request's output tokens (0: none)")
@@ -309,6 +323,10 @@ func (o *sweepOptions) validate() error {
 			return fmt.Errorf("sweep: --placement: unknown placement %q (valid: %s)", p, strings.Join(workloads.Placements, ", "))
 		}
 	}
+	if err := checkBackends("sweep", o.CoresBackend, o.MatrixBackend); err != nil {
+		return err
+	}
+	g.CoresBackend, g.MatrixBackend = o.CoresBackend, o.MatrixBackend
 	o.Profile = defaultProfile(o.Profile, o.IO, "sweep")
 	if slices.Contains(g.Placements, "auto") && o.Profile == "" {
 		return errors.New("sweep: --placement auto: needs --profile (auto plans each operator from the roofline of a probed machine; run 'bench probe' or name a published profile)")
@@ -655,6 +673,9 @@ func sweepCellRecord(o *sweepOptions, cell workloads.Cell, tr *workloads.Trace, 
 	if nt, ok := eng.(cellEngineNotes); ok {
 		sc.Notes = append(sc.Notes, nt.Notes()...)
 	}
+	if tg, ok := eng.(cellEngineTargets); ok {
+		sc.Targets = tg.Targets()
+	}
 	return sc
 }
 
@@ -777,6 +798,12 @@ func (o *sweepOptions) args(abs bool) []string {
 	if o.Profile != "" {
 		a = append(a, "--profile", path(o.Profile))
 	}
+	if g.CoresBackend != "" {
+		a = append(a, "--cores-backend", g.CoresBackend)
+	}
+	if g.MatrixBackend != "" {
+		a = append(a, "--matrix-backend", g.MatrixBackend)
+	}
 	return a
 }
 
@@ -823,7 +850,7 @@ func writeSweepSummary(w io.Writer, cells []results.SweepCell) error {
 		if c.TPOT.N > 0 {
 			tpot = fmtTime(c.TPOT.P50)
 		}
-		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.Placement, abl,
+		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.PlacementLabel(), abl,
 			fmtTime(c.TTFT.P50), tpot, fmtTime(c.Latency.P90), fmt.Sprintf("%.4g", c.OutputTokS),
 			fmt.Sprintf("%.0f%%", 100*c.SLOAttained), fmt.Sprintf("%.3g", c.GoodputReqS)})
 	}

@@ -76,7 +76,8 @@ func newEngineCell(cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
 		return nil, fmt.Errorf("the trace needs %d positions per slot (prompt + output), model %s has %d: lower --max-prompt-tokens or --max-gen-tokens", maxSeq, c.Name, c.MaxSeq)
 	}
 	m, err := engine.New(w, engine.Options{Threads: cell.Threads, Placement: engine.Placement(cell.Placement), Machine: o.machine,
-		NoPartition: cell.Ablation == "partition", PackPerCall: cell.Ablation == "packing"})
+		NoPartition: cell.Ablation == "partition", PackPerCall: cell.Ablation == "packing",
+		Backend: cell.CoresBackend, MatrixBackend: cell.MatrixBackend})
 	if err != nil {
 		return nil, err
 	}
@@ -199,6 +200,9 @@ func (e *engineCell) ResetOps() {
 func (e *engineCell) Backends() string     { return e.m.Backends() }
 func (e *engineCell) PackSeconds() float64 { return e.m.PackSeconds }
 func (e *engineCell) Close() error         { e.m.Close(); return nil }
+
+// Targets is what ran each placement target since ResetOps.
+func (e *engineCell) Targets() []results.SweepTarget { return sweepTargets(e.b.Use()) }
 
 func (e *engineCell) Layers() (run, model int) { return e.m.Config.Layers, e.full }
 
