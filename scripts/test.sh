@@ -8,7 +8,9 @@
 # qemu-system-x86 + cpio (the 2-node NUMA placement test), and what
 # scripts/test-avx512-bochs.sh needs (bochs, isolinux, xorriso). Then: gofmt,
 # go vet, go test -race ./..., go test -tags=purego ./..., the arm64 packages
-# under qemu-aarch64, the NUMA test in a qemu-system guest, and the
+# under qemu-aarch64 (and the engine's placement tests there, with SME and
+# without: BENCH_ENGINE_REQUIRE_MATRIX says which matrix backend must be
+# chosen), the NUMA test in a qemu-system guest, and the
 # avo-generated assembly must match its generator. The AVX-512 GEMM kernels'
 # tests run meanwhile in a Bochs guest with AVX-512 (one core, about 3
 # minutes; BENCH_SKIP_BOCHS=1 skips them), and the script waits for them at
@@ -60,6 +62,15 @@ step "arm64 under qemu-aarch64: SME (512-bit, no FA64, like Apple M4), then with
 arm64_pkgs=(./internal/cpu/ ./kernels/... ./results/...)
 BENCH_GEMM_REQUIRE=sme-fp32,neon-int8 GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max,sme512=on,sme_fa64=off' "${arm64_pkgs[@]}"
 GOARCH=arm64 go test -count=1 -short -exec 'qemu-aarch64 -cpu max,sve=off,sme=off' "${arm64_pkgs[@]}"
+
+step "placements under qemu-aarch64: cores on NEON, matrix on SME, mixed on both, auto by its plan; without SME matrix falls back to the cores with the note"
+placement_run='^(TestPlacementTargets|TestPlacements)$/^(cores|matrix|mixed|auto)$'
+cmd_run='^(TestRunPlacementTargets|TestBackendFlagErrors)$'
+for cfg in "sme-fp32|max,sme512=on,sme_fa64=off" "none|max,sve=off,sme=off"; do
+	want="${cfg%%|*}" cpu="${cfg#*|}"
+	BENCH_ENGINE_REQUIRE_MATRIX="$want" GOARCH=arm64 go test -count=1 -exec "qemu-aarch64 -cpu $cpu" -run "$placement_run" ./engine/
+	BENCH_ENGINE_REQUIRE_MATRIX="$want" GOARCH=arm64 go test -count=1 -exec "qemu-aarch64 -cpu $cpu" -run "$cmd_run" ./cmd/bench/
+done
 
 step "NUMA placement on a 2-node kernel under qemu-system"
 bash scripts/numa-qemu-test.sh
