@@ -25,12 +25,18 @@
 //     panel layout for the backends its Placement needs (SMEPilot §4.3; the
 //     packing time is recorded apart, Model.PackSeconds), and a pinned
 //     kernels/pool of worker threads that runs every operator. Placements
-//     (model.go): cores, matrix (the second backend), mixed (SMEPilot
+//     (model.go) run on two targets whose backends gemm.ChoosePair picks
+//     by what executes them, never by registration order: cores (the
+//     cores' fp32 vector backend), matrix (the matrix unit's backend, e.g.
+//     sme-fp32; on a CPU without one a second backend on the cores, the
+//     best bf16 one, which Model.Notes says), mixed (SMEPilot
 //     §4.1/§4.4 Eq. 1 split across two thread groups with feedback: the
 //     rates start from each group's rate measured alone at load and follow
 //     the groups' co-running rates, re-planned after every call per weight
 //     shape and M bucket) and auto (the roofline plan per operator shape,
 //     plan.go); the ablations NoPartition and PackPerCall (SMEPilot §5.4).
+//     Batch.Use counts the linear calls each target's backend ran
+//     (targets.go).
 //   - Batch: slots of sequences, each with its own KV cache; Prefill of one
 //     slot's T tokens (GEMMs with M = T) and batched Decode of one token for
 //     each of several slots (M = the number of slots). Session is a Batch of
