@@ -53,9 +53,19 @@ func Kernels() []KernelInfo {
 			Detail: fmt.Sprintf("%s, %s, %d ops/instruction, %d accumulators", k.Instruction, k.Precision, k.OpsPerInstruction, k.Accumulators),
 			Status: status(k.Unavailable)})
 	}
+	pair, pairErr := gemm.ChoosePair("", "")
 	for _, b := range gemm.Backends() {
-		out = append(out, KernelInfo{Section: "gemm", Name: b.Name, ISA: b.ISA,
-			Detail: fmt.Sprintf("%s weights, %d×%d register tile", b.DType, b.TileM, b.TileN), Status: status(b.Unavailable)})
+		detail := fmt.Sprintf("%s weights, %d×%d register tile, on the %s", b.DType, b.TileM, b.TileN, b.Unit.Where())
+		if pairErr == nil && b.Name == pair.Cores.Name {
+			detail += "; placement cores runs it"
+		}
+		if pairErr == nil && b.Name == pair.Matrix.Name {
+			detail += "; placement matrix runs it"
+			if pair.MatrixNote != "" {
+				detail += " (" + pair.MatrixNote + ")"
+			}
+		}
+		out = append(out, KernelInfo{Section: "gemm", Name: b.Name, ISA: b.ISA, Detail: detail, Status: status(b.Unavailable)})
 	}
 	for _, b := range quant.Backends() {
 		var own, fmts []string

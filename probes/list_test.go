@@ -8,14 +8,28 @@ import (
 	"github.com/cpubench/bench/kernels/quant"
 )
 
-// --list has one row per gemm and per quant backend, and a quant row says
-// which formats run the Go specification tiles rather than a kernel.
+// --list has one row per gemm and per quant backend; a gemm row says what
+// executes it and which placement runs it, a quant row which formats run
+// the Go specification tiles rather than a kernel.
 func TestKernelsListsGEMMAndQuant(t *testing.T) {
 	var ng, nq int
+	pair, err := gemm.ChoosePair("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range Kernels() {
 		switch k.Section {
 		case "gemm":
 			ng++
+			// Each row says what executes it and which placement runs it.
+			b, _ := gemm.BackendByName(k.Name)
+			if b.Name != "" && !strings.Contains(k.Detail, "on the "+b.Unit.Where()) {
+				t.Errorf("%s: detail %q lacks its unit", k.Name, k.Detail)
+			}
+			if (k.Name == pair.Cores.Name) != strings.Contains(k.Detail, "placement cores runs it") ||
+				(k.Name == pair.Matrix.Name) != strings.Contains(k.Detail, "placement matrix runs it") {
+				t.Errorf("%s: detail %q, placements' backends %s and %s", k.Name, k.Detail, pair.Cores.Name, pair.Matrix.Name)
+			}
 		case "quant":
 			nq++
 			var be quant.Backend
