@@ -63,13 +63,14 @@ arm64_pkgs=(./internal/cpu/ ./kernels/... ./results/...)
 BENCH_GEMM_REQUIRE=sme-fp32,neon-int8 GOARCH=arm64 go test -count=1 -exec 'qemu-aarch64 -cpu max,sme512=on,sme_fa64=off' "${arm64_pkgs[@]}"
 GOARCH=arm64 go test -count=1 -short -exec 'qemu-aarch64 -cpu max,sve=off,sme=off' "${arm64_pkgs[@]}"
 
-step "placements under qemu-aarch64: cores on NEON, matrix on SME, mixed on both, auto by its plan; without SME matrix falls back to the cores with the note"
+step "placements under qemu-aarch64: cores on NEON, matrix on SME, mixed on both, auto by its plan (engine, bench run, the probe's mixed GEMM); without SME matrix falls back to the cores with the note"
 placement_run='^(TestPlacementTargets|TestPlacements)$/^(cores|matrix|mixed|auto)$'
 cmd_run='^(TestRunPlacementTargets|TestBackendFlagErrors)$'
 for cfg in "sme-fp32|max,sme512=on,sme_fa64=off" "none|max,sve=off,sme=off"; do
 	want="${cfg%%|*}" cpu="${cfg#*|}"
 	BENCH_ENGINE_REQUIRE_MATRIX="$want" GOARCH=arm64 go test -count=1 -exec "qemu-aarch64 -cpu $cpu" -run "$placement_run" ./engine/
 	BENCH_ENGINE_REQUIRE_MATRIX="$want" GOARCH=arm64 go test -count=1 -exec "qemu-aarch64 -cpu $cpu" -run "$cmd_run" ./cmd/bench/
+	GOARCH=arm64 go test -count=1 -exec "qemu-aarch64 -cpu $cpu" -run '^TestMatrixSection$' ./probes/
 done
 
 step "NUMA placement on a 2-node kernel under qemu-system"
