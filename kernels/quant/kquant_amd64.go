@@ -2,13 +2,7 @@
 
 package quant
 
-import (
-	"encoding/binary"
-	"fmt"
-	"math"
-
-	"github.com/cpubench/bench/internal/cpu"
-)
+import "github.com/cpubench/bench/internal/cpu"
 
 //go:generate sh -c "cd ../_asm && GOWORK=off go run ./quantk -out ../quant/kquant_amd64.s"
 
@@ -45,113 +39,17 @@ var kquantAVX2 = map[Format][]kern{
 	Q6_K: {kernQ6KAVX2m1, kernQ6KAVX2m2},
 }
 
-// kquantSelfTestResult and kquantAVX2SelfTestResult are kquantSelfTest's
-// verdicts at start-up on the avx512vnni and the avx2 kernels: "" when
-// the kernels were registered, else why the backend runs the Go tiles for
-// the K-quants ("" too when the CPU lacks the features: then the backend
-// is unavailable anyway).
-var kquantSelfTestResult, kquantAVX2SelfTestResult string
-
 // init gives the avx512vnni and avx2 backends the K-quant kernels when
-// this CPU runs them and they pass kquantSelfTest (else a backend keeps
-// the Go tiles that impl.fill gives it). vnniSelfTest, which checks every
-// format on 3 block pairs (no whole super-block), sees kernels that write
-// 0 there, as kernGoK does. The avx2 backend's kernel map is made by
-// archImpls, so its kernels are set in the impl itself (impls is made
-// here, before any caller can see it).
+// this CPU runs them and they pass kquantSelfTest (registerKQuant; else a
+// backend keeps the Go tiles that impl.fill gives it). vnniSelfTest, which
+// checks every format on 3 block pairs (no whole super-block), sees
+// kernels that write 0 there, as kernGoK does.
 func init() {
 	x := cpu.X86
 	if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI && x.HasF16C {
-		if kquantSelfTestResult = kquantSelfTest(kquantVNNI, "VPDPBUSD"); kquantSelfTestResult == "" {
-			for f, ks := range kquantVNNI {
-				vnniKerns[f] = ks
-			}
-		}
+		registerKQuant("avx512vnni", "VPDPBUSD", kquantVNNI)
 	}
 	if x.HasAVX2 && x.HasFMA && x.HasF16C {
-		if kquantAVX2SelfTestResult = kquantSelfTest(kquantAVX2, "VPMADDUBSW"); kquantAVX2SelfTestResult == "" {
-			if im := byName()["avx2"]; im != nil {
-				for f, ks := range kquantAVX2 {
-					im.k[f] = ks
-				}
-			}
-		}
+		registerKQuant("avx2", "VPMADDUBSW", kquantAVX2)
 	}
-}
-
-// kquantSelfTest runs every K-quant kernel of ks (tile heights 1..len)
-// on 2 super-blocks of fixed inputs whose result is exact in float32
-// (scales powers of two, small integer sums) and compares it bit for bit
-// with kernGoK: "" on a match, else the first difference (what names the
-// kernels' instruction).
-func kquantSelfTest(ks map[Format][]kern, what string) string {
-	const nsb, mr = 2, 4
-	np := nsb * superPairs
-	seed := uint32(99)
-	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
-	sa := mr * pairLen
-	for _, f := range []Format{Q4_K, Q6_K} {
-		pb, mw := f.pairBytes(), f.metaWords()
-		a := make([]byte, np*sa)
-		for i := range a {
-			a[i] = byte(int8(int32(next()%15) - 7))
-		}
-		as := make([]float32, np*mr*2)
-		for i := range as {
-			as[i] = float32(int(1)<<(next()%3)) / 2
-		}
-		b := make([]byte, np*PanelRows*pb)
-		for i := range b {
-			b[i] = byte(next())
-		}
-		bs := make([]uint32, nsb*PanelRows*mw)
-		meta := make([]byte, 4*len(bs))
-		for i := range meta {
-			meta[i] = byte(next())
-		}
-		// Scales small enough that every partial sum is a multiple of 1/4
-		// below 2^22 (exact in float32 in any order): Q4_K bytes 0..7 keep
-		// their top 2 bits (sub-blocks 4..7's bits 5:4) and 3 low bits,
-		// bytes 8..11 nibbles of at most 7; Q6_K scales in −8..7.
-		for i := 0; i < len(meta); i += 4 * mw {
-			binary.LittleEndian.PutUint16(meta[i:], 0x3800) // d = 0.5
-			if f == Q4_K {
-				binary.LittleEndian.PutUint16(meta[i+2:], 0x4000) // dmin = 2
-				for k := range 12 {
-					meta[i+4+k] &= map[bool]byte{true: 0xc7, false: 0x77}[k < 8]
-				}
-			} else {
-				meta[i+2], meta[i+3] = 0, 0
-				for k := range 16 {
-					meta[i+4+k] = byte(int8(next()%16) - 8)
-				}
-			}
-		}
-		for i := range bs {
-			bs[i] = binary.LittleEndian.Uint32(meta[4*i:])
-		}
-		var ac []int32
-		if f == Q4_K {
-			ac = make([]int32, nsb*mr*8)
-			for i := range ac {
-				ac[i] = int32(math.Float32bits(float32(int32(next()%64) - 32)))
-			}
-		} else {
-			ac = make([]int32, np*mr*16)
-			for i := range ac {
-				ac[i] = int32(next()%256) - 128
-			}
-		}
-		for m := 1; m <= len(ks[f]); m++ {
-			want, got := make([]float32, m*PanelRows), make([]float32, m*PanelRows)
-			kernGoK(f, m, PanelRows, np, &a[0], &as[0], &ac[0], sa, &b[0], &bs[0], &want[0], PanelRows)
-			ks[f][m-1](np, &a[0], &as[0], &ac[0], sa, &b[0], &bs[0], &got[0], PanelRows)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					return fmt.Sprintf("unavailable: %s K-quant self-test failed (%s, m=%d, output %d: %v, want %v)", what, f, m, i, got[i], want[i])
-				}
-			}
-		}
-	}
-	return ""
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -407,5 +408,33 @@ func TestKQuantExtremes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The assembly K-quant kernels are registered wherever the CPU runs them
+// (avx512vnni, avx2, neondot): a self-test failure fails the tests instead
+// of leaving the Go tiles.
+func TestKQuantRegistered(t *testing.T) {
+	if len(kquantRegistered) == 0 {
+		t.Skip("no assembly K-quant kernels for this CPU and build")
+	}
+	for name, r := range kquantRegistered {
+		if r.verdict != "" {
+			t.Errorf("%s: %s", name, r.verdict)
+			continue
+		}
+		for f, ks := range r.kerns {
+			got := byName()[name].k[f]
+			if len(got) != len(ks) {
+				t.Errorf("%s %s: %d kernels registered, want %d", name, f, len(got), len(ks))
+				continue
+			}
+			for i := range ks {
+				if reflect.ValueOf(got[i]).Pointer() != reflect.ValueOf(ks[i]).Pointer() {
+					t.Errorf("%s %s: tile height %d is not the assembly kernel", name, f, i+1)
+				}
+			}
+		}
+		t.Logf("%s: K-quant kernels registered", name)
 	}
 }
