@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // kquantReg is one backend's assembly K-quant kernels as its arch's init
@@ -20,9 +21,10 @@ var kquantRegistered = map[string]kquantReg{}
 
 // registerKQuant makes ks the K-quant tiles of backend when they pass
 // kquantSelfTest (what names their instruction in its verdict); else the
-// backend keeps the Go tiles that impl.fill gives it. It is called from
-// init, where the CPU has the backend's features: it makes impls then, so
-// it sets the kernels in the backend's impl before any caller sees it.
+// backend keeps the Go tiles that impl.fill gives it (and lists in
+// goTiles). It is called from init, where the CPU has the backend's
+// features: it makes impls then, so it sets the kernels in the backend's
+// impl before any caller sees it.
 func registerKQuant(backend, what string, ks map[Format][]kern) {
 	r := kquantReg{kerns: ks, verdict: kquantSelfTest(ks, what)}
 	kquantRegistered[backend] = r
@@ -33,6 +35,7 @@ func registerKQuant(backend, what string, ks map[Format][]kern) {
 		for f, k := range ks {
 			im.k[f] = k
 		}
+		im.goTiles = slices.DeleteFunc(im.goTiles, func(f Format) bool { return ks[f] != nil })
 	}
 }
 

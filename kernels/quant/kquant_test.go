@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -423,7 +424,11 @@ func TestKQuantRegistered(t *testing.T) {
 			t.Errorf("%s: %s", name, r.verdict)
 			continue
 		}
+		be, _ := BackendByName(name)
 		for f, ks := range r.kerns {
+			if slices.Contains(be.GoTiles, f) {
+				t.Errorf("%s: GoTiles %v lists %s", name, be.GoTiles, f)
+			}
 			got := byName()[name].k[f]
 			if len(got) != len(ks) {
 				t.Errorf("%s %s: %d kernels registered, want %d", name, f, len(got), len(ks))
