@@ -25,18 +25,30 @@ var kquantRegistered = map[string]kquantReg{}
 // goTiles). It is called from init, where the CPU has the backend's
 // features: it makes impls then, so it sets the kernels in the backend's
 // impl before any caller sees it.
+// A kernel set with fewer tile heights than the backend's mr is refused
+// (Mul would index past it), with a verdict saying so.
 func registerKQuant(backend, what string, ks map[Format][]kern) {
-	r := kquantReg{kerns: ks, verdict: kquantSelfTest(ks, what)}
+	im := byName()[backend]
+	if im == nil {
+		return
+	}
+	r := kquantReg{kerns: ks}
+	for _, f := range []Format{Q4_K, Q6_K} {
+		if n := len(ks[f]); n > 0 && n < im.mr {
+			r.verdict = fmt.Sprintf("%s kernels for %s: %d tile heights for a backend of %d", what, f, n, im.mr)
+		}
+	}
+	if r.verdict == "" {
+		r.verdict = kquantSelfTest(ks, what)
+	}
 	kquantRegistered[backend] = r
 	if r.verdict != "" {
 		return
 	}
-	if im := byName()[backend]; im != nil {
-		for f, k := range ks {
-			im.k[f] = k
-		}
-		im.goTiles = slices.DeleteFunc(im.goTiles, func(f Format) bool { return ks[f] != nil })
+	for f, k := range ks {
+		im.k[f] = k
 	}
+	im.goTiles = slices.DeleteFunc(im.goTiles, func(f Format) bool { return ks[f] != nil })
 }
 
 // kquantSelfTest runs every K-quant kernel of ks (tile heights 1..len)
