@@ -30,6 +30,31 @@
 //
 // x0 np, x1 a, x2 as, x3 sa, x4 b, x5 bs, x6 c, x7 ldc·4, x8/x9 row
 // pointers into a/as, x10 sa/8 (the as stride), x11 scratch.
+//
+// kern<Q4K|Q6K>NEONm<m>: the K-quants (kernGoK), np/4 super-blocks of 4
+// pairs. Per super-block the sub-block scales D = d·sc (exact) and Q4_K's
+// mins M = dmin·m of the 4 W rows are made once (Q4_K: ggml's 6-bit
+// scales unpacked in scalar registers, UXTL, UCVTF; Q6_K: SXTL of the
+// int8 scales, SCVTF; times d or dmin from LD1R .4H + FCVTL) and laid out
+// by ZIP1/ZIP2 .2D (Q4_K) or UZP1/UZP2 .4S (Q6_K) as one lane-scale
+// vector per pair, j pair (and Q6_K half) in a 256-byte table on the stack
+// (tbl-256(SP)): Q4_K [D(j0, 2p), D(j0, 2p+1), D(j1, 2p), D(j1, 2p+1)],
+// then the same of M; Q6_K half h (vectors 2h, 2h+1 of the pair, so lane i
+// is sub-block 4p + 2(i%!)(MISSING) + h) [D(j0, 4p+h), D(j0, 4p+2+h), D(j1, 4p+h),
+// D(j1, 4p+2+h)]. Per pair the table's vectors (V27..V30 or V29, V30) are
+// loaded and the weights made signed bytes: Q4_K the nibbles q (0..15) as
+// they are (AND 0x0f, USHR #4; fbits 0); Q6_K 4·(u − 32): the high-bit
+// bytes XOR 0xaa (each 2-bit field's top bit: field XOR 2 = hi − 2 as
+// 2-bit two's complement), per vector the nibble in bits 3:0, SLI #4 of the
+// field shifted down to bits 1:0, SHL #2 (dropping the next field from
+// bits 7:6), fbits 2. SDOT, ZIP/ADD and SCVTF as above (Q6_K once per
+// half: V8..V11 hold both halves of both rows), FMUL by the table vector
+// and DX, FMLA. Q4_K then subtracts its mins per super-block: FMLS of the
+// table's M vectors by [acx(2k), acx(2k+1)] twice (LD1R .2D of ac, the
+// activations' d_x·Σq). |int32 lanes| ≤ 8·128·128 before the 2^fbits ≤ 4
+// factor; neither format reads corrections (ac is Q4_K's min terms).
+// x12 table pointer, x13 table store pointer, x14 ac, x15 pair counter,
+// x19 sa/2 (the ac stride), x20..x25 scalar scratch.
 
 #include "textflag.h"
 
@@ -2629,6 +2654,2898 @@ loop:
 	WORD $0x4e2dcd55 // fmla v21.4s, v10.4s, v13.4s
 	ADD R3, R1, R1
 	ADD R10, R2, R2
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e31d610 // faddp v16.4s, v16.4s, v17.4s
+	WORD $0x4c0070d0 // st1 {v16.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e33d652 // faddp v18.4s, v18.4s, v19.4s
+	WORD $0x4c0070d2 // st1 {v18.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e35d694 // faddp v20.4s, v20.4s, v21.4s
+	WORD $0x4c0070d4 // st1 {v20.16b}, [x6]
+	RET
+
+// func kernQ4KNEONm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ4KNEONm1(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	MOVD ac+24(FP), R14
+	LSR $1, R3, R19
+	WORD $0x4f00e5ff // movi v31.16b, #0xf
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $16, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	ADD $32, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $48, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	ADD $16, R13, R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdfa19d // ld1 {v29.16b-v30.16b}, [x12], #32
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2110 // ld1 {v16.16b-v19.16b}, [x8], #64
+	WORD $0x4ddfcd34 // ld1r {v20.2d}, [x9], #8
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e909408 // sdot v8.4s, v0.16b, v16.16b
+	WORD $0x4e909489 // sdot v9.4s, v4.16b, v16.16b
+	WORD $0x4e919428 // sdot v8.4s, v1.16b, v17.16b
+	WORD $0x4e9194a9 // sdot v9.4s, v5.16b, v17.16b
+	WORD $0x4e929448 // sdot v8.4s, v2.16b, v18.16b
+	WORD $0x4e9294c9 // sdot v9.4s, v6.16b, v18.16b
+	WORD $0x4e939468 // sdot v8.4s, v3.16b, v19.16b
+	WORD $0x4e9394e9 // sdot v9.4s, v7.16b, v19.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e34dfad // fmul v13.4s, v29.4s, v20.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e909408 // sdot v8.4s, v0.16b, v16.16b
+	WORD $0x4e909489 // sdot v9.4s, v4.16b, v16.16b
+	WORD $0x4e919428 // sdot v8.4s, v1.16b, v17.16b
+	WORD $0x4e9194a9 // sdot v9.4s, v5.16b, v17.16b
+	WORD $0x4e929448 // sdot v8.4s, v2.16b, v18.16b
+	WORD $0x4e9294c9 // sdot v9.4s, v6.16b, v18.16b
+	WORD $0x4e939468 // sdot v8.4s, v3.16b, v19.16b
+	WORD $0x4e9394e9 // sdot v9.4s, v7.16b, v19.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e34dfcd // fmul v13.4s, v30.4s, v20.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	WORD $0x4cdf2180 // ld1 {v0.16b-v3.16b}, [x12], #64
+	WORD $0x4cdf2184 // ld1 {v4.16b-v7.16b}, [x12], #64
+	MOVD R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc0e // fmls v14.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc2f // fmls v15.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc4e // fmls v14.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc6f // fmls v15.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc8e // fmls v14.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccaf // fmls v15.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccce // fmls v14.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccef // fmls v15.4s, v7.4s, v8.4s
+	ADD R19, R14, R14
+	ADD $64, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	RET
+
+// func kernQ4KNEONm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ4KNEONm2(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	MOVD ac+24(FP), R14
+	LSR $1, R3, R19
+	WORD $0x4f00e5ff // movi v31.16b, #0xf
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $16, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	ADD $32, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $48, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	ADD $16, R13, R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdfa19d // ld1 {v29.16b-v30.16b}, [x12], #32
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2112 // ld1 {v18.16b-v21.16b}, [x8], #64
+	WORD $0x4ddfcd36 // ld1r {v22.2d}, [x9], #8
+	WORD $0x4cdf2117 // ld1 {v23.16b-v26.16b}, [x8], #64
+	WORD $0x4ddfcd3b // ld1r {v27.2d}, [x9], #8
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e929408 // sdot v8.4s, v0.16b, v18.16b
+	WORD $0x4e929489 // sdot v9.4s, v4.16b, v18.16b
+	WORD $0x4e939428 // sdot v8.4s, v1.16b, v19.16b
+	WORD $0x4e9394a9 // sdot v9.4s, v5.16b, v19.16b
+	WORD $0x4e949448 // sdot v8.4s, v2.16b, v20.16b
+	WORD $0x4e9494c9 // sdot v9.4s, v6.16b, v20.16b
+	WORD $0x4e959468 // sdot v8.4s, v3.16b, v21.16b
+	WORD $0x4e9594e9 // sdot v9.4s, v7.16b, v21.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e36dfad // fmul v13.4s, v29.4s, v22.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e979408 // sdot v8.4s, v0.16b, v23.16b
+	WORD $0x4e979489 // sdot v9.4s, v4.16b, v23.16b
+	WORD $0x4e989428 // sdot v8.4s, v1.16b, v24.16b
+	WORD $0x4e9894a9 // sdot v9.4s, v5.16b, v24.16b
+	WORD $0x4e999448 // sdot v8.4s, v2.16b, v25.16b
+	WORD $0x4e9994c9 // sdot v9.4s, v6.16b, v25.16b
+	WORD $0x4e9a9468 // sdot v8.4s, v3.16b, v26.16b
+	WORD $0x4e9a94e9 // sdot v9.4s, v7.16b, v26.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3bdfad // fmul v13.4s, v29.4s, v27.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e929408 // sdot v8.4s, v0.16b, v18.16b
+	WORD $0x4e929489 // sdot v9.4s, v4.16b, v18.16b
+	WORD $0x4e939428 // sdot v8.4s, v1.16b, v19.16b
+	WORD $0x4e9394a9 // sdot v9.4s, v5.16b, v19.16b
+	WORD $0x4e949448 // sdot v8.4s, v2.16b, v20.16b
+	WORD $0x4e9494c9 // sdot v9.4s, v6.16b, v20.16b
+	WORD $0x4e959468 // sdot v8.4s, v3.16b, v21.16b
+	WORD $0x4e9594e9 // sdot v9.4s, v7.16b, v21.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e36dfcd // fmul v13.4s, v30.4s, v22.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e979408 // sdot v8.4s, v0.16b, v23.16b
+	WORD $0x4e979489 // sdot v9.4s, v4.16b, v23.16b
+	WORD $0x4e989428 // sdot v8.4s, v1.16b, v24.16b
+	WORD $0x4e9894a9 // sdot v9.4s, v5.16b, v24.16b
+	WORD $0x4e999448 // sdot v8.4s, v2.16b, v25.16b
+	WORD $0x4e9994c9 // sdot v9.4s, v6.16b, v25.16b
+	WORD $0x4e9a9468 // sdot v8.4s, v3.16b, v26.16b
+	WORD $0x4e9a94e9 // sdot v9.4s, v7.16b, v26.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3bdfcd // fmul v13.4s, v30.4s, v27.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	WORD $0x4cdf2180 // ld1 {v0.16b-v3.16b}, [x12], #64
+	WORD $0x4cdf2184 // ld1 {v4.16b-v7.16b}, [x12], #64
+	MOVD R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc0e // fmls v14.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc2f // fmls v15.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc4e // fmls v14.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc6f // fmls v15.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc8e // fmls v14.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccaf // fmls v15.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccce // fmls v14.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccef // fmls v15.4s, v7.4s, v8.4s
+	ADD $32, R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc10 // fmls v16.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc31 // fmls v17.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc50 // fmls v16.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc71 // fmls v17.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc90 // fmls v16.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccb1 // fmls v17.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccd0 // fmls v16.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccf1 // fmls v17.4s, v7.4s, v8.4s
+	ADD R19, R14, R14
+	ADD $64, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e31d610 // faddp v16.4s, v16.4s, v17.4s
+	WORD $0x4c0070d0 // st1 {v16.16b}, [x6]
+	RET
+
+// func kernQ4KNEONm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ4KNEONm3(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	MOVD ac+24(FP), R14
+	LSR $1, R3, R19
+	WORD $0x4f00e5ff // movi v31.16b, #0xf
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $16, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	ADD $32, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $48, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	ADD $16, R13, R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdfa19d // ld1 {v29.16b-v30.16b}, [x12], #32
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x4e969448 // sdot v8.4s, v2.16b, v22.16b
+	WORD $0x4e9694c9 // sdot v9.4s, v6.16b, v22.16b
+	WORD $0x4e979468 // sdot v8.4s, v3.16b, v23.16b
+	WORD $0x4e9794e9 // sdot v9.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e38dfad // fmul v13.4s, v29.4s, v24.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x4e969448 // sdot v8.4s, v2.16b, v22.16b
+	WORD $0x4e9694c9 // sdot v9.4s, v6.16b, v22.16b
+	WORD $0x4e979468 // sdot v8.4s, v3.16b, v23.16b
+	WORD $0x4e9794e9 // sdot v9.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e38dfad // fmul v13.4s, v29.4s, v24.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x4e969448 // sdot v8.4s, v2.16b, v22.16b
+	WORD $0x4e9694c9 // sdot v9.4s, v6.16b, v22.16b
+	WORD $0x4e979468 // sdot v8.4s, v3.16b, v23.16b
+	WORD $0x4e9794e9 // sdot v9.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e38dfad // fmul v13.4s, v29.4s, v24.4s
+	WORD $0x4e2dcd92 // fmla v18.4s, v12.4s, v13.4s
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x4e969448 // sdot v8.4s, v2.16b, v22.16b
+	WORD $0x4e9694c9 // sdot v9.4s, v6.16b, v22.16b
+	WORD $0x4e979468 // sdot v8.4s, v3.16b, v23.16b
+	WORD $0x4e9794e9 // sdot v9.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e38dfcd // fmul v13.4s, v30.4s, v24.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x4e969448 // sdot v8.4s, v2.16b, v22.16b
+	WORD $0x4e9694c9 // sdot v9.4s, v6.16b, v22.16b
+	WORD $0x4e979468 // sdot v8.4s, v3.16b, v23.16b
+	WORD $0x4e9794e9 // sdot v9.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e38dfcd // fmul v13.4s, v30.4s, v24.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x4e969448 // sdot v8.4s, v2.16b, v22.16b
+	WORD $0x4e9694c9 // sdot v9.4s, v6.16b, v22.16b
+	WORD $0x4e979468 // sdot v8.4s, v3.16b, v23.16b
+	WORD $0x4e9794e9 // sdot v9.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e38dfcd // fmul v13.4s, v30.4s, v24.4s
+	WORD $0x4e2dcd93 // fmla v19.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	WORD $0x4cdf2180 // ld1 {v0.16b-v3.16b}, [x12], #64
+	WORD $0x4cdf2184 // ld1 {v4.16b-v7.16b}, [x12], #64
+	MOVD R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc0e // fmls v14.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc2f // fmls v15.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc4e // fmls v14.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc6f // fmls v15.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc8e // fmls v14.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccaf // fmls v15.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccce // fmls v14.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccef // fmls v15.4s, v7.4s, v8.4s
+	ADD $32, R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc10 // fmls v16.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc31 // fmls v17.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc50 // fmls v16.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc71 // fmls v17.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc90 // fmls v16.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccb1 // fmls v17.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccd0 // fmls v16.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccf1 // fmls v17.4s, v7.4s, v8.4s
+	ADD $64, R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc12 // fmls v18.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc33 // fmls v19.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc52 // fmls v18.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc73 // fmls v19.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc92 // fmls v18.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccb3 // fmls v19.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccd2 // fmls v18.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccf3 // fmls v19.4s, v7.4s, v8.4s
+	ADD R19, R14, R14
+	ADD $64, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e31d610 // faddp v16.4s, v16.4s, v17.4s
+	WORD $0x4c0070d0 // st1 {v16.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e33d652 // faddp v18.4s, v18.4s, v19.4s
+	WORD $0x4c0070d2 // st1 {v18.16b}, [x6]
+	RET
+
+// func kernQ4KNEONm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ4KNEONm4(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	MOVD ac+24(FP), R14
+	LSR $1, R3, R19
+	WORD $0x4f00e5ff // movi v31.16b, #0xf
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+	WORD $0x6f00e414 // movi v20.2d, #0
+	WORD $0x6f00e415 // movi v21.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $16, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	ADD $32, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F0
+	WORD $0x2f08a400 // uxtl v0.8h, v0.8b
+	WORD $0x6f10a401 // uxtl2 v1.4s, v0.8h
+	WORD $0x2f10a400 // uxtl v0.4s, v0.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F2
+	WORD $0x2f08a442 // uxtl v2.8h, v2.8b
+	WORD $0x6f10a443 // uxtl2 v3.4s, v2.8h
+	WORD $0x2f10a442 // uxtl v2.4s, v2.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d800 // ucvtf v0.4s, v0.4s
+	WORD $0x6e28dc00 // fmul v0.4s, v0.4s, v8.4s
+	WORD $0x6e21d821 // ucvtf v1.4s, v1.4s
+	WORD $0x6e28dc21 // fmul v1.4s, v1.4s, v8.4s
+	WORD $0x6e21d842 // ucvtf v2.4s, v2.4s
+	WORD $0x6e29dc42 // fmul v2.4s, v2.4s, v9.4s
+	WORD $0x6e21d863 // ucvtf v3.4s, v3.4s
+	WORD $0x6e29dc63 // fmul v3.4s, v3.4s, v9.4s
+	ADD $48, R5, R12
+	MOVWU 4(R12), R20
+	MOVWU 8(R12), R21
+	MOVWU 12(R12), R22
+	ANDW $0x3f3f3f3f, R20, R23
+	LSRW $2, R20, R24
+	ANDW $0x30303030, R24, R24
+	ANDW $0x0f0f0f0f, R22, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F4
+	WORD $0x2f08a484 // uxtl v4.8h, v4.8b
+	WORD $0x6f10a485 // uxtl2 v5.4s, v4.8h
+	WORD $0x2f10a484 // uxtl v4.4s, v4.4h
+	ANDW $0x3f3f3f3f, R21, R23
+	LSRW $2, R21, R24
+	ANDW $0x30303030, R24, R24
+	LSRW $4, R22, R25
+	ANDW $0x0f0f0f0f, R25, R25
+	ORRW R24, R25, R25
+	ORR R25<<32, R23, R23
+	FMOVD R23, F6
+	WORD $0x2f08a4c6 // uxtl v6.8h, v6.8b
+	WORD $0x6f10a4c7 // uxtl2 v7.4s, v6.8h
+	WORD $0x2f10a4c6 // uxtl v6.4s, v6.4h
+	WORD $0x0d40c588 // ld1r {v8.4h}, [x12]
+	WORD $0x0e217908 // fcvtl v8.4s, v8.4h
+	ADD $2, R12, R12
+	WORD $0x0d40c589 // ld1r {v9.4h}, [x12]
+	WORD $0x0e217929 // fcvtl v9.4s, v9.4h
+	WORD $0x6e21d884 // ucvtf v4.4s, v4.4s
+	WORD $0x6e28dc84 // fmul v4.4s, v4.4s, v8.4s
+	WORD $0x6e21d8a5 // ucvtf v5.4s, v5.4s
+	WORD $0x6e28dca5 // fmul v5.4s, v5.4s, v8.4s
+	WORD $0x6e21d8c6 // ucvtf v6.4s, v6.4s
+	WORD $0x6e29dcc6 // fmul v6.4s, v6.4s, v9.4s
+	WORD $0x6e21d8e7 // ucvtf v7.4s, v7.4s
+	WORD $0x6e29dce7 // fmul v7.4s, v7.4s, v9.4s
+	MOVD $tbl-256(SP), R13
+	ADD $16, R13, R13
+	MOVD $32, R11
+	WORD $0x4ec4380a // zip1 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec4780a // zip2 v10.2d, v0.2d, v4.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5382a // zip1 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec5782a // zip2 v10.2d, v1.2d, v5.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6384a // zip1 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec6784a // zip2 v10.2d, v2.2d, v6.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7386a // zip1 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	WORD $0x4ec7786a // zip2 v10.2d, v3.2d, v7.2d
+	WORD $0x4c8b71aa // st1 {v10.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdfa19d // ld1 {v29.16b-v30.16b}, [x12], #32
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd92 // fmla v18.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd94 // fmla v20.4s, v12.4s, v13.4s
+	WORD $0x4cdfa082 // ld1 {v2.16b-v3.16b}, [x4], #32
+	WORD $0x4e3f1c40 // and v0.16b, v2.16b, v31.16b
+	WORD $0x4e3f1c61 // and v1.16b, v3.16b, v31.16b
+	WORD $0x6f0c0442 // ushr v2.16b, v2.16b, #4
+	WORD $0x6f0c0463 // ushr v3.16b, v3.16b, #4
+	WORD $0x4cdfa086 // ld1 {v6.16b-v7.16b}, [x4], #32
+	WORD $0x4e3f1cc4 // and v4.16b, v6.16b, v31.16b
+	WORD $0x4e3f1ce5 // and v5.16b, v7.16b, v31.16b
+	WORD $0x6f0c04c6 // ushr v6.16b, v6.16b, #4
+	WORD $0x6f0c04e7 // ushr v7.16b, v7.16b, #4
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd93 // fmla v19.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x4e989448 // sdot v8.4s, v2.16b, v24.16b
+	WORD $0x4e9894c9 // sdot v9.4s, v6.16b, v24.16b
+	WORD $0x4e999468 // sdot v8.4s, v3.16b, v25.16b
+	WORD $0x4e9994e9 // sdot v9.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4e21d98c // scvtf v12.4s, v12.4s
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd95 // fmla v21.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	WORD $0x4cdf2180 // ld1 {v0.16b-v3.16b}, [x12], #64
+	WORD $0x4cdf2184 // ld1 {v4.16b-v7.16b}, [x12], #64
+	MOVD R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc0e // fmls v14.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc2f // fmls v15.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc4e // fmls v14.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc6f // fmls v15.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc8e // fmls v14.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccaf // fmls v15.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccce // fmls v14.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccef // fmls v15.4s, v7.4s, v8.4s
+	ADD $32, R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc10 // fmls v16.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc31 // fmls v17.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc50 // fmls v16.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc71 // fmls v17.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc90 // fmls v16.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccb1 // fmls v17.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccd0 // fmls v16.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccf1 // fmls v17.4s, v7.4s, v8.4s
+	ADD $64, R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc12 // fmls v18.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc33 // fmls v19.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc52 // fmls v18.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc73 // fmls v19.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc92 // fmls v18.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccb3 // fmls v19.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccd2 // fmls v18.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccf3 // fmls v19.4s, v7.4s, v8.4s
+	ADD $96, R14, R8
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc14 // fmls v20.4s, v0.4s, v8.4s
+	WORD $0x4ea8cc35 // fmls v21.4s, v1.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc54 // fmls v20.4s, v2.4s, v8.4s
+	WORD $0x4ea8cc75 // fmls v21.4s, v3.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8cc94 // fmls v20.4s, v4.4s, v8.4s
+	WORD $0x4ea8ccb5 // fmls v21.4s, v5.4s, v8.4s
+	WORD $0x4ddfcd08 // ld1r {v8.2d}, [x8], #8
+	WORD $0x4ea8ccd4 // fmls v20.4s, v6.4s, v8.4s
+	WORD $0x4ea8ccf5 // fmls v21.4s, v7.4s, v8.4s
+	ADD R19, R14, R14
+	ADD $64, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e31d610 // faddp v16.4s, v16.4s, v17.4s
+	WORD $0x4c0070d0 // st1 {v16.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e33d652 // faddp v18.4s, v18.4s, v19.4s
+	WORD $0x4c0070d2 // st1 {v18.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e35d694 // faddp v20.4s, v20.4s, v21.4s
+	WORD $0x4c0070d4 // st1 {v20.16b}, [x6]
+	RET
+
+// func kernQ6KNEONm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ6KNEONm1(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	WORD $0x4f05e55f // movi v31.16b, #0xaa
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $20, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	ADD $40, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $60, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	ADD $32, R13, R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdf219b // ld1 {v27.16b-v30.16b}, [x12], #64
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2110 // ld1 {v16.16b-v19.16b}, [x8], #64
+	WORD $0x4ddfcd34 // ld1r {v20.2d}, [x9], #8
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e909408 // sdot v8.4s, v0.16b, v16.16b
+	WORD $0x4e909489 // sdot v9.4s, v4.16b, v16.16b
+	WORD $0x4e919428 // sdot v8.4s, v1.16b, v17.16b
+	WORD $0x4e9194a9 // sdot v9.4s, v5.16b, v17.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e92944a // sdot v10.4s, v2.16b, v18.16b
+	WORD $0x4e9294cb // sdot v11.4s, v6.16b, v18.16b
+	WORD $0x4e93946a // sdot v10.4s, v3.16b, v19.16b
+	WORD $0x4e9394eb // sdot v11.4s, v7.16b, v19.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e34df6d // fmul v13.4s, v27.4s, v20.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e34df8d // fmul v13.4s, v28.4s, v20.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e909408 // sdot v8.4s, v0.16b, v16.16b
+	WORD $0x4e909489 // sdot v9.4s, v4.16b, v16.16b
+	WORD $0x4e919428 // sdot v8.4s, v1.16b, v17.16b
+	WORD $0x4e9194a9 // sdot v9.4s, v5.16b, v17.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e92944a // sdot v10.4s, v2.16b, v18.16b
+	WORD $0x4e9294cb // sdot v11.4s, v6.16b, v18.16b
+	WORD $0x4e93946a // sdot v10.4s, v3.16b, v19.16b
+	WORD $0x4e9394eb // sdot v11.4s, v7.16b, v19.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e34dfad // fmul v13.4s, v29.4s, v20.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e34dfcd // fmul v13.4s, v30.4s, v20.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	ADD $80, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	RET
+
+// func kernQ6KNEONm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ6KNEONm2(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	WORD $0x4f05e55f // movi v31.16b, #0xaa
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $20, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	ADD $40, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $60, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	ADD $32, R13, R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdf219b // ld1 {v27.16b-v30.16b}, [x12], #64
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2112 // ld1 {v18.16b-v21.16b}, [x8], #64
+	WORD $0x4ddfcd36 // ld1r {v22.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e929408 // sdot v8.4s, v0.16b, v18.16b
+	WORD $0x4e929489 // sdot v9.4s, v4.16b, v18.16b
+	WORD $0x4e939428 // sdot v8.4s, v1.16b, v19.16b
+	WORD $0x4e9394a9 // sdot v9.4s, v5.16b, v19.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e94944a // sdot v10.4s, v2.16b, v20.16b
+	WORD $0x4e9494cb // sdot v11.4s, v6.16b, v20.16b
+	WORD $0x4e95946a // sdot v10.4s, v3.16b, v21.16b
+	WORD $0x4e9594eb // sdot v11.4s, v7.16b, v21.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36df6d // fmul v13.4s, v27.4s, v22.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36df8d // fmul v13.4s, v28.4s, v22.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdf2112 // ld1 {v18.16b-v21.16b}, [x8], #64
+	WORD $0x4ddfcd36 // ld1r {v22.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e929408 // sdot v8.4s, v0.16b, v18.16b
+	WORD $0x4e929489 // sdot v9.4s, v4.16b, v18.16b
+	WORD $0x4e939428 // sdot v8.4s, v1.16b, v19.16b
+	WORD $0x4e9394a9 // sdot v9.4s, v5.16b, v19.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e94944a // sdot v10.4s, v2.16b, v20.16b
+	WORD $0x4e9494cb // sdot v11.4s, v6.16b, v20.16b
+	WORD $0x4e95946a // sdot v10.4s, v3.16b, v21.16b
+	WORD $0x4e9594eb // sdot v11.4s, v7.16b, v21.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36df6d // fmul v13.4s, v27.4s, v22.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36df8d // fmul v13.4s, v28.4s, v22.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2112 // ld1 {v18.16b-v21.16b}, [x8], #64
+	WORD $0x4ddfcd36 // ld1r {v22.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e929408 // sdot v8.4s, v0.16b, v18.16b
+	WORD $0x4e929489 // sdot v9.4s, v4.16b, v18.16b
+	WORD $0x4e939428 // sdot v8.4s, v1.16b, v19.16b
+	WORD $0x4e9394a9 // sdot v9.4s, v5.16b, v19.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e94944a // sdot v10.4s, v2.16b, v20.16b
+	WORD $0x4e9494cb // sdot v11.4s, v6.16b, v20.16b
+	WORD $0x4e95946a // sdot v10.4s, v3.16b, v21.16b
+	WORD $0x4e9594eb // sdot v11.4s, v7.16b, v21.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36dfad // fmul v13.4s, v29.4s, v22.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36dfcd // fmul v13.4s, v30.4s, v22.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4cdf2112 // ld1 {v18.16b-v21.16b}, [x8], #64
+	WORD $0x4ddfcd36 // ld1r {v22.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e929408 // sdot v8.4s, v0.16b, v18.16b
+	WORD $0x4e929489 // sdot v9.4s, v4.16b, v18.16b
+	WORD $0x4e939428 // sdot v8.4s, v1.16b, v19.16b
+	WORD $0x4e9394a9 // sdot v9.4s, v5.16b, v19.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e94944a // sdot v10.4s, v2.16b, v20.16b
+	WORD $0x4e9494cb // sdot v11.4s, v6.16b, v20.16b
+	WORD $0x4e95946a // sdot v10.4s, v3.16b, v21.16b
+	WORD $0x4e9594eb // sdot v11.4s, v7.16b, v21.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36dfad // fmul v13.4s, v29.4s, v22.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e36dfcd // fmul v13.4s, v30.4s, v22.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	ADD $80, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e31d610 // faddp v16.4s, v16.4s, v17.4s
+	WORD $0x4c0070d0 // st1 {v16.16b}, [x6]
+	RET
+
+// func kernQ6KNEONm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ6KNEONm3(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	WORD $0x4f05e55f // movi v31.16b, #0xaa
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $20, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	ADD $40, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $60, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	ADD $32, R13, R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdf219b // ld1 {v27.16b-v30.16b}, [x12], #64
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e96944a // sdot v10.4s, v2.16b, v22.16b
+	WORD $0x4e9694cb // sdot v11.4s, v6.16b, v22.16b
+	WORD $0x4e97946a // sdot v10.4s, v3.16b, v23.16b
+	WORD $0x4e9794eb // sdot v11.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38df6d // fmul v13.4s, v27.4s, v24.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38df8d // fmul v13.4s, v28.4s, v24.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e96944a // sdot v10.4s, v2.16b, v22.16b
+	WORD $0x4e9694cb // sdot v11.4s, v6.16b, v22.16b
+	WORD $0x4e97946a // sdot v10.4s, v3.16b, v23.16b
+	WORD $0x4e9794eb // sdot v11.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38df6d // fmul v13.4s, v27.4s, v24.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38df8d // fmul v13.4s, v28.4s, v24.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e96944a // sdot v10.4s, v2.16b, v22.16b
+	WORD $0x4e9694cb // sdot v11.4s, v6.16b, v22.16b
+	WORD $0x4e97946a // sdot v10.4s, v3.16b, v23.16b
+	WORD $0x4e9794eb // sdot v11.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38df6d // fmul v13.4s, v27.4s, v24.4s
+	WORD $0x4e2dcd92 // fmla v18.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38df8d // fmul v13.4s, v28.4s, v24.4s
+	WORD $0x4e2dcd92 // fmla v18.4s, v12.4s, v13.4s
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e96944a // sdot v10.4s, v2.16b, v22.16b
+	WORD $0x4e9694cb // sdot v11.4s, v6.16b, v22.16b
+	WORD $0x4e97946a // sdot v10.4s, v3.16b, v23.16b
+	WORD $0x4e9794eb // sdot v11.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38dfad // fmul v13.4s, v29.4s, v24.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38dfcd // fmul v13.4s, v30.4s, v24.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e96944a // sdot v10.4s, v2.16b, v22.16b
+	WORD $0x4e9694cb // sdot v11.4s, v6.16b, v22.16b
+	WORD $0x4e97946a // sdot v10.4s, v3.16b, v23.16b
+	WORD $0x4e9794eb // sdot v11.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38dfad // fmul v13.4s, v29.4s, v24.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38dfcd // fmul v13.4s, v30.4s, v24.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4cdf2114 // ld1 {v20.16b-v23.16b}, [x8], #64
+	WORD $0x4ddfcd38 // ld1r {v24.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e949408 // sdot v8.4s, v0.16b, v20.16b
+	WORD $0x4e949489 // sdot v9.4s, v4.16b, v20.16b
+	WORD $0x4e959428 // sdot v8.4s, v1.16b, v21.16b
+	WORD $0x4e9594a9 // sdot v9.4s, v5.16b, v21.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e96944a // sdot v10.4s, v2.16b, v22.16b
+	WORD $0x4e9694cb // sdot v11.4s, v6.16b, v22.16b
+	WORD $0x4e97946a // sdot v10.4s, v3.16b, v23.16b
+	WORD $0x4e9794eb // sdot v11.4s, v7.16b, v23.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38dfad // fmul v13.4s, v29.4s, v24.4s
+	WORD $0x4e2dcd93 // fmla v19.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e38dfcd // fmul v13.4s, v30.4s, v24.4s
+	WORD $0x4e2dcd93 // fmla v19.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	ADD $80, R5, R5
+	SUBS $1, R0, R0
+	BNE loop
+done:
+	WORD $0x6e2fd5ce // faddp v14.4s, v14.4s, v15.4s
+	WORD $0x4c0070ce // st1 {v14.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e31d610 // faddp v16.4s, v16.4s, v17.4s
+	WORD $0x4c0070d0 // st1 {v16.16b}, [x6]
+	ADD R7, R6, R6
+	WORD $0x6e33d652 // faddp v18.4s, v18.4s, v19.4s
+	WORD $0x4c0070d2 // st1 {v18.16b}, [x6]
+	RET
+
+// func kernQ6KNEONm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+TEXT ·kernQ6KNEONm4(SB), NOSPLIT, $256-72
+	MOVD np+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD as+16(FP), R2
+	MOVD sa+32(FP), R3
+	MOVD b+40(FP), R4
+	MOVD bs+48(FP), R5
+	MOVD c+56(FP), R6
+	MOVD ldc+64(FP), R7
+	LSL $2, R7, R7
+	LSR $3, R3, R10
+	LSR $2, R0, R0
+	WORD $0x4f05e55f // movi v31.16b, #0xaa
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+	WORD $0x6f00e414 // movi v20.2d, #0
+	WORD $0x6f00e415 // movi v21.2d, #0
+	CBZ R0, done
+loop:
+	MOVD R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $20, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	ADD $40, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a520 // sxtl v0.4s, v9.4h
+	WORD $0x4f10a521 // sxtl2 v1.4s, v9.8h
+	WORD $0x0f10a542 // sxtl v2.4s, v10.4h
+	WORD $0x4f10a543 // sxtl2 v3.4s, v10.8h
+	WORD $0x4e21d800 // scvtf v0.4s, v0.4s
+	WORD $0x6e2bdc00 // fmul v0.4s, v0.4s, v11.4s
+	WORD $0x4e21d821 // scvtf v1.4s, v1.4s
+	WORD $0x6e2bdc21 // fmul v1.4s, v1.4s, v11.4s
+	WORD $0x4e21d842 // scvtf v2.4s, v2.4s
+	WORD $0x6e2bdc42 // fmul v2.4s, v2.4s, v11.4s
+	WORD $0x4e21d863 // scvtf v3.4s, v3.4s
+	WORD $0x6e2bdc63 // fmul v3.4s, v3.4s, v11.4s
+	ADD $60, R5, R12
+	WORD $0x0d40c58b // ld1r {v11.4h}, [x12]
+	WORD $0x0e21796b // fcvtl v11.4s, v11.4h
+	ADD $4, R12, R12
+	WORD $0x4cdf7188 // ld1 {v8.16b}, [x12], #16
+	WORD $0x0f08a509 // sxtl v9.8h, v8.8b
+	WORD $0x4f08a50a // sxtl2 v10.8h, v8.16b
+	WORD $0x0f10a524 // sxtl v4.4s, v9.4h
+	WORD $0x4f10a525 // sxtl2 v5.4s, v9.8h
+	WORD $0x0f10a546 // sxtl v6.4s, v10.4h
+	WORD $0x4f10a547 // sxtl2 v7.4s, v10.8h
+	WORD $0x4e21d884 // scvtf v4.4s, v4.4s
+	WORD $0x6e2bdc84 // fmul v4.4s, v4.4s, v11.4s
+	WORD $0x4e21d8a5 // scvtf v5.4s, v5.4s
+	WORD $0x6e2bdca5 // fmul v5.4s, v5.4s, v11.4s
+	WORD $0x4e21d8c6 // scvtf v6.4s, v6.4s
+	WORD $0x6e2bdcc6 // fmul v6.4s, v6.4s, v11.4s
+	WORD $0x4e21d8e7 // scvtf v7.4s, v7.4s
+	WORD $0x6e2bdce7 // fmul v7.4s, v7.4s, v11.4s
+	MOVD $tbl-256(SP), R13
+	ADD $32, R13, R13
+	MOVD $64, R11
+	WORD $0x4e84180c // uzp1 v12.4s, v0.4s, v4.4s
+	WORD $0x4e84580d // uzp2 v13.4s, v0.4s, v4.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e85182c // uzp1 v12.4s, v1.4s, v5.4s
+	WORD $0x4e85582d // uzp2 v13.4s, v1.4s, v5.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e86184c // uzp1 v12.4s, v2.4s, v6.4s
+	WORD $0x4e86584d // uzp2 v13.4s, v2.4s, v6.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	WORD $0x4e87186c // uzp1 v12.4s, v3.4s, v7.4s
+	WORD $0x4e87586d // uzp2 v13.4s, v3.4s, v7.4s
+	WORD $0x4c8ba1ac // st1 {v12.16b-v13.16b}, [x13], x11
+	MOVD $tbl-256(SP), R12
+	MOVD $4, R15
+pair:
+	WORD $0x4cdf219b // ld1 {v27.16b-v30.16b}, [x12], #64
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf6d // fmul v13.4s, v27.4s, v26.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf8d // fmul v13.4s, v28.4s, v26.4s
+	WORD $0x4e2dcd8e // fmla v14.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf6d // fmul v13.4s, v27.4s, v26.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf8d // fmul v13.4s, v28.4s, v26.4s
+	WORD $0x4e2dcd90 // fmla v16.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf6d // fmul v13.4s, v27.4s, v26.4s
+	WORD $0x4e2dcd92 // fmla v18.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf8d // fmul v13.4s, v28.4s, v26.4s
+	WORD $0x4e2dcd92 // fmla v18.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf6d // fmul v13.4s, v27.4s, v26.4s
+	WORD $0x4e2dcd94 // fmla v20.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adf8d // fmul v13.4s, v28.4s, v26.4s
+	WORD $0x4e2dcd94 // fmla v20.4s, v12.4s, v13.4s
+	WORD $0x4cdfa080 // ld1 {v0.16b-v1.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0402 // ushr v2.16b, v0.16b, #4
+	WORD $0x6f0c0423 // ushr v3.16b, v1.16b, #4
+	WORD $0x6f0c5500 // sli v0.16b, v8.16b, #4
+	WORD $0x4f0a5400 // shl v0.16b, v0.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5501 // sli v1.16b, v8.16b, #4
+	WORD $0x4f0a5421 // shl v1.16b, v1.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5502 // sli v2.16b, v8.16b, #4
+	WORD $0x4f0a5442 // shl v2.16b, v2.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5503 // sli v3.16b, v8.16b, #4
+	WORD $0x4f0a5463 // shl v3.16b, v3.16b, #2
+	WORD $0x4cdfa084 // ld1 {v4.16b-v5.16b}, [x4], #32
+	WORD $0x4cdf7088 // ld1 {v8.16b}, [x4], #16
+	WORD $0x6e3f1d08 // eor v8.16b, v8.16b, v31.16b
+	WORD $0x6f0c0486 // ushr v6.16b, v4.16b, #4
+	WORD $0x6f0c04a7 // ushr v7.16b, v5.16b, #4
+	WORD $0x6f0c5504 // sli v4.16b, v8.16b, #4
+	WORD $0x4f0a5484 // shl v4.16b, v4.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5505 // sli v5.16b, v8.16b, #4
+	WORD $0x4f0a54a5 // shl v5.16b, v5.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5506 // sli v6.16b, v8.16b, #4
+	WORD $0x4f0a54c6 // shl v6.16b, v6.16b, #2
+	WORD $0x6f0e0508 // ushr v8.16b, v8.16b, #2
+	WORD $0x6f0c5507 // sli v7.16b, v8.16b, #4
+	WORD $0x4f0a54e7 // shl v7.16b, v7.16b, #2
+	MOVD R1, R8
+	MOVD R2, R9
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd8f // fmla v15.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd91 // fmla v17.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd93 // fmla v19.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd93 // fmla v19.4s, v12.4s, v13.4s
+	WORD $0x4cdf2116 // ld1 {v22.16b-v25.16b}, [x8], #64
+	WORD $0x4ddfcd3a // ld1r {v26.2d}, [x9], #8
+	WORD $0x6f00e408 // movi v8.2d, #0
+	WORD $0x6f00e409 // movi v9.2d, #0
+	WORD $0x4e969408 // sdot v8.4s, v0.16b, v22.16b
+	WORD $0x4e969489 // sdot v9.4s, v4.16b, v22.16b
+	WORD $0x4e979428 // sdot v8.4s, v1.16b, v23.16b
+	WORD $0x4e9794a9 // sdot v9.4s, v5.16b, v23.16b
+	WORD $0x6f00e40a // movi v10.2d, #0
+	WORD $0x6f00e40b // movi v11.2d, #0
+	WORD $0x4e98944a // sdot v10.4s, v2.16b, v24.16b
+	WORD $0x4e9894cb // sdot v11.4s, v6.16b, v24.16b
+	WORD $0x4e99946a // sdot v10.4s, v3.16b, v25.16b
+	WORD $0x4e9994eb // sdot v11.4s, v7.16b, v25.16b
+	WORD $0x4ec9390c // zip1 v12.2d, v8.2d, v9.2d
+	WORD $0x4ec97909 // zip2 v9.2d, v8.2d, v9.2d
+	WORD $0x4ea9858c // add v12.4s, v12.4s, v9.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfad // fmul v13.4s, v29.4s, v26.4s
+	WORD $0x4e2dcd95 // fmla v21.4s, v12.4s, v13.4s
+	WORD $0x4ecb394c // zip1 v12.2d, v10.2d, v11.2d
+	WORD $0x4ecb794b // zip2 v11.2d, v10.2d, v11.2d
+	WORD $0x4eab858c // add v12.4s, v12.4s, v11.4s
+	WORD $0x4f3ee58c // scvtf v12.4s, v12.4s, #2
+	WORD $0x6e3adfcd // fmul v13.4s, v30.4s, v26.4s
+	WORD $0x4e2dcd95 // fmla v21.4s, v12.4s, v13.4s
+	ADD R3, R1, R1
+	ADD R10, R2, R2
+	SUBS $1, R15, R15
+	BNE pair
+	ADD $80, R5, R5
 	SUBS $1, R0, R0
 	BNE loop
 done:

@@ -4107,3 +4107,2334 @@ kernQ6KVNNIm4_store:
 	VMOVUPS       X12, (DX)
 	VZEROUPPER
 	RET
+
+// func kernQ4KAVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·kernQ4KAVX2m1(SB), NOSPLIT, $128-72
+	MOVQ         np+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         as+16(FP), R8
+	MOVQ         ac+24(FP), R9
+	MOVQ         sa+32(FP), R10
+	MOVQ         b+40(FP), DI
+	MOVQ         bs+48(FP), R11
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R12
+	MOVQ         R10, R13
+	SHRQ         $0x03, R13
+	MOVQ         R10, R15
+	SHRQ         $0x01, R15
+	SHLQ         $0x02, R12
+	SHRQ         $0x02, CX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	TESTQ        CX, CX
+	JZ           kernQ4KAVX2m1_store
+
+kernQ4KAVX2m1_loop:
+	VPBROADCASTW (R11), X10
+	VCVTPH2PS    X10, Y10
+	MOVL         4(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         12(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y10, Y11, Y11
+	VMOVUPS      Y11, (SP)
+	VPBROADCASTW 16(R11), X10
+	VCVTPH2PS    X10, Y10
+	MOVL         20(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         28(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y10, Y11, Y11
+	VMOVUPS      Y11, 32(SP)
+	VPBROADCASTW 32(R11), X10
+	VCVTPH2PS    X10, Y10
+	MOVL         36(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         44(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y10, Y11, Y11
+	VMOVUPS      Y11, 64(SP)
+	VPBROADCASTW 48(R11), X10
+	VCVTPH2PS    X10, Y10
+	MOVL         52(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         60(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VMULPS       Y10, Y11, Y11
+	VMOVUPS      Y11, 96(SP)
+	VMOVDQU      (SI), Y4
+	VMOVDQU      32(SI), Y5
+	VBROADCASTSD (R8), Y6
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx0<>+0(SB), Y11
+	VPERMPS      (SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y0
+	VMOVDQU      32(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx0<>+0(SB), Y11
+	VPERMPS      32(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y1
+	VMOVDQU      64(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx0<>+0(SB), Y11
+	VPERMPS      64(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y2
+	VMOVDQU      96(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx0<>+0(SB), Y11
+	VPERMPS      96(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	VMOVDQU      (SI), Y4
+	VMOVDQU      32(SI), Y5
+	VBROADCASTSD (R8), Y6
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx1<>+0(SB), Y11
+	VPERMPS      (SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y0
+	VMOVDQU      32(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx1<>+0(SB), Y11
+	VPERMPS      32(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y1
+	VMOVDQU      64(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx1<>+0(SB), Y11
+	VPERMPS      64(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y2
+	VMOVDQU      96(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx1<>+0(SB), Y11
+	VPERMPS      96(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	VMOVDQU      (SI), Y4
+	VMOVDQU      32(SI), Y5
+	VBROADCASTSD (R8), Y6
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx2<>+0(SB), Y11
+	VPERMPS      (SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y0
+	VMOVDQU      32(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx2<>+0(SB), Y11
+	VPERMPS      32(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y1
+	VMOVDQU      64(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx2<>+0(SB), Y11
+	VPERMPS      64(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y2
+	VMOVDQU      96(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx2<>+0(SB), Y11
+	VPERMPS      96(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	VMOVDQU      (SI), Y4
+	VMOVDQU      32(SI), Y5
+	VBROADCASTSD (R8), Y6
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx3<>+0(SB), Y11
+	VPERMPS      (SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y0
+	VMOVDQU      32(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx3<>+0(SB), Y11
+	VPERMPS      32(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y1
+	VMOVDQU      64(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx3<>+0(SB), Y11
+	VPERMPS      64(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y2
+	VMOVDQU      96(DI), Y7
+	VPSRLW       $0x04, Y7, Y8
+	VPAND        Y12, Y7, Y7
+	VPAND        Y12, Y8, Y8
+	VMOVDQU      kq4idx3<>+0(SB), Y11
+	VPERMPS      96(SP), Y11, Y11
+	VPMADDUBSW   Y4, Y7, Y10
+	VPMADDUBSW   Y5, Y8, Y9
+	VPADDW       Y9, Y10, Y10
+	VPMADDWD     Y13, Y10, Y10
+	VCVTDQ2PS    Y10, Y10
+	VMULPS       Y6, Y11, Y9
+	VFMADD231PS  Y10, Y9, Y3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	MOVL         8(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         12(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VPBROADCASTW 2(R11), X10
+	VCVTPH2PS    X10, Y10
+	VMULPS       Y10, Y11, Y11
+	VFNMADD231PS (R9), Y11, Y0
+	MOVL         24(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         28(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VPBROADCASTW 18(R11), X10
+	VCVTPH2PS    X10, Y10
+	VMULPS       Y10, Y11, Y11
+	VFNMADD231PS (R9), Y11, Y1
+	MOVL         40(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         44(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VPBROADCASTW 34(R11), X10
+	VCVTPH2PS    X10, Y10
+	VMULPS       Y10, Y11, Y11
+	VFNMADD231PS (R9), Y11, Y2
+	MOVL         56(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         60(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X11
+	VPMOVZXBD    X11, Y11
+	VCVTDQ2PS    Y11, Y11
+	VPBROADCASTW 50(R11), X10
+	VCVTPH2PS    X10, Y10
+	VMULPS       Y10, Y11, Y11
+	VFNMADD231PS (R9), Y11, Y3
+	ADDQ         R15, R9
+	ADDQ         $0x00000040, R11
+	DECQ         CX
+	JNZ          kernQ4KAVX2m1_loop
+
+kernQ4KAVX2m1_store:
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	VZEROUPPER
+	RET
+
+// func kernQ4KAVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·kernQ4KAVX2m2(SB), NOSPLIT, $128-72
+	MOVQ         np+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         as+16(FP), R8
+	MOVQ         ac+24(FP), R9
+	MOVQ         sa+32(FP), R10
+	MOVQ         b+40(FP), DI
+	MOVQ         bs+48(FP), R11
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R12
+	MOVQ         R10, R13
+	SHRQ         $0x03, R13
+	MOVQ         R10, R15
+	SHRQ         $0x01, R15
+	SHLQ         $0x02, R12
+	SHRQ         $0x02, CX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	TESTQ        CX, CX
+	JZ           kernQ4KAVX2m2_store
+
+kernQ4KAVX2m2_loop:
+	VPBROADCASTW (R11), X13
+	VCVTPH2PS    X13, Y13
+	MOVL         4(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         12(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VMULPS       Y13, Y14, Y14
+	VMOVUPS      Y14, (SP)
+	VPBROADCASTW 16(R11), X13
+	VCVTPH2PS    X13, Y13
+	MOVL         20(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         28(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VMULPS       Y13, Y14, Y14
+	VMOVUPS      Y14, 32(SP)
+	VPBROADCASTW 32(R11), X13
+	VCVTPH2PS    X13, Y13
+	MOVL         36(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         44(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VMULPS       Y13, Y14, Y14
+	VMOVUPS      Y14, 64(SP)
+	VPBROADCASTW 48(R11), X13
+	VCVTPH2PS    X13, Y13
+	MOVL         52(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         60(R11), BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VMULPS       Y13, Y14, Y14
+	VMOVUPS      Y14, 96(SP)
+	VBROADCASTSD (R8), Y8
+	VBROADCASTSD 8(R8), Y9
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx0<>+0(SB), Y14
+	VPERMPS      (SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y0
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y4
+	VMOVDQU      32(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx0<>+0(SB), Y14
+	VPERMPS      32(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y1
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y5
+	VMOVDQU      64(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx0<>+0(SB), Y14
+	VPERMPS      64(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y2
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y6
+	VMOVDQU      96(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx0<>+0(SB), Y14
+	VPERMPS      96(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y3
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y7
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	VBROADCASTSD (R8), Y8
+	VBROADCASTSD 8(R8), Y9
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx1<>+0(SB), Y14
+	VPERMPS      (SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y0
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y4
+	VMOVDQU      32(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx1<>+0(SB), Y14
+	VPERMPS      32(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y1
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y5
+	VMOVDQU      64(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx1<>+0(SB), Y14
+	VPERMPS      64(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y2
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y6
+	VMOVDQU      96(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx1<>+0(SB), Y14
+	VPERMPS      96(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y3
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y7
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	VBROADCASTSD (R8), Y8
+	VBROADCASTSD 8(R8), Y9
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx2<>+0(SB), Y14
+	VPERMPS      (SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y0
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y4
+	VMOVDQU      32(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx2<>+0(SB), Y14
+	VPERMPS      32(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y1
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y5
+	VMOVDQU      64(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx2<>+0(SB), Y14
+	VPERMPS      64(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y2
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y6
+	VMOVDQU      96(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx2<>+0(SB), Y14
+	VPERMPS      96(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y3
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y7
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	VBROADCASTSD (R8), Y8
+	VBROADCASTSD 8(R8), Y9
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	VMOVDQU      (DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx3<>+0(SB), Y14
+	VPERMPS      (SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y0
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y4
+	VMOVDQU      32(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx3<>+0(SB), Y14
+	VPERMPS      32(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y1
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y5
+	VMOVDQU      64(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx3<>+0(SB), Y14
+	VPERMPS      64(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y2
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y6
+	VMOVDQU      96(DI), Y10
+	VPSRLW       $0x04, Y10, Y11
+	VPAND        Y15, Y10, Y10
+	VPAND        Y15, Y11, Y11
+	VMOVDQU      kq4idx3<>+0(SB), Y14
+	VPERMPS      96(SP), Y14, Y14
+	VPMADDUBSW   (SI), Y10, Y13
+	VPMADDUBSW   32(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y8, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y3
+	VPMADDUBSW   64(SI), Y10, Y13
+	VPMADDUBSW   96(SI), Y11, Y12
+	VPADDW       Y12, Y13, Y13
+	VPMADDWD     kqones16<>+0(SB), Y13, Y13
+	VCVTDQ2PS    Y13, Y13
+	VMULPS       Y9, Y14, Y12
+	VFMADD231PS  Y13, Y12, Y7
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         $0x00000080, DI
+	MOVL         8(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         12(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VPBROADCASTW 2(R11), X13
+	VCVTPH2PS    X13, Y13
+	VMULPS       Y13, Y14, Y14
+	VFNMADD231PS (R9), Y14, Y0
+	VFNMADD231PS 32(R9), Y14, Y4
+	MOVL         24(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         28(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VPBROADCASTW 18(R11), X13
+	VCVTPH2PS    X13, Y13
+	VMULPS       Y13, Y14, Y14
+	VFNMADD231PS (R9), Y14, Y1
+	VFNMADD231PS 32(R9), Y14, Y5
+	MOVL         40(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         44(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VPBROADCASTW 34(R11), X13
+	VCVTPH2PS    X13, Y13
+	VMULPS       Y13, Y14, Y14
+	VFNMADD231PS (R9), Y14, Y2
+	VFNMADD231PS 32(R9), Y14, Y6
+	MOVL         56(R11), AX
+	MOVL         AX, R14
+	ANDL         $0x3f3f3f3f, AX
+	SHRL         $0x02, R14
+	ANDL         $0x30303030, R14
+	MOVL         60(R11), BX
+	SHRL         $0x04, BX
+	ANDL         $0x0f0f0f0f, BX
+	ORL          R14, BX
+	SHLQ         $0x20, BX
+	ORQ          BX, AX
+	VMOVQ        AX, X14
+	VPMOVZXBD    X14, Y14
+	VCVTDQ2PS    Y14, Y14
+	VPBROADCASTW 50(R11), X13
+	VCVTPH2PS    X13, Y13
+	VMULPS       Y13, Y14, Y14
+	VFNMADD231PS (R9), Y14, Y3
+	VFNMADD231PS 32(R9), Y14, Y7
+	ADDQ         R15, R9
+	ADDQ         $0x00000040, R11
+	DECQ         CX
+	JNZ          kernQ4KAVX2m2_loop
+
+kernQ4KAVX2m2_store:
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	ADDQ         R12, DX
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, (DX)
+	VZEROUPPER
+	RET
+
+DATA kqones16<>+0(SB)/4, $0x00010001
+DATA kqones16<>+4(SB)/4, $0x00010001
+DATA kqones16<>+8(SB)/4, $0x00010001
+DATA kqones16<>+12(SB)/4, $0x00010001
+DATA kqones16<>+16(SB)/4, $0x00010001
+DATA kqones16<>+20(SB)/4, $0x00010001
+DATA kqones16<>+24(SB)/4, $0x00010001
+DATA kqones16<>+28(SB)/4, $0x00010001
+DATA kqones16<>+32(SB)/4, $0x00010001
+DATA kqones16<>+36(SB)/4, $0x00010001
+DATA kqones16<>+40(SB)/4, $0x00010001
+DATA kqones16<>+44(SB)/4, $0x00010001
+DATA kqones16<>+48(SB)/4, $0x00010001
+DATA kqones16<>+52(SB)/4, $0x00010001
+DATA kqones16<>+56(SB)/4, $0x00010001
+DATA kqones16<>+60(SB)/4, $0x00010001
+GLOBL kqones16<>(SB), RODATA|NOPTR, $64
+
+// func kernQ6KAVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·kernQ6KAVX2m1(SB), NOSPLIT, $256-72
+	MOVQ         np+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         as+16(FP), R8
+	MOVQ         ac+24(FP), R9
+	MOVQ         sa+32(FP), R10
+	MOVQ         b+40(FP), DI
+	MOVQ         bs+48(FP), R11
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R12
+	MOVQ         R10, R13
+	SHRQ         $0x03, R13
+	SHLQ         $0x02, R12
+	SHRQ         $0x02, CX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $0x00010001, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x30303030, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	TESTQ        CX, CX
+	JZ           kernQ6KAVX2m1_store
+
+kernQ6KAVX2m1_loop:
+	VPBROADCASTW   (R11), X10
+	VCVTPH2PS      X10, Y10
+	VPMOVSXBD      4(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, (SP)
+	VPMOVSXBD      12(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 32(SP)
+	VPBROADCASTW   20(R11), X10
+	VCVTPH2PS      X10, Y10
+	VPMOVSXBD      24(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 64(SP)
+	VPMOVSXBD      32(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 96(SP)
+	VPBROADCASTW   40(R11), X10
+	VCVTPH2PS      X10, Y10
+	VPMOVSXBD      44(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 128(SP)
+	VPMOVSXBD      52(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 160(SP)
+	VPBROADCASTW   60(R11), X10
+	VCVTPH2PS      X10, Y10
+	VPMOVSXBD      64(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 192(SP)
+	VPMOVSXBD      72(R11), Y11
+	VCVTDQ2PS      Y11, Y11
+	VMULPS         Y10, Y11, Y11
+	VMOVUPS        Y11, 224(SP)
+	VMOVDQU        (SI), Y4
+	VMOVDQU        32(SI), Y5
+	VBROADCASTSD   (R8), Y6
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 32(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx0<>+0(SB), Y11
+	VPERMPS        (SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        kq6idx0<>+32(SB), Y11
+	VPERMPS        (SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        48(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 80(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx0<>+0(SB), Y11
+	VPERMPS        64(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        kq6idx0<>+32(SB), Y11
+	VPERMPS        64(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        96(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 128(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx0<>+0(SB), Y11
+	VPERMPS        128(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        kq6idx0<>+32(SB), Y11
+	VPERMPS        128(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        144(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 176(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx0<>+0(SB), Y11
+	VPERMPS        192(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	VMOVDQU        kq6idx0<>+32(SB), Y11
+	VPERMPS        192(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	VMOVDQU        (SI), Y4
+	VMOVDQU        32(SI), Y5
+	VBROADCASTSD   (R8), Y6
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 32(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx1<>+0(SB), Y11
+	VPERMPS        (SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        kq6idx1<>+32(SB), Y11
+	VPERMPS        (SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        48(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 80(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx1<>+0(SB), Y11
+	VPERMPS        64(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        kq6idx1<>+32(SB), Y11
+	VPERMPS        64(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        96(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 128(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx1<>+0(SB), Y11
+	VPERMPS        128(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        kq6idx1<>+32(SB), Y11
+	VPERMPS        128(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        144(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 176(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx1<>+0(SB), Y11
+	VPERMPS        192(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	VMOVDQU        kq6idx1<>+32(SB), Y11
+	VPERMPS        192(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	VMOVDQU        (SI), Y4
+	VMOVDQU        32(SI), Y5
+	VBROADCASTSD   (R8), Y6
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 32(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx2<>+0(SB), Y11
+	VPERMPS        32(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        kq6idx2<>+32(SB), Y11
+	VPERMPS        32(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        48(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 80(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx2<>+0(SB), Y11
+	VPERMPS        96(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        kq6idx2<>+32(SB), Y11
+	VPERMPS        96(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        96(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 128(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx2<>+0(SB), Y11
+	VPERMPS        160(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        kq6idx2<>+32(SB), Y11
+	VPERMPS        160(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        144(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 176(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx2<>+0(SB), Y11
+	VPERMPS        224(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	VMOVDQU        kq6idx2<>+32(SB), Y11
+	VPERMPS        224(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	VMOVDQU        (SI), Y4
+	VMOVDQU        32(SI), Y5
+	VBROADCASTSD   (R8), Y6
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 32(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx3<>+0(SB), Y11
+	VPERMPS        32(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        kq6idx3<>+32(SB), Y11
+	VPERMPS        32(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y0
+	VMOVDQU        48(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 80(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx3<>+0(SB), Y11
+	VPERMPS        96(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        kq6idx3<>+32(SB), Y11
+	VPERMPS        96(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y1
+	VMOVDQU        96(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 128(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx3<>+0(SB), Y11
+	VPERMPS        160(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        kq6idx3<>+32(SB), Y11
+	VPERMPS        160(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y2
+	VMOVDQU        144(DI), Y7
+	VPSRLW         $0x04, Y7, Y8
+	VPAND          Y12, Y7, Y7
+	VPAND          Y12, Y8, Y8
+	VBROADCASTI128 176(DI), Y9
+	VPSRLVQ        kq6shr<>+0(SB), Y9, Y9
+	VPSLLW         $0x04, Y9, Y10
+	VPAND          Y14, Y10, Y10
+	VPOR           Y10, Y7, Y7
+	VPAND          Y14, Y9, Y9
+	VPOR           Y9, Y8, Y8
+	VMOVDQU        kq6idx3<>+0(SB), Y11
+	VPERMPS        224(SP), Y11, Y11
+	VPMADDUBSW     Y4, Y7, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         (R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	VMOVDQU        kq6idx3<>+32(SB), Y11
+	VPERMPS        224(SP), Y11, Y11
+	VPMADDUBSW     Y5, Y8, Y10
+	VPMADDWD       Y13, Y10, Y10
+	VPADDD         32(R9), Y10, Y10
+	VCVTDQ2PS      Y10, Y10
+	VMULPS         Y6, Y11, Y9
+	VFMADD231PS    Y10, Y9, Y3
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	ADDQ           $0x00000050, R11
+	DECQ           CX
+	JNZ            kernQ6KAVX2m1_loop
+
+kernQ6KAVX2m1_store:
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	VZEROUPPER
+	RET
+
+DATA kq6shr<>+0(SB)/8, $0x0000000000000000
+DATA kq6shr<>+8(SB)/8, $0x0000000000000000
+DATA kq6shr<>+16(SB)/8, $0x0000000000000002
+DATA kq6shr<>+24(SB)/8, $0x0000000000000002
+DATA kq6shr<>+32(SB)/8, $0x0000000000000000
+DATA kq6shr<>+40(SB)/8, $0x0000000000000000
+DATA kq6shr<>+48(SB)/8, $0x0000000000000002
+DATA kq6shr<>+56(SB)/8, $0x0000000000000002
+GLOBL kq6shr<>(SB), RODATA|NOPTR, $64
+
+// func kernQ6KAVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
+TEXT ·kernQ6KAVX2m2(SB), NOSPLIT, $256-72
+	MOVQ         np+0(FP), CX
+	MOVQ         a+8(FP), SI
+	MOVQ         as+16(FP), R8
+	MOVQ         ac+24(FP), R9
+	MOVQ         sa+32(FP), R10
+	MOVQ         b+40(FP), DI
+	MOVQ         bs+48(FP), R11
+	MOVQ         c+56(FP), DX
+	MOVQ         ldc+64(FP), R12
+	MOVQ         R10, R13
+	SHRQ         $0x03, R13
+	SHLQ         $0x02, R12
+	SHRQ         $0x02, CX
+	VXORPS       Y0, Y0, Y0
+	VXORPS       Y1, Y1, Y1
+	VXORPS       Y2, Y2, Y2
+	VXORPS       Y3, Y3, Y3
+	VXORPS       Y4, Y4, Y4
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y7, Y7, Y7
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	TESTQ        CX, CX
+	JZ           kernQ6KAVX2m2_store
+
+kernQ6KAVX2m2_loop:
+	VPBROADCASTW   (R11), X13
+	VCVTPH2PS      X13, Y13
+	VPMOVSXBD      4(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, (SP)
+	VPMOVSXBD      12(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 32(SP)
+	VPBROADCASTW   20(R11), X13
+	VCVTPH2PS      X13, Y13
+	VPMOVSXBD      24(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 64(SP)
+	VPMOVSXBD      32(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 96(SP)
+	VPBROADCASTW   40(R11), X13
+	VCVTPH2PS      X13, Y13
+	VPMOVSXBD      44(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 128(SP)
+	VPMOVSXBD      52(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 160(SP)
+	VPBROADCASTW   60(R11), X13
+	VCVTPH2PS      X13, Y13
+	VPMOVSXBD      64(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 192(SP)
+	VPMOVSXBD      72(R11), Y14
+	VCVTDQ2PS      Y14, Y14
+	VMULPS         Y13, Y14, Y14
+	VMOVUPS        Y14, 224(SP)
+	VBROADCASTSD   (R8), Y8
+	VBROADCASTSD   8(R8), Y9
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 32(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx0<>+0(SB), Y14
+	VPERMPS        (SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        kq6idx0<>+32(SB), Y14
+	VPERMPS        (SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        48(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 80(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx0<>+0(SB), Y14
+	VPERMPS        64(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        kq6idx0<>+32(SB), Y14
+	VPERMPS        64(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        96(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 128(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx0<>+0(SB), Y14
+	VPERMPS        128(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        kq6idx0<>+32(SB), Y14
+	VPERMPS        128(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        144(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 176(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx0<>+0(SB), Y14
+	VPERMPS        192(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	VMOVDQU        kq6idx0<>+32(SB), Y14
+	VPERMPS        192(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	VBROADCASTSD   (R8), Y8
+	VBROADCASTSD   8(R8), Y9
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 32(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx1<>+0(SB), Y14
+	VPERMPS        (SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        kq6idx1<>+32(SB), Y14
+	VPERMPS        (SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        48(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 80(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx1<>+0(SB), Y14
+	VPERMPS        64(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        kq6idx1<>+32(SB), Y14
+	VPERMPS        64(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        96(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 128(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx1<>+0(SB), Y14
+	VPERMPS        128(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        kq6idx1<>+32(SB), Y14
+	VPERMPS        128(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        144(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 176(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx1<>+0(SB), Y14
+	VPERMPS        192(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	VMOVDQU        kq6idx1<>+32(SB), Y14
+	VPERMPS        192(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	VBROADCASTSD   (R8), Y8
+	VBROADCASTSD   8(R8), Y9
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 32(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx2<>+0(SB), Y14
+	VPERMPS        32(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        kq6idx2<>+32(SB), Y14
+	VPERMPS        32(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        48(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 80(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx2<>+0(SB), Y14
+	VPERMPS        96(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        kq6idx2<>+32(SB), Y14
+	VPERMPS        96(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        96(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 128(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx2<>+0(SB), Y14
+	VPERMPS        160(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        kq6idx2<>+32(SB), Y14
+	VPERMPS        160(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        144(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 176(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx2<>+0(SB), Y14
+	VPERMPS        224(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	VMOVDQU        kq6idx2<>+32(SB), Y14
+	VPERMPS        224(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	VBROADCASTSD   (R8), Y8
+	VBROADCASTSD   8(R8), Y9
+	PREFETCHT0     4096(DI)
+	PREFETCHT0     4160(DI)
+	PREFETCHT0     4224(DI)
+	VMOVDQU        (DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 32(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx3<>+0(SB), Y14
+	VPERMPS        32(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        kq6idx3<>+32(SB), Y14
+	VPERMPS        32(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y0
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y4
+	VMOVDQU        48(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 80(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx3<>+0(SB), Y14
+	VPERMPS        96(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        kq6idx3<>+32(SB), Y14
+	VPERMPS        96(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y1
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y5
+	VMOVDQU        96(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 128(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx3<>+0(SB), Y14
+	VPERMPS        160(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        kq6idx3<>+32(SB), Y14
+	VPERMPS        160(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y2
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y6
+	VMOVDQU        144(DI), Y10
+	VPSRLW         $0x04, Y10, Y11
+	VPAND          Y15, Y10, Y10
+	VPAND          Y15, Y11, Y11
+	VBROADCASTI128 176(DI), Y12
+	VPSRLVQ        kq6shr<>+0(SB), Y12, Y12
+	VPSLLW         $0x04, Y12, Y13
+	VPAND          kqmask30<>+0(SB), Y13, Y13
+	VPOR           Y13, Y10, Y10
+	VPAND          kqmask30<>+0(SB), Y12, Y12
+	VPOR           Y12, Y11, Y11
+	VMOVDQU        kq6idx3<>+0(SB), Y14
+	VPERMPS        224(SP), Y14, Y14
+	VPMADDUBSW     (SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         (R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     64(SI), Y10, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         64(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	VMOVDQU        kq6idx3<>+32(SB), Y14
+	VPERMPS        224(SP), Y14, Y14
+	VPMADDUBSW     32(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         32(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y8, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y3
+	VPMADDUBSW     96(SI), Y11, Y13
+	VPMADDWD       kqones16<>+0(SB), Y13, Y13
+	VPADDD         96(R9), Y13, Y13
+	VCVTDQ2PS      Y13, Y13
+	VMULPS         Y9, Y14, Y12
+	VFMADD231PS    Y13, Y12, Y7
+	ADDQ           R10, SI
+	ADDQ           R13, R8
+	ADDQ           R10, R9
+	ADDQ           $0x000000c0, DI
+	ADDQ           $0x00000050, R11
+	DECQ           CX
+	JNZ            kernQ6KAVX2m2_loop
+
+kernQ6KAVX2m2_store:
+	VHADDPS      Y1, Y0, Y0
+	VHADDPS      Y3, Y2, Y2
+	VHADDPS      Y2, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVUPS      X0, (DX)
+	ADDQ         R12, DX
+	VHADDPS      Y5, Y4, Y4
+	VHADDPS      Y7, Y6, Y6
+	VHADDPS      Y6, Y4, Y4
+	VEXTRACTF128 $0x01, Y4, X5
+	VADDPS       X5, X4, X4
+	VMOVUPS      X4, (DX)
+	VZEROUPPER
+	RET
+
+DATA kqmask30<>+0(SB)/4, $0x30303030
+DATA kqmask30<>+4(SB)/4, $0x30303030
+DATA kqmask30<>+8(SB)/4, $0x30303030
+DATA kqmask30<>+12(SB)/4, $0x30303030
+DATA kqmask30<>+16(SB)/4, $0x30303030
+DATA kqmask30<>+20(SB)/4, $0x30303030
+DATA kqmask30<>+24(SB)/4, $0x30303030
+DATA kqmask30<>+28(SB)/4, $0x30303030
+DATA kqmask30<>+32(SB)/4, $0x30303030
+DATA kqmask30<>+36(SB)/4, $0x30303030
+DATA kqmask30<>+40(SB)/4, $0x30303030
+DATA kqmask30<>+44(SB)/4, $0x30303030
+DATA kqmask30<>+48(SB)/4, $0x30303030
+DATA kqmask30<>+52(SB)/4, $0x30303030
+DATA kqmask30<>+56(SB)/4, $0x30303030
+DATA kqmask30<>+60(SB)/4, $0x30303030
+GLOBL kqmask30<>(SB), RODATA|NOPTR, $64

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -357,4 +359,87 @@ func FuzzFromGGUF(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Every backend's K-quant kernels at the extremes of their integer
+// arithmetic: every quant at its maximum (Q4_K 15, Q6_K 63: the AVX2
+// kernels' VPMADDUBSW pair sums reach 2·63·127 = 16002) or random, against
+// activations of ±127 (rows all +1, all −1, alternating in sign by 4s and
+// random), equal the go backend up to float32 summation order.
+func TestKQuantExtremes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	goBE, _ := BackendByName("go")
+	const n, k = 8, 1024
+	for _, be := range Backends() {
+		if be.Name == "go" || be.Unavailable != "" {
+			continue
+		}
+		for _, f := range []Format{Q4_K, Q6_K} {
+			for _, fill := range []string{"max", "random"} {
+				w, err := Random(f, n, k, 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fill == "max" {
+					for i := range w.q {
+						w.q[i] = 0xff
+					}
+				}
+				x := make([]float32, 4*k)
+				for i := range k {
+					x[i], x[k+i] = 1, -1
+					x[2*k+i] = float32(1 - 2*(i/4%2))
+					x[3*k+i] = float32(rng.NormFloat64())
+				}
+				var a Activations
+				if err := a.Quantize(f, x, 4, k); err != nil {
+					t.Fatal(err)
+				}
+				want, got := make([]float32, 4*n), make([]float32, 4*n)
+				if err := Mul(goBE, w, &a, want, n, 0, n); err != nil {
+					t.Fatal(err)
+				}
+				if err := Mul(be, w, &a, got, n, 0, n); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if d := math.Abs(float64(got[i] - want[i])); d > 1e-5*math.Abs(float64(want[i]))+1e-6 {
+						t.Fatalf("%s %s %s weights: y[%d][%d] = %v, go backend %v", be.Name, f, fill, i/n, i%n, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// The assembly K-quant kernels are registered wherever the CPU runs them
+// (avx512vnni, avx2, neondot): a self-test failure fails the tests instead
+// of leaving the Go tiles.
+func TestKQuantRegistered(t *testing.T) {
+	if len(kquantRegistered) == 0 {
+		t.Skip("no assembly K-quant kernels for this CPU and build")
+	}
+	for name, r := range kquantRegistered {
+		if r.verdict != "" {
+			t.Errorf("%s: %s", name, r.verdict)
+			continue
+		}
+		be, _ := BackendByName(name)
+		for f, ks := range r.kerns {
+			if slices.Contains(be.GoTiles, f) {
+				t.Errorf("%s: GoTiles %v lists %s", name, be.GoTiles, f)
+			}
+			got := byName()[name].k[f]
+			if len(got) != len(ks) {
+				t.Errorf("%s %s: %d kernels registered, want %d", name, f, len(got), len(ks))
+				continue
+			}
+			for i := range ks {
+				if reflect.ValueOf(got[i]).Pointer() != reflect.ValueOf(ks[i]).Pointer() {
+					t.Errorf("%s %s: tile height %d is not the assembly kernel", name, f, i+1)
+				}
+			}
+		}
+		t.Logf("%s: K-quant kernels registered", name)
+	}
 }

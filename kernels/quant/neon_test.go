@@ -254,6 +254,62 @@ func (o *neonOut) ld4rp(t, x int) {
 }
 func (o *neonOut) st1(t, x int) { o.w(0x4c007000|dnm(t, x, 0), "st1 {v%d.16b}, [x%d]", t, x) }
 
+// The K-quant kernels' instructions.
+
+// ushr8 is USHR Vd.16B, Vn.16B, #sh (immh:immb = 16 − sh).
+func (o *neonOut) ushr8(d, n, sh int) {
+	o.w(0x6f000400|uint32(16-sh)<<16|dnm(d, n, 0), "ushr v%d.16b, v%d.16b, #%d", d, n, sh)
+}
+
+// sli8 is SLI Vd.16B, Vn.16B, #sh: each byte of Vd keeps its low sh bits
+// and takes Vn's byte shifted left by sh above them.
+func (o *neonOut) sli8(d, n, sh int) {
+	o.w(0x6f005400|uint32(8+sh)<<16|dnm(d, n, 0), "sli v%d.16b, v%d.16b, #%d", d, n, sh)
+}
+
+// xtl widens the low (hi: high) half of Vn, bytes to halfwords (to8h) or
+// halfwords to words, zero- (unsigned) or sign-extending: UXTL, UXTL2,
+// SXTL, SXTL2 (USHLL/SSHLL #0).
+func (o *neonOut) xtl(d, n int, unsigned, hi, to8h bool) {
+	enc, mn := uint32(0x0f00a400), "sxtl"
+	if unsigned {
+		enc, mn = enc|0x20000000, "uxtl"
+	}
+	if hi {
+		enc, mn = enc|0x40000000, mn+"2"
+	}
+	src := map[[2]bool]string{{true, false}: "8b", {true, true}: "16b", {false, false}: "4h", {false, true}: "8h"}[[2]bool{to8h, hi}]
+	dst := "4s"
+	if to8h {
+		enc, dst = enc|0x08<<16, "8h"
+	} else {
+		enc |= 0x10 << 16
+	}
+	o.w(enc|dnm(d, n, 0), "%s v%d.%s, v%d.%s", mn, d, dst, n, src)
+}
+func (o *neonOut) ucvtf(d, n int) { o.w(0x6e21d800|dnm(d, n, 0), "ucvtf v%d.4s, v%d.4s", d, n) }
+func (o *neonOut) fmls(d, n, m int) {
+	o.w(0x4ea0cc00|dnm(d, n, m), "fmls v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (o *neonOut) uzp1s(d, n, m int) {
+	o.w(0x4e801800|dnm(d, n, m), "uzp1 v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (o *neonOut) uzp2s(d, n, m int) {
+	o.w(0x4e805800|dnm(d, n, m), "uzp2 v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+
+// ld1r4h loads the halfword at [x] into the 4 lanes of Vt.4H.
+func (o *neonOut) ld1r4h(t, x int) { o.w(0x0d40c400|dnm(t, x, 0), "ld1r {v%d.4h}, [x%d]", t, x) }
+
+// st1pr stores cnt (1 or 2) registers from t on at [x], x += xm.
+func (o *neonOut) st1pr(t, cnt, x, xm int) {
+	if cnt == 1 {
+		o.w(0x4c807000|dnm(t, x, xm), "st1 {v%d.16b}, [x%d], x%d", t, x, xm)
+		return
+	}
+	o.w(0x4c80a000|dnm(t, x, xm), "st1 {v%d.16b-v%d.16b}, [x%d], x%d", t, t+1, x, xm)
+}
+
 // Register allocation of the neondot kernels (see the header genNEONAsm
 // writes).
 const (
@@ -315,12 +371,42 @@ func genNEONAsm() []byte {
 // (m ≤ 2), else are reloaded from L1 per j pair.
 //
 // x0 np, x1 a, x2 as, x3 sa, x4 b, x5 bs, x6 c, x7 ldc·4, x8/x9 row
-// pointers into a/as, x10 sa/8 (the as stride), x11 scratch.`)
+// pointers into a/as, x10 sa/8 (the as stride), x11 scratch.
+//
+// kern<Q4K|Q6K>NEONm<m>: the K-quants (kernGoK), np/4 super-blocks of 4
+// pairs. Per super-block the sub-block scales D = d·sc (exact) and Q4_K's
+// mins M = dmin·m of the 4 W rows are made once (Q4_K: ggml's 6-bit
+// scales unpacked in scalar registers, UXTL, UCVTF; Q6_K: SXTL of the
+// int8 scales, SCVTF; times d or dmin from LD1R .4H + FCVTL) and laid out
+// by ZIP1/ZIP2 .2D (Q4_K) or UZP1/UZP2 .4S (Q6_K) as one lane-scale
+// vector per pair, j pair (and Q6_K half) in a 256-byte table on the stack
+// (tbl-256(SP)): Q4_K [D(j0, 2p), D(j0, 2p+1), D(j1, 2p), D(j1, 2p+1)],
+// then the same of M; Q6_K half h (vectors 2h, 2h+1 of the pair, so lane i
+// is sub-block 4p + 2(i%2) + h) [D(j0, 4p+h), D(j0, 4p+2+h), D(j1, 4p+h),
+// D(j1, 4p+2+h)]. Per pair the table's vectors (V27..V30 or V29, V30) are
+// loaded and the weights made signed bytes: Q4_K the nibbles q (0..15) as
+// they are (AND 0x0f, USHR #4; fbits 0); Q6_K 4·(u − 32): the high-bit
+// bytes XOR 0xaa (each 2-bit field's top bit: field XOR 2 = hi − 2 as
+// 2-bit two's complement), per vector the nibble in bits 3:0, SLI #4 of the
+// field shifted down to bits 1:0, SHL #2 (dropping the next field from
+// bits 7:6), fbits 2. SDOT, ZIP/ADD and SCVTF as above (Q6_K once per
+// half: V8..V11 hold both halves of both rows), FMUL by the table vector
+// and DX, FMLA. Q4_K then subtracts its mins per super-block: FMLS of the
+// table's M vectors by [acx(2k), acx(2k+1)] twice (LD1R .2D of ac, the
+// activations' d_x·Σq). |int32 lanes| ≤ 8·128·128 before the 2^fbits ≤ 4
+// factor; neither format reads corrections (ac is Q4_K's min terms).
+// x12 table pointer, x13 table store pointer, x14 ac, x15 pair counter,
+// x19 sa/2 (the ac stride), x20..x25 scalar scratch.`)
 	o.f("")
 	o.f(`#include "textflag.h"`)
 	for _, nf := range neonFmts {
 		for m := 1; m <= neoMR; m++ {
 			genNEONKern(o, nf, m)
+		}
+	}
+	for _, kf := range neonKFmts {
+		for m := 1; m <= neoMR; m++ {
+			genNEONKernK(o, kf.f, kf.name, kf.konst, kf.fbits, kf.ntab, kf.metaBytes, m)
 		}
 	}
 	return o.b.Bytes()
@@ -463,5 +549,289 @@ func unpackNEON(o *neonOut, nf neonFmt, w int) {
 		}
 	default:
 		panic("unpackNEON: " + string(nf.f))
+	}
+}
+
+// Register allocation of the K-quant kernels (see genNEONKernK): V0..V7
+// weights (as nW), int32 accumulators from V8 (Q4_K 2, Q6_K 4), V12 the
+// combined sums, V13 the lane scales, float accumulators from V14 (nF),
+// then the rows of X; the pair's scale vectors below the constant V31.
+const (
+	nkI = 8
+	nkT = 12
+	nkS = 13
+)
+
+// neonKFmts are the K-quant kernels: fbits as neonFmt's, ntab the scale
+// vectors per pair, metaBytes a row's scale words per super-block.
+var neonKFmts = []struct {
+	f                      Format
+	name                   string
+	konst                  uint8
+	fbits, ntab, metaBytes int
+}{
+	{Q4_K, "Q4K", 0x0f, 0, 2, 16},
+	{Q6_K, "Q6K", 0xaa, 2, 4, 20},
+}
+
+// genNEONKernK emits kern<F>NEONm<m> of a K-quant (the header of
+// kernels_arm64.s describes it).
+func genNEONKernK(o *neonOut, f Format, name string, konst uint8, fbits, ntab, metaBytes, m int) {
+	q6 := f == Q6_K
+	tab := nK0 - ntab // V(tab)..V(tab+ntab-1)
+	resident := nF+2*m+5*m <= tab
+	aReg := func(r int) int {
+		if resident {
+			return nF + 2*m + 5*r
+		}
+		return nF + 2*m
+	}
+	fReg := func(r, jp int) int { return nF + 2*r + jp }
+	name = fmt.Sprintf("kern%sNEONm%d", name, m)
+	o.f("")
+	o.f("// func %s(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)", name)
+	o.f("TEXT ·%s(SB), NOSPLIT, $256-72", name)
+	o.i("MOVD np+0(FP), R0")
+	o.i("MOVD a+8(FP), R1")
+	o.i("MOVD as+16(FP), R2")
+	o.i("MOVD sa+32(FP), R3")
+	o.i("MOVD b+40(FP), R4")
+	o.i("MOVD bs+48(FP), R5")
+	o.i("MOVD c+56(FP), R6")
+	o.i("MOVD ldc+64(FP), R7")
+	o.i("LSL $2, R7, R7")
+	o.i("LSR $3, R3, R10")
+	o.i("LSR $2, R0, R0") // super-blocks
+	if !q6 {
+		o.i("MOVD ac+24(FP), R14")
+		o.i("LSR $1, R3, R19") // ac: 8 floats per row and super-block
+	}
+	o.movi8(nK0, konst)
+	for r := range m {
+		o.zero(fReg(r, 0))
+		o.zero(fReg(r, 1))
+	}
+	o.i("CBZ R0, done")
+	o.f("loop:")
+	// The super-block's scale table (256 bytes at tbl-256(SP)), one j
+	// pair (rows j0 = 2jp, j1 = 2jp + 1) at a time: row j0's vectors in
+	// V0..V3, j1's in V4..V7.
+	for jp := range 2 {
+		for s := range 2 {
+			j, v := 2*jp+s, 4*s
+			if j == 0 {
+				o.i("MOVD R5, R12")
+			} else {
+				o.i("ADD $%d, R5, R12", j*metaBytes)
+			}
+			if q6 {
+				// D = d·sc, 16 floats: V(v+q) = D[4q .. 4q+3].
+				o.ld1r4h(11, 12)
+				o.fcvtl(11, 11)
+				o.i("ADD $4, R12, R12")
+				o.ld1p(8, 1, 12)
+				o.xtl(9, 8, false, false, true)
+				o.xtl(10, 8, false, true, true)
+				for q := range 4 {
+					o.xtl(v+q, 9+q/2, false, q%2 == 1, false)
+				}
+				for q := range 4 {
+					o.scvtf(v+q, v+q, 0)
+					o.fmul(v+q, v+q, 11)
+				}
+				continue
+			}
+			// ggml's get_scale_min_k4 in scalar registers (words w0, w1,
+			// w2 of the 12 bytes): scales 0..3 = w0 & 0x3f, 4..7 = w2's
+			// low nibbles | w0's bits 7:6 at 5:4; mins likewise from w1
+			// and w2's high nibbles. 8 bytes each, widened and converted:
+			// V(v), V(v+1) = D[0..3], D[4..7]; V(v+2), V(v+3) = M[0..3],
+			// M[4..7].
+			o.i("MOVWU 4(R12), R20")
+			o.i("MOVWU 8(R12), R21")
+			o.i("MOVWU 12(R12), R22")
+			for k, src := range []string{"R20", "R21"} {
+				o.i("ANDW $0x3f3f3f3f, %s, R23", src)
+				o.i("LSRW $2, %s, R24", src)
+				o.i("ANDW $0x30303030, R24, R24")
+				if k == 0 {
+					o.i("ANDW $0x0f0f0f0f, R22, R25")
+				} else {
+					o.i("LSRW $4, R22, R25")
+					o.i("ANDW $0x0f0f0f0f, R25, R25")
+				}
+				o.i("ORRW R24, R25, R25")
+				o.i("ORR R25<<32, R23, R23")
+				o.i("FMOVD R23, F%d", v+2*k)
+				o.xtl(v+2*k, v+2*k, true, false, true)
+				o.xtl(v+2*k+1, v+2*k, true, true, false)
+				o.xtl(v+2*k, v+2*k, true, false, false)
+			}
+			o.ld1r4h(8, 12)
+			o.fcvtl(8, 8)
+			o.i("ADD $2, R12, R12")
+			o.ld1r4h(9, 12)
+			o.fcvtl(9, 9)
+			for q := range 4 {
+				o.ucvtf(v+q, v+q)
+				o.fmul(v+q, v+q, 8+q/2)
+			}
+		}
+		o.i("MOVD $tbl-256(SP), R13")
+		if q6 {
+			// Pair q, half h: [D(j0, 4q+h), D(j0, 4q+2+h), D(j1, 4q+h),
+			// D(j1, 4q+2+h)] at (4q + 2jp + h)·16.
+			if jp > 0 {
+				o.i("ADD $32, R13, R13")
+			}
+			o.i("MOVD $64, R11")
+			for q := range 4 {
+				o.uzp1s(nkT, q, 4+q)
+				o.uzp2s(nkS, q, 4+q)
+				o.st1pr(nkT, 2, 13, 11)
+			}
+			continue
+		}
+		// Pair q: [D(j0, 2q), D(j0, 2q+1), D(j1, 2q), D(j1, 2q+1)] at
+		// (2q + jp)·16; then the mins the same way from 128 on.
+		if jp > 0 {
+			o.i("ADD $16, R13, R13")
+		}
+		o.i("MOVD $32, R11")
+		for k := range 2 {
+			for q := range 4 {
+				if q%2 == 0 {
+					o.zip1d(10, 2*k+q/2, 4+2*k+q/2)
+				} else {
+					o.zip2d(10, 2*k+q/2, 4+2*k+q/2)
+				}
+				o.st1pr(10, 1, 13, 11)
+			}
+		}
+	}
+	o.i("MOVD $tbl-256(SP), R12")
+	o.i("MOVD $4, R15")
+	o.f("pair:")
+	o.ld1p(tab, ntab, 12)
+	loadRow := func(r int) {
+		if r == 0 {
+			o.i("MOVD R1, R8")
+			o.i("MOVD R2, R9")
+		}
+		o.ld1p(aReg(r), 4, 8)
+		o.ld1r2dp(aReg(r)+4, 9)
+	}
+	if resident {
+		for r := range m {
+			loadRow(r)
+		}
+	}
+	for jp := range 2 {
+		for s := range 2 {
+			w := nW + 4*s
+			if q6 {
+				unpackQ6KNEON(o, w)
+			} else {
+				o.ld1p(w+2, 2, 4)
+				o.and(w, w+2, nK0)
+				o.and(w+1, w+3, nK0)
+				o.ushr8(w+2, w+2, 4)
+				o.ushr8(w+3, w+3, 4)
+			}
+		}
+		for r := range m {
+			if !resident {
+				loadRow(r)
+			}
+			a := aReg(r)
+			// Per half (Q4_K: the whole pair) the two rows' int32 lanes,
+			// combined as the other kernels' into [S(j0, ·), S(j0, ·),
+			// S(j1, ·), S(j1, ·)], times the table's lane scales and dx.
+			halves := 1
+			if q6 {
+				halves = 2
+			}
+			for h := range halves {
+				i0, i1 := nkI+2*h, nkI+2*h+1
+				o.zero(i0)
+				o.zero(i1)
+				for v := range 4 / halves {
+					vv := v + 2*h
+					if !q6 {
+						vv = v
+					}
+					o.sdot(i0, nW+vv, a+vv)
+					o.sdot(i1, nW+4+vv, a+vv)
+				}
+			}
+			for h := range halves {
+				i0, i1 := nkI+2*h, nkI+2*h+1
+				o.zip1d(nkT, i0, i1)
+				o.zip2d(i1, i0, i1)
+				o.add4s(nkT, nkT, i1)
+				o.scvtf(nkT, nkT, fbits)
+				o.fmul(nkS, tab+halves*jp+h, a+4)
+				o.fmla(fReg(r, jp), nkT, nkS)
+			}
+		}
+	}
+	o.i("ADD R3, R1, R1")
+	o.i("ADD R10, R2, R2")
+	o.i("SUBS $1, R15, R15")
+	o.i("BNE pair")
+	if !q6 {
+		// The mins: F(r, jp) −= [M(j0, 2k), M(j0, 2k+1), M(j1, 2k),
+		// M(j1, 2k+1)]·[acx(2k), acx(2k+1)] twice (LD1R .2D of ac, the
+		// activations' d_x·Σq), k = 0..3; V(2k + jp) = the table's M.
+		o.ld1p(0, 4, 12)
+		o.ld1p(4, 4, 12)
+		for r := range m {
+			if r == 0 {
+				o.i("MOVD R14, R8")
+			} else {
+				o.i("ADD $%d, R14, R8", 32*r)
+			}
+			for k := range 4 {
+				o.ld1r2dp(nkI, 8)
+				o.fmls(fReg(r, 0), 2*k, nkI)
+				o.fmls(fReg(r, 1), 2*k+1, nkI)
+			}
+		}
+		o.i("ADD R19, R14, R14")
+	}
+	o.i("ADD $%d, R5, R5", 4*metaBytes)
+	o.i("SUBS $1, R0, R0")
+	o.i("BNE loop")
+	o.f("done:")
+	for r := range m {
+		o.faddp(fReg(r, 0), fReg(r, 0), fReg(r, 1))
+		o.st1(fReg(r, 0), 6)
+		if r < m-1 {
+			o.i("ADD R7, R6, R6")
+		}
+	}
+	o.i("RET")
+}
+
+// unpackQ6KNEON loads one row's Q6_K pair (48 bytes at x4,
+// post-incremented) into Vw..Vw+3 as the signed bytes 4·(u − 32), vector v
+// holding positions 16v..16v+15: u − 32 = lo + 16·(hi − 2), and hi XOR 2
+// is hi − 2 as 2-bit two's complement, so the byte (lo | (hi XOR 2) << 4)
+// << 2 is 4·(u − 32). The high-bit bytes are XORed with 0xaa (every
+// field's top bit) once; each vector's nibble keeps bits 3:0, SLI #4 puts
+// the field (shifted down to bits 1:0) at 5:4 (and the next field at 7:6),
+// and SHL #2 drops the latter. Uses V8.
+func unpackQ6KNEON(o *neonOut, w int) {
+	o.ld1p(w, 2, 4) // w: bytes 0..15 (positions 0..15 low, 32..47 high nibbles), w+1: bytes 16..31
+	o.ld1p(nkI, 1, 4)
+	o.eor(nkI, nkI, nK0)
+	o.ushr8(w+2, w, 4)
+	o.ushr8(w+3, w+1, 4)
+	for v := range 4 {
+		if v > 0 {
+			o.ushr8(nkI, nkI, 2)
+		}
+		o.sli8(w+v, nkI, 4)
+		o.shl8(w+v, w+v, 2)
 	}
 }

@@ -1,6 +1,6 @@
 // Command quantk generates kernels/quant/kquant_amd64.s, the AVX512-VNNI
-// GEMV/small-M GEMM microkernels of package quant for GGUF's K-quants
-// (Q4_K, Q6_K), with avo:
+// and AVX2 GEMV/small-M GEMM microkernels of package quant for GGUF's
+// K-quants (Q4_K, Q6_K), with avo:
 //
 //	cd kernels/_asm && go run ./quantk -out ../quant/kquant_amd64.s
 //
@@ -47,6 +47,50 @@
 // Registers (mr = 4): 16 float accumulators, 4 row scales dx, 4 per-row D
 // vectors, the index, the weights, the lane scales, the int32 lanes, the
 // scaled product, constants: 32 zmm.
+//
+// AVX2 (kern<F>AVX2m<m>: tiles of m = 1 or 2 rows of X, as the avx2
+// backend's other kernels; ymm, 8 int32 lanes): a pair is two 32-byte
+// halves, positions 0..31 (pair lanes 0..7) and 32..63 (lanes 8..15). The
+// D vectors of the 4 W rows are made per super-block as above (ymm: Q4_K
+// 8 floats, Q6_K 2 × 8) and kept in the stack frame, from where VPERMPS
+// reads them as its table (16 ymm do not hold them beside the
+// accumulators), once per pair and W row (Q6_K: per half), shared by the
+// rows of X; VPERMPS indexes by the low 3 bits, so the zmm kernels' index
+// constants serve (Q6_K: bytes 0..31 for the first half, 32..63 for the
+// second, with the table D[0..7] for pairs 0, 1 and D[8..15] for pairs 2,
+// 3). Per pair and W row, the 32 bytes at b give the nibbles, shared by
+// the rows: w = bytes & 0x0f (positions 0..31), w1 = (bytes >> 4) & 0x0f
+// (32..63; VPSRLW, VPAND).
+//
+//   - Q4_K: per row, VPMADDUBSW(w u8, x0 s8) and VPMADDUBSW(w1, x1) give
+//     int16 pair sums of at most 2·15·128 = 3840 in magnitude (no
+//     saturation for any int8 activation); both halves' lanes are the same
+//     blocks (lane l: block 2p + l%2), so VPADDW adds them (≤ 7680) before
+//     one VPMADDWD with int16 ones widens to int32: 8 lanes of Σ u·q over
+//     8 positions. VCVTDQ2PS, times the lane scales (VPERMPS of D by
+//     kq4idx, times the row's broadcast [dx0, dx1, ...]) and VFMADD231PS
+//     into the (row, column) accumulator. The mins as the zmm kernel, one
+//     VFNMADD231PS of ymm per row and column.
+//   - Q6_K: the high 2 bits from the pair's last 16 bytes in both 128-bit
+//     lanes (VBROADCASTI128), lane 1 shifted right by 2 per quadword
+//     (VPSRLVQ by kq6shr: 0, 0, 2, 2; the bits that cross from the next
+//     byte land in bits 7:6, masked off): bits 5:4 now hold the fields of
+//     positions 32..47 (lane 0, field 2) and 48..63 (lane 1, field 3), so
+//     u1 = w1 | h & 0x30; bits 1:0 hold fields 0 and 1 (positions 0..15,
+//     16..31), moved to bits 5:4 by VPSLLW 4: u0 = w | (h << 4) & 0x30.
+//     The halves' lanes are different sub-blocks (4p + 2(l%2) + half), so
+//     each half is its own int32 vector: VPMADDUBSW(u, x) (u ≤ 63: pair
+//     sums at most 2·63·128 = 16128 < 2^15, no saturation), VPMADDWD with
+//     ones, VPADDD of the activations' lane corrections −32·Σq (ac, 8
+//     int32 per half), so a lane holds Σ (u − 32)·q exactly (|·| ≤ 8·63·128
+//   - 8·32·128 < 2^24: VCVTDQ2PS is exact); then VCVTDQ2PS, times the
+//     half's lane scales and dx, VFMADD231PS as Q4_K.
+//
+// Registers (AVX2): 4m float accumulators, the unpacked halves w, w1, the
+// high bits (then the scaled product), the int32 lanes, the lane scales
+// and m row scales dx; m = 1 keeps x0, x1 and the constants (0x0f, ones,
+// 0x30) in registers too, m = 2 (16 of 16 ymm with the 0x0f mask) reads
+// x, ones and 0x30 from memory.
 package main
 
 import (
@@ -84,6 +128,14 @@ var (
 	// kq6Rot: VPROLVQ counts bringing field L (bits 2L+1:2L of every byte
 	// of 128-bit lane L) to bits 5:4: 4, 2, 0, 62 (= right by 2).
 	kq6Rot = asmutil.Words64("kq6rot", true, func(l int) uint64 { return uint64((4 - 2*(l/2) + 64) % 64) })
+	// The AVX2 kernels' constants: kq6Shr the VPSRLVQ counts on the
+	// high-bit bytes broadcast to both 128-bit lanes (0 for lane 0, 2 for
+	// lane 1); the masks 0x0f and 0x30 and int16 ones (registers where
+	// they fit, else these memory operands).
+	kq6Shr   = asmutil.Words64("kq6shr", true, func(l int) uint64 { return map[bool]uint64{false: 0, true: 2}[l%4 >= 2] })
+	kqMask0F = asmutil.Words64("kqmask0f", false, func(int) uint64 { return 0x0f0f0f0f })
+	kqMask30 = asmutil.Words64("kqmask30", false, func(int) uint64 { return 0x30303030 })
+	kqOnes16 = asmutil.Words64("kqones16", false, func(int) uint64 { return 0x00010001 })
 	// The VPERMPS indices of pair pp of a super-block.
 	kq4Idx = make([]func() Mem, 4)
 	kq6Idx = make([]func() Mem, 4)
@@ -101,6 +153,11 @@ func main() {
 	for _, f := range []format{q4k, q6k} {
 		for m := 1; m <= 4; m++ {
 			genVNNI(f, m)
+		}
+	}
+	for _, f := range []format{q4k, q6k} {
+		for m := 1; m <= 2; m++ {
+			genAVX2(f, m)
 		}
 	}
 	Generate()
@@ -263,6 +320,182 @@ func genVNNI(f format, m int) {
 
 	Label(name + "_store")
 	asmutil.StoreZRows(acc, w, g.C, g.LDC)
+	VZEROUPPER()
+	RET()
+}
+
+var ymm = asmutil.Ymm
+
+// genAVX2 emits kern<F>AVX2m<m>, m = 1 or 2 (see the doc comment's AVX2
+// part).
+func genAVX2(f format, m int) {
+	name := fmt.Sprintf("kern%sAVX2m%d", f.name, m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes a %d×4 %s tile with VPMADDUBSW; see the generator.", name, m, f.name))
+	g := loadArgs(f)
+	// The super-block's sub-block scales D of the 4 W rows, 8 (Q4_K) or
+	// 16 (Q6_K) floats per row: VPERMPS reads its table from here.
+	dBytes := 32
+	if f == q6k {
+		dBytes = 64
+	}
+	dloc := AllocLocal(nr * dBytes)
+	acc := make([][nr]VecPhysical, m)
+	for r := range acc {
+		for j := range acc[r] {
+			acc[r][j] = ymm[r*nr+j]
+			VXORPS(acc[r][j], acc[r][j], acc[r][j])
+		}
+	}
+	free := ymm[nr*m:]
+	take := func() VecPhysical { v := free[0]; free = free[1:]; return v }
+	var x [2][2]Op // x[r][h]: row r's half h (positions 32h..32h+31)
+	if m == 1 {
+		x[0] = [2]Op{take(), take()}
+	} else {
+		for r := 0; r < m; r++ {
+			x[r] = [2]Op{Mem{Base: g.A, Disp: r * 64}, Mem{Base: g.A, Disp: r*64 + 32}}
+		}
+	}
+	dx := make([]VecPhysical, m)
+	for r := range dx {
+		dx[r] = take()
+	}
+	w, w1, h, t, dl := take(), take(), take(), take(), take()
+	// The constants, most used first: registers while any are left.
+	konst := func(mem func() Mem, pattern uint32) Op {
+		if len(free) == 0 {
+			return mem()
+		}
+		v := take()
+		asmutil.Broadcast32(v, v, pattern)
+		return v
+	}
+	mask0f := konst(kqMask0F, 0x0f0f0f0f)
+	ones := konst(kqOnes16, 0x00010001)
+	var mask30 Op
+	if f == q6k {
+		mask30 = konst(kqMask30, 0x30303030)
+	}
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+
+	// The super-block's sub-block scales per W row, into dloc.
+	for j := 0; j < nr; j++ {
+		mb := Mem{Base: g.BS, Disp: j * f.metaBytes}
+		VPBROADCASTW(mb, asmutil.X(t))
+		VCVTPH2PS(asmutil.X(t), t)
+		if f == q4k {
+			q4kScaleBytes(mb.Offset(4), false)
+			VMOVQ(RAX, asmutil.X(dl))
+			VPMOVZXBD(asmutil.X(dl), dl)
+			VCVTDQ2PS(dl, dl)
+			VMULPS(t, dl, dl)
+			VMOVUPS(dl, dloc.Offset(j*dBytes))
+			continue
+		}
+		for k := 0; k < 2; k++ {
+			VPMOVSXBD(mb.Offset(4+8*k), dl)
+			VCVTDQ2PS(dl, dl)
+			VMULPS(t, dl, dl)
+			VMOVUPS(dl, dloc.Offset(j*dBytes+32*k))
+		}
+	}
+
+	for pp := 0; pp < 4; pp++ {
+		if m == 1 {
+			VMOVDQU(Mem{Base: g.A}, x[0][0].(VecPhysical))
+			VMOVDQU(Mem{Base: g.A, Disp: 32}, x[0][1].(VecPhysical))
+		}
+		for r := 0; r < m; r++ {
+			VBROADCASTSD(Mem{Base: g.AS, Disp: r * 8}, dx[r])
+		}
+		for off := 0; off < nr*f.pairBytes; off += 64 {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+		}
+		for j := 0; j < nr; j++ {
+			wm := Mem{Base: g.B, Disp: j * f.pairBytes}
+			// The nibbles: positions 0..31 low (w), 32..63 high (w1).
+			VMOVDQU(wm, w)
+			VPSRLW(U8(4), w, w1)
+			VPAND(mask0f, w, w)
+			VPAND(mask0f, w1, w1)
+			if f == q4k {
+				VMOVDQU(kq4Idx[pp](), dl)
+				VPERMPS(dloc.Offset(j*dBytes), dl, dl)
+				for r := 0; r < m; r++ {
+					// Both halves' lanes are the same blocks: add the
+					// int16 pair sums, then one VPMADDWD.
+					VPMADDUBSW(x[r][0], w, t) // Go operand order: src2 (s8), src1 (u8), dst
+					VPMADDUBSW(x[r][1], w1, h)
+					VPADDW(h, t, t)
+					VPMADDWD(ones, t, t)
+					VCVTDQ2PS(t, t)
+					VMULPS(dx[r], dl, h)
+					VFMADD231PS(t, h, acc[r][j])
+				}
+				continue
+			}
+			// Q6_K's high 2 bits: the 16 bytes in both 128-bit lanes,
+			// lane 1 shifted right by 2, so that bits 1:0 hold fields 0
+			// (lane 0) and 1 (lane 1) and bits 5:4 fields 2 and 3.
+			VBROADCASTI128(wm.Offset(32), h)
+			VPSRLVQ(kq6Shr(), h, h)
+			VPSLLW(U8(4), h, t)
+			VPAND(mask30, t, t)
+			VPOR(t, w, w)
+			VPAND(mask30, h, h)
+			VPOR(h, w1, w1)
+			for hh, u := range []VecPhysical{w, w1} {
+				VMOVDQU(kq6Idx[pp]().Offset(32*hh), dl) // only the low 3 bits index
+				VPERMPS(dloc.Offset(j*dBytes+32*(pp/2)), dl, dl)
+				for r := 0; r < m; r++ {
+					VPMADDUBSW(x[r][hh], u, t)
+					VPMADDWD(ones, t, t)
+					VPADDD(Mem{Base: g.AC, Disp: r*64 + 32*hh}, t, t)
+					VCVTDQ2PS(t, t)
+					VMULPS(dx[r], dl, h)
+					VFMADD231PS(t, h, acc[r][j])
+				}
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+		if f == q6k {
+			ADDQ(g.SA, g.AC)
+		}
+		ADDQ(U32(nr*f.pairBytes), g.B)
+	}
+
+	if f == q4k {
+		// The mins: acc −= dmin·m (8 floats) × d_x·Σq (8 floats, ac).
+		for j := 0; j < nr; j++ {
+			mb := Mem{Base: g.BS, Disp: j * f.metaBytes}
+			q4kScaleBytes(mb.Offset(4), true)
+			VMOVQ(RAX, asmutil.X(dl))
+			VPMOVZXBD(asmutil.X(dl), dl)
+			VCVTDQ2PS(dl, dl)
+			VPBROADCASTW(mb.Offset(2), asmutil.X(t))
+			VCVTPH2PS(asmutil.X(t), t)
+			VMULPS(t, dl, dl)
+			for r := 0; r < m; r++ {
+				VFNMADD231PS(Mem{Base: g.AC, Disp: r * 32}, dl, acc[r][j])
+			}
+		}
+		ADDQ(g.acs, g.AC)
+	}
+	ADDQ(U32(nr*f.metaBytes), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		asmutil.StoreRow(acc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
 	VZEROUPPER()
 	RET()
 }
