@@ -60,10 +60,11 @@ Every figure is the median of at least 5 timed repetitions after a warm-up, with
 min, max and coefficient of variation; threads are pinned with sched_setaffinity;
 buffers are mapped with mmap. GB/s = 1e9 bytes/s, bytes counted as STREAM does.
 
-Writes results/<host>-<yyyymmdd-hhmmss>/ (a new directory each run: -2, -3, ...
-is added when probes start in the same second; or --out DIR) with profile.json,
-profile.md and PNG plots. --json FILE's directory is checked before measuring. --json - prints the profile on stdout instead (the
-directory is then written only if --out is given).`,
+Writes results/<host>-<yyyymmdd-hhmmss>/ (a new directory each run: -2, -3,
+... is added when probes start in the same second; or --out DIR) with
+profile.json, profile.md and PNG plots. --json FILE also writes the profile
+to FILE (its directory is checked before measuring); --json - prints it on
+stdout instead (the directory is then written only if --out is given).`,
 		Example: `  bench probe                      # everything, about 1-3 minutes on 2 cores
   bench probe --quick              # under 45 seconds
   bench probe --only memory --threads 1,2 --max-ws 2GiB

@@ -583,6 +583,10 @@ func sweepRun(ctx context.Context, o *sweepOptions) (err error) {
 	}
 	prog.finish()
 	if err := ctx.Err(); err != nil {
+		if created && len(all) == 0 {
+			fmt.Fprintf(errw, "sweep: interrupted before a cell finished; %s removed\n", dir)
+			return err
+		}
 		fmt.Fprintf(errw, "sweep: interrupted: %d of %d cells done, kept in %s; rerun the same command (--out %s) to resume\n",
 			len(cells)-len(todo)+len(ran), len(cells), cellsPath, dir)
 		return err
