@@ -289,6 +289,9 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	b.t.head[p][iEmbed].add(st, T)
 
 	for li := range m.layers {
+		if err := m.opts.ctxErr(); err != nil {
+			return nil, err
+		}
 		l := &m.layers[li]
 		tm := &b.t.layer[p][li]
 
@@ -403,6 +406,9 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 		tm[iFFNResidual].add(st, T)
 	}
 
+	if err := m.opts.ctxErr(); err != nil {
+		return nil, err
+	}
 	// Final norm and LM head on the rows whose logits are wanted.
 	r0 := T - 1
 	if all {

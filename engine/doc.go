@@ -57,8 +57,12 @@
 // RoPE scaling, untied LM heads, Qwen3's per-head QK-norm and Qwen3-MoE's
 // sparse FFN (transformers' Qwen3MoeSparseMoeBlock).
 //
+// Options.Context stops New's packing and every forward call between
+// layers, so a command stops within about one layer's time of Ctrl-C.
+//
 // The engine calls kernels (the non-linear kernels) and kernels/gemm, never
 // assembly directly; it reads configs through models and shares operator
-// names and phases with roofline. It must not import probes, reports or cmd
-// (imports_test.go checks).
+// names and phases with roofline; weight files are opened with
+// internal/regfile (a named pipe or device is refused). It must not import
+// probes, reports or cmd (imports_test.go checks).
 package engine

@@ -9,12 +9,12 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/cpubench/bench/internal/regfile"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/quant"
@@ -250,7 +250,7 @@ func LoadGGUFLayers(path string, layers int) (*Weights, error) {
 
 // withFile opens path and calls f on it.
 func withFile(path string, f func(r io.ReaderAt, size int64) error) error {
-	fh, err := os.Open(path)
+	fh, err := regfile.Open(path)
 	if err != nil {
 		return fmt.Errorf("engine: %w", err)
 	}

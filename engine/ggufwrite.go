@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -41,7 +42,14 @@ var GGUFFormats = []string{"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q6_k",
 // the weights are meaningless, so only speed is comparable. Errors: an MoE
 // or otherwise unsupported config, an unknown format, a vocab of the wrong
 // size, or the file system's.
-func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed uint64) (err error) {
+func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed uint64) error {
+	return WriteSyntheticGGUFContext(context.Background(), path, c, format, v, seed)
+}
+
+// WriteSyntheticGGUFContext is WriteSyntheticGGUF stopped with ctx's error
+// when ctx is done (checked before each chunk of 1024 rows): the temporary
+// file is then removed and path left as it was.
+func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, format string, v GGUFVocab, seed uint64) (err error) {
 	arch := "qwen3"
 	if !c.QKNorm {
 		arch = "llama"
@@ -196,6 +204,9 @@ func WriteSyntheticGGUF(path string, c Config, format string, v GGUFVocab, seed 
 			// float32.
 			const chunk = 1024
 			for r0 := 0; r0 < rows; r0 += chunk {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
 				nr := min(chunk, rows-r0)
 				w := make([]float32, nr*n)
 				for i := range w {

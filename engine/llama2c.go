@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 
+	"github.com/cpubench/bench/internal/regfile"
 	"github.com/cpubench/bench/kernels"
 )
 
@@ -31,7 +31,7 @@ const (
 
 // LoadLlama2C reads the llama2.c checkpoint at path (see ReadLlama2C).
 func LoadLlama2C(path string) (*Weights, error) {
-	f, err := os.Open(path)
+	f, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 	"runtime"
@@ -93,6 +94,23 @@ type Options struct {
 	// QuantBackend is the kernels/quant backend of quantized weight
 	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
 	QuantBackend string
+	// Context, if set, is checked by New before it packs each layer, by
+	// every forward call (Batch.Prefill, PrefillAll, Decode, Session's)
+	// before each decoder layer and before the LM head, and by TimeLinear
+	// before each run. Once it is done they return its error
+	// (context.Canceled or context.DeadlineExceeded) within about one
+	// layer's time; a stopped forward call leaves its slots' positions
+	// unchanged (the caches' rows it wrote are overwritten by the next).
+	Context context.Context
+}
+
+// ctxErr is the error of the Model's Context, nil while it runs or when
+// none is set.
+func (o *Options) ctxErr() error {
+	if o.Context == nil {
+		return nil
+	}
+	return o.Context.Err()
 }
 
 // Model is a model's weights packed once, at load time, for its backends
@@ -288,6 +306,9 @@ func New(w *Weights, o Options) (*Model, error) {
 	}
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
 	for i := range m.layers {
+		if err == nil {
+			err = o.ctxErr()
+		}
 		lw, l := &w.Layers[i], &m.layers[i]
 		l.attnNorm, l.ffnNorm, l.qNorm, l.kNorm = lw.AttnNorm, lw.FFNNorm, lw.QNorm, lw.KNorm
 		l.wq = mk(OpQProj, "wq", i, lw.Wq, lw.WqQ, q, d)
@@ -690,6 +711,9 @@ func (m *Model) TimeLinear(li int, op string, M, reps int) (float64, error) {
 	times := make([]float64, reps)
 	err = m.pool.Do(func(ms *pool.Master) error {
 		for i := range times {
+			if err := m.opts.ctxErr(); err != nil {
+				return err
+			}
 			st := time.Now()
 			if err := m.runLinear(ms, w, y, x, M, plan.get(op), nil); err != nil {
 				return err

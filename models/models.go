@@ -2,7 +2,9 @@
 // (HuggingFace config.json keys, embedded from configs/, provenance in
 // SOURCE.md) and loads them by name ("qwen3-0.6b") or from a user's
 // config.json. It converts a config into roofline.Arch; it does no
-// measurement and imports only the pure roofline package.
+// measurement and imports only the pure roofline package and
+// internal/regfile (a config path that is a named pipe or a device is
+// refused, not read).
 package models
 
 import (
@@ -15,8 +17,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cpubench/bench/internal/regfile"
 	"github.com/cpubench/bench/roofline"
 )
+
+// maxConfigBytes is the largest config.json read (real ones are a few kB).
+const maxConfigBytes = 16 << 20
 
 //go:embed configs/*.json
 var configFS embed.FS
@@ -76,7 +82,7 @@ func Load(nameOrPath string) (*Config, error) {
 		}
 		return nil, fmt.Errorf("model %q: not a shipped config (have %s) nor a file", nameOrPath, strings.Join(Names(), ", "))
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := regfile.ReadFile(nameOrPath, maxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", nameOrPath, err)
 	}
@@ -94,7 +100,7 @@ func ReadConfig(nameOrPath string) ([]byte, string, error) {
 	if _, err := Load(nameOrPath); err != nil {
 		return nil, "", err
 	}
-	data, err := os.ReadFile(nameOrPath)
+	data, err := regfile.ReadFile(nameOrPath, maxConfigBytes)
 	if err != nil {
 		return nil, "", fmt.Errorf("model %s: %w", nameOrPath, err)
 	}

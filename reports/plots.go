@@ -2,8 +2,10 @@ package reports
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"path/filepath"
 	"slices"
@@ -27,15 +29,55 @@ type Plot struct {
 
 // savePNG renders p at w x h and writes it atomically to dir/name.
 func savePNG(p *plot.Plot, w, h vg.Length, dir, name string) error {
+	return savePNGContext(context.Background(), p, w, h, dir, name)
+}
+
+// savePNGContext is savePNG stopped with ctx's error when ctx is done
+// (checked before drawing and while the PNG is encoded).
+func savePNGContext(ctx context.Context, p *plot.Plot, w, h vg.Length, dir, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	wt, err := p.WriterTo(w, h, "png")
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", name, err)
 	}
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := wt.WriteTo(ctxWriter{ctx, &buf}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("plot %s: %w", name, err)
 	}
 	return results.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes(), 0o644)
+}
+
+// untilDone returns f's result, or ctx's error as soon as ctx is done; f
+// (which must write nothing) then finishes unobserved.
+func untilDone[T any](ctx context.Context, f func() T) (T, error) {
+	ch := make(chan T, 1)
+	go func() { ch <- f() }()
+	select {
+	case v := <-ch:
+		return v, nil
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// ctxWriter is w failing with ctx's error once ctx is done: the PNG
+// encoder of a large figure (seconds) stops at its next write.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
 }
 
 // bytesTicks labels a log2 axis of byte sizes at powers of 4 (16 KiB, 64 KiB, ...).

@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -124,8 +125,21 @@ func ErrorQuantiles(measured, predicted []float64) (median, p90 float64, n int) 
 // absent is skipped with a note in report.md and SweepSummary.Notes; only
 // an empty cell list or a write failure is an error.
 func Sweep(cells []results.SweepCell, outDir string, o SweepOptions) (*SweepSummary, error) {
+	return SweepContext(context.Background(), cells, outDir, o)
+}
+
+// SweepContext is Sweep, stopped with ctx's error when ctx is done (checked
+// before each section). The files are rendered into a
+// temporary directory inside outDir and moved into outDir (report.md
+// last) only once all are written, so a report that fails or is stopped
+// leaves outDir as it was: no new or partial file, and no outDir if this
+// call created it.
+func SweepContext(ctx context.Context, cells []results.SweepCell, outDir string, o SweepOptions) (_ *SweepSummary, err error) {
 	if len(cells) == 0 {
 		return nil, errors.New("report: no cells to render")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if o.Precision == "" {
 		o.Precision = "fp32"
@@ -133,17 +147,33 @@ func Sweep(cells []results.SweepCell, outDir string, o SweepOptions) (*SweepSumm
 	if o.Title == "" {
 		o.Title = "bench sweep report"
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
+	undo, err := results.MkdirAll(outDir)
+	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	stage, err := os.MkdirTemp(outDir, ".report-tmp-*")
+	if err != nil {
+		undo()
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	defer func() {
+		os.RemoveAll(stage)
+		if err != nil {
+			undo()
+		}
+	}()
 	d := newSweepData(cells, o)
+	d.ctx = ctx
 	s := &SweepSummary{Cells: len(cells), Machines: d.srcs, Dates: d.dates, Notes: d.notes}
-	r := &sweepReport{d: d, s: s, dir: outDir}
+	r := &sweepReport{d: d, s: s, dir: stage}
 	var body bytes.Buffer
 	for _, sec := range []func(*bytes.Buffer) error{
 		r.latencySection, r.baselineSection, r.cellsSection, r.throughputSection, r.breakdownSection,
 		r.predictionSection, r.regimeSection, r.ablationSection, r.machinesSection, r.cellNotesSection,
 	} {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if err := sec(&body); err != nil {
 			return nil, err
 		}
@@ -180,10 +210,40 @@ func Sweep(cells []results.SweepCell, outDir string, o SweepOptions) (*SweepSumm
 		md.WriteString("\n")
 	}
 	md.Write(body.Bytes())
-	if err := results.WriteFileAtomic(filepath.Join(outDir, "report.md"), md.Bytes(), 0o644); err != nil {
+	if err := results.WriteFileAtomic(filepath.Join(stage, "report.md"), md.Bytes(), 0o644); err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := moveFiles(stage, outDir, "report.md"); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// moveFiles renames every file of dir src into dst, last the one named
+// last (renames of one file system: no copy, nothing to interrupt).
+func moveFiles(src, dst, last string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	slices.SortStableFunc(ents, func(a, b os.DirEntry) int {
+		switch {
+		case a.Name() == last:
+			return 1
+		case b.Name() == last:
+			return -1
+		}
+		return 0
+	})
+	for _, e := range ents {
+		if err := os.Rename(filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	return nil
 }
 
 func plural(what string, vs []string) string {
@@ -205,6 +265,7 @@ type panelKey struct{ src, model, workload string }
 
 // sweepData is the cells with the labels and orders every section shares.
 type sweepData struct {
+	ctx   context.Context // stops the figures' drawing and encoding
 	o     SweepOptions
 	cells []results.SweepCell
 	src   []string // per cell: machine label, with host and date added where keys collide
@@ -220,7 +281,7 @@ type sweepData struct {
 }
 
 func newSweepData(cells []results.SweepCell, o SweepOptions) *sweepData {
-	d := &sweepData{o: o, cells: cells, at: map[cellCoord]int{}}
+	d := &sweepData{ctx: context.Background(), o: o, cells: cells, at: map[cellCoord]int{}}
 	d.src = sweepSources(cells)
 	var threads []int
 	var ptrs []*results.SweepCell

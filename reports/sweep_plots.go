@@ -2,6 +2,7 @@ package reports
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image/color"
 	"math"
@@ -97,7 +98,10 @@ func barWidthFor(pw vg.Length, groups, series int) vg.Length {
 
 // savePanels draws plots in a grid of at most cols columns, each pw × ph,
 // aligned (plot.Align), and writes the PNG atomically to dir/name.
-func savePanels(ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) error {
+func savePanels(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	cols = max(1, min(cols, len(ps)))
 	rows := (len(ps) + cols - 1) / cols
 	grid := make([][]*plot.Plot, rows)
@@ -109,7 +113,14 @@ func savePanels(ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) e
 			}
 		}
 	}
-	img := vgimg.NewWith(vgimg.UseWH(pw*vg.Length(cols), ph*vg.Length(rows)), vgimg.UseBackgroundColor(color.White))
+	// Allocating and clearing a large canvas takes seconds and checks no
+	// context: wait for it only while ctx runs.
+	img, err := untilDone(ctx, func() *vgimg.Canvas {
+		return vgimg.NewWith(vgimg.UseWH(pw*vg.Length(cols), ph*vg.Length(rows)), vgimg.UseBackgroundColor(color.White))
+	})
+	if err != nil {
+		return err
+	}
 	dc := draw.New(img)
 	t := draw.Tiles{Rows: rows, Cols: cols,
 		PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
@@ -117,13 +128,19 @@ func savePanels(ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) e
 	cs := plot.Align(grid, t, dc)
 	for r := range grid {
 		for c := range grid[r] {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if grid[r][c] != nil {
 				grid[r][c].Draw(cs[r][c])
 			}
 		}
 	}
 	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(ctxWriter{ctx, &buf}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("plot %s: %w", name, err)
 	}
 	return results.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes(), 0o644)
@@ -248,7 +265,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
 		ps = append(ps, pl)
 	}
-	return savePanels(ps, 2, pw, sweepPanelH, dir, name)
+	return savePanels(d.ctx, ps, 2, pw, sweepPanelH, dir, name)
 }
 
 // batchTicks labels exactly the batch sizes swept.
@@ -322,7 +339,7 @@ func throughputPNG(d *sweepData, dir, name string) error {
 		pl.Y.Min = 0
 		ps = append(ps, pl)
 	}
-	return savePanels(ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name)
+	return savePanels(d.ctx, ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name)
 }
 
 // breakdownPNG: 100 % stacked bars of the operator groups.
@@ -390,7 +407,7 @@ func breakdownPNG(d *sweepData, phase string, bars []breakdownBar, dir, name str
 	pl.Y.Min, pl.Y.Max = 0, 132
 	pl.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}}
 	width := max(6*vg.Inch, vg.Length(len(bars))*0.75*vg.Inch+1.8*vg.Inch)
-	return savePNG(pl, width, 5.5*vg.Inch, dir, name)
+	return savePNGContext(d.ctx, pl, width, 5.5*vg.Inch, dir, name)
 }
 
 // predScatterPNG: measured vs predicted seconds per operator sample.
@@ -451,7 +468,7 @@ func predScatterPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, nam
 		}
 	}
 	pl.X.Min, pl.X.Max, pl.Y.Min, pl.Y.Max = lo, hi, lo, hi
-	return savePNG(pl, 7.5*vg.Inch, 7*vg.Inch, dir, name)
+	return savePNGContext(d.ctx, pl, 7.5*vg.Inch, 7*vg.Inch, dir, name)
 }
 
 // predErrorPNG: empirical CDF of |measured/predicted − 1|.
@@ -499,7 +516,7 @@ func predErrorPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, name 
 	pl.Y.Min, pl.Y.Max = 0, 1.05
 	pl.X.Min = 0
 	pl.X.Max = max(e[len(e)-1]*1.05, 0.01)
-	return savePNG(pl, 7.5*vg.Inch, 5*vg.Inch, dir, name)
+	return savePNGContext(d.ctx, pl, 7.5*vg.Inch, 5*vg.Inch, dir, name)
 }
 
 // tint mixes c with white: f = 0 gives c, 1 white.
@@ -629,7 +646,7 @@ func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
 		ph = max(ph, 1.8*vg.Inch+max(vg.Length(n)*0.27*vg.Inch, vg.Length(len(seen))*0.2*vg.Inch))
 		ps = append(ps, pl)
 	}
-	return savePanels(ps, 2, pw, ph, dir, name)
+	return savePanels(d.ctx, ps, 2, pw, ph, dir, name)
 }
 
 // machinesPNG: per (model, workload), bars per machine grouped by placement,
@@ -694,5 +711,5 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
 		ps = append(ps, pl)
 	}
-	return savePanels(ps, 2, pw, sweepPanelH, dir, name)
+	return savePanels(d.ctx, ps, 2, pw, sweepPanelH, dir, name)
 }

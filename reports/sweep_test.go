@@ -1,6 +1,8 @@
 package reports
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"image/png"
 	"math"
@@ -378,5 +380,34 @@ func TestSweepReportTargets(t *testing.T) {
 	}
 	if n := strings.Count(string(md), "Backends: m1:"); n < 3 {
 		t.Errorf("report.md names the backends %d times: want the header and every figure caption", n)
+	}
+}
+
+// SweepContext renders into a temporary directory and moves the files in
+// at the end: stopped, it leaves nothing (not even the directory it would
+// have created); finished, no temporary directory remains.
+func TestSweepContextStopped(t *testing.T) {
+	cells := []results.SweepCell{{Schema: results.SweepSchema, Key: "k/cores", Model: "tiny", Workload: "gsm8k",
+		Batch: 4, Threads: 1, Placement: "cores", Host: "h", Date: "2026-03-01T00:00:00Z",
+		Latency: results.Dist{Mean: 1, P50: 1, P90: 1, P99: 1, N: 1}, OutputTokS: 10}}
+	out := filepath.Join(t.TempDir(), "new", "report")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := SweepContext(ctx, cells, out, SweepOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped report: %v", err)
+	}
+	if _, err := os.Stat(filepath.Dir(out)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a stopped report left %s: %v", filepath.Dir(out), err)
+	}
+	if _, err := SweepContext(context.Background(), cells, out, SweepOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(out)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if !slices.Contains(names, "report.md") || !slices.Contains(names, "latency.png") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, ".") }) {
+		t.Errorf("files in the report directory: %v", names)
 	}
 }

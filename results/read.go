@@ -5,15 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/cpubench/bench/internal/regfile"
 )
 
+// MaxProfileBytes is the largest profile.json ReadProfile reads (a full
+// profile is under 1 MB).
+const MaxProfileBytes = 64 << 20
+
 // ReadProfile reads and validates a profile.json. Errors name the file and
-// the problem: unreadable file, invalid JSON (with the byte offset), a
-// missing or unsupported "schema", or a missing required key.
+// the problem: unreadable file, not a regular file (a named pipe or a
+// device is refused, not read), larger than MaxProfileBytes, invalid JSON
+// (with the byte offset), a missing or unsupported "schema", or a missing
+// required key.
 func ReadProfile(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, MaxProfileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", path, err)
 	}

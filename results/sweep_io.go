@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cpubench/bench/internal/regfile"
 )
 
 // Validate checks the keys a reader of a sweep cell relies on.
@@ -139,15 +141,22 @@ func sweepLines(data []byte) (lines [][]byte, truncated bool) {
 	return lines, truncated
 }
 
+// MaxSweepFileBytes is the largest sweep results file ReadSweepCells and
+// QuarantineSweepLines read (a cell with its per-request records is a
+// few kB to a few hundred kB).
+const MaxSweepFileBytes = 1 << 30
+
 // ReadSweepCells reads a sweep results file (one SweepCell per line), in
 // file order. A line that does not parse or is not a valid cell is skipped
 // and reported in skipped as a *SweepLineError naming file:line and the
 // problem (a truncated last line says so); the file itself is not changed
 // (see QuarantineSweepLines). Blank lines are ignored. err is set only
-// when the file cannot be read; a missing file gives an error wrapping
-// fs.ErrNotExist.
+// when the file cannot be read: a missing file gives an error wrapping
+// fs.ErrNotExist, a named pipe or device one wrapping
+// regfile.ErrNotRegular (it is not read), a file over MaxSweepFileBytes
+// one wrapping regfile.ErrTooLarge.
 func ReadSweepCells(path string) (cells []SweepCell, skipped []error, err error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, MaxSweepFileBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sweep results %s: %w", path, err)
 	}
@@ -188,7 +197,7 @@ func QuarantineSweepLines(path string, skipped []error, now time.Time) (saved st
 	if len(bad) == 0 {
 		return "", nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, MaxSweepFileBytes)
 	if err != nil {
 		return "", fmt.Errorf("quarantine %s: %w", path, err)
 	}

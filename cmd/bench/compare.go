@@ -35,16 +35,22 @@ func newCompareCmd(streams IO) *cobra.Command {
 	}
 }
 
-func compareRun(_ context.Context, opts *CompareOptions) error {
+func compareRun(ctx context.Context, opts *CompareOptions) error {
 	var ps []*results.Profile
 	var names []string
 	for _, path := range opts.Paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		p, err := results.ReadProfile(path)
 		if err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
 		ps = append(ps, p)
 		names = append(names, filepath.Base(filepath.Dir(path)))
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	return reports.Compare(opts.IO.Out, names, ps)
 }

@@ -75,15 +75,19 @@ func ggufRun(ctx context.Context, o *GGUFOptions) error {
 	if o.Layers > 0 {
 		cfg.Layers = o.Layers
 	}
-	v, err := workloads.Qwen3GGUFVocab(cfg.Vocab)
+	var v *workloads.GGUFVocab
+	err = untilDone(ctx, func() (err error) {
+		v, err = workloads.Qwen3GGUFVocab(cfg.Vocab)
+		return err
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("gguf: tokenizer: %w", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	ev := engine.GGUFVocab{Model: "gpt2", Pre: "qwen2", Tokens: v.Tokens, Types: v.Types, Merges: v.Merges, BOS: v.EOS, EOS: v.EOS}
-	if err := engine.WriteSyntheticGGUF(o.Out, cfg, o.Format, ev, o.Seed); err != nil {
+	if err := engine.WriteSyntheticGGUFContext(ctx, o.Out, cfg, o.Format, ev, o.Seed); err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}
 	fmt.Fprintf(o.IO.Out, "wrote %s: %s, %d layers, %s weights (random), Qwen3 tokenizer\n", o.Out, cfg.Name, cfg.Layers, o.Format)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,9 +60,11 @@ Every figure is the median of at least 5 timed repetitions after a warm-up, with
 min, max and coefficient of variation; threads are pinned with sched_setaffinity;
 buffers are mapped with mmap. GB/s = 1e9 bytes/s, bytes counted as STREAM does.
 
-Writes results/<host>-<yyyymmdd-hhmmss>/ (or --out DIR) with profile.json,
-profile.md and PNG plots. --json - prints the profile on stdout instead (the
-directory is then written only if --out is given).`,
+Writes results/<host>-<yyyymmdd-hhmmss>/ (a new directory each run: -2, -3,
+... is added when probes start in the same second; or --out DIR) with
+profile.json, profile.md and PNG plots. --json FILE also writes the profile
+to FILE (its directory is checked before measuring); --json - prints it on
+stdout instead (the directory is then written only if --out is given).`,
 		Example: `  bench probe                      # everything, about 1-3 minutes on 2 cores
   bench probe --quick              # under 45 seconds
   bench probe --only memory --threads 1,2 --max-ws 2GiB
@@ -177,27 +180,39 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	}
 	cfg.Host = host
 
-	// Decide and check the output directory before measuring for minutes.
+	// Check the outputs before measuring for minutes: --json's directory
+	// is writable, and the output directory is created (a new one per
+	// run by default: results/<host>-<stamp>, -2, -3, ... when probes
+	// start in the same second) and writable.
+	if opts.JSON != "" && opts.JSON != "-" {
+		if err := results.CheckWritableFile(opts.JSON); err != nil {
+			return fmt.Errorf("probe: --json %s: %w", opts.JSON, err)
+		}
+	}
 	writeDir := opts.JSON != "-" || opts.Out != ""
 	dir := opts.Out
-	if dir == "" {
-		dir = filepath.Join("results", fmt.Sprintf("%s-%s", host, opts.Now().Format("20060102-150405")))
-	}
-	var created bool
+	undo := func() {}
 	if writeDir {
 		var err error
-		if created, err = prepareDir(dir); err != nil {
+		if dir == "" {
+			base := filepath.Join("results", fmt.Sprintf("%s-%s", host, opts.Now().Format("20060102-150405")))
+			if dir, undo, err = results.MkdirUnique(base); err == nil {
+				err = results.CheckWritableDir(dir)
+			}
+			if err != nil {
+				undo()
+				return fmt.Errorf("probe: output directory %s: %w", base, unwrapPathError(err))
+			}
+		} else if undo, err = prepareDir(dir); err != nil {
 			return fmt.Errorf("probe: --out %s: %w", dir, err)
 		}
 	}
-	cleanup := func() {
-		if created {
-			os.Remove(dir) // only if still empty
-		}
-	}
 	p, err := probes.Run(ctx, cfg)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
-		cleanup()
+		undo()
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -206,13 +221,16 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	if opts.JSON != "" {
 		data, err := results.MarshalProfile(p)
 		if err != nil {
+			undo()
 			return err
 		}
 		if opts.JSON == "-" {
 			if _, err := opts.IO.Out.Write(data); err != nil {
+				undo()
 				return err
 			}
 		} else if err := results.WriteFileAtomic(opts.JSON, data, 0o644); err != nil {
+			undo()
 			return fmt.Errorf("probe: --json: %w", err)
 		}
 	}
@@ -226,25 +244,21 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	return nil
 }
 
-// prepareDir creates dir if needed and checks it is writable. It reports
-// whether it created the directory.
-func prepareDir(dir string) (created bool, err error) {
-	if _, err := os.Stat(dir); os.IsNotExist(err) {
-		created = true
+// prepareDir creates dir if needed and checks it is writable. undo
+// removes what it created while still empty (results.MkdirAll).
+func prepareDir(dir string) (undo func(), err error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return func() {}, errors.New("not a directory")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, err
-	}
-	f, err := os.CreateTemp(dir, ".write-test-*")
+	undo, err = results.MkdirAll(dir)
 	if err != nil {
-		if created {
-			os.Remove(dir)
-		}
-		return false, fmt.Errorf("not writable: %w", err)
+		return func() {}, unwrapPathError(err)
 	}
-	f.Close()
-	os.Remove(f.Name())
-	return created, nil
+	if err := results.CheckWritableDir(dir); err != nil {
+		undo()
+		return func() {}, err
+	}
+	return undo, nil
 }
 
 // writeProfileDir writes profile.json, the PNG plots and profile.md, each

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cpubench/bench/internal/regfile"
 	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
@@ -56,8 +57,9 @@ machines, a machine comparison. A plot whose data is absent is skipped with
 a note in the report.
 
 Corrupt lines are skipped with a warning naming FILE:LINE. Without --merge
-every cell is shown, and cells with the same key from different hosts are
-labeled by host. --merge combines the cells.jsonl of DIR, DIR/*/ and
+every cell is shown, and cells with the same key in different files are
+labeled by machine (and date); one file holding a key twice (two sweeps
+that wrote one directory) is refused: --merge chooses. --merge combines the cells.jsonl of DIR, DIR/*/ and
 DIR/cells/*/ (the per-task directories of a Slurm array), keeps one cell per
 key (the later date wins; each replacement is reported), writes
 OUT/cells.jsonl atomically and renders that.
@@ -97,10 +99,14 @@ named in the caption).`,
 	return cmd
 }
 
-func reportRun(_ context.Context, opts *ReportOptions) error {
+// maxInputBytes caps the --baseline and --profile files report reads
+// (real ones are kB).
+const maxInputBytes = 64 << 20
+
+func reportRun(ctx context.Context, opts *ReportOptions) error {
 	var baseline *reports.Baseline
 	if opts.Baseline != "" {
-		data, err := os.ReadFile(opts.Baseline)
+		data, err := regfile.ReadFile(opts.Baseline, maxInputBytes)
 		if err != nil {
 			return fmt.Errorf("report: --baseline %s: %w", opts.Baseline, unwrapPathError(err))
 		}
@@ -115,6 +121,9 @@ func reportRun(_ context.Context, opts *ReportOptions) error {
 	var cells []results.SweepCell
 	var from []string // file of each cell
 	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		cs, skipped, err := readCells(f)
 		if err != nil {
 			return fmt.Errorf("report: %w", err)
@@ -130,11 +139,9 @@ func reportRun(_ context.Context, opts *ReportOptions) error {
 	if len(cells) == 0 {
 		return fmt.Errorf("report: no valid cells in %s", strings.Join(files, ", "))
 	}
+	var merged []byte
 	if opts.Merge {
 		cells = mergeCells(cells, from, opts.IO.Err)
-		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -143,21 +150,30 @@ func reportRun(_ context.Context, opts *ReportOptions) error {
 				return fmt.Errorf("report: encode cell %q: %w", cells[i].Key, err)
 			}
 		}
-		path := filepath.Join(opts.Out, cellsFile)
-		if err := results.WriteFileAtomic(path, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("report: %w", err)
-		}
-		fmt.Fprintf(opts.IO.Out, "merged %d cell(s) from %d file(s) into %s\n", len(cells), len(files), path)
-	} else {
-		warnDuplicateKeys(cells, from, opts.IO.Err)
+		merged = buf.Bytes()
+	} else if err := checkDuplicateKeys(cells, from, opts.IO.Err); err != nil {
+		return err
 	}
 	machines, err := reportMachines(cells, from, opts)
 	if err != nil {
 		return err
 	}
-	s, err := reports.Sweep(cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline})
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The report first (all or nothing, reports.SweepContext), then the
+	// merged cells beside it: a failed or interrupted report writes
+	// neither.
+	s, err := reports.SweepContext(ctx, cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline})
 	if err != nil {
 		return err
+	}
+	if opts.Merge {
+		path := filepath.Join(opts.Out, cellsFile)
+		if err := results.WriteFileAtomic(path, merged, 0o644); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		fmt.Fprintf(opts.IO.Out, "merged %d cell(s) from %d file(s) into %s\n", len(cells), len(files), path)
 	}
 	var names []string
 	for _, p := range s.Plots {
@@ -302,12 +318,24 @@ func laterDate(a, b string) bool {
 	return a > b
 }
 
-// warnDuplicateKeys says when unmerged inputs hold the same key twice.
-func warnDuplicateKeys(cells []results.SweepCell, from []string, w io.Writer) {
+// checkDuplicateKeys refuses unmerged inputs in which one file holds the
+// same key twice (two sweeps that wrote one directory at once): which of
+// them to show is for --merge to choose, and say. The same key in
+// different files (sweeps of several machines, or runs to compare) is
+// shown once per file, labeled by machine (and by date where a machine
+// repeats), which a warning on w says.
+func checkDuplicateKeys(cells []results.SweepCell, from []string, w io.Writer) error {
+	type fileKey struct{ file, key string }
+	inFile := map[fileKey]int{}
 	first := map[string]int{}
 	n := 0
 	var example string
 	for i, c := range cells {
+		if j, ok := inFile[fileKey{from[i], c.Key}]; ok {
+			return fmt.Errorf("report: %s: key %q appears more than once (dates %s and %s; two sweeps wrote this directory at once?): use --merge to keep the later of each key",
+				from[i], c.Key, cells[j].Date, c.Date)
+		}
+		inFile[fileKey{from[i], c.Key}] = i
 		j, ok := first[c.Key]
 		if !ok {
 			first[c.Key] = i
@@ -319,13 +347,14 @@ func warnDuplicateKeys(cells []results.SweepCell, from []string, w io.Writer) {
 		n++
 	}
 	if n > 0 {
-		fmt.Fprintf(w, "report: %d cell(s) repeat a key (e.g. %s): all are shown, labeled by host; use --merge to keep the latest of each\n", n, example)
+		fmt.Fprintf(w, "report: %d cell(s) repeat a key (e.g. %s): all are shown, labeled by machine (and by date where a machine repeats); use --merge to keep the latest of each\n", n, example)
 	}
+	return nil
 }
 
 // readMachineFile reads a profile.json or bench.machine/v1 file.
 func readMachineFile(path string) (*roofline.Machine, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, maxInputBytes)
 	if err != nil {
 		return nil, fmt.Errorf("profile %s: %w", path, unwrapPathError(err))
 	}

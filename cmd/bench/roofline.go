@@ -16,6 +16,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"github.com/cpubench/bench/internal/regfile"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/results"
@@ -177,12 +178,12 @@ func precision(act string) string {
 
 // loadMachine reads a file if one exists at p, else a published profile.
 func loadMachine(p string) (*roofline.Machine, error) {
-	data, err := os.ReadFile(p)
+	data, err := regfile.ReadFile(p, maxInputBytes)
 	if err == nil {
 		return roofline.ParseMachine(data, p)
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
+		return nil, fmt.Errorf("--profile %s: %w", p, unwrapPathError(err))
 	}
 	m, perr := roofline.Published(p)
 	if perr != nil {

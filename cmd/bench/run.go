@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +124,7 @@ per-layer columns say what one layer costs.
 			if runF != nil {
 				return runF(opts)
 			}
-			return runRun(opts)
+			return runRun(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -140,7 +141,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&opts.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
 	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: partition, packing (comma-separated)")
-	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest results/<host>-<stamp>/profile.json of bench probe; none: no predictions)")
+	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
 	return cmd
@@ -452,7 +453,12 @@ type runCheck struct {
 	Detail    string  `json:"detail"`
 }
 
-func runRun(o *runOptions) error {
+func runRun(ctx context.Context, o *runOptions) error {
+	// The model or weights first: a bad --model is the error to give, not
+	// one of the profile's.
+	if err := checkRunModel(o); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	o.Profile = defaultProfile(o.Profile, o.IO, "run")
 	var machine *roofline.Machine
 	if o.Profile != "" {
@@ -461,7 +467,16 @@ func runRun(o *runOptions) error {
 			return fmt.Errorf("run: %w", err)
 		}
 	}
-	w, full, notes, err := runWeights(o)
+	var w *engine.Weights
+	var full int
+	var notes []string
+	err := untilDone(ctx, func() (err error) {
+		w, full, notes, err = runWeights(o)
+		return err
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -471,7 +486,7 @@ func runRun(o *runOptions) error {
 		return fmt.Errorf("run: --prompt-tokens %d + --gen-tokens %d: more than the model's %d positions", T, G, c.MaxSeq)
 	}
 	place, _ := engine.ParsePlacement(o.Placement)
-	eo := engine.Options{Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
+	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
 		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing")}
 	m, err := engine.New(w, eo)
 	if err != nil {
@@ -617,7 +632,9 @@ func runRun(o *runOptions) error {
 		// This run's pinned workers must not compete with the reference's.
 		threads := m.Threads
 		m.Close()
-		if a, err := measureAmdahl(c, o.Seed, threads, prompts, G, decode, b.Timings()); err != nil {
+		if a, err := measureAmdahl(ctx, c, o.Seed, threads, prompts, G, decode, b.Timings()); ctx.Err() != nil {
+			return ctx.Err()
+		} else if err != nil {
 			res.Notes = append(res.Notes, "Amdahl bound (Eq. 4) not measured: "+err.Error())
 		} else {
 			res.Amdahl = a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"time"
@@ -83,7 +84,7 @@ func decodeTimed(m *engine.Model, prompts [][]int, G int) (float64, []engine.Tim
 // at the same shapes (cfg, its instantiated layers), the best BF16 gemm
 // backend on the same number of threads, and fills Eq. 4 from the two
 // runs. decode and ts are this run's decode wall seconds and timings.
-func measureAmdahl(cfg engine.Config, seed uint64, threads int, prompts [][]int, G int, decode float64, ts []engine.Timing) (*runAmdahl, error) {
+func measureAmdahl(ctx context.Context, cfg engine.Config, seed uint64, threads int, prompts [][]int, G int, decode float64, ts []engine.Timing) (*runAmdahl, error) {
 	if err := checkMemory(cfg, cfg.Layers, string(engine.PlaceMatrix), engine.FormatFP32); err != nil {
 		return nil, fmt.Errorf("bf16 reference: %w", err)
 	}
@@ -95,7 +96,7 @@ func measureAmdahl(cfg engine.Config, seed uint64, threads int, prompts [][]int,
 	if err != nil {
 		return nil, fmt.Errorf("bf16 reference: %w", err)
 	}
-	m, err := engine.New(w, engine.Options{Threads: threads, Placement: engine.PlaceMatrix, MatrixBackend: bf.Name})
+	m, err := engine.New(w, engine.Options{Context: ctx, Threads: threads, Placement: engine.PlaceMatrix, MatrixBackend: bf.Name})
 	if err != nil {
 		return nil, fmt.Errorf("bf16 reference: %w", err)
 	}

@@ -99,7 +99,7 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--weights", ""}, "run: --weights: must be synthetic"},
 		{[]string{"run", "--model", "gpt-5"}, `model "gpt-5": not a shipped config`},
 		{[]string{"run", "--model", "qwen3-30b-a3b"}, "pass --layers N"},
-		{[]string{"run", "--weights", "nope.bin"}, "run: --weights: engine: open nope.bin"},
+		{[]string{"run", "--weights", "nope.bin"}, "run: --weights nope.bin: no such file or directory"},
 		{[]string{"run", "--weights", stories, "--prompt-tokens", "500"}, "more than the model's"},
 		{[]string{"run", "--weights", stories, "--profile", "no-such-machine"}, "--profile no-such-machine"},
 		{[]string{"run", "--weights", stories, "--batch", "0"}, "run: --batch 0: must be ≥ 1"},

@@ -59,6 +59,9 @@ const (
 	sweepBenchFile = "bench.txt"
 	sweepRunFile   = "sweep.json"
 	sweepRunSchema = "bench.sweep-run/v1"
+	// sweepLockFile is held (flock) by the sweep writing the directory,
+	// and holds its pid; it is removed when the sweep ends.
+	sweepLockFile = "sweep.lock"
 )
 
 // cellEngine is one grid cell's engine: an Executor whose slots are the
@@ -147,6 +150,7 @@ type sweepOptions struct {
 	threadsGiven  bool
 	modelsChanged bool
 	machine       *roofline.Machine // the loaded --profile; nil without one
+	ctx           context.Context   // the command's, for the engines (set by sweepRun)
 }
 
 func newSweepCmd(streams IO) *cobra.Command { return newCmdSweep(streams, nil) }
@@ -200,8 +204,10 @@ Output (--out DIR, default results/sweep-<host>-<yyyymmdd>):
   bench.txt    all cells in the Go benchmark format, for benchstat
   sweep.json   the grid and flags of the last invocation
 Resumable: rerun the same command (with the same --out) and cells already in
-cells.jsonl are skipped; Ctrl-C stops after the current forward pass, keeps
-every finished cell and exits with status 130. A corrupt line in
+cells.jsonl are skipped; Ctrl-C stops within the current forward pass (between
+layers), keeps every finished cell and exits with status 130 (SIGTERM: 143).
+While a sweep writes DIR it holds DIR/sweep.lock (flock; it holds the pid): a
+second sweep on DIR fails at once naming that pid. A corrupt line in
 cells.jsonl is reported, saved to cells.jsonl.corrupt-<time> and its cell
 rerun.
 
@@ -258,7 +264,7 @@ index and key). --dry-run lists the cells.`,
 	f.StringVar(&o.Arrival, "arrival", "closed", "arrival process: closed or poisson:RATE (requests/s)")
 	f.Float64Var(&o.SLOTTFT, "slo-ttft", sweepDefaultSLOTTFT, "TTFT target of the SLO, seconds (0: none)")
 	f.Float64Var(&o.SLOTPOT, "slo-tpot", sweepDefaultSLOTPOT, "TPOT target of the SLO, seconds (0: none)")
-	f.StringVar(&o.Profile, "profile", "", "machine for predicted times and placement auto: profile.json, bench.machine/v1 file or published profile name (default: the newest results/<host>-<stamp>/profile.json of bench probe; none: no predictions)")
+	f.StringVar(&o.Profile, "profile", "", "machine for predicted times and placement auto: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the traces, the synthetic weights and the prompts' token ids")
 	f.StringVar(&o.Out, "out", "", "output directory (default results/sweep-<host>-<yyyymmdd>)")
 	f.StringVar(&o.EmitJobs, "emit-jobs", "", "write batch-scheduler jobs for the grid instead of running it: slurm")
@@ -450,7 +456,8 @@ func (o *sweepOptions) sweepCells() (cells []workloads.Cell, skipped []string, e
 	return cells, skipped, nil
 }
 
-func sweepRun(ctx context.Context, o *sweepOptions) error {
+func sweepRun(ctx context.Context, o *sweepOptions) (err error) {
+	o.ctx = ctx
 	if err := o.prepare(); err != nil {
 		return err
 	}
@@ -474,10 +481,35 @@ func sweepRun(ctx context.Context, o *sweepOptions) error {
 		return emitSlurm(o, cells, dir)
 	}
 
-	created, err := prepareDir(dir)
+	_, statErr := os.Stat(dir)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	undo, err := prepareDir(dir)
 	if err != nil {
 		return fmt.Errorf("sweep: --out %s: %w", dir, err)
 	}
+	// One sweep writes a directory at a time: a second one fails here
+	// instead of running every cell again beside the first.
+	lock, err := results.LockDir(dir, sweepLockFile)
+	if err != nil {
+		undo()
+		if le := (*results.LockedError)(nil); errors.As(err, &le) {
+			holder := "another bench sweep"
+			if le.PID > 0 {
+				holder = fmt.Sprintf("another bench sweep (pid %d)", le.PID)
+			}
+			return fmt.Errorf("sweep: --out %s: %s is writing it (lock %s); wait for it to finish or choose another --out", dir, holder, le.Path)
+		}
+		return fmt.Errorf("sweep: --out %s: %w", dir, err)
+	}
+	var all []results.SweepCell
+	defer func() {
+		lock.Unlock()
+		if err != nil && created && len(all) == 0 {
+			// Nothing measured: leave no directory behind.
+			os.Remove(filepath.Join(dir, sweepRunFile))
+			undo()
+		}
+	}()
 	cellsPath := filepath.Join(dir, sweepCellsFile)
 	prev, bad, err := results.ReadSweepCells(cellsPath)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -509,7 +541,7 @@ func sweepRun(ctx context.Context, o *sweepOptions) error {
 	if err := writeSweepRecord(o, dir, host, cells, skipped); err != nil {
 		return err
 	}
-	all := prev
+	all = prev
 	if len(bad) > 0 || len(prev) > 0 {
 		if err := writeBenchText(dir, all); err != nil {
 			return err
@@ -529,7 +561,11 @@ func sweepRun(ctx context.Context, o *sweepOptions) error {
 		}
 		tr, ok := traces[cell.Workload]
 		if !ok {
-			if tr, err = cell.Trace(); err != nil {
+			err = untilDone(ctx, func() (err error) { tr, err = cell.Trace(); return err })
+			if ctx.Err() != nil {
+				break
+			}
+			if err != nil {
 				prog.finish()
 				return fmt.Errorf("sweep: %w", err)
 			}
@@ -541,6 +577,9 @@ func sweepRun(ctx context.Context, o *sweepOptions) error {
 			prog.finish()
 			if ctx.Err() != nil {
 				break
+			}
+			if len(all) == 0 {
+				return fmt.Errorf("sweep: cell %d (%s): %w", cell.Index, cell.Key(), err)
 			}
 			return fmt.Errorf("sweep: cell %d (%s): %w; the %d finished cells are kept in %s, rerun to resume", cell.Index, cell.Key(), err, len(all), cellsPath)
 		}
@@ -562,12 +601,12 @@ func sweepRun(ctx context.Context, o *sweepOptions) error {
 	}
 	prog.finish()
 	if err := ctx.Err(); err != nil {
+		if created && len(all) == 0 {
+			fmt.Fprintf(errw, "sweep: interrupted before a cell finished; %s removed\n", dir)
+			return err
+		}
 		fmt.Fprintf(errw, "sweep: interrupted: %d of %d cells done, kept in %s; rerun the same command (--out %s) to resume\n",
 			len(cells)-len(todo)+len(ran), len(cells), cellsPath, dir)
-		if created && len(all) == 0 {
-			os.Remove(filepath.Join(dir, sweepRunFile))
-			os.Remove(dir) // only if empty
-		}
 		return err
 	}
 	if len(ran) > 0 {
@@ -582,7 +621,7 @@ func sweepRun(ctx context.Context, o *sweepOptions) error {
 // runSweepCell builds the cell's engine, warms it up and replays tr. A
 // cell the machine cannot run gives a nil cell and a note.
 func runSweepCell(ctx context.Context, o *sweepOptions, cell workloads.Cell, tr *workloads.Trace, host hostInfo, prog *sweepProgress) (*results.SweepCell, string, error) {
-	eng, err := newCellEngine(cell, o)
+	eng, err := newCellEngineContext(ctx, cell, o)
 	if errors.Is(err, errCellUnavailable) {
 		return nil, err.Error(), nil
 	}
@@ -615,6 +654,32 @@ func runSweepCell(ctx context.Context, o *sweepOptions, cell workloads.Cell, tr 
 	sc := sweepCellRecord(o, cell, tr, res, eng, host)
 	sc.Notes = append([]string{fmt.Sprintf("timed after one untimed warm-up request (prefill of %d tokens + 1 decode step)", warm)}, sc.Notes...)
 	return sc, "", nil
+}
+
+// newCellEngineContext is newCellEngine, returning ctx's error as soon as
+// ctx is done (drawing a model's synthetic weights takes seconds and
+// checks no context); an engine built after that is closed.
+func newCellEngineContext(ctx context.Context, cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
+	type built struct {
+		eng cellEngine
+		err error
+	}
+	ch := make(chan built, 1)
+	go func() {
+		e, err := newCellEngine(cell, o)
+		ch <- built{e, err}
+	}()
+	select {
+	case b := <-ch:
+		return b.eng, b.err
+	case <-ctx.Done():
+		go func() {
+			if b := <-ch; b.eng != nil {
+				b.eng.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 }
 
 func resultsDist(d workloads.Dist, n int) results.Dist {

@@ -339,26 +339,46 @@ func TestSweepInterruptResumes(t *testing.T) {
 	}
 }
 
-// TestLatestProbeProfile: the newest of this host's probe directories wins;
-// other hosts' and non-probe directories are ignored.
+// TestLatestProbeProfile: the newest complete profile of this host's
+// probe directories wins (of one second, the highest -N suffix); other
+// hosts' and non-probe directories, interrupted probes and incomplete
+// profiles (--only machine: no memory section) are passed over, the
+// incomplete ones named.
 func TestLatestProbeProfile(t *testing.T) {
 	host, _ := os.Hostname()
 	if host == "" {
 		t.Skip("no hostname")
 	}
 	dir := t.TempDir()
-	if _, ok := latestProbeProfile(dir); ok {
+	if _, _, ok := latestProbeProfile(dir); ok {
 		t.Error("empty dir: found a profile")
 	}
-	for _, d := range []string{host + "-20260101-120000", host + "-20261121-090000", "other-20270101-000000", "sweep-" + host + "-20280101", host + "-20290101-000000"} {
+	complete, err := os.ReadFile("../../results/testdata/profile-amd-epyc-2core-all-sections.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	machineOnly := []byte(`{"schema":"bench.profile/v1","host":"h","created_at":"2026-01-01T00:00:00Z","machine":{"cpu_model":"x"}}`)
+	for d, data := range map[string][]byte{
+		host + "-20260101-120000":     complete,
+		host + "-20261121-090000":     complete,
+		host + "-20261121-090000-2":   complete,
+		"other-20270101-000000":       complete,
+		"sweep-" + host + "-20280101": complete,
+		host + "-20290101-000000":     nil, // an interrupted probe: no profile.json
+		host + "-20300101-000000":     machineOnly,
+		host + "-20300101-000000-x":   complete, // not a probe directory
+	} {
 		os.MkdirAll(filepath.Join(dir, d), 0o755)
-		if d != host+"-20290101-000000" { // an interrupted probe: no profile.json
-			os.WriteFile(filepath.Join(dir, d, "profile.json"), []byte("{}"), 0o644)
+		if data != nil {
+			os.WriteFile(filepath.Join(dir, d, "profile.json"), data, 0o644)
 		}
 	}
-	p, ok := latestProbeProfile(dir)
-	if want := filepath.Join(dir, host+"-20261121-090000", "profile.json"); !ok || p != want {
+	p, skipped, ok := latestProbeProfile(dir)
+	if want := filepath.Join(dir, host+"-20261121-090000-2", "profile.json"); !ok || p != want {
 		t.Errorf("latestProbeProfile = %q, %v; want %q", p, ok, want)
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], host+"-20300101-000000") || !strings.Contains(skipped[0], `missing key "memory"`) {
+		t.Errorf("skipped %q", skipped)
 	}
 }
 

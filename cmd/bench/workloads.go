@@ -80,7 +80,11 @@ finishes); poisson:RATE gives exponential gaps with mean 1/RATE seconds.`,
 
 func workloadsRun(ctx context.Context, opts *WorkloadsOptions) error {
 	if opts.Dump != "" {
-		t, err := workloads.Build(opts.Dump, opts.Requests, opts.Arrival, opts.Seed)
+		var t *workloads.Trace
+		err := untilDone(ctx, func() (err error) {
+			t, err = workloads.Build(opts.Dump, opts.Requests, opts.Arrival, opts.Seed)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -101,12 +105,15 @@ func workloadsRun(ctx context.Context, opts *WorkloadsOptions) error {
 	// parallel.
 	traces := make([]*workloads.Trace, len(names))
 	errs := make([]error, len(names))
-	var wg sync.WaitGroup
-	for i, n := range names {
-		wg.Go(func() { traces[i], errs[i] = workloads.Build(n, opts.Requests, opts.Arrival, opts.Seed) })
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
+	err := untilDone(ctx, func() error {
+		var wg sync.WaitGroup
+		for i, n := range names {
+			wg.Go(func() { traces[i], errs[i] = workloads.Build(n, opts.Requests, opts.Arrival, opts.Seed) })
+		}
+		wg.Wait()
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	for _, err := range errs {
