@@ -31,6 +31,7 @@ type attnScratch struct {
 	gs *gemm.Scratch
 
 	qs   []float32 // [M][headDim] queries times scale, M = rows·group, row (t-r0)·group+g
+	qp   []float32 // qs packed once per call (gemm.PackX) for every tile's QKᵀ
 	s    []float32 // [M][tile] scores, then unnormalized probabilities
 	kt   []float32 // kv-packing ablation: the K tile packed, ceil(tile/NR) panels of headDim·NR
 	vt   []float32 // kv-packing ablation: the V tile packed, hdPad/NR panels of tile·NR
@@ -82,12 +83,13 @@ func growF32(s []float32, n int) []float32 {
 // in the tiles it sees (at most the block's own triangle plus the panel
 // padding of the last tile).
 //
-// Both tile products are gemm.PanelBlock calls on the backend's
-// microkernels at every M (prefill blocks and decode's M = group rows,
-// where the short-tile kernels keep several FMA chains in flight): S =
-// Qs·Kᵀ on the K panels of the tile (whole panels; the scores past the
-// tile's last position are discarded) and O += P·V on the V panels at the
-// tile's offset (k = the tile's positions). With the packed cache those
+// Both tile products run the backend's microkernels directly on panels
+// at every M (prefill blocks and decode's M = group rows, where the
+// short-tile kernels keep several FMA chains in flight): S = Qs·Kᵀ
+// (gemm.PanelBlockPacked, Qs packed into slivers once per call) on the K
+// panels of the tile (whole panels; the scores past the tile's last
+// position are discarded) and O += P·V (gemm.PanelBlock, which packs P) on
+// the V panels at the tile's offset (k = the tile's positions). With the packed cache those
 // panels are the cache itself, written by the producer (SMEPilot §4.3);
 // under the kv-packing ablation each tile is first packed from the
 // row-major cache (kvLayout.packTile). Exponentials use kernels.Exp (≤ 2
@@ -137,6 +139,11 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 			dst[i] = v * scale
 		}
 	}
+	var err error
+	if ws.qp, err = gemm.PackX(ws.be, ws.qp, qs, hd, M, hd); err != nil {
+		panic(err)
+	}
+	mr := ws.be.TileM
 	clear(o)
 	clear(l)
 	for i := range mx {
@@ -168,8 +175,10 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 			kp, vp, vStride = ws.kt, ws.vt, nt*nr
 		}
 
-		// S = Qs·K_tileᵀ on rows [iA, M), whole panels.
-		if err := gemm.PanelBlock(ws.be, s[iA*T:], T, qs[iA*hd:], hd, M-iA, hd, kp, kStride, ntPad, false, ws.gs); err != nil {
+		// S = Qs·K_tileᵀ on rows [iA, M), whole panels, from the sliver
+		// holding row iA (the rows before iA get scores they never use).
+		iS := iA / mr * mr
+		if err := gemm.PanelBlockPacked(ws.be, s[iS*T:], T, ws.qp[iS*hd:], M-iS, hd, kp, kStride, ntPad, false, ws.gs); err != nil {
 			panic(err)
 		}
 

@@ -84,10 +84,20 @@ func TestPanelBlock(t *testing.T) {
 									}
 								}
 							}
+							y2 := append([]float32(nil), y...)
 							if err := PanelBlock(b, y, ldy, p.x, s.k, s.m, s.k, panels, stride, s.n, add, NewScratch(nil, bl)); err != nil {
 								t.Fatalf("%s: %v", name, err)
 							}
 							check(t, name, y, ldy, want, wtol, s.n, 0, s.m, 0, s.n)
+							// The same product on X packed once by PackX.
+							xp, err := PackX(b, nil, p.x, s.k, s.m, s.k)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if err := PanelBlockPacked(b, y2, ldy, xp, s.m, s.k, panels, stride, s.n, add, NewScratch(nil, bl)); err != nil {
+								t.Fatalf("%s: PanelBlockPacked: %v", name, err)
+							}
+							check(t, name+"/packed-x", y2, ldy, want, wtol, s.n, 0, s.m, 0, s.n)
 						}
 					}
 				}
@@ -159,6 +169,18 @@ func TestPanelBlockErrors(t *testing.T) {
 		{"len(x)", func() error { return PanelBlock(b, y, n, x[:len(x)-1], k, m, k, panels, k*nr, n, false, nil) }},
 		{"len(panels)", func() error { return PanelBlock(b, y, n, x, k, m, k, panels[:len(panels)-1], k*nr, n, false, nil) }},
 	}
+	xp := make([]float32, m*k)
+	cases = append(cases, []struct {
+		want string
+		call func() error
+	}{
+		{"PackX: shape 3×0", func() error { _, err := PackX(b, nil, x, k, m, 0); return err }},
+		{"PackX: ldx = 3", func() error { _, err := PackX(b, nil, x, 3, m, k); return err }},
+		{"PackX: len(x)", func() error { _, err := PackX(b, nil, x[:len(x)-1], k, m, k); return err }},
+		{"PackX: backend", func() error { _, err := PackX(bf, nil, x, k, m, k); return err }},
+		{"len(xp)", func() error { return PanelBlockPacked(b, y, n, xp[:len(xp)-1], m, k, panels, k*nr, n, false, nil) }},
+		{"len(panels)", func() error { return PanelBlockPacked(b, y, n, xp, m, k, panels[:len(panels)-1], k*nr, n, false, nil) }},
+	}...)
 	for _, c := range cases {
 		err := c.call()
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
