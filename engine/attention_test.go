@@ -61,8 +61,9 @@ func attnRef(q, kc, vc []float32, ldkv, ko, hd, pos int, scale float32) (out, ma
 //
 // This is a worst case (errors of random signs grow like the square root
 // of the counts). For scores of unit scale (q, k ~ N(0,1), scale
-// 1/√headDim) TestAttendBlock also requires error ≤ 1e-5·mag, five times
-// the largest it measured (2e-6, logged under -v).
+// 1/√headDim) TestAttendBlock also requires error ≤ 1e-5·mag, more than
+// ten times the largest it measured (8e-7 on every backend, logged under
+// -v; the sharp cases, a ≈ 40, reach 5.5e-6 and are held to attnTol only).
 func attnTol(mag, a float64, hd, ctx, T int) float64 {
 	const u = 0x1p-24
 	return u * mag * (2*float64(hd+3)*a + 8 + float64(T) + 2*float64(ctx)/float64(T) + 2 + 8)
@@ -210,7 +211,7 @@ func TestAttendBlock(t *testing.T) {
 	for _, be := range attnBackends(t) {
 		variants = append(variants, variant{be.Name + "/packed", be, true}, variant{be.Name + "/kv-packing", be, false})
 	}
-	worst := 0.0
+	worst := map[string]float64{}
 	for _, hd := range []int{8, 64, 128} {
 		for _, group := range []int{1, 2, 4} {
 			ws := map[string]*attnScratch{}
@@ -293,7 +294,9 @@ func TestAttendBlock(t *testing.T) {
 										t.Fatalf("row %d head %d [%d]: %v, reference %v: error %.3g > 1e-5·Σp|v| = %.3g",
 											r, h, d, got[d], want.out[d], err, 1e-5*mag)
 									}
-									worst = max(worst, err/mag)
+									if !c.sharp {
+										worst[vr.name] = max(worst[vr.name], err/mag)
+									}
 								}
 							}
 						}
@@ -302,7 +305,9 @@ func TestAttendBlock(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("largest error / Σ p|v|: %.3g", worst)
+	for _, vr := range variants {
+		t.Logf("%s: largest error / Σ p|v| on unit-scale scores: %.3g", vr.name, worst[vr.name])
+	}
 }
 
 // TestAttendBlockEmptyAndMismatch checks that an empty row range writes
