@@ -19,6 +19,7 @@ type Batch struct {
 	m      *Model
 	maxSeq int
 	rope   *kernels.RoPETable
+	kv     kvLayout // every slot's KV cache, per layer
 	slots  []slot
 
 	rows    int // rows the buffers below are sized for
@@ -33,8 +34,9 @@ type Batch struct {
 	t       *timers
 }
 
-// slot is one sequence: its KV cache, per layer [maxSeq][KVDim], allocated
-// on first use.
+// slot is one sequence: its KV cache, per layer in the Batch's kvLayout
+// (the attention backend's panels, SMEPilot §4.3; row-major [maxSeq][KVDim]
+// under the kv-packing ablation), allocated on first use.
 type slot struct {
 	pos    int
 	kc, vc [][]float32
@@ -59,9 +61,10 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
 	}
 	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
+		kv:     newKVLayout(m.Backend, c.KVHeads, c.HeadDim, maxSeq, !m.opts.KVPackPerCall),
 		attnWS: make([]*attnScratch, m.pool.Size())}
 	for i := range b.attnWS {
-		b.attnWS[i] = newAttnScratch(c.HeadDim, c.Heads/c.KVHeads)
+		b.attnWS[i] = newAttnScratch(m.Backend, b.kv, c.Heads/c.KVHeads)
 	}
 	return b, nil
 }
@@ -208,9 +211,10 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool) ([]float32
 		sl := &b.slots[sg.slot]
 		if sl.kc == nil {
 			sl.kc, sl.vc = make([][]float32, c.Layers), make([][]float32, c.Layers)
+			nk, nv := b.kv.floats()
 			for l := range sl.kc {
-				sl.kc[l] = make([]float32, b.maxSeq*c.KVDim())
-				sl.vc[l] = make([]float32, b.maxSeq*c.KVDim())
+				sl.kc[l] = make([]float32, nk)
+				sl.vc[l] = make([]float32, nv)
 			}
 		}
 	}
@@ -263,6 +267,12 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	units := attnUnits(segs, c.KVHeads)
+	rowSlot := make([]*slot, T)
+	for _, sg := range segs {
+		for r := sg.r0; r < sg.r1; r++ {
+			rowSlot[r] = &b.slots[sg.slot]
+		}
+	}
 	lin := func(l *linear, y, xin []float32, M int) error {
 		return m.runLinear(ms, l, y, xin, M, plan.get(l.op), &b.t.use)
 	}
@@ -328,23 +338,21 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 			tm[iQKNorm].add(st, T)
 		}
 
-		// RoPE on q and the new k, then K and V into each slot's cache
-		// at the rows' positions.
+		// RoPE on q and the new k, then K and V written by this producer
+		// into each row's slot cache at its position, in the cache's layout
+		// (kvLayout.write: the attention backend's panels, so attention
+		// never repacks them; SMEPilot §4.3). The write is timed with RoPE.
 		st = time.Now()
-		err := b.par(ms, T, qd+kvd, func(i0, i1 int) {
+		err := b.par(ms, T, qd+2*kvd, func(i0, i1 int) {
 			for t := i0; t < i1; t++ {
 				b.rope.Apply(q[t*qd:(t+1)*qd], rowPos[t], c.RoPELayout)
 				b.rope.Apply(kn[t*kvd:(t+1)*kvd], rowPos[t], c.RoPELayout)
+				sl := rowSlot[t]
+				b.kv.write(sl.kc[li], sl.vc[li], rowPos[t], kn[t*kvd:(t+1)*kvd], vn[t*kvd:(t+1)*kvd])
 			}
 		})
 		if err != nil {
 			return nil, err
-		}
-		for _, sg := range segs {
-			sl := &b.slots[sg.slot]
-			at := sg.pos0 * kvd
-			copy(sl.kc[li][at:], kn[sg.r0*kvd:sg.r1*kvd])
-			copy(sl.vc[li][at:], vn[sg.r0*kvd:sg.r1*kvd])
 		}
 		tm[iRoPE].add(st, T)
 
@@ -454,13 +462,13 @@ func attnUnits(segs []segment, kvHeads int) []attnUnit {
 // attnUnits), claimed dynamically by the workers.
 func (b *Batch) attention(ms *pool.Master, li int, q, out []float32, segs []segment, units []attnUnit, group int, scale float32) error {
 	c := b.m.Config
-	qd, kvd := c.QDim(), c.KVDim()
+	qd := c.QDim()
 	do := func(worker int, u attnUnit) {
 		sg := segs[u.seg]
 		sl := &b.slots[sg.slot]
 		// attendBlock's rows are relative to the segment's first row.
-		attendBlock(out[sg.r0*qd:sg.r1*qd], q[sg.r0*qd:sg.r1*qd], qd, sl.kc[li], sl.vc[li], kvd,
-			u.r0-sg.r0, u.r1-sg.r0, sg.pos0, u.kvh, group, c.HeadDim, scale, b.attnWS[worker])
+		attendBlock(out[sg.r0*qd:sg.r1*qd], q[sg.r0*qd:sg.r1*qd], qd, sl.kc[li], sl.vc[li],
+			u.r0-sg.r0, u.r1-sg.r0, sg.pos0, u.kvh, group, scale, b.attnWS[worker])
 	}
 	if len(units) == 1 || b.m.all.Size() == 1 {
 		for _, u := range units {

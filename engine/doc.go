@@ -34,16 +34,20 @@
 //     rates start from each group's rate measured alone at load and follow
 //     the groups' co-running rates, re-planned after every call per weight
 //     shape and M bucket) and auto (the roofline plan per operator shape,
-//     plan.go); the ablations NoPartition and PackPerCall (SMEPilot §5.4).
-//     Batch.Use counts the linear calls each target's backend ran
-//     (targets.go).
+//     plan.go); the ablations NoPartition, PackPerCall and KVPackPerCall
+//     (SMEPilot §5.4). Batch.Use counts the linear calls each target's
+//     backend ran (targets.go).
 //   - Batch: slots of sequences, each with its own KV cache; Prefill of one
 //     slot's T tokens (GEMMs with M = T) and batched Decode of one token for
 //     each of several slots (M = the number of slots). Session is a Batch of
-//     one. Attention is a tiled, online-softmax (flash-style) causal GQA
-//     kernel (attention.go) spread over the workers in units of (query
-//     rows, KV head); Qwen3-MoE layers route each token to its top-k experts
-//     and run each expert's GEMMs on the rows routed to it (moe.go).
+//     one. The KV cache is written by its producer (the RoPE step) in the
+//     panel layout of the attention's gemm backend (kvcache.go; SMEPilot
+//     §4.3, Fig. 7), and attention is a tiled, online-softmax (flash-style)
+//     causal GQA kernel whose QKᵀ and P·V tiles run gemm.PanelBlock on
+//     those panels in place (attention.go), spread over the workers in
+//     units of (query rows, KV head); Qwen3-MoE layers route each token to
+//     its top-k experts and run each expert's GEMMs on the rows routed to
+//     it (moe.go).
 //   - Per-operator timers (Batch.Timings), accumulated per layer and per
 //     phase under the operator names of roofline's catalog (attn_norm,
 //     q_proj, ..., lm_head; attention and experts fuse several catalog

@@ -91,6 +91,11 @@ type Options struct {
 	// the panels it uses (gemm.RunUnpacked). Not supported with quantized
 	// weights (they are packed once, by their loader).
 	PackPerCall bool
+	// KVPackPerCall is the kv-packing ablation (SMEPilot §4.3, §5.4): the
+	// KV cache stays row-major and attention packs every K and V tile it
+	// reads into the panel layout inside each call, instead of the K/V
+	// producer writing the cache packed once (kvLayout).
+	KVPackPerCall bool
 	// QuantBackend is the kernels/quant backend of quantized weight
 	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
 	QuantBackend string

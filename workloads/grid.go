@@ -14,9 +14,11 @@ var Placements = []string{"cores", "matrix", "mixed", "auto"}
 
 // Ablations are the variants a sweep can run besides the full system
 // (SMEPilot §5.4): "partition" turns tile partitioning off (a GEMM placed
-// on mixed runs whole on one group) and "packing" packs weights on every
-// call instead of once at load.
-var Ablations = []string{"partition", "packing"}
+// on mixed runs whole on one group), "packing" packs weights on every
+// call instead of once at load, and "kv-packing" keeps the KV cache
+// row-major and packs every K/V tile inside attention instead of the
+// producer writing the cache packed (SMEPilot §4.3).
+var Ablations = []string{"partition", "packing", "kv-packing"}
 
 // Grid is the cartesian product a sweep runs: every model × workload ×
 // batch × threads × placement × ablation, with the fixed settings below
@@ -242,7 +244,8 @@ var PartitionPlacements = []string{"mixed", "auto"}
 // ablations, each in the order given. The "partition" ablation is skipped
 // with placements other than mixed and auto (they never partition a GEMM);
 // a quantized weight dtype (not "" or fp32) is skipped with placements
-// matrix and mixed and with any ablation (the engine refuses them); skipped says which
+// matrix and mixed and with the weight ablations partition and packing
+// (the engine refuses them; kv-packing applies); skipped says which
 // combinations were left out, one line each. Index is the position in
 // cells. Cells assumes Validate passed.
 func (g Grid) Cells() (cells []Cell, skipped []string) {
@@ -278,7 +281,7 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 										p, strings.Join(PartitionPlacements, " and ")))
 									continue
 								}
-								if quantized && a != "" {
+								if quantized && (a == "partition" || a == "packing") {
 									skip(fmt.Sprintf("wdtype=%s with ablate=%s: skipped (quantized weights are packed once, by their loader, and never partitioned)", d, a))
 									continue
 								}

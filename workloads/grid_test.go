@@ -159,7 +159,7 @@ func TestParseList(t *testing.T) {
 
 // A weight-dtype axis: one cell set per format, the key says the format,
 // and quantized formats skip the placements and ablations the engine
-// refuses for them.
+// refuses for them (kv-packing applies to them: it is about the KV cache).
 func TestGridWeightDTypes(t *testing.T) {
 	g := testGrid()
 	g.WeightDTypes = []string{"fp32", "q4_0"}
@@ -184,6 +184,17 @@ func TestGridWeightDTypes(t *testing.T) {
 		if !strings.Contains(all, w) {
 			t.Errorf("skipped lacks %q:\n%s", w, all)
 		}
+	}
+	g.Ablations = []string{"", "kv-packing"}
+	cells, _ = g.Cells()
+	kv := 0
+	for _, c := range cells {
+		if c.WeightDType == "q4_0" && c.Ablation == "kv-packing" {
+			kv++
+		}
+	}
+	if kv != 4 {
+		t.Errorf("%d q4_0 kv-packing cells, want 4 (cores × 2 workloads × 2 batches)", kv)
 	}
 	g.WeightDTypes = []string{"q4_0", "q4_0"}
 	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), `"q4_0" is listed twice`) {

@@ -19,6 +19,7 @@ import (
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
+	"github.com/cpubench/bench/workloads"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd) }
@@ -79,8 +80,10 @@ them (vector cores or matrix unit) and by capability, never by the order
 kernels/gemm lists them; --cores-backend and --matrix-backend name others.
 The placement line says what ran each target, with its weight precision
 and calls. --ablate partition (mixed GEMMs run whole
-on the faster group) and packing (weights packed on every call) are
-SMEPilot §5.4's ablations.
+on the faster group), packing (weights packed on every call) and
+kv-packing (the KV cache kept row-major and every K/V tile packed inside
+attention, instead of written packed by the K/V producer) are SMEPilot
+§5.4's ablations.
 
 --weights synthetic draws N(0, 0.02) weights (norms 1) at the exact shapes
 of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `),
@@ -140,7 +143,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.Placement, "placement", "cores", "where GEMMs run: cores, matrix, mixed or auto (auto needs --profile)")
 	f.StringVar(&opts.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&opts.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
-	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: partition, packing (comma-separated)")
+	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: "+strings.Join(workloads.Ablations, ", ")+" (comma-separated)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
@@ -186,8 +189,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return errors.New("run: --placement auto: needs --profile (the roofline plans from a machine profile)")
 	}
 	for _, a := range o.Ablate {
-		if a != "partition" && a != "packing" {
-			return fmt.Errorf("run: --ablate %q: want partition or packing", a)
+		if !slices.Contains(workloads.Ablations, a) {
+			return fmt.Errorf("run: --ablate %q: want one of %s", a, strings.Join(workloads.Ablations, ", "))
 		}
 	}
 	return nil
@@ -487,7 +490,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	place, _ := engine.ParsePlacement(o.Placement)
 	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
-		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing")}
+		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing"),
+		KVPackPerCall: slices.Contains(o.Ablate, "kv-packing")}
 	m, err := engine.New(w, eo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)

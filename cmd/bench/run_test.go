@@ -129,6 +129,7 @@ func TestRunBatchPlacements(t *testing.T) {
 		{"--placement", "matrix"},
 		{"--placement", "mixed", "--threads", "2", "--ablate", "packing"},
 		{"--placement", "mixed", "--threads", "2", "--ablate", "partition"},
+		{"--placement", "cores", "--ablate", "kv-packing"},
 		{"--placement", "auto", "--profile", prof},
 	} {
 		if runtime.NumCPU() < 2 && slices.Contains(args, "mixed") {

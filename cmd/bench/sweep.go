@@ -186,7 +186,9 @@ attainment, is read off a sweep over --arrival poisson rates.)
 
 Ablations (--ablate, SMEPilot §5.4) add variants of each cell: partition
 (no tile partitioning: a mixed GEMM runs whole on one group; placements
-mixed and auto only) and packing (weights packed on every call).
+mixed and auto only), packing (weights packed on every call) and
+kv-packing (the KV cache kept row-major, every K/V tile packed inside
+attention instead of written packed by its producer, SMEPilot §4.3).
 
 Placements: cores, matrix, mixed, auto; auto plans each operator from the
 roofline and needs --profile (a profile.json, bench.machine/v1 file or

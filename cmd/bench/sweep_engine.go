@@ -76,7 +76,7 @@ func newEngineCell(cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
 		return nil, fmt.Errorf("the trace needs %d positions per slot (prompt + output), model %s has %d: lower --max-prompt-tokens or --max-gen-tokens", maxSeq, c.Name, c.MaxSeq)
 	}
 	m, err := engine.New(w, engine.Options{Context: o.ctx, Threads: cell.Threads, Placement: engine.Placement(cell.Placement), Machine: o.machine,
-		NoPartition: cell.Ablation == "partition", PackPerCall: cell.Ablation == "packing",
+		NoPartition: cell.Ablation == "partition", PackPerCall: cell.Ablation == "packing", KVPackPerCall: cell.Ablation == "kv-packing",
 		Backend: cell.CoresBackend, MatrixBackend: cell.MatrixBackend})
 	if err != nil {
 		return nil, err

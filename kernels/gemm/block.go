@@ -18,6 +18,7 @@ type Scratch struct {
 	xs   []float32 // int8: row scales of the block
 	tile []float32 // MR×NR edge tile
 	w    Weights   // BlockUnpacked: the panels packed in this call
+	im   *impl     // PanelBlock: the backend last looked up
 }
 
 // NewScratch returns working memory for Block on w with blocking bl (a

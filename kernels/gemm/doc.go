@@ -8,6 +8,10 @@
 // concurrently on disjoint blocks: the thread pool partitions Y into
 // blocks (SMEPilot §4.1: output tiles only, no reduction across workers).
 // BlockUnpacked is the "pack on every call" ablation (SMEPilot §5.4).
+// PanelBlock multiplies by an operand its producer already wrote in the
+// fp32 panel layout, at any panel stride (the engine's KV cache: SMEPilot
+// §4.3 producer-side packing), packing only X; PackX and PanelBlockPacked
+// pack an X once for several such products.
 //
 // Layout (klauspost/compress style):
 //
@@ -16,6 +20,8 @@
 //	                   and Pick, ChoosePair: the placements' two backends
 //	pack.go            Weights, the panel layouts, QuantizeRows
 //	block.go           Block, BlockUnpacked, Scratch: the loop nest
+//	panels.go          PanelBlock, PackX, PanelBlockPacked: the loop nest
+//	                   on caller-packed panels
 //	kernels_go.go      the microkernels' specification loops (the "go"
 //	                   backends, and the only ones with purego)
 //	kernels_amd64.go/.s  AVX2 and AVX-512 microkernels (int8 also with
