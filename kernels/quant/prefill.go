@@ -200,28 +200,40 @@ type pfBuf struct {
 // mulPF is mul's prefill path with pf's kernels and up-converts.
 func mulPF(pf *pfImpl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	ks, conv := pf.k, pf.conv[w.Format.layout()]
-	mr := len(ks)
-	np := w.pairs
+	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
+		buf.d = resize(buf.d, w.pairs*pfPairScale)
+	}, func(buf *pfBuf, j0 int) {
+		pfConvert(w, j0, buf.q, buf.d, conv)
+	}, func(buf *pfBuf, mm, i0 int, c *float32, ldc int) {
+		ks[mm-1](w.pairs, &a.q[i0*pairLen], &a.d[i0*2], &a.corrZ[i0*2], a.M*pairLen, &buf.q[0], &buf.d[0], c, ldc)
+	})
+}
+
+// pfTiles is the loop of the prefill paths over the 32-column tiles of
+// [n0, n1): per tile, convert up-converts W's rows j0.. into buf, then run
+// computes the tiles of mm ≤ mr rows of X from i0 into c (row stride ldc
+// floats): Y itself where the tile lies inside [n0, n1), else buf.c, whose
+// columns inside are copied out. size sizes buf's scale words.
+func pfTiles(w *Matrix, a *Activations, y []float32, ldy, n0, n1, mr int,
+	size func(buf *pfBuf), convert func(buf *pfBuf, j0 int), run func(buf *pfBuf, mm, i0 int, c *float32, ldc int)) {
 	buf, _ := pfScratch.Get().(*pfBuf)
 	if buf == nil {
 		buf = &pfBuf{}
 	}
-	buf.q = resize(buf.q, np*pfPairBytes)
-	buf.d = resize(buf.d, np*pfPairScale)
+	buf.q = resize(buf.q, w.pairs*pfPairBytes)
 	buf.c = resize(buf.c, mr*pfCols)
-	sa := a.M * pairLen
+	size(buf)
 	for j0 := n0 - n0%PanelRows; j0 < n1; j0 += pfCols {
-		pfConvert(w, j0, buf.q, buf.d, conv)
+		convert(buf, j0)
 		c0, c1 := max(j0, n0), min(j0+pfCols, n1) // the tile's columns inside [n0, n1)
 		whole := c0 == j0 && c1 == j0+pfCols
 		for i0 := 0; i0 < a.M; i0 += mr {
 			mm := min(mr, a.M-i0)
-			ap, as, ac := &a.q[i0*pairLen], &a.d[i0*2], &a.corrZ[i0*2]
 			if whole {
-				ks[mm-1](np, ap, as, ac, sa, &buf.q[0], &buf.d[0], &y[i0*ldy+j0], ldy)
+				run(buf, mm, i0, &y[i0*ldy+j0], ldy)
 				continue
 			}
-			ks[mm-1](np, ap, as, ac, sa, &buf.q[0], &buf.d[0], &buf.c[0], pfCols)
+			run(buf, mm, i0, &buf.c[0], pfCols)
 			for r := range mm {
 				copy(y[(i0+r)*ldy+c0:(i0+r)*ldy+c1], buf.c[r*pfCols+c0-j0:])
 			}

@@ -197,32 +197,11 @@ func (a *Activations) prefillK() {
 // a.kpf was made by Quantize (M ≥ PrefillMinM).
 func mulPFK(ks []pfkKern, conv pfkConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	nsub := pfkSub(w.Format)
-	mr := len(ks)
-	np := w.pairs
-	buf, _ := pfScratch.Get().(*pfBuf)
-	if buf == nil {
-		buf = &pfBuf{}
-	}
-	buf.q = resize(buf.q, np*pfPairBytes)
-	buf.dk = resize(buf.dk, np*2*nsub*pfCols)
-	buf.c = resize(buf.c, mr*pfCols)
-	sa := a.M * pairLen
-	for j0 := n0 - n0%PanelRows; j0 < n1; j0 += pfCols {
+	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
+		buf.dk = resize(buf.dk, w.pairs*2*nsub*pfCols)
+	}, func(buf *pfBuf, j0 int) {
 		pfkConvert(w, j0, buf.q, buf.dk, conv)
-		c0, c1 := max(j0, n0), min(j0+pfCols, n1)
-		whole := c0 == j0 && c1 == j0+pfCols
-		for i0 := 0; i0 < a.M; i0 += mr {
-			mm := min(mr, a.M-i0)
-			ap, as, ax := &a.q[i0*pairLen], &a.d[i0*2], &a.kpf[i0*nsub]
-			if whole {
-				ks[mm-1](np, ap, as, ax, sa, &buf.q[0], &buf.dk[0], &y[i0*ldy+j0], ldy)
-				continue
-			}
-			ks[mm-1](np, ap, as, ax, sa, &buf.q[0], &buf.dk[0], &buf.c[0], pfCols)
-			for r := range mm {
-				copy(y[(i0+r)*ldy+c0:(i0+r)*ldy+c1], buf.c[r*pfCols+c0-j0:])
-			}
-		}
-	}
-	pfScratch.Put(buf)
+	}, func(buf *pfBuf, mm, i0 int, c *float32, ldc int) {
+		ks[mm-1](w.pairs, &a.q[i0*pairLen], &a.d[i0*2], &a.kpf[i0*nsub], a.M*pairLen, &buf.q[0], &buf.dk[0], c, ldc)
+	})
 }

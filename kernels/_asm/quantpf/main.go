@@ -94,14 +94,7 @@ func genK(m, nsub int) {
 	SHRQ(U8(4-uint8(log2(nsub))), sax)
 	SHLQ(U8(2), ldc) // floats → bytes
 
-	var facc, iacc [mrMax][2]VecPhysical
-	for r := 0; r < m; r++ {
-		for s := 0; s < 2; s++ {
-			facc[r][s] = zmm(r*2 + s)
-			iacc[r][s] = zmm(12 + r*2 + s)
-			VPXORD(facc[r][s], facc[r][s], facc[r][s])
-		}
-	}
+	facc, iacc := tileAccs(m)
 	w := [2]VecPhysical{zmm(24), zmm(25)}
 	dw := [2]VecPhysical{zmm(26), zmm(27)}
 	mn := [2]VecPhysical{zmm(28), zmm(29)}
@@ -155,6 +148,19 @@ func genK(m, nsub int) {
 	storeTile(facc[:m], c, ldc)
 }
 
+// tileAccs returns the float (zmm0–11, zeroed) and int32 (zmm12–23)
+// accumulators of an m×32 tile: two per row of X, one per half.
+func tileAccs(m int) (facc, iacc [mrMax][2]VecPhysical) {
+	for r := 0; r < m; r++ {
+		for s := 0; s < 2; s++ {
+			facc[r][s] = zmm(r*2 + s)
+			iacc[r][s] = zmm(12 + r*2 + s)
+			VPXORD(facc[r][s], facc[r][s], facc[r][s])
+		}
+	}
+	return
+}
+
 func log2(n int) int {
 	l := 0
 	for n > 1 {
@@ -174,14 +180,7 @@ func gen(m int) {
 	np, a, as, ac, sa, sa8, b, bs, c, ldc := g.NP, g.A, g.AS, g.AC, g.SA, g.SA8, g.B, g.BS, g.C, g.LDC
 	SHLQ(U8(2), ldc) // floats → bytes
 
-	var facc, iacc [mrMax][2]VecPhysical
-	for r := 0; r < m; r++ {
-		for s := 0; s < 2; s++ {
-			facc[r][s] = zmm(r*2 + s)
-			iacc[r][s] = zmm(12 + r*2 + s)
-			VPXORD(facc[r][s], facc[r][s], facc[r][s])
-		}
-	}
+	facc, iacc := tileAccs(m)
 	w := [2]VecPhysical{zmm(24), zmm(25)}
 	dw := [2]VecPhysical{zmm(26), zmm(27)}
 	dx, t := zmm(28), zmm(29)
