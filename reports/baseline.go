@@ -275,7 +275,7 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 		r.note(b, fmt.Sprintf("baseline.png: no batch-1 cells with prefill or decode figures and no pp or tg test in %s", bl.Source))
 		return nil
 	}
-	if err := savePanels(r.d.ctx, ps, 1, pw, sweepPanelH, r.dir, "baseline.png"); err != nil {
+	if err := savePanels(r.d.ctx, r.d.o.Figures, ps, 1, pw, sweepPanelH, r.dir, "baseline.png"); err != nil {
 		return err
 	}
 	r.figure(b, "baseline.png", "Prefill and decode tokens/s beside llama.cpp",

@@ -49,10 +49,10 @@ func ebwCores(m *roofline.Machine) (roofline.Target, []string, error) {
 // format and core type (solid: the first core type, P or "all"; dashed:
 // the others), a vertical bar at each core type's β, and — for a probe
 // profile — a marker at the GEMV's measured bytes/cycle per core.
-func EBWPNG(w io.Writer, m *roofline.Machine) error {
+func EBWFigure(m *roofline.Machine) (Figure, error) {
 	cores, formats, err := ebwCores(m)
 	if err != nil {
-		return err
+		return Figure{}, err
 	}
 	xmax := 0.0
 	for _, ct := range cores.CoreTypes {
@@ -92,7 +92,7 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 			pts = append(pts, plotter.XY{X: xmax, Y: math.Min(cap, xmax)})
 			l, err := plotter.NewLine(pts)
 			if err != nil {
-				return err
+				return Figure{}, err
 			}
 			l.Color, l.Width = col, vg.Points(2)
 			if j > 0 {
@@ -103,7 +103,7 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 			if ms := ct.MeasuredBytesPerCycle[f]; ms > 0 && ct.BetaBytesPerCycle > 0 {
 				sc, err := plotter.NewScatter(plotter.XYs{{X: ct.BetaBytesPerCycle, Y: ms}})
 				if err != nil {
-					return err
+					return Figure{}, err
 				}
 				sc.GlyphStyle = draw.GlyphStyle{Color: col, Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}
 				p.Add(sc)
@@ -124,7 +124,7 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 		}
 		bar, err := plotter.NewLine(plotter.XYs{{X: beta, Y: 0}, {X: beta, Y: ymax}})
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		bar.Color = color.Gray{Y: uint8(60 + 60*j)}
 		bar.Width = vg.Points(1.5)
@@ -133,16 +133,20 @@ func EBWPNG(w io.Writer, m *roofline.Machine) error {
 		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: beta, Y: ymax * (0.55 - 0.05*float64(j))}},
 			Labels: []string{fmt.Sprintf(" β_%s = %.3g (%s)", ct.Name, beta, from)}})
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		p.Add(lbl)
 	}
-	wt, err := p.WriterTo(9*vg.Inch, 6.5*vg.Inch, "png")
+	return plotFigure(p, 9*vg.Inch, 6.5*vg.Inch), nil
+}
+
+// EBWPNG writes EBWFigure as a PNG at its native size.
+func EBWPNG(w io.Writer, m *roofline.Machine) error {
+	f, err := EBWFigure(m)
 	if err != nil {
 		return err
 	}
-	_, err = wt.WriteTo(w)
-	return err
+	return writePNG(w, f)
 }
 
 func gbBytes(t roofline.Target) float64 {

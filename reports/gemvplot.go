@@ -64,9 +64,9 @@ func gemvGroups(rows []results.GEMMResult) (shapes, formats []string, val map[[2
 // format, bars grouped by shape with one bar per format, and a horizontal
 // line per roof (the probed DRAM read roof, each format's ebw). rows are
 // M = 1 results at one thread count.
-func GEMVBandwidthPNG(w io.Writer, title string, rows []results.GEMMResult, roofs []GEMVRoof) error {
+func GEMVBandwidthFigure(title string, rows []results.GEMMResult, roofs []GEMVRoof) (Figure, error) {
 	if len(rows) == 0 {
-		return fmt.Errorf("gemv plot: no M = 1 figures")
+		return Figure{}, fmt.Errorf("gemv plot: no M = 1 figures")
 	}
 	shapes, formats, val := gemvGroups(rows)
 	p := plot.New()
@@ -85,7 +85,7 @@ func GEMVBandwidthPNG(w io.Writer, title string, rows []results.GEMMResult, roof
 		}
 		b, err := plotter.NewBarChart(vs, barW)
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		col, ok := gemvFormatColor[f]
 		if !ok {
@@ -103,7 +103,7 @@ func GEMVBandwidthPNG(w io.Writer, title string, rows []results.GEMMResult, roof
 		ymax = math.Max(ymax, r.GBps)
 		l, err := plotter.NewLine(plotter.XYs{{X: -0.5, Y: r.GBps}, {X: float64(len(shapes)) - 0.5, Y: r.GBps}})
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		l.Width = vg.Points(1.5)
 		l.Color = color.Black
@@ -124,12 +124,16 @@ func GEMVBandwidthPNG(w io.Writer, title string, rows []results.GEMMResult, roof
 	p.Y.Max = ymax * (1.15 + 0.06*float64(len(formats)+len(roofs)))
 	p.X.Tick.Label.Rotation = 0.35
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
-	wt, err := p.WriterTo(vg.Length(math.Max(8, 1.1*float64(len(shapes))+4))*vg.Inch, 5.5*vg.Inch, "png")
+	return plotFigure(p, vg.Length(math.Max(8, 1.1*float64(len(shapes))+4))*vg.Inch, 5.5*vg.Inch), nil
+}
+
+// GEMVBandwidthPNG writes GEMVBandwidthFigure as a PNG at its native size.
+func GEMVBandwidthPNG(w io.Writer, title string, rows []results.GEMMResult, roofs []GEMVRoof) error {
+	f, err := GEMVBandwidthFigure(title, rows, roofs)
 	if err != nil {
 		return err
 	}
-	_, err = wt.WriteTo(w)
-	return err
+	return writePNG(w, f)
 }
 
 // GEMVBandwidthMarkdown is the table behind GEMVBandwidthPNG: one row per

@@ -1,13 +1,11 @@
 package reports
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -21,35 +19,20 @@ import (
 	"github.com/cpubench/bench/results"
 )
 
-// Plot is one PNG written next to the profile.
+// Plot is one figure written next to the profile or report.
 type Plot struct {
 	Title string
-	File  string // base name, relative to the output directory
+	// File is the base name, relative to the output directory, in the
+	// primary format (FigureOptions.Primary); the other formats sit beside
+	// it with their own extensions.
+	File string
 }
 
-// savePNG renders p at w x h and writes it atomically to dir/name.
-func savePNG(p *plot.Plot, w, h vg.Length, dir, name string) error {
-	return savePNGContext(context.Background(), p, w, h, dir, name)
-}
-
-// savePNGContext is savePNG stopped with ctx's error when ctx is done
-// (checked before drawing and while the PNG is encoded).
-func savePNGContext(ctx context.Context, p *plot.Plot, w, h vg.Length, dir, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	wt, err := p.WriterTo(w, h, "png")
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", name, err)
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(ctxWriter{ctx, &buf}); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("plot %s: %w", name, err)
-	}
-	return results.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes(), 0o644)
+// savePlot renders p, laid out at w x h, in o's formats and width and
+// writes each atomically to dir/name with the format's extension, stopped
+// with ctx's error when ctx is done.
+func savePlot(ctx context.Context, o FigureOptions, p *plot.Plot, w, h vg.Length, dir, name string) error {
+	return o.save(ctx, plotFigure(p, w, h), dir, name)
 }
 
 // untilDone returns f's result, or ctx's error as soon as ctx is done; f
@@ -138,10 +121,12 @@ func caption(p *results.Profile) string {
 	return fmt.Sprintf("%s, %s", model, p.CreatedAt.Format("2006-01-02"))
 }
 
-// ProfilePlots writes the profile's PNGs into dir and returns them: bandwidth
-// vs working set (one line per kernel, cache sizes marked) per thread count,
-// bandwidth vs threads, latency vs working set, and the NUMA heatmap.
-func ProfilePlots(p *results.Profile, dir string) ([]Plot, error) {
+// ProfilePlots writes the profile's figures into dir, in o's formats and
+// width, and returns them: bandwidth vs working set (one line per kernel,
+// cache sizes marked) per thread count, bandwidth vs threads, latency vs
+// working set, the measured roofline, non-linear throughput and the NUMA
+// heatmap.
+func ProfilePlots(p *results.Profile, dir string, o FigureOptions) ([]Plot, error) {
 	var out []Plot
 	if m := p.Memory; m != nil && len(m.WorkingSet) > 0 {
 		var tcs []int
@@ -153,46 +138,46 @@ func ProfilePlots(p *results.Profile, dir string) ([]Plot, error) {
 		for _, tc := range tcs {
 			name := fmt.Sprintf("bandwidth-vs-working-set-%dt.png", tc)
 			title := fmt.Sprintf("Bandwidth vs working set, %d thread(s)", tc)
-			if err := bwVsWorkingSet(p, tc, title, dir, name); err != nil {
+			if err := bwVsWorkingSet(p, tc, title, o, dir, name); err != nil {
 				return nil, err
 			}
-			out = append(out, Plot{title, name})
+			out = append(out, Plot{title, withExt(name, o.Primary())})
 		}
 	}
 	if m := p.Memory; m != nil && len(m.Threads) > 0 {
 		name, title := "bandwidth-vs-threads.png", "Bandwidth vs threads"
-		if err := bwVsThreads(p, title, dir, name); err != nil {
+		if err := bwVsThreads(p, title, o, dir, name); err != nil {
 			return nil, err
 		}
-		out = append(out, Plot{title, name})
+		out = append(out, Plot{title, withExt(name, o.Primary())})
 	}
 	if l := p.Latency; l != nil && len(l.Points) > 0 {
 		name, title := "latency-vs-working-set.png", "Load latency vs working set"
-		if err := latencyPlot(p, title, dir, name); err != nil {
+		if err := latencyPlot(p, title, o, dir, name); err != nil {
 			return nil, err
 		}
-		out = append(out, Plot{title, name})
+		out = append(out, Plot{title, withExt(name, o.Primary())})
 	}
 	if p.Compute != nil && p.Memory != nil && len(allThreadLevels(p.Memory)) > 0 {
 		name, title := "roofline.png", "Roofline of the measured machine (all threads)"
-		if err := measuredRoofline(p, title, dir, name); err != nil {
+		if err := measuredRoofline(p, title, o, dir, name); err != nil {
 			return nil, err
 		}
-		out = append(out, Plot{title, name})
+		out = append(out, Plot{title, withExt(name, o.Primary())})
 	}
 	if n := p.Nonlinear; n != nil && len(n.Points) > 0 {
 		name, title := "nonlinear-throughput.png", "Non-linear kernel throughput per backend"
-		if err := nonlinearBars(p, title, dir, name); err != nil {
+		if err := nonlinearBars(p, title, o, dir, name); err != nil {
 			return nil, err
 		}
-		out = append(out, Plot{title, name})
+		out = append(out, Plot{title, withExt(name, o.Primary())})
 	}
 	if n := p.NUMA; n != nil && len(n.Pairs) > 0 {
 		name, title := "numa-read-bandwidth.png", "NUMA read bandwidth, CPU node x memory node"
-		if err := numaHeatmap(p, title, dir, name); err != nil {
+		if err := numaHeatmap(p, title, o, dir, name); err != nil {
 			return nil, err
 		}
-		out = append(out, Plot{title, name})
+		out = append(out, Plot{title, withExt(name, o.Primary())})
 	}
 	return out, nil
 }
@@ -207,7 +192,7 @@ func newPlot(title, xl, yl string, p *results.Profile) *plot.Plot {
 	return pl
 }
 
-func bwVsWorkingSet(p *results.Profile, threads int, title, dir, name string) error {
+func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptions, dir, name string) error {
 	pl := newPlot(title, "working set (all threads, log scale)", "GB/s (1e9 bytes/s)", p)
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = bytesTicks{}
@@ -259,10 +244,10 @@ func bwVsWorkingSet(p *results.Profile, threads int, title, dir, name string) er
 			pl.Add(lbl)
 		}
 	}
-	return savePNG(pl, 9*vg.Inch, 5.5*vg.Inch, dir, name)
+	return savePlot(context.Background(), o, pl, 9*vg.Inch, 5.5*vg.Inch, dir, name)
 }
 
-func bwVsThreads(p *results.Profile, title, dir, name string) error {
+func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name string) error {
 	ws := int64(0)
 	if len(p.Memory.Threads) > 0 {
 		ws = p.Memory.Threads[0].WorkingSetBytes
@@ -288,10 +273,10 @@ func bwVsThreads(p *results.Profile, title, dir, name string) error {
 	pl.Y.Min = 0
 	pl.X.Tick.Marker = intTicks{}
 	pl.Legend.Top = false
-	return savePNG(pl, 8*vg.Inch, 5*vg.Inch, dir, name)
+	return savePlot(context.Background(), o, pl, 8*vg.Inch, 5*vg.Inch, dir, name)
 }
 
-func latencyPlot(p *results.Profile, title, dir, name string) error {
+func latencyPlot(p *results.Profile, title string, o FigureOptions, dir, name string) error {
 	pl := newPlot(title, "working set (log scale)", "ns per dependent load (log scale)", p)
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = bytesTicks{}
@@ -306,7 +291,7 @@ func latencyPlot(p *results.Profile, title, dir, name string) error {
 		return err
 	}
 	pl.Add(l, pts)
-	return savePNG(pl, 8*vg.Inch, 5*vg.Inch, dir, name)
+	return savePlot(context.Background(), o, pl, 8*vg.Inch, 5*vg.Inch, dir, name)
 }
 
 // numaGrid adapts the NUMA pairs to plotter.GridXYZ (column = memory node,
@@ -321,7 +306,7 @@ func (g numaGrid) Z(c, r int) float64 { return g.v[[2]int{g.cpu[r], g.mem[c]}] }
 func (g numaGrid) X(c int) float64    { return float64(c) }
 func (g numaGrid) Y(r int) float64    { return float64(r) }
 
-func numaHeatmap(p *results.Profile, title, dir, name string) error {
+func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name string) error {
 	g := numaGrid{v: map[[2]int]float64{}}
 	for _, pr := range p.NUMA.Pairs {
 		if !slices.Contains(g.cpu, pr.CPUNode) {
@@ -362,7 +347,7 @@ func numaHeatmap(p *results.Profile, title, dir, name string) error {
 	pl.Legend.Top = false
 	pl.X.Padding, pl.Y.Padding = 0, 0
 	side := vg.Length(max(4, 1.2*float64(len(g.mem)))) * vg.Inch
-	return savePNG(pl, side+1*vg.Inch, side, dir, name)
+	return savePlot(context.Background(), o, pl, side+1*vg.Inch, side, dir, name)
 }
 
 type nodeTicks []int

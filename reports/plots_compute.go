@@ -1,6 +1,7 @@
 package reports
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"math"
@@ -49,7 +50,7 @@ func allThreadLevels(m *results.Memory) []results.LevelBandwidth {
 // memory roof (L1, L2, L3, DRAM read, all threads) as bandwidth x intensity
 // and every compute ceiling (all threads) as a horizontal line, log-log,
 // each labeled with its value (SMEPilot §3.2: P(I) = min(π, β·I)).
-func measuredRoofline(p *results.Profile, title, dir, name string) error {
+func measuredRoofline(p *results.Profile, title string, o FigureOptions, dir, name string) error {
 	pl := newPlot(title, "arithmetic intensity (FLOP/byte, log scale)", "GFLOP/s or GOP/s (log scale)", p)
 	pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	pl.X.Tick.Marker, pl.Y.Tick.Marker = logTicks{}, logTicks{}
@@ -124,11 +125,11 @@ func measuredRoofline(p *results.Profile, title, dir, name string) error {
 	if top > 0 {
 		pl.Y.Max = top * 2
 	}
-	return savePNG(pl, 10*vg.Inch, 6.5*vg.Inch, dir, name)
+	return savePlot(context.Background(), o, pl, 10*vg.Inch, 6.5*vg.Inch, dir, name)
 }
 
 // nonlinearBars draws Gelem/s per kernel (groups) and backend (bars).
-func nonlinearBars(p *results.Profile, title, dir, name string) error {
+func nonlinearBars(p *results.Profile, title string, o FigureOptions, dir, name string) error {
 	n := p.Nonlinear
 	var kernels, backends []string
 	val := map[[2]string]float64{}
@@ -172,5 +173,5 @@ func nonlinearBars(p *results.Profile, title, dir, name string) error {
 	}
 	pl.Y.Max = top * 1.12
 	width := vg.Length(max(8, 1.15*float64(len(kernels)))) * vg.Inch
-	return savePNG(pl, width, 5*vg.Inch, dir, name)
+	return savePlot(context.Background(), o, pl, width, 5*vg.Inch, dir, name)
 }

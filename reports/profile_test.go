@@ -41,7 +41,7 @@ func TestProfileReport(t *testing.T) {
 	p := loadProfile(t)
 	withSyntheticCompute(p)
 	dir := t.TempDir()
-	plots, err := ProfilePlots(p, dir)
+	plots, err := ProfilePlots(p, dir, FigureOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

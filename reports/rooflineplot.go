@@ -56,7 +56,7 @@ type rooflinePoint struct {
 // intensity and planned performance (FLOPs / plan time), colored by
 // regime. Operators that fall on the same spot share one label; MoE
 // experts with the same routed token count are one point.
-func RooflinePNG(w io.Writer, a *roofline.Analysis) error {
+func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s on %s: %s B=%d T=%d C=%d (%s)", a.ModelName, a.Machine, a.Request.Phase,
 		a.Request.Batch, a.Request.Tokens, a.Request.Context, a.Precision)
@@ -115,7 +115,7 @@ func RooflinePNG(w io.Writer, a *roofline.Analysis) error {
 		}
 		l, err := plotter.NewLine(line)
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		l.Color = rooflineTargetColor[i%len(rooflineTargetColor)]
 		l.Width = vg.Points(2)
@@ -147,7 +147,7 @@ func RooflinePNG(w io.Writer, a *roofline.Analysis) error {
 		}
 		l, err := plotter.NewLine(line)
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		l.Color, l.Dashes = rooflineRoofColor, []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(l)
@@ -167,7 +167,7 @@ func RooflinePNG(w io.Writer, a *roofline.Analysis) error {
 		}
 		s, err := plotter.NewScatter(xy)
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		s.GlyphStyle = draw.GlyphStyle{Color: rooflineRegimeColor[rg], Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
 		p.Add(s)
@@ -176,15 +176,19 @@ func RooflinePNG(w io.Writer, a *roofline.Analysis) error {
 	// Operator labels first so they get the spots next to their points.
 	labels = append(rooflineClusterLabels(pts), labels...)
 	if err := rooflineAddLabels(p, labels, pts, math.Log10(xmax/xmin), math.Log10(ymax/ymin)); err != nil {
-		return err
+		return Figure{}, err
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xmin, xmax, ymin, ymax
-	wt, err := p.WriterTo(rooflineW, rooflineH, "png")
+	return plotFigure(p, rooflineW, rooflineH), nil
+}
+
+// RooflinePNG writes RooflineFigure as a PNG at its native size.
+func RooflinePNG(w io.Writer, a *roofline.Analysis) error {
+	f, err := RooflineFigure(a)
 	if err != nil {
 		return err
 	}
-	_, err = wt.WriteTo(w)
-	return err
+	return writePNG(w, f)
 }
 
 // rooflinePoints turns placed operators into points; experts with the same
@@ -369,7 +373,7 @@ func rooflineGB(g float64) string {
 // horizontal dashed lines, so the value where an operator's line crosses a
 // ridge is where it changes placement. Operators with identical curves
 // share one label.
-func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error {
+func RooflineSweepFigure(s *roofline.SweepResult, title string) (Figure, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = string(s.Var)
@@ -430,7 +434,7 @@ func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error 
 		}
 		l, err := plotter.NewLine(line)
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		l.Color, l.Width = color.RGBA{170, 170, 170, 255}, vg.Points(1)
 		p.Add(l)
@@ -446,7 +450,7 @@ func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error 
 			}
 			sc, err := plotter.NewScatter(xy)
 			if err != nil {
-				return err
+				return Figure{}, err
 			}
 			sc.GlyphStyle = draw.GlyphStyle{Color: rooflineRegimeColor[rg], Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
 			p.Add(sc)
@@ -464,7 +468,7 @@ func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error 
 		}
 		l, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: t.Ridge}, {X: xmax, Y: t.Ridge}})
 		if err != nil {
-			return err
+			return Figure{}, err
 		}
 		l.Color, l.Dashes, l.Width = rooflineTargetColor[i%len(rooflineTargetColor)], []vg.Length{vg.Points(5), vg.Points(3)}, vg.Points(1.5)
 		p.Add(l)
@@ -491,13 +495,17 @@ func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error 
 		xDec = math.Log10(xmax / xmin)
 	}
 	if err := rooflineAddLabels(p, labels, nil, xDec, math.Log10(ymax/ymin)); err != nil {
-		return err
+		return Figure{}, err
 	}
 	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xmin, xmax, ymin, ymax
-	wt, err := p.WriterTo(rooflineW, rooflineH, "png")
+	return plotFigure(p, rooflineW, rooflineH), nil
+}
+
+// RooflineSweepPNG writes RooflineSweepFigure as a PNG at its native size.
+func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error {
+	f, err := RooflineSweepFigure(s, title)
 	if err != nil {
 		return err
 	}
-	_, err = wt.WriteTo(w)
-	return err
+	return writePNG(w, f)
 }

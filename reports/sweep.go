@@ -37,6 +37,9 @@ type SweepOptions struct {
 	// Baseline is a peer's figures (llama-bench, ParseLlamaBench) drawn
 	// beside the placements; nil for none.
 	Baseline *Baseline
+	// Figures are the plots' formats and width (zero value: PNG at each
+	// plot's native size); report.md embeds the primary format.
+	Figures FigureOptions
 }
 
 // SweepSummary is what Sweep found and wrote.
@@ -44,7 +47,7 @@ type SweepSummary struct {
 	Cells    int      // cells rendered
 	Machines []string // machine labels, as in the plots and tables
 	Dates    []string // distinct cell dates, YYYY-MM-DD, ascending
-	Plots    []Plot   // PNGs written, in report order (base names in the output directory)
+	Plots    []Plot   // figures written, in report order (base names in the output directory, primary format)
 	// Notes say what was skipped and why (missing data), one line each.
 	Notes []string
 	// Speedups are, per cell without ablation, the end-to-end speedup of
@@ -563,8 +566,10 @@ func (r *sweepReport) note(b *bytes.Buffer, msg string) {
 	fmt.Fprintf(b, "> Skipped: %s\n\n", msg)
 }
 
-// figure embeds a written PNG with a numbered caption (units, machines, dates).
+// figure embeds a written figure (file's extension replaced by the primary
+// format's) with a numbered caption (units, machines, dates).
 func (r *sweepReport) figure(b *bytes.Buffer, file, title, caption string) {
+	file = withExt(file, r.d.o.Figures.Primary())
 	r.fig++
 	r.s.Plots = append(r.s.Plots, Plot{Title: title, File: file})
 	fmt.Fprintf(b, "![%s](%s)\n\n*Figure %d. %s %s.", title, file, r.fig, caption, r.d.caption())

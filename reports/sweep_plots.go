@@ -1,12 +1,10 @@
 package reports
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -15,9 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -97,11 +93,15 @@ func barWidthFor(pw vg.Length, groups, series int) vg.Length {
 }
 
 // savePanels draws plots in a grid of at most cols columns, each pw × ph,
-// aligned (plot.Align), and writes the PNG atomically to dir/name.
-func savePanels(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
+// aligned (plot.Align), and writes it atomically to dir/name in o's formats
+// and width, stopped with ctx's error when ctx is done.
+func savePanels(ctx context.Context, o FigureOptions, ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) error {
+	return o.save(ctx, panelsFigure(ctx, ps, cols, pw, ph), dir, name)
+}
+
+// panelsFigure is plots in a grid of at most cols columns, each pw × ph,
+// aligned (plot.Align); drawing stops between panels once ctx is done.
+func panelsFigure(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Length) Figure {
 	cols = max(1, min(cols, len(ps)))
 	rows := (len(ps) + cols - 1) / cols
 	grid := make([][]*plot.Plot, rows)
@@ -113,37 +113,24 @@ func savePanels(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Length
 			}
 		}
 	}
-	// Allocating and clearing a large canvas takes seconds and checks no
-	// context: wait for it only while ctx runs.
-	img, err := untilDone(ctx, func() *vgimg.Canvas {
-		return vgimg.NewWith(vgimg.UseWH(pw*vg.Length(cols), ph*vg.Length(rows)), vgimg.UseBackgroundColor(color.White))
-	})
-	if err != nil {
-		return err
-	}
-	dc := draw.New(img)
-	t := draw.Tiles{Rows: rows, Cols: cols,
-		PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
-		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 3 * vg.Millimeter}
-	cs := plot.Align(grid, t, dc)
-	for r := range grid {
-		for c := range grid[r] {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if grid[r][c] != nil {
-				grid[r][c].Draw(cs[r][c])
+	return Figure{W: pw * vg.Length(cols), H: ph * vg.Length(rows), draw: func(dc draw.Canvas) {
+		dc.SetColor(color.White)
+		dc.Fill(dc.Rectangle.Path())
+		t := draw.Tiles{Rows: rows, Cols: cols,
+			PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
+			PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 3 * vg.Millimeter}
+		cs := plot.Align(grid, t, dc)
+		for r := range grid {
+			for c := range grid[r] {
+				if ctx.Err() != nil {
+					return
+				}
+				if grid[r][c] != nil {
+					grid[r][c].Draw(cs[r][c])
+				}
 			}
 		}
-	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(ctxWriter{ctx, &buf}); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("plot %s: %w", name, err)
-	}
-	return results.WriteFileAtomic(filepath.Join(dir, name), buf.Bytes(), 0o644)
+	}}
 }
 
 // addGroupedBars adds one bar series per name at x = 0..len(vals[s])-1,
@@ -265,7 +252,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, ps, 2, pw, sweepPanelH, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
 }
 
 // batchTicks labels exactly the batch sizes swept.
@@ -339,7 +326,7 @@ func throughputPNG(d *sweepData, dir, name string) error {
 		pl.Y.Min = 0
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name)
 }
 
 // breakdownPNG: 100 % stacked bars of the operator groups.
@@ -407,7 +394,7 @@ func breakdownPNG(d *sweepData, phase string, bars []breakdownBar, dir, name str
 	pl.Y.Min, pl.Y.Max = 0, 132
 	pl.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}}
 	width := max(6*vg.Inch, vg.Length(len(bars))*0.75*vg.Inch+1.8*vg.Inch)
-	return savePNGContext(d.ctx, pl, width, 5.5*vg.Inch, dir, name)
+	return savePlot(d.ctx, d.o.Figures, pl, width, 5.5*vg.Inch, dir, name)
 }
 
 // predScatterPNG: measured vs predicted seconds per operator sample.
@@ -468,7 +455,7 @@ func predScatterPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, nam
 		}
 	}
 	pl.X.Min, pl.X.Max, pl.Y.Min, pl.Y.Max = lo, hi, lo, hi
-	return savePNGContext(d.ctx, pl, 7.5*vg.Inch, 7*vg.Inch, dir, name)
+	return savePlot(d.ctx, d.o.Figures, pl, 7.5*vg.Inch, 7*vg.Inch, dir, name)
 }
 
 // predErrorPNG: empirical CDF of |measured/predicted − 1|.
@@ -516,7 +503,7 @@ func predErrorPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, name 
 	pl.Y.Min, pl.Y.Max = 0, 1.05
 	pl.X.Min = 0
 	pl.X.Max = max(e[len(e)-1]*1.05, 0.01)
-	return savePNGContext(d.ctx, pl, 7.5*vg.Inch, 5*vg.Inch, dir, name)
+	return savePlot(d.ctx, d.o.Figures, pl, 7.5*vg.Inch, 5*vg.Inch, dir, name)
 }
 
 // tint mixes c with white: f = 0 gives c, 1 white.
@@ -646,7 +633,7 @@ func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
 		ph = max(ph, 1.8*vg.Inch+max(vg.Length(n)*0.27*vg.Inch, vg.Length(len(seen))*0.2*vg.Inch))
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, ps, 2, pw, ph, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, ph, dir, name)
 }
 
 // machinesPNG: per (model, workload), bars per machine grouped by placement,
@@ -711,5 +698,5 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, ps, 2, pw, sweepPanelH, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
 }

@@ -267,7 +267,7 @@ func writeProfileDir(dir string, p *results.Profile) error {
 	if err := results.WriteProfile(filepath.Join(dir, "profile.json"), p); err != nil {
 		return err
 	}
-	plots, err := reports.ProfilePlots(p, dir)
+	plots, err := reports.ProfilePlots(p, dir, reports.FigureOptions{})
 	if err != nil {
 		return err
 	}
