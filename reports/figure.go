@@ -314,3 +314,7 @@ func writePNG(w io.Writer, f Figure) error {
 	_, err = w.Write(data)
 	return err
 }
+
+// PrimaryPath is path with the primary format's extension: the file a
+// Markdown table beside the figure embeds.
+func (o FigureOptions) PrimaryPath(path string) string { return withExt(path, o.Primary()) }

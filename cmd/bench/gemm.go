@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +44,7 @@ type GEMMOptions struct {
 	// ("paper": gemvPaperShapes); Plot the PNG of the GEMV bandwidth plot.
 	Shapes string
 	Plot   string
+	Fig    figureFlags // --format, --width of --plot
 
 	// Resolved by RunE.
 	shapes            [][2]int
@@ -122,7 +122,8 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON lines (results.GEMMResult, results.MatrixSplit) instead of tables")
 	f.StringVar(&opts.Shapes, "shapes", "", "weight shapes N×K measured in turn instead of --n, --k: NxK,NxK,... or paper (the MobileLLM-1.5B and Llama3-8B linear shapes of the low-bit GEMV paper's Figs. 5–7, a subset a 2-core machine runs in seconds)")
-	f.StringVar(&opts.Plot, "plot", "", "write the GEMV bandwidth plot (low-bit GEMV paper Figs. 5–7: GB/s of weights per shape, one bar per --dtype, the profile's DRAM read roof and each format's ebw as lines) of the M = 1 figures at the largest thread count to this PNG, and its table to the same name with .md")
+	f.StringVar(&opts.Plot, "plot", "", "write the GEMV bandwidth plot (low-bit GEMV paper Figs. 5–7: GB/s of weights per shape, one bar per --dtype, the profile's DRAM read roof and each format's ebw as lines) of the M = 1 figures at the largest thread count to this file (.png, .pdf or .svg by extension), and its table to the same name with .md")
+	opts.Fig.register(cmd, true)
 	return cmd
 }
 
@@ -151,9 +152,12 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 	if err := o.parseShapes(cmd); err != nil {
 		return err
 	}
+	if err := o.Fig.parse("gemm"); err != nil {
+		return err
+	}
 	if o.Plot != "" {
-		if !strings.HasSuffix(strings.ToLower(o.Plot), ".png") {
-			return fmt.Errorf("gemm: --plot %q: must end in .png (the table goes to the same name with .md)", o.Plot)
+		if _, err := o.Fig.forFile("gemm", "plot", o.Plot); err != nil {
+			return err
 		}
 		if !slices.Contains(o.M, 1) {
 			return fmt.Errorf("gemm: --plot %s: needs M = 1 in --m (have %v): the plot is of GEMVs", o.Plot, o.M)
@@ -623,19 +627,24 @@ func (o *GEMMOptions) writePlot(rows []results.GEMMResult, prof *results.Profile
 		}
 	}
 	title := fmt.Sprintf("Attained GEMV bandwidth (M = 1), %d threads, per shape and weight format (low-bit GEMV paper Figs. 5–7)\n%s", t, src)
-	var buf bytes.Buffer
-	if err := reports.GEMVBandwidthPNG(&buf, title, gemv, roofs); err != nil {
+	fo, err := o.Fig.forFile("gemm", "plot", o.Plot)
+	if err != nil {
+		return err
+	}
+	f, err := reports.GEMVBandwidthFigure(title, gemv, roofs)
+	if err != nil {
 		return fmt.Errorf("gemm: --plot: %w", err)
 	}
-	if err := results.WriteFileAtomic(o.Plot, buf.Bytes(), 0o644); err != nil {
+	written, err := fo.Write(f, o.Plot)
+	if err != nil {
 		return fmt.Errorf("gemm: --plot: %w", err)
 	}
 	md := strings.TrimSuffix(o.Plot, filepath.Ext(o.Plot)) + ".md"
-	if err := results.WriteFileAtomic(md, []byte(reports.GEMVBandwidthMarkdown(title, gemv, roofs, filepath.Base(o.Plot))), 0o644); err != nil {
+	if err := results.WriteFileAtomic(md, []byte(reports.GEMVBandwidthMarkdown(title, gemv, roofs, filepath.Base(fo.PrimaryPath(o.Plot)))), 0o644); err != nil {
 		return fmt.Errorf("gemm: --plot: %w", err)
 	}
 	if !o.JSON {
-		fmt.Fprintf(o.IO.Out, "wrote %s and %s\n", o.Plot, md)
+		fmt.Fprintf(o.IO.Out, "wrote %s and %s\n", strings.Join(written, ", "), md)
 	}
 	return nil
 }

@@ -201,13 +201,14 @@ func TestGEMMSplitRun(t *testing.T) {
 	}
 }
 
-// --shapes measures each N×K in turn; --plot writes the Figs. 5–7 PNG and
+// --shapes measures each N×K in turn; --plot writes the Figs. 5–7 PNG (and,
+// with --format pdf, a PDF beside it) and
 // its table from the M = 1 rows; with a profile the quantized rows get a
 // fraction of their ebw (matrix.quant_ebw, Eq. 3).
 func TestGEMMShapesPlot(t *testing.T) {
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "gemv.png")
-	code, out, errs := run(t, "gemm", "--m", "1", "--shapes", "37x96,40x64", "--reps", "1", "--rep-ms", "1", "--dtype", "fp32,q8_0,int1", "--plot", plot)
+	code, out, errs := run(t, "gemm", "--m", "1", "--shapes", "37x96,40x64", "--reps", "1", "--rep-ms", "1", "--dtype", "fp32,q8_0,int1", "--plot", plot, "--format", "pdf")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -224,8 +225,11 @@ func TestGEMMShapesPlot(t *testing.T) {
 	if _, err := png.Decode(f); err != nil {
 		t.Errorf("%s: %v", plot, err)
 	}
+	if data, err := os.ReadFile(filepath.Join(dir, "gemv.pdf")); err != nil || !bytes.HasPrefix(data, []byte("%PDF")) {
+		t.Errorf("--format pdf: gemv.pdf: %v", err)
+	}
 	md, err := os.ReadFile(filepath.Join(dir, "gemv.md"))
-	if err != nil || !strings.Contains(string(md), "| shape N×K | fp32 GB/s | q8_0 GB/s | int1 GB/s |") || !strings.Contains(string(md), "| 40×64 |") {
+	if err != nil || !strings.Contains(string(md), "(gemv.png)") || !strings.Contains(string(md), "| shape N×K | fp32 GB/s | q8_0 GB/s | int1 GB/s |") || !strings.Contains(string(md), "| 40×64 |") {
 		t.Errorf("gemv.md: %v\n%s", err, md)
 	}
 	p := &results.Profile{Schema: results.SchemaV1, Matrix: &results.Matrix{QuantEBW: []results.QuantEBW{{Format: "int1", Backend: "x-int1", GammaCycles: 8, ClockHz: 3e9,
@@ -243,7 +247,9 @@ func TestGEMMShapesPlot(t *testing.T) {
 		{[]string{"--shapes", "37x"}, `gemm: --shapes: "37x": want NxK`},
 		{[]string{"--shapes", "paper", "--n", "64"}, "gemm: --shapes paper: not with --n or --k"},
 		{[]string{"--m", "4", "--plot", plot}, "needs M = 1 in --m"},
-		{[]string{"--plot", filepath.Join(dir, "x.svg")}, `gemm: --plot "`},
+		{[]string{"--plot", filepath.Join(dir, "x.tiff")}, `gemm: --plot "`},
+		{[]string{"--plot", plot, "--format", "png,tiff"}, `gemm: --format "tiff": want png, pdf or svg`},
+		{[]string{"--plot", plot, "--width", "wide"}, `gemm: --width "wide": want column or page`},
 	} {
 		code, _, errs := run(t, append([]string{"gemm"}, c.args...)...)
 		if code == 0 || !strings.Contains(errs, c.want) {

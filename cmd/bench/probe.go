@@ -39,6 +39,7 @@ type ProbeOptions struct {
 	RootSys string
 	RootPrc string
 	List    bool
+	Fig     figureFlags // --format, --width
 	// IsTerminal reports whether stderr is a terminal (injected for tests).
 	IsTerminal func() bool
 	Now        func() time.Time
@@ -62,7 +63,8 @@ buffers are mapped with mmap. GB/s = 1e9 bytes/s, bytes counted as STREAM does.
 
 Writes results/<host>-<yyyymmdd-hhmmss>/ (a new directory each run: -2, -3,
 ... is added when probes start in the same second; or --out DIR) with
-profile.json, profile.md and PNG plots. --json FILE also writes the profile
+profile.json, profile.md and PNG plots (--format png,pdf,svg and --width
+column|page for a paper). --json FILE also writes the profile
 to FILE (its directory is checked before measuring); --json - prints it on
 stdout instead (the directory is then written only if --out is given).`,
 		Example: `  bench probe                      # everything, about 1-3 minutes on 2 cores
@@ -93,6 +95,9 @@ stdout instead (the directory is then written only if --out is given).`,
 					return fmt.Errorf("probe: --max-ws %q: %v", opts.MaxWS, err)
 				}
 			}
+			if err := opts.Fig.parse("probe"); err != nil {
+				return err
+			}
 			return runF(cmd.Context(), opts)
 		},
 	}
@@ -110,6 +115,7 @@ stdout instead (the directory is then written only if --out is given).`,
 	f.BoolVar(&opts.List, "list", false, "list the kernels compiled in, and why those this CPU cannot run are unavailable")
 	f.StringVar(&opts.RootSys, "sysfs", "/sys", "root of sysfs to read the topology from (for testing on snapshots)")
 	f.StringVar(&opts.RootPrc, "procfs", "/proc", "root of procfs")
+	opts.Fig.register(cmd, false)
 	_ = f.MarkHidden("sysfs")
 	_ = f.MarkHidden("procfs")
 	return cmd
@@ -237,7 +243,7 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	if !writeDir {
 		return nil
 	}
-	if err := writeProfileDir(dir, p); err != nil {
+	if err := writeProfileDir(dir, p, opts.Fig.opts); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
 	fmt.Fprintf(opts.IO.Err, "bench: wrote %s (profile.json, profile.md, plots)\n", dir)
@@ -261,13 +267,13 @@ func prepareDir(dir string) (undo func(), err error) {
 	return undo, nil
 }
 
-// writeProfileDir writes profile.json, the PNG plots and profile.md, each
-// atomically.
-func writeProfileDir(dir string, p *results.Profile) error {
+// writeProfileDir writes profile.json, the plots (in fig's formats and
+// width) and profile.md, each atomically.
+func writeProfileDir(dir string, p *results.Profile, fig reports.FigureOptions) error {
 	if err := results.WriteProfile(filepath.Join(dir, "profile.json"), p); err != nil {
 		return err
 	}
-	plots, err := reports.ProfilePlots(p, dir, reports.FigureOptions{})
+	plots, err := reports.ProfilePlots(p, dir, fig)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,8 @@ type ReportOptions struct {
 	Profile   string   // machine for the regime map when the cells' own profile cannot be read
 	Precision string   // ceilings the ridge points use
 	Baseline  string   // llama-bench -o json or -o jsonl output drawn beside the placements
+
+	Fig figureFlags // --format, --width
 }
 
 // cellsFile is the results file of a sweep directory.
@@ -83,6 +85,9 @@ named in the caption).`,
 			if opts.Out == "" {
 				return errors.New("report: --out DIR is required")
 			}
+			if err := opts.Fig.parse("report"); err != nil {
+				return err
+			}
 			opts.Dirs = args
 			if runF != nil {
 				return runF(opts)
@@ -96,6 +101,7 @@ named in the caption).`,
 	f.StringVar(&opts.Profile, "profile", "", "machine for the regime map when a cell's own profile cannot be read: profile.json, bench.machine/v1 file or published profile name")
 	f.StringVar(&opts.Precision, "precision", "fp32", "precision whose compute ceilings set the ridge points of the regime map")
 	f.StringVar(&opts.Baseline, "baseline", "", "llama.cpp's llama-bench output (-o json or -o jsonl) to draw beside the placements: prefill (pp) and decode (tg) tok/s per thread count, SMEPilot Fig. 9 style")
+	opts.Fig.register(cmd, false)
 	return cmd
 }
 
@@ -164,7 +170,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	// The report first (all or nothing, reports.SweepContext), then the
 	// merged cells beside it: a failed or interrupted report writes
 	// neither.
-	s, err := reports.SweepContext(ctx, cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline})
+	s, err := reports.SweepContext(ctx, cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline, Figures: opts.Fig.opts})
 	if err != nil {
 		return err
 	}

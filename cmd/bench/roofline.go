@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +42,7 @@ type rooflineOptions struct {
 	JSON    string
 	PNG     string
 	EBWPlot string
+	Fig     figureFlags // --format, --width
 
 	// Parsed by RunE.
 	routing   roofline.Routing
@@ -103,8 +103,9 @@ seconds scaled for display.`,
 	f.StringVar(&opts.Routing, "routing", "uniform", "MoE routing: uniform, zipf or zipf:S")
 	f.StringVar(&opts.Sweep, "sweep", "", "sweep one shape variable and report regime changes: batch=1..64, tokens=128..8k, context=1k..32k, or a list batch=1,8,64")
 	f.StringVar(&opts.JSON, "json", "", "write the analysis as JSON to this file ('-' for stdout instead of tables)")
-	f.StringVar(&opts.PNG, "png", "", "draw the roofline (or, with --sweep, the sweep) to this PNG file")
-	f.StringVar(&opts.EBWPlot, "ebw-plot", "", "draw the low-bit GEMV paper's Fig. 4 for the machine (ebw = min(β, B/γ) per core against β, one line per format and core type) to this PNG, and its table to the same name with .md; --model is then optional")
+	f.StringVar(&opts.PNG, "png", "", "draw the roofline (or, with --sweep, the sweep) to this file: .png, .pdf or .svg by extension")
+	f.StringVar(&opts.EBWPlot, "ebw-plot", "", "draw the low-bit GEMV paper's Fig. 4 for the machine (ebw = min(β, B/γ) per core against β, one line per format and core type) to this file (.png, .pdf or .svg by extension), and its table to the same name with .md; --model is then optional")
+	opts.Fig.register(cmd, true)
 	return cmd
 }
 
@@ -113,8 +114,15 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	if o.Profile == "" {
 		return errors.New("roofline: --profile: required (a profile.json, a bench.machine/v1 file, or one of " + strings.Join(roofline.PublishedNames(), ", ") + ")")
 	}
-	if o.EBWPlot != "" && !strings.HasSuffix(strings.ToLower(o.EBWPlot), ".png") {
-		return fmt.Errorf("roofline: --ebw-plot %q: must end in .png (the table goes to the same name with .md)", o.EBWPlot)
+	if err := o.Fig.parse("roofline"); err != nil {
+		return err
+	}
+	for _, fp := range [][2]string{{"png", o.PNG}, {"ebw-plot", o.EBWPlot}} {
+		if fp[1] != "" {
+			if _, err := o.Fig.forFile("roofline", fp[0], fp[1]); err != nil {
+				return err
+			}
+		}
 	}
 	if o.Model == "" && o.EBWPlot == "" {
 		return errors.New("roofline: --model: required (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
@@ -222,7 +230,7 @@ func rooflineRun(o *rooflineOptions) error {
 	var (
 		result any
 		table  func(io.Writer) error
-		png    func(io.Writer) error
+		fig    func() (reports.Figure, error)
 	)
 	if o.Sweep != "" {
 		s, err := roofline.Sweep(m, arch, r, prec, o.sweepVar, o.sweepVals)
@@ -231,8 +239,8 @@ func rooflineRun(o *rooflineOptions) error {
 		}
 		result = s
 		table = func(w io.Writer) error { return writeSweep(w, m, arch, r, s) }
-		png = func(w io.Writer) error {
-			return reports.RooflineSweepPNG(w, s, fmt.Sprintf("%s on %s: %s", arch.Name, m.Name, describe(r)))
+		fig = func() (reports.Figure, error) {
+			return reports.RooflineSweepFigure(s, fmt.Sprintf("%s on %s: %s", arch.Name, m.Name, describe(r)))
 		}
 	} else {
 		a, err := roofline.Analyze(m, arch, r, prec)
@@ -241,7 +249,7 @@ func rooflineRun(o *rooflineOptions) error {
 		}
 		result = a
 		table = func(w io.Writer) error { return writeAnalysis(w, a) }
-		png = func(w io.Writer) error { return reports.RooflinePNG(w, a) }
+		fig = func() (reports.Figure, error) { return reports.RooflineFigure(a) }
 	}
 	if o.JSON != "-" {
 		if err := table(o.IO.Out); err != nil {
@@ -263,11 +271,15 @@ func rooflineRun(o *rooflineOptions) error {
 		}
 	}
 	if o.PNG != "" {
-		var buf bytes.Buffer
-		if err := png(&buf); err != nil {
+		fo, err := o.Fig.forFile("roofline", "png", o.PNG)
+		if err != nil {
+			return err
+		}
+		f, err := fig()
+		if err != nil {
 			return fmt.Errorf("roofline: --png: %w", err)
 		}
-		if err := writeFileAtomic(o.PNG, buf.Bytes()); err != nil {
+		if _, err := fo.Write(f, o.PNG); err != nil {
 			return fmt.Errorf("roofline: --png: %w", err)
 		}
 	}
@@ -503,19 +515,25 @@ func writeQuantRoof(w io.Writer, q *roofline.QuantRoof) error {
 	return nil
 }
 
-// writeEBWPlot writes the Fig. 4 PNG and its Markdown table (beside it,
-// .md) atomically and prints the table.
+// writeEBWPlot writes the Fig. 4 figure (in the formats of its extension
+// and --format) and its Markdown table (beside it, .md) atomically and
+// prints the table.
 func writeEBWPlot(o *rooflineOptions, m *roofline.Machine) error {
+	fo, err := o.Fig.forFile("roofline", "ebw-plot", o.EBWPlot)
+	if err != nil {
+		return err
+	}
 	mdName := strings.TrimSuffix(o.EBWPlot, filepath.Ext(o.EBWPlot)) + ".md"
-	md, err := reports.EBWMarkdown(m, filepath.Base(o.EBWPlot))
+	md, err := reports.EBWMarkdown(m, filepath.Base(fo.PrimaryPath(o.EBWPlot)))
 	if err != nil {
 		return fmt.Errorf("roofline: --ebw-plot: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := reports.EBWPNG(&buf, m); err != nil {
+	f, err := reports.EBWFigure(m)
+	if err != nil {
 		return fmt.Errorf("roofline: --ebw-plot: %w", err)
 	}
-	if err := results.WriteFileAtomic(o.EBWPlot, buf.Bytes(), 0o644); err != nil {
+	written, err := fo.Write(f, o.EBWPlot)
+	if err != nil {
 		return fmt.Errorf("roofline: --ebw-plot: %w", err)
 	}
 	if err := results.WriteFileAtomic(mdName, []byte(md), 0o644); err != nil {
@@ -523,7 +541,7 @@ func writeEBWPlot(o *rooflineOptions, m *roofline.Machine) error {
 	}
 	if o.JSON != "-" {
 		fmt.Fprint(o.IO.Out, md)
-		fmt.Fprintf(o.IO.Out, "\nwrote %s and %s\n", o.EBWPlot, mdName)
+		fmt.Fprintf(o.IO.Out, "\nwrote %s and %s\n", strings.Join(written, ", "), mdName)
 	}
 	return nil
 }

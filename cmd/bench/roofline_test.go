@@ -157,7 +157,7 @@ func TestRooflineBadInput(t *testing.T) {
 		{[]string{"--profile", "m4-pro", "--model", "gpt-5"}, `model "gpt-5": not a shipped config`},
 		{[]string{"--profile", "m4-pro", "--model", "qwen3-0.6b", "extra"}, "unknown command"},
 		{[]string{"--profile", "m4-pro", "--ebw-plot", filepath.Join(dir, "f.png")}, "roofline: --ebw-plot: machine m4-pro: no up-convert γ per core type"},
-		{[]string{"--profile", "lnl", "--ebw-plot", filepath.Join(dir, "f.svg")}, `roofline: --ebw-plot "`},
+		{[]string{"--profile", "lnl", "--ebw-plot", filepath.Join(dir, "f.tiff")}, `roofline: --ebw-plot "`},
 	} {
 		code, _, errs := runRoofline(t, c.args...)
 		if code == 0 || !strings.Contains(errs, c.want) {
