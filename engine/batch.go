@@ -5,7 +5,9 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/pool"
 )
@@ -44,7 +46,9 @@ type slot struct {
 
 // NewBatch returns n slots with KV caches of maxSeq positions each (0:
 // Config.MaxSeq; at most Config.MaxSeq). Caches are allocated when a slot
-// is first used.
+// is first used. Errors: maxSeq or n out of range, and all n caches
+// (Config.KVBytes) not fitting in the memory this process may use
+// (memlimit.Check; a *memlimit.Error).
 func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	c := m.Config
 	if maxSeq == 0 {
@@ -55,6 +59,12 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	}
 	if n < 1 {
 		return nil, fmt.Errorf("engine: batch of %d slots: must be ≥ 1", n)
+	}
+	// Every slot's KV cache (allocated on first use, but a batch is made
+	// to be used), the slot table and the RoPE table, before any of it.
+	need := c.KVBytes(n, maxSeq).Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
+	if err := memlimit.Check(fmt.Sprintf("engine: model %s: %d slots' KV caches of %d positions", c.Name, n, maxSeq), need); err != nil {
+		return nil, err
 	}
 	rope, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, maxSeq, c.RoPEScaling)
 	if err != nil {

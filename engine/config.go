@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/models"
 )
@@ -43,23 +44,35 @@ type Config struct {
 }
 
 // Params counts the model's weights (every expert included): embedding,
-// LM head when untied, attention, norms and FFNs.
+// LM head when untied, attention, norms and FFNs; math.MaxInt64 when the
+// count overflows (Validate refuses such a config).
 func (c Config) Params() int64 {
-	d, q, kv := int64(c.Dim), int64(c.QDim()), int64(c.KVDim())
-	n := int64(c.Vocab)*d + d // embedding, final norm
-	if !c.TiedEmbeddings {
-		n += int64(c.Vocab) * d
+	n, ok := c.ParamCount().Int()
+	if !ok || int64(n) < 0 {
+		return math.MaxInt64
 	}
-	for i := range c.Layers {
-		n += d*q + 2*d*kv + q*d + 2*d
-		if c.QKNorm {
-			n += 2 * int64(c.HeadDim)
-		}
-		if c.IsMoE(i) {
-			n += int64(c.Experts)*d + int64(c.Experts)*3*d*int64(c.MoEHidden)
-		} else {
-			n += 3 * d * int64(c.Hidden)
-		}
+	return int64(n)
+}
+
+// ParamCount is Params as an overflow-checked count, in closed form (no
+// loop over the layers), for configs whose sizes come from a file.
+func (c Config) ParamCount() memlimit.Size {
+	d, hd := c.Dim, c.HeadDim
+	n := memlimit.Mul(c.Vocab, d).Plus(memlimit.Mul(d)) // embedding, final norm
+	if !c.TiedEmbeddings {
+		n = n.Plus(memlimit.Mul(c.Vocab, d))
+	}
+	// Per layer: q and o (2·d·heads·head dim), k and v (2·d·kv heads·head
+	// dim), two norms, QK-norm.
+	layer := memlimit.Mul(2, d, c.Heads, hd).Plus(memlimit.Mul(2, d, c.KVHeads, hd)).Plus(memlimit.Mul(2, d))
+	if c.QKNorm {
+		layer = layer.Plus(memlimit.Mul(2, hd))
+	}
+	moe := c.MoELayers()
+	n = n.Plus(layer.Times(c.Layers))
+	n = n.Plus(memlimit.Mul(c.Layers-moe, 3, d, c.Hidden))
+	if moe > 0 {
+		n = n.Plus(memlimit.Mul(c.Experts, d).Plus(memlimit.Mul(c.Experts, 3, d, c.MoEHidden)).Times(moe))
 	}
 	return n
 }
@@ -77,12 +90,20 @@ func (c Config) IsMoE(i int) bool {
 	return (i+1)%max(c.SparseStep, 1) == 0
 }
 
-// MoELayers counts the MoE layers among the Layers decoder layers.
+// MoELayers counts the MoE layers among the Layers decoder layers: the
+// layers i with (i+1) % SparseStep == 0, less those of DenseLayers (in
+// closed form: no loop over the layers).
 func (c Config) MoELayers() int {
-	n := 0
-	for i := range c.Layers {
-		if c.IsMoE(i) {
-			n++
+	if c.Experts == 0 || c.Layers <= 0 {
+		return 0
+	}
+	step := max(c.SparseStep, 1)
+	n := c.Layers / step
+	seen := map[int]bool{}
+	for _, d := range c.DenseLayers {
+		if d >= 0 && d < c.Layers && (d+1)%step == 0 && !seen[d] {
+			seen[d] = true
+			n--
 		}
 	}
 	return n
@@ -94,7 +115,15 @@ func (c Config) QDim() int { return c.Heads * c.HeadDim }
 // KVDim is KVHeads·HeadDim, the width of k and v.
 func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
-// Validate rejects a shape the engine cannot run, naming the field.
+// KVBytes is the memory of the KV caches of slots sequences of positions
+// positions each: Layers · 2 (K and V) · positions · KVDim float32
+// values per slot, overflow-checked.
+func (c Config) KVBytes(slots, positions int) memlimit.Size {
+	return memlimit.Mul(slots, c.Layers, 2, positions, c.KVHeads, c.HeadDim, 4)
+}
+
+// Validate rejects a shape the engine cannot run, naming the field; a
+// shape whose parameter count overflows (ParamCount) is refused.
 func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
@@ -123,6 +152,10 @@ func (c Config) Validate() error {
 	if c.Experts < 0 || c.Experts > 0 && (c.TopK < 1 || c.TopK > c.Experts || c.MoEHidden < 1 || c.SparseStep < 0) {
 		return fmt.Errorf("engine: model %s: MoE needs experts ≥ top-k ≥ 1, moe hidden ≥ 1 and sparse step ≥ 0 (have %d, %d, %d, %d)",
 			c.Name, c.Experts, c.TopK, c.MoEHidden, c.SparseStep)
+	}
+	if _, ok := c.ParamCount().Times(8).Bytes(); !ok {
+		return fmt.Errorf("engine: model %s: dim %d, hidden %d, %d layers, %d heads of %d, vocab %d: %s parameters, more than a 64-bit byte count of their fp32 copies holds",
+			c.Name, c.Dim, c.Hidden, c.Layers, c.Heads, c.HeadDim, c.Vocab, c.ParamCount())
 	}
 	if s := c.RoPEScaling; s != nil {
 		if _, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, 1, s); err != nil {

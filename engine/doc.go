@@ -67,6 +67,10 @@
 // The engine calls kernels (the non-linear kernels) and kernels/gemm, never
 // assembly directly; it reads configs through models and shares operator
 // names and phases with roofline; weight files are opened with
-// internal/regfile (a named pipe or device is refused). It must not import
-// probes, reports or cmd (imports_test.go checks).
+// internal/regfile (a named pipe or device is refused). Sizes from configs
+// and files are counted with internal/memlimit's overflow-checked Size
+// (Config.ParamCount, Config.KVBytes), and NewBatch checks its KV caches
+// against what this process may use (memlimit.Check) before allocating
+// them. It must not import probes, reports or cmd (imports_test.go
+// checks).
 package engine
