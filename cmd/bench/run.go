@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cpubench/bench/engine"
-	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/results"
@@ -358,7 +358,7 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 }
 
 // checkMemory refuses synthetic weights that would not fit in the memory
-// available now (MemAvailable of /proc/meminfo). fp32: the weights plus
+// this process may use (checkBytes). fp32: the weights plus
 // the packed copies (a second fp32 copy; bf16 adds half of one more).
 // q8_0 and q4_0: the fp32 embedding table, every linear weight (LM head
 // included, a tied one as a quantized copy) at the format's bytes per
@@ -394,20 +394,18 @@ func checkMemory(cfg engine.Config, layers int, placement, dtype string) error {
 	return checkBytes("--model "+cfg.Name, cfg.Layers, 0, need, what)
 }
 
-// checkBytes refuses need bytes that would not fit in the memory
-// available now (0.9 of MemAvailable; no check when it is unknown): what
-// (flag and value) with layers layers (of full) needs about need bytes.
+// checkBytes refuses need bytes that would not fit in the memory this
+// process may use (memlimit.Check: the cgroup, rlimit or MemAvailable
+// headroom, the smallest): what (flag and value) with layers layers (of
+// full) needs about need bytes.
 func checkBytes(what string, full, layers int, need float64, kind string) error {
-	b, err := topology.LiveRoots().MemAvailable()
-	avail := float64(b)
-	if err != nil || b == 0 || need < 0.9*avail {
-		return nil
-	}
 	if layers == 0 {
 		layers = full
 	}
-	return fmt.Errorf("%s: %d layers need about %.1f GB of memory (%s), %.1f GB available: pass --layers N to instantiate fewer",
-		what, layers, need/1e9, kind, avail/1e9)
+	if err := memlimit.Check(fmt.Sprintf("%s: %d layers' %s", what, layers, kind), memlimit.Mul(1).TimesFloat(need)); err != nil {
+		return fmt.Errorf("%w: pass --layers N to instantiate fewer", err)
+	}
+	return nil
 }
 
 // runPredict adds the roofline's predicted seconds of every engine
@@ -485,8 +483,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	c := w.Config
 	T, G, B := o.PromptTokens, o.GenTokens, o.Batch
-	if T+G > c.MaxSeq {
+	if T > c.MaxSeq || G > c.MaxSeq-T {
 		return fmt.Errorf("run: --prompt-tokens %d + --gen-tokens %d: more than the model's %d positions", T, G, c.MaxSeq)
+	}
+	if err := memlimit.Check(fmt.Sprintf("--batch %d × (--prompt-tokens %d + --gen-tokens %d) KV caches", B, T, G), c.KVBytes(B, T+G)); err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	place, _ := engine.ParsePlacement(o.Placement)
 	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
