@@ -229,6 +229,9 @@ func ParseSweep(s string) (SweepVar, []int, error) {
 		if _, err := fmt.Sscanf(x, "%d", &n); err != nil || fmt.Sprint(n) != x || n < 1 {
 			return 0, fmt.Errorf("sweep %q: %q: want an integer ≥ 1", s, x)
 		}
+		if n > math.MaxInt/mult {
+			return 0, fmt.Errorf("sweep %q: %sk: more than an int holds", s, x)
+		}
 		return n * mult, nil
 	}
 	if from, to, ok := strings.Cut(val, ".."); ok {
@@ -257,6 +260,11 @@ func ParseSweep(s string) (SweepVar, []int, error) {
 		var out []int
 		for x := a; x <= b; {
 			out = append(out, x)
+			// The next value, stopping before it passes b (or
+			// overflows).
+			if step > 0 && x > b-step || step == 0 && x > b/2 {
+				break
+			}
 			if step > 0 {
 				x += step
 			} else {

@@ -3,6 +3,7 @@ package roofline
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,6 +171,61 @@ func (r Request) Validate() error {
 		return fmt.Errorf("routing %q: want uniform or zipf", r.Routing.Kind)
 	}
 	return nil
+}
+
+// CheckCounts refuses a request whose integer counts overflow at arch's
+// shapes: the catalog counts token rows M = B·T, q and k elements M·(H +
+// Hkv)·head dim, attention rows B·H·T (the q element count bounds it),
+// routed assignments M·top-k and router logits M·experts, and the
+// weights' widths heads·head dim and 2·moe_intermediate as ints. Each
+// product is checked with math/bits; the error names the product.
+func (r Request) CheckCounts(arch Arch) error {
+	hq, ok := mulInt(arch.Heads+arch.KVHeads, arch.HeadDim)
+	if _, ok2 := mulInt(r.Batch, r.Tokens, hq); !ok || !ok2 || arch.Heads+arch.KVHeads < arch.Heads {
+		return fmt.Errorf("B·T·(heads + kv heads)·head dim of model %s overflows a 64-bit count (%d·%d·%d·%d)",
+			arch.Name, r.Batch, r.Tokens, arch.Heads+arch.KVHeads, arch.HeadDim)
+	}
+	for _, p := range []struct {
+		what string
+		xs   []int
+	}{
+		{"B·T·hidden", []int{r.Batch, r.Tokens, arch.Hidden}},
+		{"B·T·intermediate", []int{r.Batch, r.Tokens, arch.Intermediate}},
+		{"B·T·experts", []int{r.Batch, r.Tokens, arch.Experts}},
+		{"B·T·moe intermediate", []int{r.Batch, r.Tokens, arch.MoEIntermediate}},
+		{"B·T·experts per token·moe intermediate", []int{r.Batch, r.Tokens, arch.ExpertsPerToken, arch.MoEIntermediate}},
+		{"2·moe intermediate", []int{2, arch.MoEIntermediate}},
+	} {
+		if _, ok := mulInt(p.xs...); !ok {
+			return fmt.Errorf("%s of model %s overflows a 64-bit count (%s)", p.what, arch.Name, fmtProduct(p.xs))
+		}
+	}
+	return nil
+}
+
+// mulInt is the product of non-negative xs and whether it fits in an int
+// (math/bits: no wrap-around).
+func mulInt(xs ...int) (int, bool) {
+	p := uint64(1)
+	for _, x := range xs {
+		if x < 0 {
+			return 0, false
+		}
+		hi, lo := bits.Mul64(p, uint64(x))
+		if hi != 0 || lo > math.MaxInt {
+			return 0, false
+		}
+		p = lo
+	}
+	return int(p), true
+}
+
+func fmtProduct(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, "·")
 }
 
 // Operator kinds.
@@ -365,6 +421,9 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 	}
 	if err := r.Validate(); err != nil {
 		return nil, err
+	}
+	if err := r.CheckCounts(arch); err != nil {
+		return nil, fmt.Errorf("batch %d × tokens %d: %w", r.Batch, r.Tokens, err)
 	}
 	w, _ := DTypeBytes(r.Weight)
 	a, _ := DTypeBytes(r.Act)

@@ -171,6 +171,25 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	return nil
 }
 
+// checkRooflineCounts refuses --batch × --tokens (or a --sweep's largest
+// value) whose token counts overflow at the model's shapes
+// (roofline.Request.CheckCounts), naming the flags.
+func checkRooflineCounts(o *rooflineOptions, r roofline.Request, arch roofline.Arch) error {
+	flags := fmt.Sprintf("--batch %d × --tokens %d", r.Batch, r.Tokens)
+	if o.Sweep != "" {
+		switch top := o.sweepVals[len(o.sweepVals)-1]; o.sweepVar {
+		case roofline.SweepBatch:
+			r.Batch, flags = top, fmt.Sprintf("--sweep %s (batch %d) × --tokens %d", o.Sweep, top, r.Tokens)
+		case roofline.SweepTokens:
+			r.Tokens, flags = top, fmt.Sprintf("--batch %d × --sweep %s (tokens %d)", r.Batch, o.Sweep, top)
+		}
+	}
+	if err := r.CheckCounts(arch); err != nil {
+		return fmt.Errorf("roofline: %s: %w", flags, err)
+	}
+	return nil
+}
+
 // precision is the ceiling key for an activation dtype.
 func precision(act string) string {
 	switch strings.ToLower(act) {
@@ -226,6 +245,9 @@ func rooflineRun(o *rooflineOptions) error {
 	}
 	r := roofline.Request{Phase: o.Phase, Batch: o.Batch, Tokens: o.Tokens, Context: o.Context,
 		Weight: o.Weight, Act: o.Act, KV: o.KV, Routing: o.routing}
+	if err := checkRooflineCounts(o, r, arch); err != nil {
+		return err
+	}
 	prec := precision(o.Act)
 	var (
 		result any
