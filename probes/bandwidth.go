@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
@@ -26,7 +27,9 @@ type BandwidthConfig struct {
 
 // Bandwidth measures each requested figure with the memory section's
 // machinery (pinned threads, mmap buffers, warm-up, median of Reps). Errors
-// name the bad kernel, thread count or ISA.
+// name the bad kernel, thread count or ISA, or a working set that does not
+// fit in the memory this process may use (memlimit.Check), before
+// anything is measured.
 func Bandwidth(ctx context.Context, cfg BandwidthConfig) ([]results.Bandwidth, error) {
 	if cfg.Reps == 0 {
 		cfg.Reps = 7
@@ -61,9 +64,13 @@ func Bandwidth(ctx context.Context, cfg BandwidthConfig) ([]results.Bandwidth, e
 			return nil, fmt.Errorf("--threads %d: must be between 1 and %d", t, len(order))
 		}
 	}
+	lim, _ := memlimit.Available()
 	for _, ws := range cfg.WorkingSets {
 		if ws < 4096 {
 			return nil, fmt.Errorf("--ws %d: must be at least 4 KiB", ws)
+		}
+		if err := lim.Check(fmt.Sprintf("--ws %s: the working set's arrays", sizeText(ws)), memlimit.Of(uint64(ws))); err != nil {
+			return nil, err
 		}
 	}
 	r := &runner{cfg: Config{Reps: cfg.Reps, RepDuration: cfg.RepDuration}, topo: topo, prog: cfg.Progress}

@@ -9,6 +9,12 @@
 // threads pinned with sched_setaffinity over buffers mapped with mmap. Bytes
 // are counted as STREAM counts them: write-allocate traffic is not counted.
 //
+// Working sets are sized within the memory this process may use
+// (internal/memlimit: cgroup, rlimit or MemAvailable headroom): the default
+// largest working set is lowered to fit, and a --max-ws, --ws or GEMM shape
+// that does not fit is refused before anything is measured
+// (CheckMaxWorkingSet, GEMMBytes).
+//
 // probes uses the shared kernel package (kernels) for all hot loops; it must
 // not import reports, roofline or engine.
 package probes

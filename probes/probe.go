@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
@@ -49,8 +50,13 @@ type Config struct {
 	// ... and all cores. Each must be in 1..logical CPUs allowed.
 	Threads []int
 	// MaxWorkingSet is the largest working set in bytes; 0 means the next
-	// power of two at or above 4 x the total last-level cache (min 64 MiB).
+	// power of two at or above 4 x the total last-level cache (min 64 MiB),
+	// lowered to a power of two that fits in the memory this process may
+	// use. A MaxWorkingSet that does not fit is an error
+	// (CheckMaxWorkingSet).
 	MaxWorkingSet int64
+	// MemoryLimit is what this process may use (nil: memlimit.Available()).
+	MemoryLimit *memlimit.Limit
 	// ISA picks the memory kernels' implementation ("avx512", "avx2",
 	// "neon", "go"); "" means the best available.
 	ISA string
@@ -339,8 +345,21 @@ func (r *runner) makePlan(order []int) error {
 	r.plan.cores = cores
 	maxThreads := len(order)
 
+	lim := memlimit.Limit{}
+	if r.cfg.MemoryLimit != nil {
+		lim = *r.cfg.MemoryLimit
+	} else {
+		lim, _ = memlimit.Available()
+	}
 	maxWS := r.cfg.MaxWorkingSet
-	if maxWS == 0 {
+	if maxWS < 0 {
+		return fmt.Errorf("--max-ws %d: must be at least 64 KiB", maxWS)
+	}
+	if maxWS > 0 {
+		if err := checkMaxWS(uint64(maxWS), r.cfg.Sections, lim); err != nil {
+			return err
+		}
+	} else {
 		llcTotal := t.LLCBytes
 		for _, c := range t.Caches {
 			if c.SizeBytes == t.LLCBytes && c.Type != "Instruction" {
@@ -354,6 +373,18 @@ func (r *runner) makePlan(order []int) error {
 			// MiB), so sweep to 1 GiB for the DRAM figures to be DRAM.
 			maxWS = max(maxWS, unknownLLCMaxWS)
 			r.plan.note = fmt.Sprintf("%s; the working sets go up to %s so that the DRAM figures are beyond any L3", t.CacheNote, sizeText(maxWS))
+		}
+		fit, why, ok := fitWorkingSet(maxWS, r.cfg.Sections, lim)
+		if !ok {
+			return fmt.Errorf("memory: %d working sets of 64 KiB do not fit in the %s this process may use (%s)",
+				workingSetCopies(r.cfg.Sections), memlimit.Of(lim.Usable()), lim.Source)
+		}
+		if why != "" {
+			if fit < 4*llcTotal {
+				why += fmt.Sprintf("; below 4× the last-level cache (%s), so the DRAM figures are partly cache", sizeText(llcTotal))
+			}
+			maxWS = fit
+			r.plan.note = strings.TrimPrefix(r.plan.note+"; "+why, "; ")
 		}
 	}
 	if maxWS < 64<<10 {

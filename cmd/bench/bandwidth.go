@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,9 @@ GB/s = 1e9 bytes/s; bytes counted as STREAM does (no write-allocate traffic).`,
 				v, err := humanize.ParseBytes(s)
 				if err != nil {
 					return fmt.Errorf("bandwidth: --ws %q: %v", s, err)
+				}
+				if v > math.MaxInt64 {
+					return fmt.Errorf("bandwidth: --ws %s: more than an int64 of bytes", s)
 				}
 				opts.wsBytes = append(opts.wsBytes, int64(v))
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/probes"
@@ -127,8 +129,17 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	return cmd
 }
 
-// validate checks the flags and resolves the backends; it reads no file.
+// validate checks the flags and resolves the backends, then the memory
+// the shapes need (checkMemory); it reads no file but the memory limit's.
 func (o *GEMMOptions) validate(cmd *cobra.Command) error {
+	if err := o.validateFlags(cmd); err != nil {
+		return err
+	}
+	return o.checkMemory()
+}
+
+// validateFlags checks the flags and resolves the backends.
+func (o *GEMMOptions) validateFlags(cmd *cobra.Command) error {
 	if len(o.M) == 0 {
 		return fmt.Errorf("gemm: --m: need at least one value")
 	}
@@ -146,8 +157,8 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 	if o.Reps < 1 {
 		return fmt.Errorf("gemm: --reps %d: must be ≥ 1", o.Reps)
 	}
-	if o.RepMS < 1 {
-		return fmt.Errorf("gemm: --rep-ms %d: must be ≥ 1", o.RepMS)
+	if o.RepMS < 1 || o.RepMS > math.MaxInt64/int(time.Millisecond) {
+		return fmt.Errorf("gemm: --rep-ms %d: must be between 1 and %d", o.RepMS, math.MaxInt64/int(time.Millisecond))
 	}
 	if err := o.parseShapes(cmd); err != nil {
 		return err
@@ -250,6 +261,37 @@ func (o *GEMMOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("gemm: --backend-b %s: %w", o.BackendB, err)
 	}
 	o.splitTargets = "A = " + gemm.Label(o.backend, "") + "; B = " + gemm.Label(o.backendB, bNote)
+	return nil
+}
+
+// checkMemory refuses shapes whose weights (as drawn and packed) and
+// activations do not fit in the memory this process may use
+// (probes.GEMMBytes, memlimit.Check), one shape and dtype at a time as
+// they are measured (--split: both backends' weights together), before
+// anything is allocated.
+func (o *GEMMOptions) checkMemory() error {
+	ms := strings.Trim(strings.ReplaceAll(fmt.Sprint(o.M), " ", ","), "[]")
+	for _, sh := range o.shapes {
+		n, k := sh[0], sh[1]
+		shape := fmt.Sprintf("--n %d × --k %d", n, k)
+		if o.Shapes != "" {
+			shape = fmt.Sprintf("--shapes %d×%d:", n, k)
+		}
+		for _, j := range o.jobs {
+			dt := string(j.format)
+			if j.gemm != nil {
+				dt = string(j.gemm.DType)
+			}
+			need := probes.GEMMBytes(dt, o.M, n, k)
+			if o.Split != "" {
+				need = need.Plus(probes.GEMMBytes(string(o.backendB.DType), nil, n, k))
+				dt += " and " + string(o.backendB.DType)
+			}
+			if err := memlimit.Check(fmt.Sprintf("%s %s weights (as drawn and packed) with --m %s activations", shape, dt, ms), need); err != nil {
+				return fmt.Errorf("gemm: %w", err)
+			}
+		}
+	}
 	return nil
 }
 

@@ -91,8 +91,12 @@ stdout instead (the directory is then written only if --out is given).`,
 				return fmt.Errorf("probe: --rep-ms %d: must be positive", opts.RepMS)
 			}
 			if opts.MaxWS != "" {
-				if _, err := humanize.ParseBytes(opts.MaxWS); err != nil {
+				v, err := humanize.ParseBytes(opts.MaxWS)
+				if err != nil {
 					return fmt.Errorf("probe: --max-ws %q: %v", opts.MaxWS, err)
+				}
+				if err := probes.CheckMaxWorkingSet(v, opts.Only); err != nil {
+					return fmt.Errorf("probe: %w", err)
 				}
 			}
 			if err := opts.Fig.parse("probe"); err != nil {

@@ -379,6 +379,9 @@ func (o *sweepOptions) validate() error {
 	case o.MaxPrompt < 0:
 		return fmt.Errorf("sweep: --max-prompt-tokens %d: must be ≥ 0 (0: no cap)", o.MaxPrompt)
 	}
+	if err := checkRequests(o.Requests, 1); err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}

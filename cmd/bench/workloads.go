@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"unsafe"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/workloads"
 )
@@ -60,6 +62,16 @@ finishes); poisson:RATE gives exponential gaps with mean 1/RATE seconds.`,
 			}
 			if opts.Requests < 1 {
 				return fmt.Errorf("workloads: --requests %d: must be ≥ 1", opts.Requests)
+			}
+			traces := len(args)
+			switch {
+			case opts.Dump != "":
+				traces = 1
+			case traces == 0:
+				traces = len(workloads.Names())
+			}
+			if err := checkRequests(opts.Requests, traces); err != nil {
+				return fmt.Errorf("workloads: %w", err)
 			}
 			a, err := workloads.ParseArrival(arrival)
 			if err != nil {
@@ -140,4 +152,17 @@ func workloadsRun(ctx context.Context, opts *WorkloadsOptions) error {
 	}
 	return reports.TextTable(opts.IO.Out, []string{"workload", "requests", "source",
 		"prompt mean", "p50", "p90", "p99", "output mean", "p50", "p90", "p99"}, rows)
+}
+
+// checkRequests refuses --requests n whose traces (workloads.Build: n
+// Requests each, traces of them built at once, and workloads.Stats' two
+// float64 per request) do not fit in the memory this process may use
+// (memlimit.Check), before they are built.
+func checkRequests(n, traces int) error {
+	size := int(unsafe.Sizeof(workloads.Request{})) + 16
+	what := fmt.Sprintf("--requests %d: a trace's requests (%d bytes each)", n, size)
+	if traces > 1 {
+		what = fmt.Sprintf("--requests %d: %d traces' requests (%d bytes each)", n, traces, size)
+	}
+	return memlimit.Check(what, memlimit.Mul(n, traces, size))
 }
