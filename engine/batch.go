@@ -189,6 +189,9 @@ const parMinElems = 1 << 14
 func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool) ([]float32, error) {
 	m := b.m
 	c := m.Config
+	if m.closed {
+		return nil, fmt.Errorf("engine: %s: model %s is closed", phaseName(p), c.Name)
+	}
 	T := len(tokens)
 	if T == 0 {
 		return nil, fmt.Errorf("engine: %s: no tokens", phaseName(p))

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -101,4 +103,91 @@ func TestNewBatchMemoryLimit(t *testing.T) {
 	if got, want := c.KVBytes(3, 10).String(), memlimit.Mul(3*c.Layers*2*10*c.KVDim()*4).String(); got != want {
 		t.Errorf("KVBytes(3, 10) = %s, want %s", got, want)
 	}
+}
+
+// recordingReader is an io.ReaderAt that records the byte ranges read.
+type recordingReader struct {
+	r      *bytes.Reader
+	ranges [][2]int64
+}
+
+func (r *recordingReader) ReadAt(p []byte, off int64) (int, error) {
+	r.ranges = append(r.ranges, [2]int64{off, off + int64(len(p))})
+	return r.r.ReadAt(p, off)
+}
+
+// TestGGUFLayersReadOnly: --layers 1 reads the data of layer 0's tensors,
+// the embeddings, the final norm and the head, and not one byte of the
+// later layers' tensors; the weights keep one layer; the resident
+// estimate the memory check uses shrinks with it.
+func TestGGUFLayersReadOnly(t *testing.T) {
+	data, err := os.ReadFile(storiesGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := parseGGUF(bytes.NewReader(data), int64(len(data)), "stories")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := &recordingReader{r: bytes.NewReader(data)}
+	w, err := ReadGGUFLayers(rr, int64(len(data)), "stories", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Layers) != 1 || w.Config.Layers != 1 {
+		t.Fatalf("%d layers kept (config %d), want 1", len(w.Layers), w.Config.Layers)
+	}
+	// Reads that start before the data section are the header's (its
+	// buffered reader may read ahead into the data; 64 KiB at most).
+	data0 := f.order[0].off
+	for _, tn := range f.order {
+		data0 = min(data0, tn.off)
+	}
+	readBytes := map[string]int64{}
+	for _, tn := range f.order {
+		for _, rg := range rr.ranges {
+			if rg[0] < data0 {
+				continue
+			}
+			lo, hi := max(rg[0], tn.off), min(rg[1], tn.off+tn.nbytes)
+			if lo < hi {
+				readBytes[tn.name] += hi - lo
+			}
+		}
+	}
+	for _, tn := range f.order {
+		i, inLayer := ggufLayer(tn.name)
+		switch got := readBytes[tn.name]; {
+		case inLayer && i >= 1 && got > 0:
+			t.Errorf("%s (layer %d): %d bytes read with --layers 1", tn.name, i, got)
+		case (!inLayer || i == 0) && got != tn.nbytes:
+			t.Errorf("%s: %d of its %d bytes read, want all", tn.name, got, tn.nbytes)
+		}
+	}
+	h, err := LoadGGUFHeader(storiesGGUF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one, all := h.ResidentBytes(1), h.ResidentBytes(0); !(one > 0 && one < all) {
+		t.Errorf("ResidentBytes(1) = %d, ResidentBytes(0) = %d: want 0 < one layer < all", one, all)
+	}
+}
+
+// TestCloseLetsWeightsGo: a closed Model holds no weights (a deferred
+// Close no longer keeps them in memory), and its batches say it is
+// closed instead of failing on them.
+func TestCloseLetsWeightsGo(t *testing.T) {
+	m, _ := newStories(t, Options{Threads: 1})
+	b, err := m.NewBatch(1, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if m.embed != nil || m.layers != nil || m.lmHead != nil || m.finalNorm != nil {
+		t.Error("weights still referenced after Close")
+	}
+	if _, err := b.Prefill(0, []int{1, 2}); err == nil || !strings.Contains(err.Error(), "is closed") {
+		t.Errorf("Prefill after Close: %v, want an error saying the model is closed", err)
+	}
+	m.Close() // idempotent
 }

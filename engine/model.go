@@ -173,6 +173,7 @@ type Model struct {
 
 	planMu sync.Mutex
 	plans  map[planKey]map[string]Placement
+	closed bool // Close was called: the weights above are gone
 }
 
 type layer struct {
@@ -429,11 +430,16 @@ func poolCPUs(n int) ([]int, error) {
 	return cpus[:n], nil
 }
 
-// Close stops the worker pool; the Model must not be used afterwards.
+// Close stops the worker pool and lets the weights and their packed
+// copies go (a caller that keeps the Model, e.g. in a deferred Close, no
+// longer keeps them in memory); the Model must not be used afterwards:
+// its Batches' calls return an error.
 func (m *Model) Close() {
 	if m.pool != nil {
 		m.pool.Close()
 	}
+	m.closed = true
+	m.embed, m.finalNorm, m.lmHead, m.layers = nil, nil, nil, nil
 }
 
 // Backends names the gemm backends the placement uses, e.g.

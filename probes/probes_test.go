@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
@@ -285,7 +286,7 @@ func TestPlanOnFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := &runner{topo: topo}
+			r := &runner{topo: topo, cfg: Config{MemoryLimit: &memlimit.Limit{}}} // no limit known: sizes from the caches alone
 			order := append([]int(nil), topo.CoreCPUs...)
 			for _, cpu := range topo.OnlineCPUs {
 				if !slices.Contains(order, cpu) {
@@ -317,5 +318,87 @@ func TestPlanOnFixtures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanMemoryLimit: the default largest working set is lowered to fit
+// in what this process may use (two at once with the mixed and matrix
+// sections), saying so in the notes; a --max-ws that does not fit is
+// refused before anything runs.
+func TestPlanMemoryLimit(t *testing.T) {
+	root := "../internal/topology/testdata/linux-arm64-kunpeng-920-4n"
+	topo, err := topology.ReadTopology(topology.Roots{Sys: root + "/sys", Proc: root + "/proc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := &memlimit.Limit{Bytes: 1500e6, Known: true, Source: "cgroup v2 memory.max of /sys/fs/cgroup/t: 1.5 GB, 0 B in use"}
+	plan := func(cfg Config) (*runner, error) {
+		cfg.MemoryLimit = lim
+		r := &runner{topo: topo, cfg: cfg}
+		return r, r.makePlan(topo.CoreCPUs)
+	}
+	r, err := plan(Config{Sections: Sections})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.plan.maxWS != 512<<20 {
+		t.Errorf("all sections under 1.5 GB: max working set %s, want 512 MiB (two at once)", sizeText(r.plan.maxWS))
+	}
+	for _, want := range []string{"largest working set lowered from 1.0 GiB to 512 MiB: 2 of them at once must fit in the 1.35 GB this process may use",
+		"cgroup v2 memory.max of /sys/fs/cgroup/t", "below 4× the last-level cache"} {
+		if !strings.Contains(r.plan.note, want) {
+			t.Errorf("note %q lacks %q", r.plan.note, want)
+		}
+	}
+	if r, err = plan(Config{Sections: []string{"memory"}}); err != nil || r.plan.maxWS != 1<<30 || r.plan.note != "" {
+		t.Errorf("memory section alone under 1.5 GB: %s, note %q, %v; want 1 GiB (one at a time)", sizeText(r.plan.maxWS), r.plan.note, err)
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Sections: []string{"memory"}, MaxWorkingSet: 2 << 30}, "--max-ws 2.0 GiB: 1 working set(s) of that size at once need 2.15 GB, more than the 1.35 GB this process may use"},
+		{Config{Sections: Sections, MaxWorkingSet: 1 << 30}, "--max-ws 1.0 GiB: 2 working set(s) of that size at once (the mixed and matrix sections) need 2.15 GB"},
+		{Config{Sections: []string{"memory"}, MaxWorkingSet: -1}, "--max-ws -1: must be at least 64 KiB"},
+	} {
+		if _, err := plan(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want an error containing %q", c.cfg, err, c.want)
+		}
+	}
+	lim = &memlimit.Limit{Bytes: 100e3, Known: true, Source: "tiny"}
+	if _, err := plan(Config{Sections: Sections}); err == nil || !strings.Contains(err.Error(), "2 working sets of 64 KiB do not fit in the 90 kB this process may use (tiny)") {
+		t.Errorf("under 100 kB: %v", err)
+	}
+	if err := checkMaxWS(1<<20, nil, memlimit.Limit{}); err != nil {
+		t.Errorf("1 MiB with no limit known: %v", err)
+	}
+	if err := checkMaxWS(1<<63, nil, memlimit.Limit{}); err == nil || !strings.Contains(err.Error(), "more than an int64") {
+		t.Errorf("2^63: %v", err)
+	}
+}
+
+// TestGEMMBytes: the memory of a GEMM measurement counts the weights as
+// drawn and packed (quantized: packed only), the inputs of every M and the
+// largest output, without overflow.
+func TestGEMMBytes(t *testing.T) {
+	ms := []int{1, 16}
+	in := 17 * 4096 * 4
+	for _, c := range []struct {
+		dtype string
+		n, k  int
+		lo    int // the weights alone
+	}{
+		{"fp32", 4096, 4096, 2 * 4096 * 4096 * 4},
+		{"bf16", 4096, 4096, 2 * 4096 * 4096 * 2},
+		{"int8", 4096, 4096, 2 * 4096 * 4096},
+		{"q4_0", 4096, 4096, 4096 * 4096 * 18 / 32},
+	} {
+		n, ok := GEMMBytes(c.dtype, ms, c.n, c.k).Int()
+		if !ok || n < c.lo+in+16*4096*4 || n > c.lo*11/10+in+16*4096*4+(1<<20) {
+			t.Errorf("%s %d×%d: %d bytes, want about %d", c.dtype, c.n, c.k, n, c.lo+in+16*4096*4)
+		}
+	}
+	if _, ok := GEMMBytes("fp32", ms, 3000000000, 3000000000).Bytes(); ok {
+		t.Error("3e9 × 3e9 fp32 fits in a uint64")
 	}
 }

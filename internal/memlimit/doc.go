@@ -20,14 +20,16 @@
 //     working set is usage minus inactive file pages, as the kubelet and
 //     docker stats count it);
 //     (2) RLIMIT_AS minus VmSize and RLIMIT_DATA minus VmData
-//     (/proc/self/status);
+//     (/proc/self/status), the Go heap's free and released spans added
+//     back (the heap reuses them without new mappings);
 //     (3) MemAvailable of /proc/meminfo.
 //     Every path is read under Sources.Root, so tests point it at a fake
 //     /proc and /sys tree.
 //   - Check and Limit.Check: need against 0.9 of the headroom (the margin
 //     keeps room for the runtime, stacks and page tables), as one error
 //     line (*Error): "<what> need 36 GB, more than the 1.9 GB this process
-//     may use (…)".
+//     may use (…)". Check, on the live sources, collects the Go heap's
+//     garbage and reads again before it refuses.
 //   - SetGoLimit: the Go runtime's soft memory limit (debug.SetMemoryLimit)
 //     set from the hard limits (cgroup, rlimits) unless GOMEMLIMIT is set,
 //     so the garbage collector works harder instead of the kernel killing

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -78,9 +80,21 @@ func (l Limit) Check(what string, need Size) error {
 }
 
 // Check is Available().Check(what, need): need against what this
-// process may use now. A source that cannot be read is left out.
+// process may use now. A source that cannot be read is left out. Before
+// it refuses, it collects the Go heap's garbage and returns the freed
+// memory to the system (debug.FreeOSMemory), which the cgroup's usage and
+// MemAvailable count until then, and reads the limit again.
 func Check(what string, need Size) error {
 	l, _ := Available()
+	err := l.Check(what, need)
+	if err == nil {
+		return nil
+	}
+	if _, ok := need.Bytes(); !ok || !l.Known {
+		return err
+	}
+	debug.FreeOSMemory()
+	l, _ = Available()
 	return l.Check(what, need)
 }
 
@@ -113,11 +127,29 @@ type Sources struct {
 	// Rlimit returns the soft limit of a resource (RLIMIT_AS,
 	// RLIMIT_DATA) and whether it is finite; nil: no rlimits.
 	Rlimit func(resource string) (uint64, bool, error)
+	// GoFree returns the bytes of address space the Go heap has mapped
+	// but does not use (free and released spans): the heap reuses them
+	// without new mappings, so they add to the rlimits' headroom; nil: 0.
+	GoFree func() uint64
 }
 
-// Live are the running system's sources: the files under / and
-// getrlimit(2).
-func Live() Sources { return Sources{Root: "/", Rlimit: getrlimit} }
+// Live are the running system's sources: the files under /,
+// getrlimit(2) and the Go runtime's heap metrics.
+func Live() Sources { return Sources{Root: "/", Rlimit: getrlimit, GoFree: goFree} }
+
+// goFree is the Go heap's mapped but unused bytes (runtime/metrics
+// /memory/classes/heap/free and /released).
+func goFree() uint64 {
+	ms := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(ms)
+	var n uint64
+	for _, m := range ms {
+		if m.Value.Kind() == metrics.KindUint64 {
+			n += m.Value.Uint64()
+		}
+	}
+	return n
+}
 
 // candidate is one source's headroom.
 type candidate struct {
@@ -259,8 +291,15 @@ func (s Sources) rlimits() ([]candidate, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
-		cs = append(cs, candidate{headroom: lim - min(used, lim), limit: lim,
-			source: fmt.Sprintf("%s (%s) %s, %s %s", r.res, r.flag, Of(lim), r.used, Of(used))})
+		var free uint64
+		if s.GoFree != nil {
+			free = min(s.GoFree(), used)
+		}
+		src := fmt.Sprintf("%s (%s) %s, %s %s", r.res, r.flag, Of(lim), r.used, Of(used))
+		if free > 0 {
+			src += fmt.Sprintf(" of which %s free in the Go heap", Of(free))
+		}
+		cs = append(cs, candidate{headroom: lim - min(used-free, lim), limit: lim, source: src})
 	}
 	return cs, errors.Join(errs...)
 }

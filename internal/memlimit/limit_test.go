@@ -41,6 +41,7 @@ func TestReadSources(t *testing.T) {
 		name    string
 		files   map[string]string
 		rlimit  map[string]uint64
+		goFree  uint64
 		bytes   uint64 // want; 0 with known false: none
 		known   bool
 		source  string // substring of Source
@@ -149,6 +150,15 @@ func TestReadSources(t *testing.T) {
 			bytes:  3*gib - 1000000<<10, known: true, source: "RLIMIT_AS (ulimit -v) 3.22 GB, VmSize 1.02 GB",
 		},
 		{
+			name: "RLIMIT_AS: the Go heap's free spans count as headroom",
+			files: map[string]string{
+				"/proc/self/status": "VmSize:\t 2000000 kB\nVmData:\t  500000 kB\n",
+			},
+			rlimit: map[string]uint64{"RLIMIT_AS": 3 * gib},
+			goFree: 1 << 30,
+			bytes:  3*gib - (2000000<<10 - 1<<30), known: true, source: "RLIMIT_AS (ulimit -v) 3.22 GB, VmSize 2.05 GB of which 1.07 GB free in the Go heap",
+		},
+		{
 			name: "RLIMIT_DATA below what is used: no headroom",
 			files: map[string]string{
 				"/proc/meminfo":     meminfo24G,
@@ -185,7 +195,7 @@ func TestReadSources(t *testing.T) {
 			s := Sources{Root: tree(t, c.files), Rlimit: func(r string) (uint64, bool, error) {
 				v, ok := c.rlimit[r]
 				return v, ok, nil
-			}}
+			}, GoFree: func() uint64 { return c.goFree }}
 			l, err := s.Read()
 			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
 				t.Errorf("error %v, want one containing %q", err, c.wantErr)
