@@ -274,13 +274,15 @@ func TestRunGroupsGlobalBarrierAndTiming(t *testing.T) {
 	if len(tm.Seconds) != 3 || tm.Seconds[1] != 0 {
 		t.Fatalf("Seconds = %v, want 3 entries with 0 for the empty task", tm.Seconds)
 	}
-	slack := 0.5 // generous: a loaded CI machine
+	// Lower bounds only: a task's time covers its sleep and the makespan
+	// its slowest task, however loaded the machine (how much longer is not
+	// a test's business).
 	for i, want := range []float64{d[0].Seconds(), 0, d[1].Seconds()} {
-		if got := tm.Seconds[i]; got < want || got > want+slack {
-			t.Errorf("Seconds[%d] = %g, want [%g, %g]", i, got, want, want+slack)
+		if got := tm.Seconds[i]; got < want {
+			t.Errorf("Seconds[%d] = %g, want ≥ %g", i, got, want)
 		}
 	}
-	if tm.Makespan < tm.Seconds[2] || tm.Makespan > tm.Seconds[2]+slack {
+	if tm.Makespan < tm.Seconds[2] || tm.Makespan < tm.Seconds[0] {
 		t.Errorf("Makespan = %g, Seconds = %v", tm.Makespan, tm.Seconds)
 	}
 }
