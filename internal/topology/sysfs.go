@@ -327,13 +327,6 @@ func readNodes(r Roots, online []int, isOnline map[int]bool) ([]results.NUMANode
 	return nodes, dist, nil
 }
 
-// MemAvailable returns MemAvailable of r's /proc/meminfo in bytes (0 when
-// the file or the line is missing): the memory a new allocation can get
-// without swapping. Errors name the file and the line that did not parse.
-func (r Roots) MemAvailable() (int64, error) {
-	return memTotal(r.proc("meminfo"), "MemAvailable:")
-}
-
 // memTotal reads the "<key> <n> kB" line of a meminfo file and returns
 // bytes; a missing file or line gives 0.
 func memTotal(path, key string) (int64, error) {
