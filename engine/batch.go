@@ -62,7 +62,9 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	}
 	// Every slot's KV cache (allocated on first use, but a batch is made
 	// to be used), the slot table and the RoPE table, before any of it.
-	need := c.KVBytes(n, maxSeq).Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
+	packed := !m.opts.KVPackPerCall
+	need := kvSlotBytes(c, max(m.Backend.TileN, 1), maxSeq, packed).Times(n).
+		Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
 	if err := memlimit.Check(fmt.Sprintf("engine: model %s: %d slots' KV caches of %d positions", c.Name, n, maxSeq), need); err != nil {
 		return nil, err
 	}
@@ -71,12 +73,25 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
 	}
 	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
-		kv:     newKVLayout(m.Backend, c.KVHeads, c.HeadDim, maxSeq, !m.opts.KVPackPerCall),
+		kv:     newKVLayout(m.Backend, c.KVHeads, c.HeadDim, maxSeq, packed),
 		attnWS: make([]*attnScratch, m.pool.Size())}
 	for i := range b.attnWS {
 		b.attnWS[i] = newAttnScratch(m.Backend, b.kv, c.Heads/c.KVHeads)
 	}
 	return b, nil
+}
+
+// kvSlotBytes is one slot's K and V caches over every layer, as
+// newKVLayout lays them out (packed: K's positions and V's head dim padded
+// to whole panels of nr), overflow-checked.
+func kvSlotBytes(c Config, nr, maxSeq int, packed bool) memlimit.Size {
+	if !packed {
+		return memlimit.Mul(c.Layers, 2, maxSeq, c.KVHeads, c.HeadDim, 4)
+	}
+	ceil := func(x int) int { return x/nr + min(x%nr, 1) }
+	k := memlimit.Mul(c.KVHeads, ceil(maxSeq), nr, c.HeadDim)
+	v := memlimit.Mul(c.KVHeads, ceil(c.HeadDim), nr, maxSeq)
+	return k.Plus(v).Times(c.Layers, 4)
 }
 
 // Slots is the number of slots.

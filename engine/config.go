@@ -115,9 +115,11 @@ func (c Config) QDim() int { return c.Heads * c.HeadDim }
 // KVDim is KVHeads·HeadDim, the width of k and v.
 func (c Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
-// KVBytes is the memory of the KV caches of slots sequences of positions
-// positions each: Layers · 2 (K and V) · positions · KVDim float32
-// values per slot, overflow-checked.
+// KVBytes is the memory of the values in the KV caches of slots sequences
+// of positions positions each: Layers · 2 (K and V) · positions · KVDim
+// float32 values per slot, overflow-checked. A Batch's caches are laid out
+// in the attention backend's panels, which pad them (NewBatch checks that
+// size); this is the size before padding, a check before a Model exists.
 func (c Config) KVBytes(slots, positions int) memlimit.Size {
 	return memlimit.Mul(slots, c.Layers, 2, positions, c.KVHeads, c.HeadDim, 4)
 }

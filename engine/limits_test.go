@@ -103,6 +103,29 @@ func TestNewBatchMemoryLimit(t *testing.T) {
 	if got, want := c.KVBytes(3, 10).String(), memlimit.Mul(3*c.Layers*2*10*c.KVDim()*4).String(); got != want {
 		t.Errorf("KVBytes(3, 10) = %s, want %s", got, want)
 	}
+	// The check counts a slot's caches as they are allocated, panels'
+	// padding included, packed and not.
+	for _, perCall := range []bool{false, true} {
+		m.opts.KVPackPerCall = perCall
+		b, err := m.NewBatch(1, 37)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Prefill(0, []int{1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		floats := 0
+		for l := range b.slots[0].kc {
+			floats += len(b.slots[0].kc[l]) + len(b.slots[0].vc[l])
+		}
+		want, _ := kvSlotBytes(c, max(m.Backend.TileN, 1), 37, !perCall).Bytes()
+		if uint64(4*floats) != want {
+			t.Errorf("KVPackPerCall %v: slot caches %d bytes, kvSlotBytes %d", perCall, 4*floats, want)
+		}
+		if got, _ := c.KVBytes(1, 37).Bytes(); got > want {
+			t.Errorf("KVBytes %d above the padded %d", got, want)
+		}
+	}
 }
 
 // recordingReader is an io.ReaderAt that records the byte ranges read.
