@@ -70,7 +70,7 @@ for rep in $(seq 1 "$REPS"); do
 				echo "compare-llamacpp: round $rep/$REPS $f threads=$t ctx=$ctx" >&2
 				"$lb" -m "$file" -t "$t" -r 1 -p "$ctx" -n 0 -o jsonl >"$WORK/lp.jsonl" 2>/dev/null
 				"$lb" -m "$file" -t "$t" -r 1 -p 0 -n "$GEN" -d "$ctx" -o jsonl >"$WORK/lg.jsonl" 2>/dev/null
-				"$bench" run --weights "$file" --threads "$t" --prompt-tokens "$ctx" --gen-tokens "$GEN" --profile none --json >"$WORK/b.json" 2>/dev/null
+				"$bench" run --weights "$file" --threads "$t" --prompt-tokens "$ctx" --gen-tokens "$GEN" --profile none --amdahl=false --json >"$WORK/b.json" 2>/dev/null
 				python3 - "$WORK" "$f" "$ctx" "$t" >>"$results" <<'EOF'
 import json, sys
 work, fmt, ctx, t = sys.argv[1:]
