@@ -72,7 +72,7 @@ func MkdirUnique(base string) (dir string, undo func(), err error) {
 func CheckWritableDir(dir string) error {
 	f, err := os.CreateTemp(dir, ".write-test-*")
 	if err != nil {
-		return fmt.Errorf("not writable: %w", unwrapPath(err))
+		return fmt.Errorf("not writable: %w", UnwrapPath(err))
 	}
 	f.Close()
 	os.Remove(f.Name())
@@ -90,7 +90,7 @@ func CheckWritableFile(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
 	if err != nil {
-		return fmt.Errorf("directory %s: %w", dir, unwrapPath(err))
+		return fmt.Errorf("directory %s: %w", dir, UnwrapPath(err))
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s: not a directory", dir)
@@ -101,7 +101,9 @@ func CheckWritableFile(path string) error {
 	return nil
 }
 
-func unwrapPath(err error) error {
+// UnwrapPath returns the error inside a *fs.PathError (err itself
+// otherwise), for messages that name the path themselves.
+func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -40,7 +40,7 @@ func LockDir(dir, name string) (*DirLock, error) {
 	for range 10 {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+			return nil, fmt.Errorf("lock %s: %w", path, UnwrapPath(err))
 		}
 		held, err := flockExclusive(f)
 		if err != nil {
@@ -63,11 +63,11 @@ func LockDir(dir, name string) (*DirLock, error) {
 		}
 		if err := f.Truncate(0); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+			return nil, fmt.Errorf("lock %s: %w", path, UnwrapPath(err))
 		}
 		if _, err := f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, unwrapPath(err))
+			return nil, fmt.Errorf("lock %s: %w", path, UnwrapPath(err))
 		}
 		return &DirLock{f: f, path: path}, nil
 	}

@@ -211,7 +211,7 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 			}
 			if err != nil {
 				undo()
-				return fmt.Errorf("probe: output directory %s: %w", base, unwrapPathError(err))
+				return fmt.Errorf("probe: output directory %s: %w", base, results.UnwrapPath(err))
 			}
 		} else if undo, err = prepareDir(dir); err != nil {
 			return fmt.Errorf("probe: --out %s: %w", dir, err)
@@ -262,7 +262,7 @@ func prepareDir(dir string) (undo func(), err error) {
 	}
 	undo, err = results.MkdirAll(dir)
 	if err != nil {
-		return func() {}, unwrapPathError(err)
+		return func() {}, results.UnwrapPath(err)
 	}
 	if err := results.CheckWritableDir(dir); err != nil {
 		undo()

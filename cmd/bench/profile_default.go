@@ -12,6 +12,7 @@ import (
 
 	"github.com/cpubench/bench/internal/regfile"
 	"github.com/cpubench/bench/models"
+	"github.com/cpubench/bench/results"
 )
 
 // probeDirName matches the directories `bench probe` writes by default:
@@ -114,7 +115,7 @@ func checkRunModel(o *runOptions) error {
 	check := func(flag, path string) error {
 		f, err := regfile.Open(path)
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", flag, path, unwrapPathError(err))
+			return fmt.Errorf("%s %s: %w", flag, path, results.UnwrapPath(err))
 		}
 		return f.Close()
 	}

@@ -114,7 +114,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	if opts.Baseline != "" {
 		data, err := regfile.ReadFile(opts.Baseline, maxInputBytes)
 		if err != nil {
-			return fmt.Errorf("report: --baseline %s: %w", opts.Baseline, unwrapPathError(err))
+			return fmt.Errorf("report: --baseline %s: %w", opts.Baseline, results.UnwrapPath(err))
 		}
 		if baseline, err = reports.ParseLlamaBench(data, opts.Baseline); err != nil {
 			return fmt.Errorf("report: --baseline %w", err)
@@ -203,7 +203,7 @@ func reportInputs(dirs []string, merge bool) ([]string, error) {
 	for _, dir := range dirs {
 		st, err := os.Stat(dir)
 		if err != nil {
-			return nil, fmt.Errorf("report: %s: %w", dir, unwrapPathError(err))
+			return nil, fmt.Errorf("report: %s: %w", dir, results.UnwrapPath(err))
 		}
 		if !st.IsDir() {
 			return nil, fmt.Errorf("report: %s: not a directory (give the directory that holds %s)", dir, cellsFile)
@@ -252,14 +252,6 @@ func taskFiles(dir string) []string {
 		out = append(out, m...)
 	}
 	return out
-}
-
-func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // readCells reads a cells.jsonl: the valid cells, and the skipped lines as
@@ -362,7 +354,7 @@ func checkDuplicateKeys(cells []results.SweepCell, from []string, w io.Writer) e
 func readMachineFile(path string) (*roofline.Machine, error) {
 	data, err := regfile.ReadFile(path, maxInputBytes)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, unwrapPathError(err))
+		return nil, fmt.Errorf("profile %s: %w", path, results.UnwrapPath(err))
 	}
 	return roofline.ParseMachine(data, path)
 }

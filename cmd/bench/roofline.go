@@ -210,7 +210,7 @@ func loadMachine(p string) (*roofline.Machine, error) {
 		return roofline.ParseMachine(data, p)
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("--profile %s: %w", p, unwrapPathError(err))
+		return nil, fmt.Errorf("--profile %s: %w", p, results.UnwrapPath(err))
 	}
 	m, perr := roofline.Published(p)
 	if perr != nil {

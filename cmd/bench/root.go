@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/cpubench/bench/results"
 	"github.com/spf13/cobra"
 )
 
@@ -174,7 +175,7 @@ func Execute(args []string, in io.Reader, out, errw io.Writer) int {
 	}
 	if err == nil {
 		if werr := sout.failed(); werr != nil {
-			err = fmt.Errorf("%swrite stdout: %w", name, unwrapPathError(werr))
+			err = fmt.Errorf("%swrite stdout: %w", name, results.UnwrapPath(werr))
 		}
 	}
 	if err == nil {
