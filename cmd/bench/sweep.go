@@ -865,8 +865,12 @@ func (o *sweepOptions) args(abs bool) []string {
 	a = append(a, "--requests", strconv.Itoa(g.Requests), "--max-gen-tokens", strconv.Itoa(g.MaxGenTokens),
 		"--max-prompt-tokens", strconv.Itoa(g.MaxPromptTokens), "--arrival", g.Arrival.String(),
 		"--slo-ttft", ff(o.SLOTTFT), "--slo-tpot", ff(o.SLOTPOT), "--seed", strconv.FormatUint(g.Seed, 10))
+	// Without a profile the line says so: a bare one would take the
+	// newest probe profile of wherever it reruns (a Slurm node's).
 	if o.Profile != "" {
 		a = append(a, "--profile", path(o.Profile))
+	} else {
+		a = append(a, "--profile", "none")
 	}
 	if g.CoresBackend != "" {
 		a = append(a, "--cores-backend", g.CoresBackend)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,6 +184,43 @@ func TestSweepDryRun(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("--dry-run created %s", dir)
+	}
+}
+
+// TestSweepEmitSlurmProfile: the job line keeps --profile none (without
+// it each task would take the newest probe profile of its node) and a
+// named profile, and a task given that line resolves the same profile.
+func TestSweepEmitSlurmProfile(t *testing.T) {
+	for _, c := range []struct{ flag, want string }{{"none", ""}, {"m4-pro", "m4-pro"}} {
+		dir := t.TempDir()
+		code, _, errs := run(t, "sweep", "--workloads", "gsm8k", "--batch", "1", "--threads", "1", "--placement", "cores",
+			"--profile", c.flag, "--emit-jobs", "slurm", "--out", dir)
+		if code != 0 {
+			t.Fatalf("--profile %s: exit %d: %s", c.flag, code, errs)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "jobs", "sweep.sbatch"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var line []string
+		for _, l := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(l); len(f) > 2 && f[0] == "exec" && f[2] == "sweep" {
+				line = f[3:]
+			}
+		}
+		i := slices.Index(line, "--profile")
+		if i < 0 || i+1 >= len(line) || line[i+1] != c.flag {
+			t.Fatalf("--profile %s: job line %q", c.flag, line)
+		}
+		var got *sweepOptions
+		cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweepOptions) error { got = o; return nil })
+		cmd.SetArgs(line[:slices.Index(line, "--cell")])
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("--profile %s: the job line: %v", c.flag, err)
+		}
+		if got.Profile != c.want {
+			t.Errorf("--profile %s: the task's profile is %q, want %q", c.flag, got.Profile, c.want)
+		}
 	}
 }
 
