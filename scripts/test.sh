@@ -4,13 +4,15 @@
 #   bash scripts/test.sh
 #
 # Installs what the tests need from Debian's packages when missing (needs root
-# or sudo): qemu-user (arm64 kernels, Arm SME under emulation) and
-# qemu-system-x86 + cpio (the 2-node NUMA placement test), and what
-# scripts/test-avx512-bochs.sh needs (bochs, isolinux, xorriso). Then: gofmt,
-# go vet, go test -race ./..., go test -tags=purego ./..., the arm64 packages
-# under qemu-aarch64 (and the engine's placement tests there, with SME and
-# without: BENCH_ENGINE_REQUIRE_MATRIX says which matrix backend must be
-# chosen), the NUMA test in a qemu-system guest, and the
+# or sudo): qemu-user (arm64 kernels, Arm SME under emulation),
+# qemu-system-x86 + cpio (the 2-node NUMA placement test), slurm-wlm + munge
+# (scripts/slurm-test.sh) and what scripts/test-avx512-bochs.sh needs (bochs,
+# isolinux, xorriso). Then: gofmt, go vet, go test -race ./..., go test
+# -tags=purego ./..., the arm64 packages under qemu-aarch64 (and the engine's
+# placement tests there, with SME and without: BENCH_ENGINE_REQUIRE_MATRIX
+# says which matrix backend must be chosen), the NUMA test in a qemu-system
+# guest, a 2-cell sweep's Slurm job array on a one-node Slurm on localhost
+# (scripts/slurm-test.sh, about 15 s; BENCH_SKIP_SLURM=1 skips it), and the
 # avo-generated assembly must match its generator. The AVX-512 GEMM kernels'
 # tests run meanwhile in a Bochs guest with AVX-512 (one core, about 3
 # minutes; BENCH_SKIP_BOCHS=1 skips them), and the script waits for them at
@@ -22,6 +24,11 @@ need=()
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v cpio >/dev/null || need+=(cpio)
+if [ "${BENCH_SKIP_SLURM:-0}" != 1 ]; then
+	for c in slurmctld slurmd sbatch munged; do
+		PATH="$PATH:/usr/sbin:/sbin" command -v "$c" >/dev/null || { need+=(slurm-wlm munge); break; }
+	done
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	sudo=""
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
@@ -75,6 +82,13 @@ done
 
 step "NUMA placement on a 2-node kernel under qemu-system"
 bash scripts/numa-qemu-test.sh
+
+if [ "${BENCH_SKIP_SLURM:-0}" != 1 ]; then
+	step "the Slurm job array of a 2-cell sweep on slurmctld and slurmd on localhost"
+	bash scripts/slurm-test.sh
+else
+	step "Slurm: skipped (BENCH_SKIP_SLURM=1)"
+fi
 
 step "generated assembly matches its generator"
 bash scripts/gen-asm.sh
