@@ -7,8 +7,9 @@
 // roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model.
 //
 // It is pure math on plain structs: no I/O, no measurement, no clocks. It
-// imports results only for the profile types, and parses JSON only from
-// bytes handed to it. It must not import probes, kernels or engine.
+// imports results only for the profile types and internal/split for the
+// Eq. 1 split (shared with kernels/pool), and parses JSON only from bytes
+// handed to it. It must not import probes, kernels or engine.
 //
 // Units everywhere: FLOPs, bytes, seconds; rates in GFLOP/s and GB/s
 // (1 GB/s = 1e9 bytes/s); arithmetic intensity in FLOP/byte. Matrices are

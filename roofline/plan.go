@@ -3,6 +3,8 @@ package roofline
 import (
 	"fmt"
 	"math"
+
+	"github.com/cpubench/bench/internal/split"
 )
 
 // Regime is where an operator sits on the multi-ceiling roofline
@@ -71,13 +73,6 @@ type Split struct {
 	CoresTarget  string `json:"cores_target"`
 }
 
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
-}
-
 // SplitEq1 computes SMEPilot Eq. 1, f = P_matrix / (P_matrix + P_cores),
 // for an output extent of `extent` rows and rounds the ideal split point
 // f·extent to a boundary aligned with both kernels' tiles (multiples of
@@ -86,36 +81,10 @@ func gcd(a, b int) int {
 // keeps the one that minimizes the predicted max(matrix, cores) completion
 // time, assuming work spreads evenly over the extent; ties go to the point
 // nearer the ideal, then to the lower one (§4.4). It returns the rows given
-// to the matrix side. Tile sizes ≤ 0 count as 1.
+// to the matrix side. Tile sizes ≤ 0 count as 1. It is split.Eq1, which
+// kernels/pool uses too.
 func SplitEq1(extent, alignMatrix, alignCores int, pMatrix, pCores float64) (matrixRows int, ideal float64, align int) {
-	if alignMatrix <= 0 {
-		alignMatrix = 1
-	}
-	if alignCores <= 0 {
-		alignCores = 1
-	}
-	align = alignMatrix / gcd(alignMatrix, alignCores) * alignCores
-	ideal = pMatrix / (pMatrix + pCores)
-	if extent <= 0 {
-		return 0, ideal, align
-	}
-	x := ideal * float64(extent)
-	lo := int(math.Floor(x/float64(align))) * align
-	hi := lo + align
-	if hi > extent {
-		hi = extent
-	}
-	if lo > extent {
-		lo = extent
-	}
-	cost := func(s int) float64 {
-		return math.Max(float64(s)/pMatrix, float64(extent-s)/pCores)
-	}
-	best := lo
-	if cl, ch := cost(lo), cost(hi); ch < cl || (ch == cl && math.Abs(float64(hi)-x) < math.Abs(float64(lo)-x)) {
-		best = hi
-	}
-	return best, ideal, align
+	return split.Eq1(extent, alignMatrix, alignCores, pMatrix, pCores)
 }
 
 // Placed is one operator with its regime, the roofline time on every

@@ -34,8 +34,9 @@
 //
 // Kernels enter as plain functions (BlockFunc, func(local, n int) error), so
 // the engine wires in kernels/gemm with a closure. This package imports only
-// internal/affinity and roofline (for the Eq. 1 split, roofline.SplitEq1) of
-// bench; it must not import kernels, kernels/gemm, probes, engine or reports.
+// internal/affinity and internal/split (the Eq. 1 split, which
+// roofline.SplitEq1 also is) of bench; it must not import roofline, kernels,
+// kernels/gemm, probes, engine or reports.
 //
 // # GOMAXPROCS
 //

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cpubench/bench/roofline"
+	"github.com/cpubench/bench/internal/split"
 )
 
 // Split is the division of an M×N output between two groups running
@@ -45,7 +45,8 @@ type Split struct {
 //   - the split point α·Extent is rounded to a multiple of the least common
 //     multiple of both tiles along the dimension (or to Extent), taking of
 //     the aligned points just below and above the one with the least
-//     predicted max(t_A, t_B), t = elements/rate (roofline.SplitEq1);
+//     predicted max(t_A, t_B), t = elements/rate (internal/split.Eq1, the
+//     function behind roofline.SplitEq1);
 //   - a group whose region would be non-empty but smaller than its tile
 //     along the dimension is dropped: all the work goes to a group whose
 //     tile fits the whole extent, to the faster if both or neither do
@@ -79,13 +80,13 @@ func PlanSplit(M, N int, rateA, rateB float64, tileA, tileB Tile) (Split, error)
 	var cut int
 	switch {
 	case rateB == 0:
-		_, _, s.Align = roofline.SplitEq1(E, ta, tb, 1, 1)
+		_, _, s.Align = split.Eq1(E, ta, tb, 1, 1)
 		s.AlphaIdeal, cut = 1, E
 	case rateA == 0:
-		_, _, s.Align = roofline.SplitEq1(E, ta, tb, 1, 1)
+		_, _, s.Align = split.Eq1(E, ta, tb, 1, 1)
 		s.AlphaIdeal, cut = 0, 0
 	default:
-		cut, s.AlphaIdeal, s.Align = roofline.SplitEq1(E, ta, tb, rateA, rateB)
+		cut, s.AlphaIdeal, s.Align = split.Eq1(E, ta, tb, rateA, rateB)
 		cut, s.Note = dropSubTile(E, cut, ta, tb, rateA, rateB)
 	}
 	if s.Dim == "N" {
