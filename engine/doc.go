@@ -71,6 +71,6 @@
 // and files are counted with internal/memlimit's overflow-checked Size
 // (Config.ParamCount, Config.KVBytes), and NewBatch checks its KV caches
 // against what this process may use (memlimit.Check) before allocating
-// them. It must not import probes, reports or cmd (imports_test.go
+// them. It must not import probes, reports or cmd (internal/deps's test
 // checks).
 package engine
