@@ -20,15 +20,15 @@ func TestFigureFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"report", cells, "--out", filepath.Join(dir, "out"), "--format", "tiff"}, `bench: report: --format "tiff": want png, pdf or svg`},
-		{[]string{"report", cells, "--out", filepath.Join(dir, "out"), "--width", "wide"}, `bench: report: --width "wide": want column or page`},
-		{[]string{"probe", "--format", "png,eps"}, `bench: probe: --format "eps": want png, pdf or svg`},
-		{[]string{"probe", "--width", "2col"}, `bench: probe: --width "2col": want column or page`},
-		{[]string{"roofline", "--profile", "m4-pro", "--model", "qwen3-0.6b", "--png", filepath.Join(dir, "r.png"), "--format", "jpg"}, `bench: roofline: --format "jpg": want png, pdf or svg`},
-		{[]string{"roofline", "--profile", "m4-pro", "--model", "qwen3-0.6b", "--png", filepath.Join(dir, "r.jpg")}, `bench: roofline: --png "` + filepath.Join(dir, "r.jpg") + `": want a .png, .pdf or .svg file name`},
-		{[]string{"roofline", "--profile", "lnl", "--ebw-plot", filepath.Join(dir, "f.svg"), "--width", "half"}, `bench: roofline: --width "half": want column or page`},
-		{[]string{"gemm", "--m", "1", "--plot", filepath.Join(dir, "g.eps")}, `bench: gemm: --plot "` + filepath.Join(dir, "g.eps") + `": want a .png, .pdf or .svg file name`},
-		{[]string{"gemm", "--m", "1", "--format", "tiff"}, `bench: gemm: --format "tiff": want png, pdf or svg`},
+		{[]string{"report", cells, "--out", filepath.Join(dir, "out"), "--format", "tiff"}, `bench report: --format "tiff": want png, pdf or svg`},
+		{[]string{"report", cells, "--out", filepath.Join(dir, "out"), "--width", "wide"}, `bench report: --width "wide": want column or page`},
+		{[]string{"probe", "--format", "png,eps"}, `bench probe: --format "eps": want png, pdf or svg`},
+		{[]string{"probe", "--width", "2col"}, `bench probe: --width "2col": want column or page`},
+		{[]string{"roofline", "--profile", "m4-pro", "--model", "qwen3-0.6b", "--png", filepath.Join(dir, "r.png"), "--format", "jpg"}, `bench roofline: --format "jpg": want png, pdf or svg`},
+		{[]string{"roofline", "--profile", "m4-pro", "--model", "qwen3-0.6b", "--png", filepath.Join(dir, "r.jpg")}, `bench roofline: --png "` + filepath.Join(dir, "r.jpg") + `": want a .png, .pdf or .svg file name`},
+		{[]string{"roofline", "--profile", "lnl", "--ebw-plot", filepath.Join(dir, "f.svg"), "--width", "half"}, `bench roofline: --width "half": want column or page`},
+		{[]string{"gemm", "--m", "1", "--plot", filepath.Join(dir, "g.eps")}, `bench gemm: --plot "` + filepath.Join(dir, "g.eps") + `": want a .png, .pdf or .svg file name`},
+		{[]string{"gemm", "--m", "1", "--format", "tiff"}, `bench gemm: --format "tiff": want png, pdf or svg`},
 	} {
 		code, _, errs := run(t, c.args...)
 		if code == 0 || strings.TrimSpace(errs) != c.want {

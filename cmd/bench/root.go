@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -169,28 +170,48 @@ func Execute(args []string, in io.Reader, out, errw io.Writer) int {
 	root := NewRootCmd(IO{In: in, Out: sout, Err: errw})
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	name := "" // "probe: ", or "" for bench itself
-	if cmd != nil && cmd.HasParent() {
-		name = cmd.Name() + ": "
+	prefix := "bench" // "bench probe" for a subcommand
+	if cmd != nil {
+		prefix = cmd.CommandPath()
 	}
 	if err == nil {
 		if werr := sout.failed(); werr != nil {
-			err = fmt.Errorf("%swrite stdout: %w", name, results.UnwrapPath(werr))
+			err = fmt.Errorf("write stdout: %w", results.UnwrapPath(werr))
 		}
 	}
 	if err == nil {
 		return 0
 	}
 	if sig, ok := received(); ok {
-		fmt.Fprintf(errw, "bench: %sinterrupted by %s; no partial results were written\n", name, signalName(sig))
+		fmt.Fprintf(errw, "%s: interrupted by %s; no partial results were written\n", prefix, signalName(sig))
 		return 128 + int(sig)
 	}
 	if errors.Is(err, context.Canceled) {
-		fmt.Fprintf(errw, "bench: %sinterrupted; no partial results were written\n", name)
+		fmt.Fprintf(errw, "%s: interrupted; no partial results were written\n", prefix)
 		return 130
 	}
-	fmt.Fprintf(errw, "bench: %v\n", err)
+	fmt.Fprintln(errw, errorLine(cmd, err))
 	return 1
+}
+
+// errorLine is err as the one line bench prints: "bench <cmd>: message",
+// the command named once however many times the error chain had put
+// "<cmd>: " or "bench <cmd>: " in front of its message.
+func errorLine(cmd *cobra.Command, err error) string {
+	msg := err.Error()
+	if cmd == nil || !cmd.HasParent() {
+		return "bench: " + strings.TrimPrefix(msg, "bench: ")
+	}
+	path := cmd.CommandPath()
+	for {
+		m := strings.TrimPrefix(msg, path+": ")
+		m = strings.TrimPrefix(m, cmd.Name()+": ")
+		if m == msg {
+			break
+		}
+		msg = m
+	}
+	return path + ": " + msg
 }
 
 // untilDone runs f, which must write no file, and returns its error, or
