@@ -193,11 +193,27 @@ type hfExtras struct {
 	} `json:"rope_scaling"`
 }
 
+// MissingKeyError is FromHF's error for a config.json that lacks a key it
+// needs, or has it null.
+type MissingKeyError struct {
+	Config string // the config's name as given to FromHF
+	Key    string // "rope_theta", "rms_norm_eps" or "max_position_embeddings"
+}
+
+func (e *MissingKeyError) Error() string {
+	msg := fmt.Sprintf("engine: model config %s: missing or null key %q", e.Config, e.Key)
+	if e.Key == "max_position_embeddings" {
+		msg += " (use FromModel with HFExtras.MaxSeq)"
+	}
+	return msg
+}
+
 // FromHF builds a Config from the bytes of a HuggingFace config.json (name
 // is used in messages): the shape through models.Parse, and rope_theta,
 // rope_scaling, rms_norm_eps and max_position_embeddings, each required
 // (rope_scaling may be null; a null max_position_embeddings, as in configs
-// whose variants differ, needs FromModel with an explicit MaxSeq).
+// whose variants differ, needs FromModel with an explicit MaxSeq). A
+// missing or null one of these three is a *MissingKeyError.
 // HF Llama and Qwen rotate half-split pairs (RoPEHalf).
 func FromHF(data []byte, name string) (Config, error) {
 	mc, err := models.Parse(data, name)
@@ -211,11 +227,11 @@ func FromHF(data []byte, name string) (Config, error) {
 	var ex HFExtras
 	switch {
 	case x.RoPETheta == nil:
-		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"rope_theta\"", name)
+		return Config{}, &MissingKeyError{Config: name, Key: "rope_theta"}
 	case x.RMSEps == nil:
-		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"rms_norm_eps\"", name)
+		return Config{}, &MissingKeyError{Config: name, Key: "rms_norm_eps"}
 	case x.MaxSeq == nil:
-		return Config{}, fmt.Errorf("engine: model config %s: missing or null key \"max_position_embeddings\" (use FromModel with HFExtras.MaxSeq)", name)
+		return Config{}, &MissingKeyError{Config: name, Key: "max_position_embeddings"}
 	}
 	ex.RoPETheta, ex.RMSEps, ex.MaxSeq = *x.RoPETheta, *x.RMSEps, *x.MaxSeq
 	if x.NormTopK != nil {

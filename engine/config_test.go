@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func TestFromHF(t *testing.T) {
 		name := strings.TrimSuffix(e.Name(), ".json")
 		c, err := FromHF(readModelConfig(t, name), name)
 		if name == "falcon3-1b" {
-			if err == nil || !strings.Contains(err.Error(), "max_position_embeddings") {
+			if mk := (*MissingKeyError)(nil); !errors.As(err, &mk) || mk.Key != "max_position_embeddings" || !strings.Contains(err.Error(), "max_position_embeddings") {
 				t.Errorf("%s: %v, want a max_position_embeddings error", name, err)
 			}
 		} else if strings.Contains(name, "a3b") {

@@ -328,7 +328,7 @@ func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
 			return nil, 0, nil, fmt.Errorf("--model: %w", err)
 		}
 		cfg, err = engine.FromHF(data, name)
-		if err != nil && strings.Contains(err.Error(), "max_position_embeddings") {
+		if mk := (*engine.MissingKeyError)(nil); errors.As(err, &mk) && mk.Key == "max_position_embeddings" {
 			// A config whose context differs by variant (null key): size the
 			// positions to this run.
 			mc, perr := models.Parse(data, name)
