@@ -12,7 +12,7 @@
 # placement tests there, with SME and without: BENCH_ENGINE_REQUIRE_MATRIX
 # says which matrix backend must be chosen), the NUMA test in a qemu-system
 # guest, a 2-cell sweep's Slurm job array on a one-node Slurm on localhost
-# (scripts/slurm-test.sh, about 15 s; BENCH_SKIP_SLURM=1 skips it), and the
+# (scripts/slurm-test.sh, under a minute; BENCH_SKIP_SLURM=1 skips it), and the
 # avo-generated assembly must match its generator. The AVX-512 GEMM kernels'
 # tests run meanwhile in a Bochs guest with AVX-512 (one core, about 3
 # minutes; BENCH_SKIP_BOCHS=1 skips them), and the script waits for them at
