@@ -62,16 +62,16 @@ func (r *runner) measureLatency(ctx context.Context, w *worker, ws int64, node i
 	if d < 10*time.Millisecond {
 		d = 10 * time.Millisecond
 	}
-	samples, _, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, d, r.cfg.Reps)
+	m, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, d, r.cfg.Reps)
 	if err != nil {
 		return results.LatencyPoint{}, err
 	}
-	ns := make([]float64, len(samples[0]))
-	for i, s := range samples[0] {
+	ns := make([]float64, len(m.samples[0]))
+	for i, s := range m.samples[0] {
 		// s is loads/s/1e9 = loads per ns.
 		ns[i] = 1 / s
 	}
-	return results.LatencyPoint{WorkingSetBytes: ws, CPU: w.cpu, NS: results.Summarize(ns), Checksum: start}, nil
+	return results.LatencyPoint{WorkingSetBytes: ws, CPU: w.cpu, NS: m.statOf(ns), Checksum: start}, nil
 }
 
 func (r *runner) latencySection(ctx context.Context) (*results.Latency, error) {

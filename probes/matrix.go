@@ -204,18 +204,52 @@ func (b *GEMMBench) cpusPinned(g *kpool.Group) ([]int, bool) {
 
 // timeCalls runs a warm-up and b.Reps timed repetitions of call (timeOnce)
 // and returns the calls per second of each timed one.
-func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) error) ([]float64, error) {
-	var out []float64
-	for rep := 0; rep <= b.Reps; rep++ {
-		rate, err := b.timeOnce(ctx, call, rep == 0)
-		if err != nil {
-			return nil, err
+func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) error) (callRates, error) {
+	var best callRates
+	for attempt := 1; ; attempt++ {
+		var c callRates
+		cpus := b.Pool.CPUs()
+		steal0, total0, ticksOK := cpuTicks(cpus)
+		for rep := 0; rep <= b.Reps; rep++ {
+			rate, err := b.timeOnce(ctx, call, rep == 0)
+			if err != nil {
+				return callRates{}, err
+			}
+			if rep > 0 {
+				c.rates = append(c.rates, rate)
+			}
 		}
-		if rep > 0 {
-			out = append(out, rate)
+		if steal1, total1, ok := cpuTicks(cpus); ok && ticksOK && total1 > total0 {
+			c.noise.StealFraction = float64(steal1-steal0) / float64(total1-total0)
+		}
+		c.noise.LoadAvg1 = loadAvg1()
+		c.noise.CV = results.Summarize(c.rates).CV
+		judgeNoise(&c.noise, false)
+		if attempt == 1 || noisier(best.noise, c.noise) {
+			best = c
+		}
+		best.noise.Attempts = attempt
+		if !best.noise.Noisy || attempt > noiseRetries {
+			return best, nil
 		}
 	}
-	return out, nil
+}
+
+// callRates are timeCalls' calls per second, one per timed repetition, and
+// the figure's noise record (no CPU fraction: the kernels/pool workers that
+// run the calls park between them).
+type callRates struct {
+	rates []float64
+	noise results.Noise
+}
+
+// stat summarizes values derived one-to-one from the rates with the noise
+// record attached.
+func (c callRates) stat(values []float64) results.Stat {
+	st := results.Summarize(values)
+	n := c.noise
+	st.Noise = &n
+	return st
 }
 
 // Measure times Y = X·Wᵀ at M rows on the first threads workers: w's
@@ -262,13 +296,13 @@ func (b *GEMMBench) operands(m, threads, n, k int) (*kpool.Group, []float32, []f
 // result turns the calls per second of a measurement on group g into its
 // figure: GFLOP/s = 2·M·N·K per call, weight GB/s = weightBytes per call
 // (median), and the CPUs and pinning of g.
-func (b *GEMMBench) result(g *kpool.Group, rates []float64, backend, dtype string, m, n, k int, weightBytes int64, pack, sum float64) results.GEMMResult {
+func (b *GEMMBench) result(g *kpool.Group, rates callRates, backend, dtype string, m, n, k int, weightBytes int64, pack, sum float64) results.GEMMResult {
 	flops := gemm.Flops(m, n, k)
-	gf := make([]float64, len(rates))
-	for i, r := range rates {
+	gf := make([]float64, len(rates.rates))
+	for i, r := range rates.rates {
 		gf[i] = r * flops / 1e9
 	}
-	st := results.Summarize(gf)
+	st := rates.stat(gf)
 	cpus, pinned := b.cpusPinned(g)
 	return results.GEMMResult{
 		Backend: backend, DType: dtype, M: m, N: n, K: k,
@@ -457,7 +491,7 @@ func (b *GEMMBench) alone(ctx context.Context, w *GEMMWeights, g *kpool.Group, m
 	if _, err := gemm.CheckSample(w.Backend.DType, y, x, w.Raw, m, w.N, w.K, gemmSamples); err != nil {
 		return 0, fmt.Errorf("gemm %s alone: %w", w.Backend.Name, err)
 	}
-	return results.Summarize(rates).Median * gemm.Flops(m, w.N, w.K), nil
+	return results.Summarize(rates.rates).Median * gemm.Flops(m, w.N, w.K), nil
 }
 
 // timeOnce runs one repetition (a warm-up one when warm) of call inside

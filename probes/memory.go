@@ -197,11 +197,11 @@ func (r *runner) measureOn(ctx context.Context, ws0 []*worker, k memKernel, ws i
 	threads := len(ws0)
 	n := elemsPerArray(ws, threads, k)
 	t := memTask(r.impl, k, n, node)
-	samples, sums, err := measureGroups(ctx, [][]*worker{ws0}, []task{t}, d, r.cfg.Reps)
+	m, err := measureGroups(ctx, [][]*worker{ws0}, []task{t}, d, r.cfg.Reps)
 	if err != nil {
 		return results.Bandwidth{}, fmt.Errorf("memory %s ws=%d threads=%d: %w", k.name, ws, threads, err)
 	}
-	sum := sums[0]
+	sum := m.sums[0]
 	if k.name != "read" {
 		sum = ws0[0].spare
 	}
@@ -212,7 +212,7 @@ func (r *runner) measureOn(ctx context.Context, ws0 []*worker, k memKernel, ws i
 		Threads:         threads,
 		CPUs:            cpusOf(ws0),
 		Pinned:          allPinned(ws0),
-		GBps:            results.Summarize(samples[0]),
+		GBps:            m.stat(0),
 		Checksum:        sum,
 	}, nil
 }

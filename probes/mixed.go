@@ -131,13 +131,13 @@ func (r *runner) mixedPair(ctx context.Context, kind string, groups [][]*worker,
 	exp := results.MixedExperiment{Kind: kind}
 	alone := make([]results.Stat, len(groups))
 	for gi, g := range groups {
-		samples, _, err := measureGroups(ctx, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
+		m, err := measureGroups(ctx, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
 		if err != nil {
 			return exp, fmt.Errorf("mixed %s %s alone: %w", kind, kernels[gi], err)
 		}
-		alone[gi] = results.Summarize(samples[0])
+		alone[gi] = m.stat(0)
 	}
-	samples, _, err := measureGroups(ctx, groups, tasks, d, r.cfg.Reps)
+	m, err := measureGroups(ctx, groups, tasks, d, r.cfg.Reps)
 	if err != nil {
 		return exp, fmt.Errorf("mixed %s together: %w", kind, err)
 	}
@@ -147,7 +147,7 @@ func (r *runner) mixedPair(ctx context.Context, kind string, groups [][]*worker,
 		exp.Unit = "fraction"
 	}
 	for gi, g := range groups {
-		tog := results.Summarize(samples[gi])
+		tog := m.stat(gi)
 		name := kernels[gi]
 		if kind != "compute" {
 			name = fmt.Sprintf("%s/%c", kernels[gi], 'A'+gi)

@@ -154,14 +154,14 @@ func (r *runner) measureNonlinear(ctx context.Context, w *worker, spec nlSpec, i
 			return nil
 		},
 	}
-	samples, sums, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
+	m, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
 	if err != nil {
 		return results.NonlinearPoint{}, err
 	}
-	st := results.Summarize(samples[0])
+	st := m.stat(0)
 	return results.NonlinearPoint{
 		Kernel: spec.kernel, Backend: impl.Backend, RowElems: spec.row, Elems: spec.elems,
-		Threads: 1, CPU: w.cpu, GElemsPerSec: st, NSPerElem: 1 / st.Median, Checksum: sums[0],
+		Threads: 1, CPU: w.cpu, GElemsPerSec: st, NSPerElem: 1 / st.Median, Checksum: m.sums[0],
 	}, nil
 }
 

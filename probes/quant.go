@@ -121,11 +121,11 @@ func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant
 	if err != nil {
 		return results.Stat{}, fmt.Errorf("up-convert %s: %w", w.Name(), err)
 	}
-	gb := make([]float64, len(rates))
-	for i, r := range rates {
+	gb := make([]float64, len(rates.rates))
+	for i, r := range rates.rates {
 		gb[i] = r * inner * float64(w.W.Bytes()) / 1e9
 	}
-	return results.Summarize(gb), nil
+	return rates.stat(gb), nil
 }
 
 // quantEBW builds the effective-bandwidth model of one format from its

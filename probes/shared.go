@@ -35,18 +35,18 @@ func (r *runner) sharedSection(ctx context.Context) (*results.SharedBandwidth, e
 		for gi, g := range groups {
 			n := elemsPerArray(spec.wsPerThread*int64(len(g)), len(g), spec.k)
 			tasks[gi] = memTask(r.impl, spec.k, n, -1)
-			samples, _, err := measureGroups(ctx, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
+			m, err := measureGroups(ctx, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
 			if err != nil {
 				return nil, fmt.Errorf("shared %s group %d alone: %w", spec.name, gi, err)
 			}
-			alone[gi] = results.Summarize(samples[0])
+			alone[gi] = m.stat(0)
 		}
-		samples, _, err := measureGroups(ctx, groups, tasks, d, r.cfg.Reps)
+		m, err := measureGroups(ctx, groups, tasks, d, r.cfg.Reps)
 		if err != nil {
 			return nil, fmt.Errorf("shared %s together: %w", spec.name, err)
 		}
 		for gi, g := range groups {
-			tog := results.Summarize(samples[gi])
+			tog := m.stat(gi)
 			exp.Groups = append(exp.Groups, results.GroupRun{
 				Name:            fmt.Sprintf("%s/%c", spec.name, 'A'+gi),
 				Kernel:          spec.k.name,

@@ -25,13 +25,18 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%.1f %s", v, units[i])
 }
 
-// FormatStat renders "median (min–max, cv x%)" with prec decimals.
+// FormatStat renders "median (min–max, cv x%)" with prec decimals, and
+// " NOISY" after a figure the noise check marked (results.Noise).
 func FormatStat(s results.Stat, prec int) string {
 	if s.N == 0 {
 		return "—"
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', prec, 64) }
-	return fmt.Sprintf("%s (%s–%s, cv %.1f%%)", f(s.Median), f(s.Min), f(s.Max), 100*s.CV)
+	out := fmt.Sprintf("%s (%s–%s, cv %.1f%%)", f(s.Median), f(s.Min), f(s.Max), 100*s.CV)
+	if s.Noisy() {
+		out += " NOISY"
+	}
+	return out
 }
 
 func cpuList(c []int) string {
@@ -74,6 +79,10 @@ func ProfileMarkdown(w io.Writer, p *results.Profile, plots []Plot) error {
 		b.WriteString(" Quick mode.")
 	}
 	b.WriteString("\n\n")
+	if ns := p.Noise(); ns.Checked > 0 {
+		fmt.Fprintf(&b, "Noise: %s. A figure is marked NOISY when its threads got less than %.0f%% of their CPUs or its repetitions' cv exceeds %.0f%%, after up to two more attempts.\n\n",
+			ns, 100*results.NoiseMinCPUFraction, 100*results.NoiseMaxCV)
+	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(&b, "> %s\n\n", n)
 	}

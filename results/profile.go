@@ -83,6 +83,54 @@ type Stat struct {
 	CV float64 `json:"cv"`
 	// N is the number of timed repetitions (warm-up excluded).
 	N int `json:"n"`
+	// Samples are the N timed repetitions in the Stat's unit, in the order
+	// measured, so that two figures can be compared with a rank test
+	// (bench compare). Absent in profiles written before they were kept.
+	Samples []float64 `json:"samples,omitempty"`
+	// Noise is what the machine did while the figure was measured; nil
+	// where the figure was not checked (profiles from before the check, or
+	// figures derived from others).
+	Noise *Noise `json:"noise,omitempty"`
+}
+
+// Noisy reports whether the figure was marked noisy (see Noise).
+func (st Stat) Noisy() bool { return st.Noise != nil && st.Noise.Noisy }
+
+// Noise thresholds: a figure is marked noisy when its measuring threads got
+// less than NoiseMinCPUFraction of their CPUs (thread CPU time over wall
+// time, summed over threads and repetitions) or its repetitions' coefficient
+// of variation exceeds NoiseMaxCV.
+const (
+	NoiseMinCPUFraction = 0.90
+	NoiseMaxCV          = 0.10
+)
+
+// Noise records the conditions under which one figure was measured (issue
+// #16 part 3). A guest VM cannot see a host's contention directly: where the
+// hypervisor reports no steal time, descheduled vCPUs show only as spread,
+// which is why the coefficient of variation is one of the two tests.
+type Noise struct {
+	// CPUFraction is the measuring threads' CPU time over their wall time,
+	// summed over threads and timed repetitions (1 = every thread ran the
+	// whole time). Absent (0) where not measured: figures timed on
+	// kernels/pool (GEMM, quantized GEMV), whose workers park between calls,
+	// and OSes without a per-thread CPU clock.
+	CPUFraction float64 `json:"cpu_fraction,omitempty"`
+	// StealFraction is the share of the measuring CPUs' time the hypervisor
+	// reported as stolen (/proc/stat steal column) during the figure.
+	StealFraction float64 `json:"steal_fraction"`
+	// LoadAvg1 is the one-minute load average (/proc/loadavg) at the end.
+	LoadAvg1 float64 `json:"load_avg_1"`
+	// CV is the largest coefficient of variation over the figure's thread
+	// groups (the Stat's own CV for one group).
+	CV float64 `json:"cv"`
+	// Attempts is how many times the figure was measured: a noisy
+	// measurement is repeated (bounded), and the least noisy attempt kept.
+	Attempts int `json:"attempts"`
+	// Noisy is true when the kept attempt still fails a threshold; Why says
+	// which, with the values.
+	Noisy bool   `json:"noisy"`
+	Why   string `json:"why,omitempty"`
 }
 
 // Machine is the "machine" section: what the CPU and OS are. Values that

@@ -27,7 +27,7 @@ func TestSummarize(t *testing.T) {
 	if s := Summarize([]float64{4, 1, 3, 2}); s.Median != 2.5 {
 		t.Fatalf("even median = %v, want 2.5", s.Median)
 	}
-	if s := Summarize(nil); s != (Stat{}) {
+	if s := Summarize(nil); !reflect.DeepEqual(s, Stat{}) {
 		t.Fatalf("empty = %+v", s)
 	}
 	if s := Summarize([]float64{7}); s.CV != 0 || s.Median != 7 {
@@ -176,5 +176,23 @@ func TestStableKeys(t *testing.T) {
 		if _, ok := lv[k]; !ok {
 			t.Errorf("memory.levels[0] lacks %q", k)
 		}
+	}
+}
+
+func TestProfileNoise(t *testing.T) {
+	p := &Profile{Memory: &Memory{Levels: []LevelBandwidth{
+		{Level: "L1", GBps: Stat{N: 5, Noise: &Noise{Attempts: 1}}},
+		{Level: "DRAM", GBps: Stat{N: 5, Noise: &Noise{Attempts: 3, Noisy: true, Why: "cv 62.0% > 10%"}}},
+		{Level: "L2", GBps: Stat{N: 5}},
+	}}}
+	s := p.Noise()
+	if s.Checked != 2 || s.Noisy != 1 || len(s.Figures) != 1 || !strings.Contains(s.Figures[0], "memory.levels[1].gbps: cv 62.0%") {
+		t.Fatalf("Noise() = %+v", s)
+	}
+	if got := s.String(); !strings.Contains(got, "1 of 2 figures noisy") {
+		t.Fatalf("String() = %q", got)
+	}
+	if got := (&Profile{}).Noise().String(); !strings.Contains(got, "before the check") {
+		t.Fatalf("empty profile: %q", got)
 	}
 }

@@ -21,6 +21,8 @@ func Summarize(samples []float64) Stat {
 		Min:    s[0],
 		Max:    s[len(s)-1],
 		N:      len(s),
+		// Samples keep the caller's order (the order measured).
+		Samples: slices.Clone(samples),
 	}
 	if len(s) > 1 {
 		mean, sd := stat.MeanStdDev(s, nil)

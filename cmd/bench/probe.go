@@ -228,6 +228,9 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 		}
 		return fmt.Errorf("probe: %w", err)
 	}
+	if ns := p.Noise(); ns.Noisy > 0 {
+		fmt.Fprintf(opts.IO.Err, "bench probe: %s\n", ns)
+	}
 	if opts.JSON != "" {
 		data, err := results.MarshalProfile(p)
 		if err != nil {

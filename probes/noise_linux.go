@@ -1,0 +1,70 @@
+//go:build linux
+
+package probes
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// threadCPU returns the calling OS thread's CPU time in seconds
+// (CLOCK_THREAD_CPUTIME_ID), and false where it cannot be read.
+func threadCPU() (float64, bool) {
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return 0, false
+	}
+	return float64(ts.Sec) + float64(ts.Nsec)*1e-9, true
+}
+
+// cpuTicks reads /proc/stat's per-CPU lines: for each CPU in cpus, its
+// steal ticks and its total ticks (user … steal). ok is false when the file
+// cannot be read or lacks a CPU.
+func cpuTicks(cpus []int) (steal, total uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	want := make(map[string]bool, len(cpus))
+	for _, c := range cpus {
+		want["cpu"+strconv.Itoa(c)] = true
+	}
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !want[f[0]] {
+			continue
+		}
+		found++
+		// user nice system idle iowait irq softirq steal [guest guest_nice]:
+		// guest time is already inside user, so it is not added again.
+		for i := 1; i <= 8; i++ {
+			v, err := strconv.ParseUint(f[i], 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			total += v
+			if i == 8 {
+				steal += v
+			}
+		}
+	}
+	return steal, total, found == len(cpus)
+}
+
+// loadAvg1 is the one-minute load average, 0 when unreadable.
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
