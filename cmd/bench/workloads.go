@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -45,7 +46,10 @@ percentiles of their prompt and output lengths in Qwen3 tokens.
 
 Requests are drawn per workload without repeats in a seeded order. --arrival closed
 gives every request arrival 0 (a closed-loop replayer sends the next one when one
-finishes); poisson:RATE gives exponential gaps with mean 1/RATE seconds.`,
+finishes); poisson:RATE gives exponential gaps with mean 1/RATE seconds.
+Below the table: each trace's means beside SMEPilot Table 2's, with the causes of
+each difference, measured where the embedded data allows (chat template,
+GSM8K's calculator annotations, RULER's budget fill) and quoted otherwise.`,
 		Example: `  bench workloads
   bench workloads ruler-8k --requests 500 --arrival poisson:2 --json
   bench workloads --dump gsm8k --requests 10`,
@@ -133,10 +137,20 @@ func workloadsRun(ctx context.Context, opts *WorkloadsOptions) error {
 			return err
 		}
 	}
+	paper := make([][]workloads.PaperRow, len(traces))
+	for i, t := range traces {
+		if paper[i], err = workloads.VsSMEPilot(t); err != nil {
+			return err
+		}
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(opts.IO.Out)
-		for _, t := range traces {
-			if err := enc.Encode(workloads.Stats(t)); err != nil {
+		for i, t := range traces {
+			out := struct {
+				workloads.Summary
+				SMEPilot []workloads.PaperRow `json:"smepilot_table2,omitempty"`
+			}{workloads.Stats(t), paper[i]}
+			if err := enc.Encode(out); err != nil {
 				return err
 			}
 		}
@@ -150,8 +164,36 @@ func workloadsRun(ctx context.Context, opts *WorkloadsOptions) error {
 			fmt.Sprintf("%.1f", s.Prompt.Mean), fmt.Sprint(s.Prompt.P50), fmt.Sprint(s.Prompt.P90), fmt.Sprint(s.Prompt.P99),
 			fmt.Sprintf("%.1f", s.Output.Mean), fmt.Sprint(s.Output.P50), fmt.Sprint(s.Output.P90), fmt.Sprint(s.Output.P99)})
 	}
-	return reports.TextTable(opts.IO.Out, []string{"workload", "requests", "source",
-		"prompt mean", "p50", "p90", "p99", "output mean", "p50", "p90", "p99"}, rows)
+	if err := reports.TextTable(opts.IO.Out, []string{"workload", "requests", "source",
+		"prompt mean", "p50", "p90", "p99", "output mean", "p50", "p90", "p99"}, rows); err != nil {
+		return err
+	}
+	return paperTable(opts, paper)
+}
+
+// paperTable prints the traces' means beside SMEPilot Table 2's, one row
+// per workload and phase, then why each pair differs.
+func paperTable(opts *WorkloadsOptions, paper [][]workloads.PaperRow) error {
+	var rows [][]string
+	var why strings.Builder
+	for _, rs := range paper {
+		for _, r := range rs {
+			rows = append(rows, []string{r.Workload, r.Phase, fmt.Sprintf("%.1f", r.Trace), fmt.Sprintf("%.0f", r.Paper), fmt.Sprintf("%.2f", r.Ratio)})
+			fmt.Fprintf(&why, "%s %s:\n", r.Workload, r.Phase)
+			for _, w := range r.Why {
+				fmt.Fprintf(&why, "  - %s\n", w)
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(opts.IO.Out, "\nBeside SMEPilot Table 2 (§5.1, mean tokens; the trace's mean is of the requests above):")
+	if err := reports.TextTable(opts.IO.Out, []string{"workload", "phase", "trace mean", "paper", "ratio"}, rows); err != nil {
+		return err
+	}
+	_, err := fmt.Fprint(opts.IO.Out, "\nWhy they differ:\n"+why.String())
+	return err
 }
 
 // checkRequests refuses --requests n whose traces (workloads.Build: n
