@@ -307,3 +307,77 @@ func (c Config) NodesString() string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// ExploreOptions are the inputs of Explore.
+type ExploreOptions struct {
+	// Remove, when set, is a transform list (Tree.ApplySpec) applied to
+	// the base tree; the configurations are then that tree's alone.
+	Remove string
+	// Configs asks for the service configurations.
+	Configs bool
+	// Limits are the operator limits; Model names them in the result.
+	Limits Limits
+	Model  string
+	Enum   EnumOptions
+}
+
+// Result is what Explore found, as `bench topo` prints it.
+type Result struct {
+	Source string      `json:"source"`
+	Levels []LevelInfo `json:"levels"`
+	// Transforms, Active and Idle describe the tree after Remove (Levels
+	// too); without Remove, the base tree.
+	Transforms []Transform `json:"transforms,omitempty"`
+	Active     []int       `json:"active"`
+	Idle       []int       `json:"idle"`
+	Tree       *Node       `json:"tree"`
+	// Enumeration counts, when configurations were enumerated over all
+	// trees (Configs without Remove).
+	GroupedTrees int  `json:"grouped_trees,omitempty"`
+	RemovedTrees int  `json:"removed_trees,omitempty"`
+	TreeDups     int  `json:"tree_duplicates,omitempty"`
+	Truncated    bool `json:"truncated,omitempty"`
+	MaxGroups    int  `json:"max_groups,omitempty"`
+	MaxRemoves   int  `json:"max_removes,omitempty"`
+	// Configs, when asked for, with the duplicates skipped and the
+	// configurations the limits excluded.
+	Configs    []Config `json:"configs,omitempty"`
+	ConfigDups int      `json:"config_duplicates,omitempty"`
+	Limited    int      `json:"limited,omitempty"`
+	Model      string   `json:"model,omitempty"`
+	Heads      int      `json:"heads,omitempty"`
+	KVHeads    int      `json:"kv_heads,omitempty"`
+}
+
+// Explore applies o.Remove to base (if set), and lists the service
+// configurations when o.Configs: of the transformed tree alone, or over
+// Enumerate(base) without Remove. source names the tree in the result.
+// Errors are ApplySpec's.
+func Explore(base *Tree, source string, o ExploreOptions) (*Result, error) {
+	tr := base
+	if o.Remove != "" {
+		var err error
+		if tr, err = base.ApplySpec(o.Remove); err != nil {
+			return nil, err
+		}
+	}
+	r := &Result{Source: source, Levels: tr.Levels(), Transforms: tr.Path, Active: tr.Active(), Idle: tr.Idle(), Tree: tr.Root,
+		Model: o.Model, Heads: o.Limits.Heads, KVHeads: o.Limits.KVHeads}
+	if r.Idle == nil {
+		r.Idle = []int{}
+	}
+	if !o.Configs {
+		return r, nil
+	}
+	trees := []*Tree{tr}
+	if o.Remove == "" {
+		eo := o.Enum.withDefaults()
+		e := Enumerate(base, eo)
+		trees = append(e.Grouped, e.Removed...)
+		r.GroupedTrees, r.RemovedTrees, r.TreeDups, r.Truncated = len(e.Grouped), len(e.Removed), e.Duplicates, e.Truncated
+		r.MaxGroups, r.MaxRemoves = eo.MaxGroups, eo.MaxRemoves
+	}
+	cs := Configs(trees, o.Limits)
+	r.Configs, r.ConfigDups, r.Limited = cs.Configs, cs.Duplicates, cs.Limited
+	return r, nil
+}
