@@ -36,7 +36,7 @@ type Metric struct {
 // perf stat name them.
 var metricDefs = []struct {
 	name, num, den, def string
-	scale              float64
+	scale               float64
 }{
 	{"IPC", "instructions", "cycles", "instructions / cycles", 1},
 	{"LLC loads PKI", "LLC-loads", "instructions", "LLC loads per 1000 instructions (Sandwich L3LPKI)", 1000},

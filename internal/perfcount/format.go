@@ -3,7 +3,6 @@ package perfcount
 import (
 	"encoding/binary"
 	"fmt"
-
 )
 
 // read_format bits of perf_event_attr (linux/perf_event.h).
@@ -184,4 +183,3 @@ func AppendRead(b []byte, r Read, format uint64) []byte {
 	}
 	return b
 }
-
