@@ -110,13 +110,23 @@ func wrap(s string, n int) string {
 	return strings.Join(append(lines, line), "\n")
 }
 
-// WritePlot draws Plot to path (.png, .svg or .pdf by extension, 8 × 4.5
-// in) and writes it atomically.
-func (r *Report) WritePlot(path string) error {
+// CheckPlotPath says whether WritePlot can write path: its extension must
+// be .png, .svg or .pdf.
+func CheckPlotPath(path string) error {
 	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	if ext != "png" && ext != "svg" && ext != "pdf" {
 		return fmt.Errorf("perfcount: plot %s: extension %q (want .png, .svg or .pdf)", path, filepath.Ext(path))
 	}
+	return nil
+}
+
+// WritePlot draws Plot to path (.png, .svg or .pdf by extension, 8 × 4.5
+// in) and writes it atomically.
+func (r *Report) WritePlot(path string) error {
+	if err := CheckPlotPath(path); err != nil {
+		return err
+	}
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
 	wt, err := r.Plot().WriterTo(8*vg.Inch, 4.5*vg.Inch, ext)
 	if err != nil {
 		return fmt.Errorf("perfcount: plot %s: %w", path, err)

@@ -97,17 +97,20 @@ func (r *Recorder) Begin(name string) {
 	}
 }
 
-// End stops counting the phase Begin started and keeps its counts.
+// End stops counting the phase Begin started and keeps its counts; without
+// a Begin it does nothing.
 func (r *Recorder) End() {
-	if r == nil || r.set == nil {
+	if r == nil || r.set == nil || r.phase == "" {
 		return
 	}
+	name := r.phase
+	r.phase = ""
 	c, err := r.set.Stop()
 	if err != nil {
 		r.fail(err)
 		return
 	}
-	r.rep.Phases = append(r.rep.Phases, Phase{Name: r.phase, Counts: c, Metrics: c.Metrics()})
+	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, Counts: c, Metrics: c.Metrics()})
 }
 
 // Report closes the counters and returns what was recorded (nil for a
