@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/internal/topotree"
 	"github.com/cpubench/bench/models"
@@ -26,6 +28,7 @@ type topoOptions struct {
 
 	Profile    string
 	Shape      string
+	CPUs       string
 	Remove     string
 	Configs    bool
 	Model      string
@@ -50,10 +53,11 @@ and lists the service configurations its cross-sections give (§5.3): the
 processes the model is split into (= the TP degree), the PUs and NUMA
 nodes of each.
 
-The tree is the live machine's, or --profile: a profile.json of 'bench
+The tree is the live machine's (the CPUs this process may run on), or --profile: a profile.json of 'bench
 probe', or a sysfs snapshot directory holding sys/ and proc/ (such as
 internal/topology/testdata/linux-arm64-kunpeng-920-4n, the 4-node
-Kunpeng-920); or --shape, a made-up symmetric machine.
+Kunpeng-920); or --shape, a made-up symmetric machine. --cpus cuts it down
+to a set of CPUs.
 
 --remove is a transform list applied left to right: group(n,t,d) (groups
 of n children with stride t at depth d), remove(n,d) (the n right-most
@@ -87,6 +91,7 @@ that divide the model's query and KV heads.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Profile, "profile", "", "profile.json of bench probe or a sysfs snapshot directory (sys/, proc/); default: this machine")
 	f.StringVar(&opts.Shape, "shape", "", "a synthetic symmetric machine instead, e.g. package=4,numa=2,core=24 (kinds package, numa, l3, l2, core, thread, in that order)")
+	f.StringVar(&opts.CPUs, "cpus", "", "restrict the tree to these CPUs (kernel cpulist, e.g. 0-23,48-71); on this machine they must be in the process's affinity mask, which is the default")
 	f.StringVar(&opts.Remove, "remove", "", "transforms to apply: group(n,t,d), remove(n,d), "+strings.Join(topotree.Presets, ", ")+" (comma- or space-separated)")
 	f.BoolVar(&opts.Configs, "configs", false, "list the service configurations (sandwich-config cross-sections)")
 	f.StringVar(&opts.Model, "model", "", "model whose query and KV heads limit the TP degree: shipped config name or config.json path")
@@ -108,6 +113,11 @@ func (o *topoOptions) validate() error {
 	}{{"max-groups", o.MaxGroups}, {"max-removes", o.MaxRemoves}, {"max-trees", o.MaxTrees}} {
 		if v.n < 1 {
 			return fmt.Errorf("topo: --%s %d: must be ≥ 1", v.flag, v.n)
+		}
+	}
+	if o.CPUs != "" {
+		if _, err := topology.ParseCPUList(o.CPUs); err != nil {
+			return fmt.Errorf("topo: --cpus: %w", err)
 		}
 	}
 	if o.Model != "" && !o.Configs {
@@ -166,6 +176,27 @@ func topoTree(o *topoOptions) (*topotree.Tree, string, error) {
 	t, err := topotree.FromTopology(root)
 	if err != nil {
 		return nil, "", err
+	}
+	if o.Shape == "" && o.Profile == "" {
+		// This machine: the CPUs the process may run on.
+		allowed, err := affinity.Allowed()
+		if err != nil {
+			return nil, "", err
+		}
+		allowed = slices.DeleteFunc(allowed, func(c int) bool { return !slices.Contains(t.Active(), c) })
+		if !slices.Equal(allowed, t.Active()) {
+			if t, err = t.Restrict(allowed); err != nil {
+				return nil, "", err
+			}
+			source += " (CPUs allowed: " + topology.FormatCPUList(allowed) + ")"
+		}
+	}
+	if o.CPUs != "" {
+		cpus, _ := topology.ParseCPUList(o.CPUs)
+		if t, err = t.Restrict(cpus); err != nil {
+			return nil, "", fmt.Errorf("--cpus %s: %w", o.CPUs, err)
+		}
+		source += ", CPUs " + topology.FormatCPUList(cpus)
 	}
 	return t, source, nil
 }

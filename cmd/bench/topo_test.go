@@ -76,6 +76,9 @@ func TestTopoBadInput(t *testing.T) {
 		{[]string{"--shape", "core=2", "--model", "qwen3-8b"}, "needs --configs"},
 		{[]string{"--shape", "core=2", "--configs", "--model", "nope"}, `model "nope": not a shipped config`},
 		{[]string{"--shape", "core=2", "--max-trees", "0"}, "--max-trees 0: must be ≥ 1"},
+		{[]string{"--shape", "package=2,core=4", "--cpus", "0-3,9-10"}, "--cpus 0-3,9-10: topotree: CPUs 9-10 are outside the allowed set 0-7"},
+		{[]string{"--cpus", "0-4095"}, "are outside the allowed set"},
+		{[]string{"--shape", "core=2", "--cpus", "x"}, `--cpus: topology: parse cpulist "x"`},
 	} {
 		code, out, errs := run(t, append([]string{"topo"}, tc.args...)...)
 		if code != 1 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(errs, "\n") != 1 {
@@ -97,5 +100,17 @@ func TestTopoProfileJSON(t *testing.T) {
 	}
 	if !strings.Contains(out, "TopoTree of profile") || !strings.Contains(out, "configurations:") {
 		t.Errorf("output:\n%s", out)
+	}
+}
+
+func TestTopoCPUs(t *testing.T) {
+	code, out, errs := run(t, "topo", "--shape", "package=4,numa=2,core=24", "--cpus", "0-47", "--remove", "sc-rm")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"CPUs 0-47: 36 PUs active, 12 idle", "| 0     | machine/package", "idle CPUs (12): 3,7,11,15,19,23,27,31,35,39,43,47"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }

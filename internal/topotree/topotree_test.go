@@ -356,3 +356,32 @@ func TestEnumerateKunpeng(t *testing.T) {
 		t.Errorf("MaxTrees 10: truncated %v, %d trees", small.Truncated, len(small.Grouped)+len(small.Removed))
 	}
 }
+
+func TestRestrict(t *testing.T) {
+	base := synth(t, sandwichKunpeng)
+	tr, err := base.Restrict([]int{0, 1, 2, 3, 24, 25, 26, 27})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One package left: machine/package merged; two nodes of 4 cores.
+	if got, want := levelsString(tr), "machine/package×1 numa×2 core/thread×8"; got != want {
+		t.Errorf("levels %s, want %s", got, want)
+	}
+	if len(tr.Idle()) != 0 || list(tr.Active()) != "0-3,24-27" {
+		t.Errorf("active %s idle %s", list(tr.Active()), list(tr.Idle()))
+	}
+	if _, err := base.Restrict([]int{0, 191, 192, 200, 201}); err == nil || err.Error() != "topotree: CPUs 192,200-201 are outside the allowed set 0-191" {
+		t.Errorf("outside: %v", err)
+	}
+	if _, err := base.Restrict(nil); err == nil {
+		t.Error("empty set accepted")
+	}
+	// An asymmetric cut: transforms on the uneven level say so.
+	tr, err = base.Restrict([]int{0, 1, 2, 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.ApplySpec("remove(1,core)"); err == nil || !strings.Contains(err.Error(), "have 3 and 1 children; transforms need a symmetric level") {
+		t.Errorf("asymmetric remove: %v", err)
+	}
+}

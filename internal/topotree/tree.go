@@ -335,3 +335,50 @@ func minMax(lo, hi, v int) (int, int) {
 	}
 	return lo, max(hi, v)
 }
+
+// Restrict returns the tree cut down to cpus (e.g. the CPUs a process may
+// run on): leaves outside it are dropped, nodes left empty with them, and
+// levels left with one child each merged as FromTopology does. Every CPU of
+// cpus must be a PU of t; the error names those that are not and the
+// tree's CPUs ("topotree: CPUs 200-201 are outside the allowed set 0-191").
+// An empty cpus is an error too.
+func (t *Tree) Restrict(cpus []int) (*Tree, error) {
+	if len(cpus) == 0 {
+		return nil, errors.New("topotree: an empty CPU set leaves no PU")
+	}
+	in := map[int]bool{}
+	for _, c := range t.Root.CPUs {
+		in[c] = true
+	}
+	var outside []int
+	keep := map[int]bool{}
+	for _, c := range cpus {
+		if !in[c] {
+			outside = append(outside, c)
+		}
+		keep[c] = true
+	}
+	if len(outside) > 0 {
+		return nil, fmt.Errorf("topotree: CPUs %s are outside the allowed set %s", topology.FormatCPUList(outside), topology.FormatCPUList(t.Root.CPUs))
+	}
+	out := t.clone()
+	var prune func(n *Node) bool // reports whether n keeps a PU
+	prune = func(n *Node) bool {
+		if len(n.Children) == 0 {
+			return keep[n.CPUs[0]]
+		}
+		var kids []*Node
+		for _, c := range n.Children {
+			if prune(c) {
+				kids = append(kids, c)
+			}
+		}
+		n.Children = kids
+		return len(kids) > 0
+	}
+	prune(out.Root)
+	recompute(out.Root)
+	out.all = slices.Clone(out.Root.CPUs)
+	out.Root = merge(out.Root)
+	return out, nil
+}
