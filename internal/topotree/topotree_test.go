@@ -385,3 +385,52 @@ func TestRestrict(t *testing.T) {
 		t.Errorf("asymmetric remove: %v", err)
 	}
 }
+
+// TestFig3b: Sandwich Fig. 3(b) compares TP 2, 4, 8 and 16 on a 2-socket
+// EPYC 7H11 (64 cores and 16 LLCs of 4 cores per socket, one node per
+// socket); each is a cross-section of the tree once the LLCs are grouped
+// (TP 8: groups of 4 LLCs), with every core active (prefill trees).
+func TestFig3b(t *testing.T) {
+	base := synth(t, "package=2,numa=1,l3=16,core=4")
+	if got, want := levelsString(base), "machine×1 package/numa×2 l3×32 core/thread×128"; got != want {
+		t.Fatalf("levels %s, want %s", got, want)
+	}
+	e := Enumerate(base, EnumOptions{})
+	cs := Configs(e.Grouped, Limits{})
+	byTP := map[int]Config{}
+	for _, c := range cs.Configs {
+		if _, ok := byTP[c.TP]; !ok {
+			byTP[c.TP] = c
+		}
+	}
+	for tp, want := range map[int]string{2: "base", 4: "group(8,1,2)", 8: "group(4,1,2)", 16: "group(2,1,2)"} {
+		c, ok := byTP[tp]
+		if !ok || c.Tree != want || c.PUsMin != 128/tp || c.Idle != 0 {
+			t.Errorf("TP %d: %+v, want tree %s with %d PUs each", tp, c, want, 128/tp)
+		}
+	}
+	// Llama-3-8B's 32 query and 8 KV heads rule out TP 16 (and 32, ...):
+	// the operator limit of §5.3.
+	for _, c := range Configs(e.Grouped, Limits{Heads: 32, KVHeads: 8}).Configs {
+		if c.TP > 8 {
+			t.Errorf("TP %d kept although 8 KV heads forbid it", c.TP)
+		}
+	}
+}
+
+// TestIdlePerCluster: one idle core per shared-L2 cluster, and per L3 on a
+// machine whose nodes hold several L3s.
+func TestIdlePerCluster(t *testing.T) {
+	tr, err := synth(t, "package=1,l2=4,core=4").ApplySpec("idle-per-l2")
+	if err != nil || list(tr.Idle()) != "3,7,11,15" {
+		t.Errorf("idle-per-l2: %v, idle %v", err, tr)
+	}
+	amd := synth(t, "package=1,numa=2,l3=4,core=8,thread=2")
+	tr, err = amd.ApplySpec("idle-per-l3")
+	if err != nil || len(tr.Idle()) != 16 || !strings.HasPrefix(list(tr.Idle()), "14-15,30-31,") {
+		t.Errorf("idle-per-l3: %v, idle %s", err, list(tr.Idle()))
+	}
+	if _, err := amd.ApplySpec("idle-per-node"); err == nil || !strings.Contains(err.Error(), "the children of the numa nodes are l3, not cores") {
+		t.Errorf("idle-per-node on several L3s per node: %v", err)
+	}
+}
