@@ -15,6 +15,7 @@ import (
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/memlimit"
+	"github.com/cpubench/bench/internal/perfcount"
 	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/results"
@@ -42,6 +43,8 @@ type runOptions struct {
 	Seed         uint64
 	JSON         bool
 	Amdahl       bool
+	Counters     bool   // --counters: hardware counters per phase
+	CountersPlot string // --counters-plot FILE
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
@@ -147,6 +150,8 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
+	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
+	f.StringVar(&opts.CountersPlot, "counters-plot", "", "with --counters: draw prefill vs decode as grouped bars (Sandwich Fig. 1) to this .png/.svg/.pdf, or a figure saying why the counters are unavailable")
 	return cmd
 }
 
@@ -173,6 +178,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("run: --batch %d: must be ≥ 1", o.Batch)
 	case o.Threads < 0:
 		return fmt.Errorf("run: --threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
+	case o.CountersPlot != "" && perfcount.CheckPlotPath(o.CountersPlot) != nil:
+		return fmt.Errorf("run: --counters-plot: %w", perfcount.CheckPlotPath(o.CountersPlot))
 	}
 	if _, err := engine.ParsePlacement(o.Placement); err != nil {
 		return fmt.Errorf("run: --placement: %w", err)
@@ -244,6 +251,8 @@ type runResult struct {
 	Checks        []runCheck `json:"checks,omitempty"`
 	Amdahl        *runAmdahl `json:"amdahl,omitempty"`
 	Notes         []string   `json:"notes,omitempty"`
+	// Counters are the hardware counters per phase (--counters).
+	Counters *perfcount.Report `json:"counters,omitempty"`
 
 	// Targets is what ran each placement target's linear operators in the
 	// timed calls: backend, unit, weight precision, calls and label.
@@ -528,6 +537,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 	b.Reset(0)
 	b.ResetTimings()
 	notes = append(notes, "timed after one untimed warm-up request (prefill + 1 decode step)")
+	var ctr *perfcount.Recorder
+	if o.Counters || o.CountersPlot != "" {
+		ctr = perfcount.NewRecorder(nil)
+		defer ctr.Report()
+	}
+	ctr.Begin("prefill")
 	var prefill float64
 	toks := make([]int, B)
 	for i := range B {
@@ -538,6 +553,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		toks[i] = engine.Argmax(logits)
 		prefill += time.Since(start).Seconds()
+	}
+	ctr.End()
+	if G > 0 {
+		ctr.Begin("decode")
 	}
 	var decode float64
 	V := c.Vocab
@@ -552,11 +571,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		decode += time.Since(start).Seconds()
 	}
+	ctr.End()
 
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
 		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
-		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweepTargets(b.Use())}
+		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweepTargets(b.Use()),
+		Counters: ctr.Report()}
 	if m.Quant != nil {
 		res.QuantBackend = m.Quant.Name
 	}
@@ -646,6 +667,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 	}
 
+	if o.CountersPlot != "" {
+		if err := res.Counters.WritePlot(o.CountersPlot); err != nil {
+			return fmt.Errorf("run: --counters-plot: %w", err)
+		}
+	}
 	if o.JSON {
 		data, err := json.Marshal(res)
 		if err != nil {
@@ -654,7 +680,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		_, err = o.IO.Out.Write(append(data, '\n'))
 		return err
 	}
-	return writeRun(o.IO.Out, &res)
+	if err := writeRun(o.IO.Out, &res); err != nil {
+		return err
+	}
+	return res.Counters.WriteText(o.IO.Out)
 }
 
 // runRoofCheck compares the mean decode step with the memory-roof bound:

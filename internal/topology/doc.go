@@ -21,6 +21,9 @@
 //   - a level that crosses the boundaries of the level above without
 //     containing it is dropped from the tree (its data stays in Caches).
 //
+// Sandwich's group and remove transforms of this tree (§5.2) and the
+// service configurations read from it (§5.3) are in internal/topotree.
+//
 // Linux only: on other systems ReadTopology and ReadMachine return
 // "topology: not implemented on <GOOS>". Machine facts that only the running
 // machine can give (cpuid, HWCAP, perf_event_open) are taken only when the
