@@ -300,12 +300,13 @@ func abbrevLists(l []string) string {
 	for i, s := range l {
 		short[i] = s
 		if len(s) > 24 {
-			cut := strings.LastIndexByte(s[:24], ',')
-			short[i] = s[:cut] + ",…"
+			if cut := strings.LastIndexByte(s[:24], ','); cut > 0 {
+				short[i] = s[:cut] + ",…"
+			}
 		}
 	}
 	if len(l) > 6 {
-		return strings.Join(short[:3], " | ") + fmt.Sprintf(" | … %d more … | ", len(l)-5) + strings.Join(short[len(l)-2:], " | ")
+		return strings.Join(short[:3], "; ") + fmt.Sprintf("; … %d more …; ", len(l)-5) + strings.Join(short[len(l)-2:], "; ")
 	}
-	return strings.Join(short, " | ")
+	return strings.Join(short, "; ")
 }
