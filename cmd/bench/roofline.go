@@ -45,9 +45,10 @@ type rooflineOptions struct {
 	Fig     figureFlags // --format, --width
 
 	// Parsed by RunE.
-	routing   roofline.Routing
-	sweepVar  roofline.SweepVar
-	sweepVals []int
+	actDefault bool // --act-dtype not given: fall back where the machine has no fp16 ceiling
+	routing    roofline.Routing
+	sweepVar   roofline.SweepVar
+	sweepVals  []int
 }
 
 func newRooflineCmd(streams IO) *cobra.Command { return newCmdRoofline(streams, nil) }
@@ -98,7 +99,7 @@ seconds scaled for display.`,
 	f.IntVar(&opts.Tokens, "tokens", 0, "new tokens per sequence (T); default 1 for decode, 512 for prefill")
 	f.IntVar(&opts.Context, "context", 0, "positions attended to, including the new tokens (C ≥ T); default 1024 for decode, T for prefill")
 	f.StringVar(&opts.Weight, "dtype", "fp16", "weight dtype (fp32, bf16, fp16, int8, int4, int2, int1)")
-	f.StringVar(&opts.Act, "act-dtype", "fp16", "activation dtype; also the precision whose compute ceiling is used")
+	f.StringVar(&opts.Act, "act-dtype", "fp16", "activation dtype; also the precision whose compute ceiling is used (default fp16, or bf16 then fp32 where the machine has no fp16 ceiling)")
 	f.StringVar(&opts.KV, "kv-dtype", "fp16", "KV-cache dtype")
 	f.StringVar(&opts.Routing, "routing", "uniform", "MoE routing: uniform, zipf or zipf:S")
 	f.StringVar(&opts.Sweep, "sweep", "", "sweep one shape variable and report regime changes: batch=1..64, tokens=128..8k, context=1k..32k, or a list batch=1,8,64")
@@ -133,6 +134,7 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	if o.Batch < 1 {
 		return fmt.Errorf("roofline: --batch %d: must be ≥ 1", o.Batch)
 	}
+	o.actDefault = !cmd.Flags().Changed("act-dtype")
 	if !cmd.Flags().Changed("tokens") {
 		o.Tokens = 1
 		if o.Phase == roofline.Prefill {
@@ -242,6 +244,18 @@ func rooflineRun(o *rooflineOptions) error {
 	arch, err := cfg.Arch()
 	if err != nil {
 		return fmt.Errorf("roofline: %w", err)
+	}
+	if o.actDefault && !m.HasCeilings(precision(o.Act)) {
+		// A probed x86 profile without AVX512_FP16 has no fp16 ceiling:
+		// the default then follows what the machine has (issue #16).
+		for _, p := range []string{"bf16", "fp32"} {
+			if m.HasCeilings(p) {
+				fmt.Fprintf(o.IO.Err, "bench roofline: %s has no %s compute ceiling; --act-dtype defaults to %s (has %s)\n",
+					m.Name, precision(o.Act), p, strings.Join(m.Precisions(), ", "))
+				o.Act = p
+				break
+			}
+		}
 	}
 	r := roofline.Request{Phase: o.Phase, Batch: o.Batch, Tokens: o.Tokens, Context: o.Context,
 		Weight: o.Weight, Act: o.Act, KV: o.KV, Routing: o.routing}

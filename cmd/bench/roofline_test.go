@@ -224,3 +224,24 @@ func TestRooflineLNLQuantRoof(t *testing.T) {
 		t.Errorf("fig4.md: %v\n%s", err, md)
 	}
 }
+
+// TestRooflineDefaultActOnProbedProfile: a probed x86 profile has no fp16
+// ceiling (no AVX512_FP16); the README's example must still work with the
+// defaults, falling back to bf16 and saying so, while an explicit
+// --act-dtype fp16 stays an error.
+func TestRooflineDefaultActOnProbedProfile(t *testing.T) {
+	dir := t.TempDir()
+	machine := filepath.Join(dir, "m.json")
+	os.WriteFile(machine, []byte(`{"schema":"bench.machine/v1","name":"zen","targets":[
+		{"name":"cores","kind":"cores","ceilings_gflops":{"fp32":160,"bf16":300},"bandwidth_gbps":30,"tile":{"m":12,"n":32}}]}`), 0o644)
+	code, out, errs := runRoofline(t, "--profile", machine, "--model", "qwen3-0.6b")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "no fp16 compute ceiling; --act-dtype defaults to bf16") || !strings.Contains(out, "(ceilings at bf16)") {
+		t.Errorf("stderr %q\nstdout:\n%s", errs, out)
+	}
+	if code, _, errs := runRoofline(t, "--profile", machine, "--model", "qwen3-0.6b", "--act-dtype", "fp16"); code == 0 || !strings.Contains(errs, "no compute ceiling for fp16") {
+		t.Errorf("explicit fp16: exit %d, %q", code, errs)
+	}
+}
