@@ -148,6 +148,10 @@ type pfConvFn func(np int, src *byte, pstride int, ds *uint32, dstride int, dst 
 // pfPairScale), zero past w.N, with conv where 16 rows are 4 whole panels
 // (nil: the Go loop everywhere).
 func pfConvert(w *Matrix, j0 int, q []byte, d []uint16, conv pfConvFn) {
+	if w.col {
+		pfConvertCol(w, j0, q, d)
+		return
+	}
 	pb := w.Format.layout().pairBytes()
 	for s := range 2 {
 		r0 := j0 + 16*s
@@ -223,7 +227,11 @@ func pfTiles(w *Matrix, a *Activations, y []float32, ldy, n0, n1, mr int,
 	buf.q = resize(buf.q, w.pairs*pfPairBytes)
 	buf.c = resize(buf.c, mr*pfCols)
 	size(buf)
-	for j0 := n0 - n0%PanelRows; j0 < n1; j0 += pfCols {
+	align := PanelRows
+	if w.col {
+		align = ColRows // pfConvertCol's groups
+	}
+	for j0 := n0 - n0%align; j0 < n1; j0 += pfCols {
 		convert(buf, j0)
 		c0, c1 := max(j0, n0), min(j0+pfCols, n1) // the tile's columns inside [n0, n1)
 		whole := c0 == j0 && c1 == j0+pfCols
