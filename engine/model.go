@@ -300,7 +300,7 @@ func New(w *Weights, o Options) (*Model, error) {
 		}
 		if q != nil {
 			m.WeightBytes += q.Bytes()
-			return &linear{op: op, n: n, k: k, q: q}
+			return &linear{op: op, n: n, k: k, q: m.quantMatrix(q)}
 		}
 		var l *linear
 		if l, err = m.newLinear(op, data, n, k); err != nil {
