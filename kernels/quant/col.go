@@ -273,16 +273,25 @@ func kernColGo(f Format, mr int, np int, a *byte, as *float32, ac *int32, sa int
 	}
 }
 
+// pfColConvFn up-converts one column-order group into half a prefill
+// tile (the assembly pfConvCol*: see kernels/_asm/quantcol): src and ds at
+// the group's chunk 0 and its scales, dst and dd at pair 0 of the half.
+type pfColConvFn func(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+
 // pfConvertCol is pfConvert for a column-order w (j0 a multiple of
-// ColRows): the tile's group k of a block is the chunk's 64 bytes k
-// (q8_0), or for q4_0 the low nibbles of bytes k (k < 4) and the high
-// nibbles (group 4+k): no transpose.
-func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16) {
+// ColRows), with conv where it is not nil: the tile's group k of a block
+// is the chunk's 64 bytes k (q8_0), or for q4_0 the low nibbles of bytes
+// k (k < 4) and the high nibbles (group 4+k): no transpose.
+func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16, conv pfColConvFn) {
 	f, nb, cb := w.Format, 2*w.pairs, w.Format.colBytes()
 	hs := w.halfs()
 	groups := (w.N + ColRows - 1) / ColRows
 	for s := range 2 {
 		g := j0/ColRows + s
+		if conv != nil && g < groups {
+			conv(w.pairs, &w.q[g*nb*cb], &w.d[g*nb*ColRows/2], &q[s*halfTile], &d[s*ColRows])
+			continue
+		}
 		for p := range w.pairs {
 			for h := range 2 {
 				dst := q[((p*2+h)*2+s)*halfTile:][:halfTile]

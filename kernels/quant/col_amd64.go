@@ -58,6 +58,9 @@ func colSelfTest() string {
 	return ""
 }
 
+func pfConvColQ8(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColQ4(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+
 func kernColQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -145,3 +145,30 @@ func TestColumnSelfTest(t *testing.T) {
 		t.Fatal(v)
 	}
 }
+
+// The assembly up-converts of the column-order layouts write the prefill
+// tile pfConvertCol's Go loop writes (odd N: a group past N and a
+// partial one).
+func TestColumnPrefillConvert(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for name, pf := range pfImpls {
+		for _, f := range []Format{Q8_0, Q4_0} {
+			conv := pf.colConv[f]
+			if conv == nil {
+				continue
+			}
+			const n, k = 21, 160
+			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+			w.toColumn()
+			want, got := make([]byte, w.pairs*pfPairBytes), make([]byte, w.pairs*pfPairBytes)
+			wd, gd := make([]uint16, w.pairs*pfPairScale), make([]uint16, w.pairs*pfPairScale)
+			for j0 := 0; j0 < n; j0 += pfCols {
+				pfConvertCol(w, j0, want, wd, nil)
+				pfConvertCol(w, j0, got, gd, conv)
+				if !bytes.Equal(got, want) || !slices.Equal(gd, wd) {
+					t.Fatalf("%s %s: tile at row %d differs from the Go loop", name, f, j0)
+				}
+			}
+		}
+	}
+}

@@ -77,6 +77,7 @@ func main() {
 		for m := 1; m <= 4; m++ {
 			gen(f, m)
 		}
+		genConv(f)
 	}
 	Generate()
 }
@@ -169,6 +170,63 @@ func gen(f string, m int) {
 			ADDQ(g.LDC, g.C)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+const convSignature = "func(np int, src *byte, ds *uint32, dst *byte, dd *uint16)"
+
+// genConv emits pfConvCol<F>, pfConvertCol's up-convert of one
+// column-order group (16 rows of W) into half a prefill tile
+// (kernels/quant/prefill.go), every block pair: src and ds at the group's
+// chunk 0 and its scales, dst and dd at pair 0 of the half. q8_0 chunks
+// are the tile's 8 groups of a block as they are (8 loads and stores);
+// q4_0's 64-byte load k gives the tile's group k (AND 0x0f) and group 4+k
+// (VPSRLW by 4, AND 0x0f); the 16 fp16 scales of a block are copied.
+func genConv(f string) {
+	name := "pfConvCol" + f
+	TEXT(name, NOSPLIT, convSignature)
+	Doc(name + " up-converts a column-order group of W into half a prefill tile; see the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	ds := Load(Param("ds"), R8)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	q4 := f == "Q4"
+	cb, nk := 512, 8
+	if q4 {
+		cb, nk = 256, 4
+	}
+	const half = 8 * 64 // one block of 16 rows in the tile
+	k0F := zmm(31)
+	if q4 {
+		VMOVDQU64(mask0F(), k0F)
+	}
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for h := 0; h < 2; h++ {
+		for k := 0; k < nk; k++ {
+			v, hi := zmm(2*k), zmm(2*k+1)
+			VMOVDQU64(Mem{Base: src, Disp: h*cb + k*64}, v)
+			if q4 {
+				VPSRLW(U8(4), v, hi)
+				VPANDD(k0F, v, v)
+				VPANDD(k0F, hi, hi)
+				VMOVDQU64(hi, Mem{Base: dst, Disp: h*2*half + (4+k)*64})
+			}
+			VMOVDQU64(v, Mem{Base: dst, Disp: h*2*half + k*64})
+		}
+		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y0)
+		VMOVDQU(Y0, Mem{Base: dd, Disp: h * 32 * 2})
+	}
+	ADDQ(U32(2*cb), src)
+	ADDQ(U32(2*32), ds)
+	ADDQ(U32(4*half), dst)
+	ADDQ(U32(2*32*2), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
