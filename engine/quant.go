@@ -56,13 +56,13 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 	}
 	path := "GEMV tiles at every M"
 	if slices.Contains(be.ColumnFormats(), quant.Format(qf)) {
-		path = "GEMV tiles on W repacked at load to column order at every M"
+		path = "column-order GEMV tiles (W repacked at load) at every M"
 	}
 	if be.PrefillTileM > 0 && quant.PrefillFormat(quant.Format(qf)) {
 		mm := quant.PrefillMinRows(quant.Format(qf))
 		gemv := "GEMV tiles"
 		if slices.Contains(be.ColumnFormats(), quant.Format(qf)) {
-			gemv = "GEMV tiles on W repacked at load to column order"
+			gemv = "column-order GEMV tiles (W repacked at load)"
 		}
 		path = fmt.Sprintf("%s below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", gemv, mm, mm, be.PrefillTileM)
 	}
