@@ -299,8 +299,9 @@ func New(w *Weights, o Options) (*Model, error) {
 			return nil
 		}
 		if q != nil {
+			q = m.quantMatrix(q)
 			m.WeightBytes += q.Bytes()
-			return &linear{op: op, n: n, k: k, q: m.quantMatrix(q)}
+			return &linear{op: op, n: n, k: k, q: q}
 		}
 		var l *linear
 		if l, err = m.newLinear(op, data, n, k); err != nil {
