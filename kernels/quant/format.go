@@ -212,8 +212,10 @@ func (f Format) BytesPerWeight() float64 {
 // Matrix is an N×K weight matrix in a block format, packed (see the package
 // doc) in panels of PanelRows rows: pair p of the rows of panel t is stored
 // contiguously, row by row, so a microkernel reads one address stream per
-// panel. N is padded up to a whole panel with rows of scale 0. It is
-// read-only after construction and safe for concurrent use.
+// panel. N is padded up to a whole panel with rows of scale 0. After
+// Repack to ColumnOrder (q8_0, q4_0), q and d hold col.go's groups of
+// ColRows rows instead (Layout says which). It is read-only after
+// construction (and Repack) and safe for concurrent use.
 type Matrix struct {
 	Format Format
 	N, K   int
