@@ -114,9 +114,14 @@
 // without a transpose (pfConvCol*: the nibble unpack only). Measured on
 // the loaded 2-core Zen 5 VM (fastest of interleaved runs, one thread, M
 // = 1): L2-resident N 1024 × K 512, q4_0 0.21 against 0.59 ns per 32-weight
-// block (2.8×), q8_0 0.25 against 0.51 (2.0×); beyond the L3 the host's
-// load made the streaming rates too noisy to compare (BenchmarkGEMV runs
-// both layouts alternately for that).
+// block (2.8×), q8_0 0.25 against 0.51 (2.0×); N 3072 × K 1024 at M = 1
+// and 4, q4_0 306 and 533 against 140 and 225 GFLOP/s, q8_0 172 and 457
+// against 140 and 255. From M = 16 the column-order GEMV tiles are about
+// as fast as the prefill path (q4_0 at M 16: 542 against 436 GFLOP/s, at
+// M 32: 499 against 479; q8_0 at M 32: 494 against 538), which still
+// starts at PrefillMinM. Beyond the L3 the host's load made the streaming
+// rates too noisy to compare (BenchmarkGEMV runs both layouts alternately
+// for that).
 //
 // Activations are quantized per block as llama.cpp's quantize_row_q8_0 does
 // (d = max|x|/127, q = round(x/d), ties away from zero), in the same lane
