@@ -299,6 +299,7 @@ func New(w *Weights, o Options) (*Model, error) {
 			return nil
 		}
 		if q != nil {
+			q = m.quantMatrix(q)
 			m.WeightBytes += q.Bytes()
 			return &linear{op: op, n: n, k: k, q: q}
 		}

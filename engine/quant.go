@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cpubench/bench/kernels/gemm"
@@ -54,13 +55,29 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 		}
 	}
 	path := "GEMV tiles at every M"
+	if slices.Contains(be.ColumnFormats(), quant.Format(qf)) {
+		path = "column-order GEMV tiles (W repacked at load) at every M"
+	}
 	if be.PrefillTileM > 0 && quant.PrefillFormat(quant.Format(qf)) {
 		mm := quant.PrefillMinRows(quant.Format(qf))
-		path = fmt.Sprintf("GEMV tiles below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", mm, mm, be.PrefillTileM)
+		gemv := "GEMV tiles"
+		if slices.Contains(be.ColumnFormats(), quant.Format(qf)) {
+			gemv = "column-order GEMV tiles (W repacked at load)"
+		}
+		path = fmt.Sprintf("%s below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", gemv, mm, mm, be.PrefillTileM)
 	}
 	m.Notes = append(m.Notes, fmt.Sprintf("%s weights, kernels/quant backend %s (%s); activations quantized to int8 per 32-element block as llama.cpp does (linear weights: %s)",
 		qf, be.Name, path, strings.Join(parts, ", ")))
 	return nil
+}
+
+// quantMatrix repacks q in place, once at load, into the layout the
+// model's quant backend's GEMV kernels read (quant.Matrix.Repack: column
+// order for q8_0 and q4_0 on avx512vnni, lane order otherwise) and
+// returns it.
+func (m *Model) quantMatrix(q *quant.Matrix) *quant.Matrix {
+	q.Repack(*m.Quant)
+	return q
 }
 
 func qformats() []string {

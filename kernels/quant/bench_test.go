@@ -3,7 +3,9 @@ package quant
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"time"
 )
 
 // BenchmarkUpconvert is the γ loop of the probe: one L1-resident panel,
@@ -32,6 +34,51 @@ func BenchmarkUpconvert(b *testing.B) {
 					})
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkGEMV is the decode GEMV (M = 1, one thread, Best's backend) on
+// both layouts (lane order, and column order where the backend has its
+// kernels), at an L2-resident shape (N 1024 × K 512), N 8192 × K 4096
+// (18 MiB of q4_0, 35 MiB of q8_0: within or about a Zen 5 CCD's 32 MiB
+// L3) and a DRAM-sized one (N 16384 × K 8192: 72 MiB of q4_0, 136 MiB of
+// q8_0). Each iteration runs both layouts, one call each, alternately, so
+// that a loaded host's drift hits both alike: lane-GB/s and column-GB/s
+// are the packed weight bytes' streaming rates, column/lane the ratio of
+// their times (above 1: the column order faster), ns/block the column
+// order's time per 32-weight block of W.
+// go test -run '^$' -bench GEMV ./kernels/quant
+func BenchmarkGEMV(b *testing.B) {
+	be := Best()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, f := range []Format{Q8_0, Q4_0} {
+		if !slices.Contains(be.ColumnFormats(), f) {
+			continue
+		}
+		for _, sh := range [][2]int{{1024, 512}, {8192, 4096}, {16384, 8192}} {
+			n, k := sh[0], sh[1]
+			b.Run(fmt.Sprintf("%s/%s/N=%d/K=%d", be.Name, f, n, k), func(b *testing.B) {
+				lane, _ := Random(f, n, k, 7)
+				col, _ := Random(f, n, k, 7)
+				col.Repack(be)
+				var a Activations
+				_ = a.Quantize(f, randMat(rng, k, 1), 1, k)
+				y := make([]float32, n)
+				var tl, tc time.Duration
+				for b.Loop() {
+					t0 := time.Now()
+					_ = Mul(be, lane, &a, y, n, 0, n)
+					t1 := time.Now()
+					_ = Mul(be, col, &a, y, n, 0, n)
+					tl, tc = tl+t1.Sub(t0), tc+time.Since(t1)
+				}
+				perCall := func(t time.Duration) float64 { return float64(t.Nanoseconds()) / float64(b.N) }
+				b.ReportMetric(float64(lane.Bytes())/perCall(tl), "lane-GB/s")
+				b.ReportMetric(float64(col.Bytes())/perCall(tc), "column-GB/s")
+				b.ReportMetric(float64(tl)/float64(tc), "column/lane")
+				b.ReportMetric(perCall(tc)/float64(n*k/BlockLen), "ns/block")
+			})
 		}
 	}
 }

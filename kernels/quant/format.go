@@ -212,14 +212,19 @@ func (f Format) BytesPerWeight() float64 {
 // Matrix is an N×K weight matrix in a block format, packed (see the package
 // doc) in panels of PanelRows rows: pair p of the rows of panel t is stored
 // contiguously, row by row, so a microkernel reads one address stream per
-// panel. N is padded up to a whole panel with rows of scale 0. It is
-// read-only after construction and safe for concurrent use.
+// panel. N is padded up to a whole panel with rows of scale 0. After
+// Repack to ColumnOrder (q8_0, q4_0), q and d hold col.go's groups of
+// ColRows rows instead (Layout says which). It is read-only after
+// construction (and Repack) and safe for concurrent use.
 type Matrix struct {
 	Format Format
 	N, K   int
 	pairs  int      // block pairs per row: ceil(K/64) (K-quants: 4·ceil(K/256))
 	q      []byte   // panels × pairs × PanelRows × Format.pairBytes()
 	d      []uint32 // panels × pairs × PanelRows: a pair's two fp16 scales, block 0 low (K-quants: kquant.go's super-block words)
+	// col: q and d hold the column-order layout instead (col.go; q8_0 and
+	// q4_0 after Repack).
+	col bool
 }
 
 // PanelRows is the number of W rows per packed panel, the microkernels'
@@ -280,8 +285,9 @@ func (w *Matrix) idx(r, p int) int {
 // b (0 or 1) of a pair.
 func lanePos(b, e int) int { return (2*(e/4)+b)*4 + e%4 }
 
-// setBlock stores block blk (0-based along K) of row r: its fp16 scale (as
-// the kernels use it: divided by mult) and its 32 stored fields u.
+// setBlock stores block blk (0-based along K) of row r of a lane-order w:
+// its fp16 scale (as the kernels use it: divided by mult) and its 32
+// stored fields u.
 func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
 	p, b := blk/2, blk%2
 	w.d[w.idx(r, p)] |= uint32(d) << (16 * b)
@@ -295,10 +301,17 @@ func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
 // as float32 and the signed values q (unpacked value minus offset), so that
 // each weight is d·q exactly.
 func (w *Matrix) block(r, blk int) (float32, [BlockLen]int32) {
+	var out [BlockLen]int32
+	if w.col {
+		q := w.q[w.colChunk(r, blk)*w.Format.colBytes():][:w.Format.colBytes()]
+		for e := range out {
+			out[e] = colGetU(w.Format, q, r%ColRows, e) - w.Format.offset()
+		}
+		return FP16ToFloat32(w.scaleBits(r, blk)), out
+	}
 	p, b := blk/2, blk%2
 	d := FP16ToFloat32(uint16(w.d[w.idx(r, p)] >> (16 * b)))
 	q := w.q[w.idx(r, p)*w.Format.pairBytes():]
-	var out [BlockLen]int32
 	for e := range out {
 		out[e] = w.Format.getU(q, lanePos(b, e)) - w.Format.offset()
 	}
@@ -546,7 +559,7 @@ func (w *Matrix) AppendGGUF(dst []byte) []byte {
 	}
 	for r := range w.N {
 		for blk := range w.K / BlockLen {
-			d := uint16(w.d[w.idx(r, blk/2)] >> (16 * (blk % 2)))
+			d := w.scaleBits(r, blk)
 			_, q := w.block(r, blk)
 			dst = binary.LittleEndian.AppendUint16(dst, d)
 			if w.Format == Q4_0 {

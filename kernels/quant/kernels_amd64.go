@@ -29,7 +29,7 @@ func archImpls() []*impl {
 	}
 	return []*impl{
 		{name: "avx2", isa: "avx2", mr: 2, lacks: avx2, corrY: true, k: avx2Kerns},
-		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns},
+		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns, kc: vnniColKerns},
 	}
 }
 
@@ -94,7 +94,7 @@ var vnniSelfTest = sync.OnceValue(func() string {
 			}
 		}
 	}
-	return ""
+	return colSelfTest()
 })
 
 func kernQ8AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

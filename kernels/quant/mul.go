@@ -41,6 +41,9 @@ type impl struct {
 	corrY     bool
 	k         map[Format][]kern
 	goTiles   []Format // formats fill gave the Go tiles
+	// kc are the column-order GEMV tiles by format (col.go), heights
+	// 1..mr; a format without them runs kernColGo on a column-order W.
+	kc map[Format][]kern
 }
 
 func (im *impl) backend() Backend {
@@ -176,6 +179,10 @@ func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) er
 			mulPFK(ks, pf.kconv[w.Format], w, a, y, ldy, n0, n1)
 			return nil
 		}
+	}
+	if w.col {
+		mulCol(im, w, a, y, ldy, n0, n1)
+		return nil
 	}
 	mul(im, w, a, y, ldy, n0, n1)
 	return nil

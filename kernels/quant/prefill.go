@@ -69,6 +69,9 @@ type pfImpl struct {
 	kk map[Format][]pfkKern
 	// kconv are the K-quant quants' up-converts by format.
 	kconv map[Format]pfkConvFn
+	// colConv are the up-converts of the column-order layouts by format
+	// (col.go; a missing one: the Go loop).
+	colConv map[Format]pfColConvFn
 }
 
 // kernPFGo is the specification of the prefill kernels: for r < mr,
@@ -148,6 +151,10 @@ type pfConvFn func(np int, src *byte, pstride int, ds *uint32, dstride int, dst 
 // pfPairScale), zero past w.N, with conv where 16 rows are 4 whole panels
 // (nil: the Go loop everywhere).
 func pfConvert(w *Matrix, j0 int, q []byte, d []uint16, conv pfConvFn) {
+	if w.col {
+		pfConvertCol(w, j0, q, d, nil)
+		return
+	}
 	pb := w.Format.layout().pairBytes()
 	for s := range 2 {
 		r0 := j0 + 16*s
@@ -203,6 +210,10 @@ func mulPF(pf *pfImpl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) 
 	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
 		buf.d = resize(buf.d, w.pairs*pfPairScale)
 	}, func(buf *pfBuf, j0 int) {
+		if w.col {
+			pfConvertCol(w, j0, buf.q, buf.d, pf.colConv[w.Format])
+			return
+		}
 		pfConvert(w, j0, buf.q, buf.d, conv)
 	}, func(buf *pfBuf, mm, i0 int, c *float32, ldc int) {
 		ks[mm-1](w.pairs, &a.q[i0*pairLen], &a.d[i0*2], &a.corrZ[i0*2], a.M*pairLen, &buf.q[0], &buf.d[0], c, ldc)
@@ -223,7 +234,11 @@ func pfTiles(w *Matrix, a *Activations, y []float32, ldy, n0, n1, mr int,
 	buf.q = resize(buf.q, w.pairs*pfPairBytes)
 	buf.c = resize(buf.c, mr*pfCols)
 	size(buf)
-	for j0 := n0 - n0%PanelRows; j0 < n1; j0 += pfCols {
+	align := PanelRows
+	if w.col {
+		align = ColRows // pfConvertCol's groups
+	}
+	for j0 := n0 - n0%align; j0 < n1; j0 += pfCols {
 		convert(buf, j0)
 		c0, c1 := max(j0, n0), min(j0+pfCols, n1) // the tile's columns inside [n0, n1)
 		whole := c0 == j0 && c1 == j0+pfCols

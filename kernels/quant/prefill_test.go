@@ -159,7 +159,7 @@ func TestPrefillSelfTest(t *testing.T) {
 
 // BenchmarkPrefill compares the prefill path with the GEMV tiles on one
 // thread at prefill shapes (Qwen3-0.6B's FFN up projection, N 3072 × K
-// 1024):
+// 1024), on both layouts where the backend has column-order kernels:
 //
 //	go test -run '^$' -bench Prefill ./kernels/quant
 func BenchmarkPrefill(b *testing.B) {
@@ -174,20 +174,27 @@ func BenchmarkPrefill(b *testing.B) {
 				continue
 			}
 			w, _ := Random(f, n, k, 1)
-			for _, m := range []int{8, 16, 32, 64, 128, 512} {
-				var a Activations
-				_ = a.Quantize(f, randMat(rng, m*k, 1), m, k)
-				y := make([]float32, m*n)
-				for _, noPF := range []bool{false, true} {
-					be := be
-					be.NoPrefill = noPF
-					name := map[bool]string{false: "prefill", true: "gemv"}[noPF]
-					b.Run(fmt.Sprintf("%s/%s/M=%d/%s", be.Name, f, m, name), func(b *testing.B) {
-						for b.Loop() {
-							_ = Mul(be, w, &a, y, n, 0, n)
-						}
-						b.ReportMetric(2*float64(m)*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-					})
+			for _, lay := range []Layout{LaneOrder, ColumnOrder} {
+				if lay == ColumnOrder {
+					if w.Repack(be); w.Layout() != ColumnOrder {
+						continue
+					}
+				}
+				for _, m := range []int{8, 16, 32, 64, 128, 512} {
+					var a Activations
+					_ = a.Quantize(f, randMat(rng, m*k, 1), m, k)
+					y := make([]float32, m*n)
+					for _, noPF := range []bool{false, true} {
+						be := be
+						be.NoPrefill = noPF
+						name := map[bool]string{false: "prefill", true: "gemv"}[noPF]
+						b.Run(fmt.Sprintf("%s/%s/%s/M=%d/%s", be.Name, f, lay, m, name), func(b *testing.B) {
+							for b.Loop() {
+								_ = Mul(be, w, &a, y, n, 0, n)
+							}
+							b.ReportMetric(2*float64(m)*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+						})
+					}
 				}
 			}
 		}

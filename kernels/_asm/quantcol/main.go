@@ -1,0 +1,235 @@
+// Command quantcol generates kernels/quant/col_amd64.s, the AVX512-VNNI
+// GEMV/small-M GEMM microkernels of package quant on its column-order
+// layout (kernels/quant/col.go), with avo:
+//
+//	cd kernels/_asm && go run ./quantcol -out ../quant/col_amd64.s
+//
+// (or `go generate ./kernels/quant/`).
+//
+// Every kernel has the kern signature
+//
+//	func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+//
+// and computes one mr×16 tile of Y (16 rows of W: one column-order group)
+// over np block pairs exactly as kernColGo in kernels/quant/col.go
+// specifies: b and bs point at the group's chunk 0 and its 16 fp16 scales.
+// A zmm lane is one row of W, so a lane sums a whole block and the float
+// scaling is once per block for the 16 rows (the prefill kernels' column
+// order, kernels/_asm/quantpf), where the lane-order GEMV kernels
+// (kernels/_asm/quant) scale every VPDPBUSD's partial sum.
+//
+// Per block h of the pair and row r of X:
+//
+//   - q8_0: the int32 accumulator starts from the block's offset
+//     correction −o·Σq (VPSLLD by 3 of corrZ = −o·Σq/8, broadcast from
+//     memory); 8 VPDPBUSD add, per lane, the 4-element dot product of the
+//     lane's 4 weights (a 64-byte load, shared by the mr rows) with the
+//     row's 4 int8 activations of that group (an embedded 32-bit
+//     broadcast from memory, VPDPBUSD.BCST).
+//   - q4_0: each 64-byte load (ggml's qs bytes 4k..4k+3 of 16 rows) gives
+//     lo = AND 0x0f (elements 4k..4k+3) and hi = AND 0xf0 (16× elements
+//     16+4k..16+4k+3): two accumulators, L from 0 (VPXORD) with the 4 lo
+//     VPDPBUSD, H from 16·(−o·Σq) (VPSLLD by 7) with the 4 hi VPDPBUSD,
+//     then L += H >> 4 (VPSRAD: H is a multiple of 16, the shift exact).
+//
+// then VCVTDQ2PS, the 16 rows' fp16 scales widened (VCVTPH2PS from memory,
+// shared by the rows) times the row's dx (VMULPS with an embedded
+// broadcast), and VFMADD231PS into the row's float accumulator, whose 16
+// lanes are the 16 outputs: no horizontal reduction. Per block and 16
+// rows at mr = 1: q8_0 8 loads, 8 VPDPBUSD, 5 others; q4_0 4 loads, 8
+// ANDs, 8 VPDPBUSD, 8 others (the lane-order kernels, kernels/_asm/quant:
+// 8 VPDPBUSD, 48 others and 24 loads). Measured on the loaded Zen 5 VM
+// (fastest of interleaved runs, N 1024 × K 512 in L2): q4_0 as one chain
+// (H, VPSRAD, then the lo VPDPBUSD into it) took 0.25 ns per 32-weight
+// block against 0.21 with two accumulators; prefetch distances of 1, 4
+// and 8 KiB, or none, did not differ beyond the host's noise.
+//
+// No saturation: |q| ≤ 127, so a lane's VPDPBUSD adds at most 4·255·127
+// per group: 8 groups plus the correction |128·Σq| ≤ 128·32·127 stay far
+// below 2^31; q4_0's H is at most 16·(16·15·127 + 8·32·127) in magnitude.
+// The float32 conversions are exact below 2^24 (q4_0: |S| ≤ 32·15·127 +
+// 8·32·127; q8_0: 32·255·127 + 128·32·127 < 2^21).
+//
+// Registers, mr = 4: 4 float and 8 int32 accumulators, 3 weight vectors, 2
+// masks, the scales and one temporary.
+package main
+
+import (
+	"fmt"
+
+	"github.com/cpubench/bench/kernels/_asm/internal/asmutil"
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+const signature = "func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)"
+
+// pfDist is how far ahead (bytes) the kernels prefetch the group's quants
+// (asmutil.PFDist).
+var pfDist = asmutil.PFDist()
+
+var (
+	mask0F = asmutil.Bytes64("colmask0f", func(int) byte { return 0x0f })
+	maskF0 = asmutil.Bytes64("colmaskf0", func(int) byte { return 0xf0 })
+)
+
+func main() {
+	ConstraintExpr("!purego")
+	for _, f := range []string{"Q8", "Q4"} {
+		for m := 1; m <= 4; m++ {
+			gen(f, m)
+		}
+		genConv(f)
+	}
+	Generate()
+}
+
+func zmm(i int) VecPhysical { return asmutil.Zmm[i] }
+
+func gen(f string, m int) {
+	name := fmt.Sprintf("kernCol%sVNNIm%d", f, m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order %s tile with VPDPBUSD; see the generator.", name, m, f))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	q4 := f == "Q4"
+	cb, nk := 512, 8 // chunk bytes, 64-byte loads per chunk
+	if q4 {
+		cb, nk = 256, 4
+	}
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m) // L (q8_0: the only one)
+	hacc := make([]VecPhysical, m) // q4_0's H
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], hacc[r] = zmm(r), zmm(4+r), zmm(8+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	w, lo, hi := zmm(12), zmm(13), zmm(14)
+	k0F, kF0 := zmm(15), zmm(16)
+	dw, s := zmm(17), zmm(18)
+	if q4 {
+		VMOVDQU64(mask0F(), k0F)
+		VMOVDQU64(maskF0(), kF0)
+	}
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for off := 0; off < 2*cb; off += 64 {
+		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+	}
+	for h := 0; h < 2; h++ {
+		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
+		for r := 0; r < m; r++ {
+			if q4 {
+				VPSLLD_BCST(U8(7), corr(r), hacc[r])
+				VPXORD(iacc[r], iacc[r], iacc[r])
+			} else {
+				VPSLLD_BCST(U8(3), corr(r), iacc[r])
+			}
+		}
+		// x(r, k): row r's 4 activations of group k of block h, 32-bit
+		// word 2k+h of the row's 64 bytes in lane order.
+		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+		for k := 0; k < nk; k++ {
+			VMOVDQU64(Mem{Base: g.B, Disp: h*cb + k*64}, w)
+			if q4 {
+				VPANDD(k0F, w, lo)
+				VPANDD(kF0, w, hi)
+				for r := 0; r < m; r++ {
+					asmutil.VPDPBUSD(x(r, k), lo, iacc[r], true)
+					asmutil.VPDPBUSD(x(r, 4+k), hi, hacc[r], true)
+				}
+				continue
+			}
+			for r := 0; r < m; r++ {
+				asmutil.VPDPBUSD(x(r, k), w, iacc[r], true)
+			}
+		}
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		for r := 0; r < m; r++ {
+			if q4 {
+				VPSRAD(U8(4), hacc[r], hacc[r])
+				VPADDD(hacc[r], iacc[r], iacc[r])
+			}
+			VCVTDQ2PS(iacc[r], iacc[r])
+			VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, dw, s)
+			VFMADD231PS(iacc[r], s, facc[r])
+		}
+	}
+	ADDQ(g.SA, g.A)
+	ADDQ(g.SA8, g.AS)
+	ADDQ(g.SA8, g.AC)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+const convSignature = "func(np int, src *byte, ds *uint32, dst *byte, dd *uint16)"
+
+// genConv emits pfConvCol<F>, pfConvertCol's up-convert of one
+// column-order group (16 rows of W) into half a prefill tile
+// (kernels/quant/prefill.go), every block pair: src and ds at the group's
+// chunk 0 and its scales, dst and dd at pair 0 of the half. q8_0 chunks
+// are the tile's 8 groups of a block as they are (8 loads and stores);
+// q4_0's 64-byte load k gives the tile's group k (AND 0x0f) and group 4+k
+// (VPSRLW by 4, AND 0x0f); the 16 fp16 scales of a block are copied.
+func genConv(f string) {
+	name := "pfConvCol" + f
+	TEXT(name, NOSPLIT, convSignature)
+	Doc(name + " up-converts a column-order group of W into half a prefill tile; see the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	ds := Load(Param("ds"), R8)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	q4 := f == "Q4"
+	cb, nk := 512, 8
+	if q4 {
+		cb, nk = 256, 4
+	}
+	const half = 8 * 64 // one block of 16 rows in the tile
+	k0F := zmm(31)
+	if q4 {
+		VMOVDQU64(mask0F(), k0F)
+	}
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for h := 0; h < 2; h++ {
+		for k := 0; k < nk; k++ {
+			v, hi := zmm(2*k), zmm(2*k+1)
+			VMOVDQU64(Mem{Base: src, Disp: h*cb + k*64}, v)
+			if q4 {
+				VPSRLW(U8(4), v, hi)
+				VPANDD(k0F, v, v)
+				VPANDD(k0F, hi, hi)
+				VMOVDQU64(hi, Mem{Base: dst, Disp: h*2*half + (4+k)*64})
+			}
+			VMOVDQU64(v, Mem{Base: dst, Disp: h*2*half + k*64})
+		}
+		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y0)
+		VMOVDQU(Y0, Mem{Base: dd, Disp: h * 32 * 2})
+	}
+	ADDQ(U32(2*cb), src)
+	ADDQ(U32(2*32), ds)
+	ADDQ(U32(4*half), dst)
+	ADDQ(U32(2*32*2), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}

@@ -1,0 +1,71 @@
+//go:build !purego
+
+package quant
+
+//go:generate sh -c "cd ../_asm && GOWORK=off go run ./quantcol -out ../quant/col_amd64.s"
+
+import (
+	"fmt"
+	"math"
+)
+
+// vnniColKerns are the avx512vnni backend's column-order GEMV tiles
+// (kernels/_asm/quantcol), heights 1..4.
+var vnniColKerns = map[Format][]kern{
+	Q8_0: {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
+	Q4_0: {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
+}
+
+// colSelfTest runs every column-order kernel once on fixed inputs whose
+// result is exact in float32 (scales 1, integer sums) and compares it bit
+// for bit with kernColGo, as vnniSelfTest does for the lane-order tiles:
+// "" on a match, else why not.
+func colSelfTest() string {
+	const np, mr = 3, 4
+	seed := uint32(919)
+	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
+	a := make([]byte, np*mr*pairLen)
+	for i := range a {
+		a[i] = byte(int8(int32(next()%255) - 127))
+	}
+	as := make([]float32, np*mr*2)
+	ac := make([]int32, np*mr*2)
+	for i := range as {
+		as[i] = 1
+		ac[i] = int32(next()%64) - 32
+	}
+	bs := make([]uint32, np*ColRows)
+	for i := range bs {
+		bs[i] = 0x3c003c00 // fp16 1.0 twice
+	}
+	for _, f := range []Format{Q8_0, Q4_0} {
+		b := make([]byte, 2*np*f.colBytes())
+		for i := range b {
+			b[i] = byte(next())
+		}
+		for m := 1; m <= mr; m++ {
+			const ldc = ColRows + 3
+			want, got := make([]float32, m*ldc), make([]float32, m*ldc)
+			kernColGo(f, m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &want[0], ldc)
+			vnniColKerns[f][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &got[0], ldc)
+			for i := range want {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					return fmt.Sprintf("unavailable: column-order VPDPBUSD self-test failed (%s, m=%d, output %d: %v, want %v)", f, m, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func pfConvColQ8(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColQ4(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+
+func kernColQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ8VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ8VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -1,0 +1,5 @@
+//go:build !purego
+
+package quant
+
+func colSelfTestFn() string { return colSelfTest() }

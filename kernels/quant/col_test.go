@@ -1,0 +1,174 @@
+package quant
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// colBackend returns the backend with column-order kernels, if any runs
+// here.
+func colBackend() (Backend, bool) {
+	for _, be := range Backends() {
+		if be.Unavailable == "" && len(be.ColumnFormats()) > 0 {
+			return be, true
+		}
+	}
+	return Backend{}, false
+}
+
+// Repack to column order and back keeps every weight, scale and GGUF byte.
+func TestColumnRepack(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, f := range []Format{Q8_0, Q4_0} {
+		for _, sh := range [][2]int{{1, 32}, {13, 96}, {16, 64}, {33, 160}, {40, 1024}} {
+			n, k := sh[0], sh[1]
+			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+			deq, gg := w.Dequantize(), w.AppendGGUF(nil)
+			lq, ld := slices.Clone(w.q), slices.Clone(w.d)
+			w.toColumn()
+			if w.Layout() != ColumnOrder {
+				t.Fatalf("%s %v: layout %s", f, sh, w.Layout())
+			}
+			if !slices.Equal(w.Dequantize(), deq) {
+				t.Fatalf("%s %v: column-order Dequantize differs", f, sh)
+			}
+			if !bytes.Equal(w.AppendGGUF(nil), gg) {
+				t.Fatalf("%s %v: column-order AppendGGUF differs", f, sh)
+			}
+			w.toLane()
+			if !bytes.Equal(w.q, lq) || !slices.Equal(w.d, ld) {
+				t.Fatalf("%s %v: lane → column → lane differs", f, sh)
+			}
+		}
+	}
+	// Repack picks the backend's layout; formats without one stay lane order.
+	goBE, _ := BackendByName("go")
+	w, _ := Quantize(Q4_0, randMat(rng, 5*64, 0.02), 5, 64)
+	w.Repack(goBE)
+	if w.Layout() != LaneOrder {
+		t.Fatalf("go backend: %s", w.Layout())
+	}
+	if be, ok := colBackend(); ok {
+		w.Repack(be)
+		if w.Layout() != ColumnOrder {
+			t.Fatalf("%s: %s", be.Name, w.Layout())
+		}
+		w.Repack(goBE)
+		if w.Layout() != LaneOrder {
+			t.Fatalf("back to go: %s", w.Layout())
+		}
+		i2, _ := Quantize(Int2, randMat(rng, 5*64, 0.02), 5, 64)
+		i2.Repack(be)
+		if i2.Layout() != LaneOrder {
+			t.Fatalf("int2 on %s: %s", be.Name, i2.Layout())
+		}
+	}
+}
+
+// A column-order W gives, on every backend (its kernels or kernColGo),
+// what the lane-order W gives on the Go backend up to float32 summation
+// order, and lies within the documented bound of the float64 reference;
+// odd N (padding), odd block counts, column ranges cutting a group, and M
+// on the prefill path included.
+func TestColumnMul(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	goBE, _ := BackendByName("go")
+	for _, be := range Backends() {
+		if be.Unavailable != "" {
+			continue
+		}
+		for _, f := range []Format{Q8_0, Q4_0} {
+			for _, sh := range [][3]int{{1, 1, 32}, {1, 13, 96}, {2, 17, 64}, {3, 33, 160}, {4, 40, 1024}, {5, 16, 96}, {16, 40, 224}, {1, 64, 4096}} {
+				m, n, k := sh[0], sh[1], sh[2]
+				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", be.Name, f, m, n, k), func(t *testing.T) {
+					x := randMat(rng, m*k, 1)
+					w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+					var a Activations
+					if err := a.Quantize(f, x, m, k); err != nil {
+						t.Fatal(err)
+					}
+					want := make([]float32, m*n)
+					if err := Mul(goBE, w, &a, want, n, 0, n); err != nil {
+						t.Fatal(err)
+					}
+					w.toColumn()
+					ldy := n + 3
+					got := make([]float32, m*ldy)
+					for i := range got {
+						got[i] = -7
+					}
+					// Two calls on column ranges that cut a group.
+					cut := min(n, 5)
+					if err := Mul(be, w, &a, got, ldy, 0, cut); err != nil {
+						t.Fatal(err)
+					}
+					if err := Mul(be, w, &a, got, ldy, cut, n); err != nil {
+						t.Fatal(err)
+					}
+					for r := range m {
+						for j := range n {
+							g, wv := got[r*ldy+j], want[r*n+j]
+							if d := math.Abs(float64(g - wv)); d > 1e-5*math.Abs(float64(wv))+1e-6 {
+								t.Fatalf("y[%d][%d] = %v, lane order on go %v", r, j, g, wv)
+							}
+						}
+						for j := n; j < ldy; j++ {
+							if got[r*ldy+j] != -7 {
+								t.Fatalf("y[%d][%d] written outside [0,%d)", r, j, n)
+							}
+						}
+					}
+					y := make([]float32, m*n)
+					for r := range m {
+						copy(y[r*n:], got[r*ldy:r*ldy+n])
+					}
+					if _, err := CheckSample(w, x, y, m, m*n); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+	}
+}
+
+// The column-order kernels pass their self-test where they run, and equal
+// kernColGo bit for bit on exact inputs (the self-test's check).
+func TestColumnSelfTest(t *testing.T) {
+	if _, ok := colBackend(); !ok {
+		t.Skip("no backend with column-order kernels here")
+	}
+	if v := colSelfTestFn(); v != "" {
+		t.Fatal(v)
+	}
+}
+
+// The assembly up-converts of the column-order layouts write the prefill
+// tile pfConvertCol's Go loop writes (odd N: a group past N and a
+// partial one).
+func TestColumnPrefillConvert(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for name, pf := range pfImpls {
+		for _, f := range []Format{Q8_0, Q4_0} {
+			conv := pf.colConv[f]
+			if conv == nil {
+				continue
+			}
+			const n, k = 21, 160
+			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+			w.toColumn()
+			want, got := make([]byte, w.pairs*pfPairBytes), make([]byte, w.pairs*pfPairBytes)
+			wd, gd := make([]uint16, w.pairs*pfPairScale), make([]uint16, w.pairs*pfPairScale)
+			for j0 := 0; j0 < n; j0 += pfCols {
+				pfConvertCol(w, j0, want, wd, nil)
+				pfConvertCol(w, j0, got, gd, conv)
+				if !bytes.Equal(got, want) || !slices.Equal(gd, wd) {
+					t.Fatalf("%s %s: tile at row %d differs from the Go loop", name, f, j0)
+				}
+			}
+		}
+	}
+}
