@@ -146,7 +146,7 @@ func (m *Model) runQuant(ms *pool.Master, l *linear, y, x []float32, M int) erro
 		}
 		return nil
 	}
-	tn := max(be.TileN, 1)
+	tn := max(be.TileN, l.q.RowTile(), 1)
 	panels := (n + tn - 1) / tn
 	if W == 1 || panels == 1 {
 		return mul(0, n)

@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	kpool "github.com/cpubench/bench/kernels/pool"
@@ -42,6 +43,9 @@ func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*Q
 	if err != nil {
 		return nil, fmt.Errorf("gemm: %w", err)
 	}
+	// The layout the backend's kernels read (column order for q8_0 and
+	// q4_0 on avx512vnni), as the engine repacks at load.
+	m.Repack(b)
 	return &QuantWeights{Backend: b, Format: f, N: n, K: k, W: m, PackSeconds: time.Since(t0).Seconds()}, nil
 }
 
@@ -59,14 +63,15 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 		return results.GEMMResult{}, err
 	}
 	var act quant.Activations
-	panels := (w.N + quant.PanelRows - 1) / quant.PanelRows
+	tile := w.W.RowTile()
+	panels := (w.N + tile - 1) / tile
 	call := func(mm *kpool.Master) error {
 		if err := act.Quantize(w.Format, x, m, w.K); err != nil {
 			return err
 		}
 		return mm.Run(g, func(local, n int) error {
 			p0, p1 := panels*local/n, panels*(local+1)/n
-			n0, n1 := min(p0*quant.PanelRows, w.N), min(p1*quant.PanelRows, w.N)
+			n0, n1 := min(p0*tile, w.N), min(p1*tile, w.N)
 			return quant.Mul(w.Backend, w.W, &act, y, w.N, n0, n1)
 		})
 	}
@@ -82,15 +87,26 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 }
 
 // upconvertBytes is the size of the up-convert measurement's weight panel
-// (4 rows): 8 KiB of packed quants, so K is 2048 (q8_0), 4096 (q4_0), 8192
-// (int2) or 16384 (int1), and with the K bytes of int8 activations the
-// loop stays in a 32 KiB L1; the longer rows of the narrow formats keep
-// the per-call overhead (the tile's horizontal sums, the call) small.
+// (4 rows in lane order): 8 KiB of packed quants, so K is 2048 (q8_0), 4096
+// (q4_0), 8192 (int2) or 16384 (int1), and with the K bytes of int8
+// activations the loop stays in a 32 KiB L1; the longer rows of the narrow
+// formats keep the per-call overhead (the tile's horizontal sums, the call)
+// small. A column-order layout (q8_0, q4_0 on avx512vnni) is measured on
+// one group of quant.ColRows rows of the same bytes (K 512 or 896).
 const upconvertBytes = 8 << 10
 
-// upconvertK is the panel's reduction depth for format f.
-func upconvertK(f quant.Format) int {
-	return int(float64(upconvertBytes)/float64(quant.PanelRows)/(f.BytesPerWeight()-2.0/quant.BlockLen)) / quant.BlockLen * quant.BlockLen
+// upconvertRows is the panel's row count for backend be and format f: one
+// whole tile of the layout be's kernels read.
+func upconvertRows(be quant.Backend, f quant.Format) int {
+	if slices.Contains(be.ColumnFormats(), f) {
+		return quant.ColRows
+	}
+	return quant.PanelRows
+}
+
+// upconvertK is the panel's reduction depth for format f on rows rows.
+func upconvertK(f quant.Format, rows int) int {
+	return int(float64(upconvertBytes)/float64(rows)/(f.BytesPerWeight()-2.0/quant.BlockLen)) / quant.BlockLen * quant.BlockLen
 }
 
 // UpconvertGBps times the GEMV kernel of backend be and format f on one
@@ -99,8 +115,9 @@ func upconvertK(f quant.Format) int {
 // γ measurement, §III-F), on worker 0: packed weight bytes per second per
 // repetition (GB/s = 1e9 B/s).
 func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant.Format) (results.Stat, error) {
-	k := upconvertK(f)
-	w, err := NewQuantWeights(be, f, quant.PanelRows, k, 3)
+	rows := upconvertRows(be, f)
+	k := upconvertK(f, rows)
+	w, err := NewQuantWeights(be, f, rows, k, 3)
 	if err != nil {
 		return results.Stat{}, err
 	}
@@ -108,11 +125,11 @@ func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant
 	if err := act.Quantize(f, b.input(1, k), 1, k); err != nil {
 		return results.Stat{}, err
 	}
-	y := make([]float32, quant.PanelRows)
+	y := make([]float32, rows)
 	const inner = 64 // calls per timed call: keeps the loop's clock reads off the figure
 	rates, err := b.timeCalls(ctx, func(*kpool.Master) error {
 		for range inner {
-			if err := quant.Mul(be, w.W, &act, y, quant.PanelRows, 0, quant.PanelRows); err != nil {
+			if err := quant.Mul(be, w.W, &act, y, rows, 0, rows); err != nil {
 				return err
 			}
 		}

@@ -39,6 +39,20 @@ func FormatStat(s results.Stat, prec int) string {
 	return out
 }
 
+// FormatCV renders a figure's coefficient of variation as "x.y%", with
+// " NOISY" after a figure the noise check marked (results.Noise).
+func FormatCV(s results.Stat) string {
+	out := fmt.Sprintf("%.1f%%", 100*s.CV)
+	if s.Noisy() {
+		out += " NOISY"
+	}
+	return out
+}
+
+// NoisyLegend is the line printed under a table with a NOISY figure.
+var NoisyLegend = fmt.Sprintf("NOISY: the figure's threads got less than %.0f%% of their CPUs or its repetitions' cv exceeded %.0f%%, after up to three attempts (results.Noise)",
+	100*results.NoiseMinCPUFraction, 100*results.NoiseMaxCV)
+
 func cpuList(c []int) string {
 	if len(c) == 0 {
 		return ""

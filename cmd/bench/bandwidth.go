@@ -93,8 +93,17 @@ func bandwidthRun(ctx context.Context, opts *BandwidthOptions) error {
 		return nil
 	}
 	var rows [][]string
+	noisy := false
 	for _, b := range bs {
-		rows = append(rows, []string{b.Kernel, b.ISA, reports.FormatBytes(b.WorkingSetBytes), strconv.Itoa(b.Threads), strconv.FormatBool(b.Pinned), fmt.Sprintf("%.2f", b.GBps.Median), fmt.Sprintf("%.2f", b.GBps.Min), fmt.Sprintf("%.2f", b.GBps.Max), fmt.Sprintf("%.1f%%", 100*b.GBps.CV), strconv.Itoa(b.GBps.N)})
+		rows = append(rows, []string{b.Kernel, b.ISA, reports.FormatBytes(b.WorkingSetBytes), strconv.Itoa(b.Threads), strconv.FormatBool(b.Pinned), fmt.Sprintf("%.2f", b.GBps.Median), fmt.Sprintf("%.2f", b.GBps.Min), fmt.Sprintf("%.2f", b.GBps.Max), reports.FormatCV(b.GBps), strconv.Itoa(b.GBps.N)})
+		noisy = noisy || b.GBps.Noisy()
 	}
-	return reports.TextTable(opts.IO.Out, []string{"kernel", "ISA", "working set", "threads", "pinned", "GB/s median", "min", "max", "cv", "reps"}, rows)
+	if err := reports.TextTable(opts.IO.Out, []string{"kernel", "ISA", "working set", "threads", "pinned", "GB/s median", "min", "max", "cv", "reps"}, rows); err != nil {
+		return err
+	}
+	if noisy {
+		_, err := fmt.Fprintln(opts.IO.Out, reports.NoisyLegend)
+		return err
+	}
+	return nil
 }

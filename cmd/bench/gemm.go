@@ -516,7 +516,7 @@ func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string, prof *re
 		row := []string{
 			strconv.Itoa(g.M), strconv.Itoa(g.N), strconv.Itoa(g.K), g.Backend, strconv.Itoa(g.Threads),
 			fmt.Sprintf("%.2f", g.GFLOPS.Median), fmt.Sprintf("%.2f", g.GFLOPS.Min), fmt.Sprintf("%.2f", g.GFLOPS.Max),
-			fmt.Sprintf("%.1f%%", 100*g.GFLOPS.CV), fmt.Sprintf("%.2f", g.WeightGBps), frac,
+			reports.FormatCV(g.GFLOPS), fmt.Sprintf("%.2f", g.WeightGBps), frac,
 		}
 		if quantRows {
 			e := "—"
@@ -530,6 +530,9 @@ func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string, prof *re
 			row = append(row, e)
 		}
 		cells = append(cells, row)
+		if g.GFLOPS.Noisy() {
+			ref(reports.NoisyLegend)
+		}
 	}
 	header := []string{"M", "N", "K", "backend", "threads", "GFLOP/s median", "min", "max", "cv", "weight GB/s", "fraction of ceiling"}
 	if quantRows {

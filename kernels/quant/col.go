@@ -43,6 +43,17 @@ const (
 // ColRows is the number of W rows per column-order group (the zmm lanes).
 const ColRows = 16
 
+// RowTile is the number of W rows the kernels process together in w's
+// layout: ColRows in column order, PanelRows in lane order. A split of W's
+// rows among workers at multiples of it gives each worker whole groups
+// (a cut inside a group makes both workers compute the group).
+func (w *Matrix) RowTile() int {
+	if w.col {
+		return ColRows
+	}
+	return PanelRows
+}
+
 // colFormat reports whether format f has a column-order layout.
 func (f Format) colFormat() bool { return f == Q8_0 || f == Q4_0 }
 
