@@ -253,6 +253,10 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool) ([]float32
 	}
 	var out []float32
 	err = m.pool.Do(func(ms *pool.Master) error {
+		if m.lay != nil { // the weight layout policy's per-call state (layout.go)
+			m.lay.begin(p)
+			defer m.lay.end()
+		}
 		var err error
 		out, err = b.run(ms, plan, tokens, rowPos, segs, p, all)
 		return err

@@ -37,6 +37,15 @@
 //     plan.go); the ablations NoPartition, PackPerCall and KVPackPerCall
 //     (SMEPilot §5.4). Batch.Use counts the linear calls each target's
 //     backend ran (targets.go).
+//   - Weight layout policies (layout.go; PIM-SHERPA §3.2–3.3, §4):
+//     Options.WeightLayout duplicate (row-major decode layout and gemm
+//     panels both resident), owr (only the decode layout; each prefill
+//     GEMM's weight rearranged into one buffer first) and ddb (only the
+//     decode layout; Options.CopyThreads copy threads rearrange layer l+1
+//     into one of two buffers while layer l computes), with their
+//     resident bytes, copy and wait timings (Model.Layout), a per-thread
+//     trace of the last prefill (Model.LayoutTrace) and the process's
+//     resident set (ResidentSetBytes).
 //   - Batch: slots of sequences, each with its own KV cache; Prefill of one
 //     slot's T tokens (GEMMs with M = T) and batched Decode of one token for
 //     each of several slots (M = the number of slots). Session is a Batch of

@@ -99,6 +99,16 @@ type Options struct {
 	// QuantBackend is the kernels/quant backend of quantized weight
 	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
 	QuantBackend string
+	// WeightLayout is the PIM-SHERPA weight layout policy (layout.go):
+	// duplicate, owr or ddb; "" is the default engine (one packed copy
+	// read by every call). Policies need fp32 weights, dense layers and
+	// placement cores.
+	WeightLayout WeightLayout
+	// CopyThreads is ddb's dedicated copy threads (0: 1), taken out of
+	// Threads (0: every allowed CPU): the pool gets Threads − CopyThreads
+	// workers, the copy threads the next CPUs. A count that leaves no
+	// compute thread, or one given with another policy, is an error.
+	CopyThreads int
 	// Context, if set, is checked by New before it packs each layer, by
 	// every forward call (Batch.Prefill, PrefillAll, Decode, Session's)
 	// before each decoder layer and before the LM head, and by TimeLinear
@@ -171,6 +181,8 @@ type Model struct {
 	lmHead    *linear
 	layers    []layer
 
+	lay *layoutState // the weight layout policy (nil: none)
+
 	planMu sync.Mutex
 	plans  map[planKey]map[string]Placement
 	closed bool // Close was called: the weights above are gone
@@ -207,6 +219,12 @@ type linear struct {
 	// q is the matrix block-quantized (kernels/quant), run by runQuant on
 	// the cores whatever the placement; raw, cores and mat are then nil.
 	q *quant.Matrix
+	// Under a weight layout policy (layout.go): li is the decoder layer
+	// (-1: the LM head), pan the resident panels (duplicate) and off the
+	// matrix's offset in a layer's buffer (ddb).
+	li  int
+	pan []float32
+	off int
 }
 
 // splitBuckets is the number of M buckets of a shape's split state:
@@ -281,6 +299,10 @@ func New(w *Weights, o Options) (*Model, error) {
 		m.Matrix, m.MatrixNote = &mb, pair.MatrixNote
 		m.Notes = append(m.Notes, "matrix = "+pair.MatrixLabel())
 	}
+	if err := m.layoutCheck(&o, w); err != nil {
+		return nil, err
+	}
+	m.opts = o
 	if err := m.startPool(o); err != nil {
 		return nil, err
 	}
@@ -302,6 +324,10 @@ func New(w *Weights, o Options) (*Model, error) {
 			q = m.quantMatrix(q)
 			m.WeightBytes += q.Bytes()
 			return &linear{op: op, n: n, k: k, q: q}
+		}
+		if m.lay != nil { // the decode layout only; layoutInit adds the panels
+			m.WeightBytes += 4 * int64(len(data))
+			return &linear{op: op, n: n, k: k, raw: data, li: li}
 		}
 		var l *linear
 		if l, err = m.newLinear(op, data, n, k); err != nil {
@@ -355,6 +381,12 @@ func New(w *Weights, o Options) (*Model, error) {
 	for i := range w.Layers {
 		lw := &w.Layers[i]
 		m.WeightBytes += 4 * int64(len(lw.AttnNorm)+len(lw.FFNNorm)+len(lw.QNorm)+len(lw.KNorm))
+	}
+	if m.lay != nil {
+		if err := m.layoutInit(); err != nil {
+			return nil, err
+		}
+		runtime.AddCleanup(m, func(s *layoutState) { s.stop() }, m.lay)
 	}
 	m.PackSeconds = time.Since(start).Seconds() + w.PackSeconds
 	if m.coresG != nil {
@@ -438,6 +470,9 @@ func poolCPUs(n int) ([]int, error) {
 func (m *Model) Close() {
 	if m.pool != nil {
 		m.pool.Close()
+	}
+	if m.lay != nil {
+		m.lay.stop()
 	}
 	m.closed = true
 	m.embed, m.finalNorm, m.lmHead, m.layers = nil, nil, nil, nil
@@ -634,6 +669,9 @@ func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p P
 	if l.q != nil {
 		use[useQuant]++
 		return m.runQuant(ms, l, y, x, M)
+	}
+	if m.lay != nil {
+		return m.layoutLinear(ms, l, y, x, M, use)
 	}
 	on := func(g *pool.Group, mat bool) error {
 		if mat {
