@@ -45,6 +45,9 @@ type runOptions struct {
 	Amdahl       bool
 	Counters     bool   // --counters: hardware counters per phase
 	CountersPlot string // --counters-plot FILE
+	// WeightLayout and CopyThreads: the PIM-SHERPA policy (layout_run.go).
+	WeightLayout string
+	CopyThreads  int
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
@@ -152,6 +155,7 @@ per-layer columns say what one layer costs.
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
 	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
 	f.StringVar(&opts.CountersPlot, "counters-plot", "", "with --counters: draw prefill vs decode as grouped bars (Sandwich Fig. 1) to this .png/.svg/.pdf, or a figure saying why the counters are unavailable")
+	addLayoutFlags(f, opts)
 	return cmd
 }
 
@@ -200,7 +204,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 			return fmt.Errorf("run: --ablate %q: want one of %s", a, strings.Join(workloads.Ablations, ", "))
 		}
 	}
-	return nil
+	return o.validateLayout()
 }
 
 // runOp is one operator's measured and predicted time in one phase.
@@ -250,6 +254,7 @@ type runResult struct {
 	Ops           []runOp    `json:"operators"`
 	Checks        []runCheck `json:"checks,omitempty"`
 	Amdahl        *runAmdahl `json:"amdahl,omitempty"`
+	Layout        *runLayout `json:"weight_layout,omitempty"`
 	Notes         []string   `json:"notes,omitempty"`
 	// Counters are the hardware counters per phase (--counters).
 	Counters *perfcount.Report `json:"counters,omitempty"`
@@ -501,7 +506,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	place, _ := engine.ParsePlacement(o.Placement)
 	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
 		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing"),
-		KVPackPerCall: slices.Contains(o.Ablate, "kv-packing")}
+		KVPackPerCall: slices.Contains(o.Ablate, "kv-packing"), WeightLayout: engine.WeightLayout(o.WeightLayout), CopyThreads: o.CopyThreads}
 	m, err := engine.New(w, eo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -536,6 +541,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	b.Reset(0)
 	b.ResetTimings()
+	m.ResetLayout()
 	notes = append(notes, "timed after one untimed warm-up request (prefill + 1 decode step)")
 	var ctr *perfcount.Recorder
 	if o.Counters || o.CountersPlot != "" {
@@ -651,6 +657,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			res.Checks = append(res.Checks, ck)
 		}
 	}
+	res.Layout = measuredLayout(m, B)
 	if err := runStandaloneChecks(m, &res, b.Timings(), T, B); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -823,6 +830,11 @@ func writeRun(w io.Writer, r *runResult) error {
 	}
 	if r.Amdahl != nil {
 		writeAmdahl(w, r.Amdahl, r.WeightDType, r.GenTokens, r.Batch)
+	}
+	if r.Layout != nil {
+		if err := writeRunLayout(w, r.Layout); err != nil {
+			return err
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s", n)
