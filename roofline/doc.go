@@ -4,7 +4,9 @@
 // a decoder layer for a request shape), the placement rules of SMEPilot
 // §3.2–3.3 and §4.4 (including the Eq. 1 tile-rounded split), and the other
 // analytic models of the seed papers: the low-bit paper's effective-bandwidth
-// roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model.
+// roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model
+// with its machine form, crossover length and per-policy weight capacity
+// (sherpa.go).
 //
 // It is pure math on plain structs: no I/O, no measurement, no clocks. It
 // imports results only for the profile types and internal/split for the
