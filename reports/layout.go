@@ -97,7 +97,7 @@ func LayoutCapacityFigure(caps []roofline.LayoutCapacity, dtype string) (Figure,
 			p.Legend.Add("paper's duplication (every weight twice)", wd)
 		}
 	}
-	p.Y.Min, p.Y.Max = base, hi*1.5
+	p.Y.Min, p.Y.Max = base, hi*3 // room for the legend
 	p.X.Min, p.X.Max = -0.6, float64(len(caps))-0.4
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = math.Pi / 6
