@@ -23,5 +23,5 @@
 // bandwidth where the profile has one.
 //
 // It imports engine, models, roofline, reports and results; it must not
-// import probes or cmd (imports_test.go checks).
+// import probes or cmd (internal/deps checks).
 package layouts
