@@ -218,28 +218,31 @@ func (s *layoutState) panels(l *linear) (np, floats int) {
 // (gemm.PanelBlock), the swizzled copy of PIM-SHERPA §4.2 from the decode
 // to the prefill layout.
 func packRows(dst, w []float32, n, k, nr, p0, p1 int) {
-	// Blocks of 8 k steps: each row's 8 values go out as 8 stores nr apart
-	// (the block, 8·nr floats, stays in L1); longer blocks measured slower
-	// (loads from rows 4 KiB apart alias the pending stores).
+	// Groups of 8 rows: per k step, 8 loads (8 sequential streams over the
+	// rows) and 8 contiguous stores; measured about twice as fast as
+	// writing one row's values nr apart.
 	for p := p0; p < p1; p++ {
 		pan := dst[p*k*nr : (p+1)*k*nr]
 		rows := min(nr, n-p*nr)
-		k0 := 0
-		for ; k0+8 <= k; k0 += 8 {
-			blk := pan[k0*nr : (k0+8)*nr]
-			for j := range rows {
-				s := w[(p*nr+j)*k+k0:][:8]
-				blk[j], blk[nr+j], blk[2*nr+j], blk[3*nr+j] = s[0], s[1], s[2], s[3]
-				blk[4*nr+j], blk[5*nr+j], blk[6*nr+j], blk[7*nr+j] = s[4], s[5], s[6], s[7]
+		j0 := 0
+		for ; j0+8 <= rows; j0 += 8 {
+			r := w[(p*nr+j0)*k : (p*nr+j0+8)*k]
+			r0, r1, r2, r3 := r[:k], r[k:2*k], r[2*k:3*k], r[3*k:4*k]
+			r4, r5, r6, r7 := r[4*k:5*k], r[5*k:6*k], r[6*k:7*k], r[7*k:8*k]
+			for kk := range k {
+				d := pan[kk*nr+j0:][:8]
+				d[0], d[1], d[2], d[3] = r0[kk], r1[kk], r2[kk], r3[kk]
+				d[4], d[5], d[6], d[7] = r4[kk], r5[kk], r6[kk], r7[kk]
 			}
 		}
-		for j := range rows {
-			for kk := k0; kk < k; kk++ {
-				pan[kk*nr+j] = w[(p*nr+j)*k+kk]
+		for j := j0; j < rows; j++ {
+			src := w[(p*nr+j)*k : (p*nr+j+1)*k]
+			for kk, v := range src {
+				pan[kk*nr+j] = v
 			}
 		}
 		for j := rows; j < nr; j++ {
-			for kk := 0; kk < k; kk++ {
+			for kk := range k {
 				pan[kk*nr+j] = 0
 			}
 		}

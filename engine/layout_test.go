@@ -272,3 +272,43 @@ func TestLayoutErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPackRows: the rearrangement writes gemm's fp32 panel layout,
+// panel[p][k][j] = W[p·NR+j][k], rows past N zero, for shapes that are not
+// multiples of 8 or NR, and only the panels asked for.
+func TestPackRows(t *testing.T) {
+	for _, sh := range []struct{ n, k, nr int }{{1, 1, 8}, {7, 5, 8}, {37, 13, 16}, {64, 9, 32}, {70, 33, 32}} {
+		w := make([]float32, sh.n*sh.k)
+		for i := range w {
+			w[i] = float32(i + 1)
+		}
+		np := (sh.n + sh.nr - 1) / sh.nr
+		dst := make([]float32, np*sh.k*sh.nr)
+		for i := range dst {
+			dst[i] = -1
+		}
+		packRows(dst, w, sh.n, sh.k, sh.nr, 0, np)
+		for p := range np {
+			for kk := range sh.k {
+				for j := range sh.nr {
+					want := float32(0)
+					if row := p*sh.nr + j; row < sh.n {
+						want = w[row*sh.k+kk]
+					}
+					if got := dst[(p*sh.k+kk)*sh.nr+j]; got != want {
+						t.Fatalf("%+v: panel %d k %d j %d = %v, want %v", sh, p, kk, j, got, want)
+					}
+				}
+			}
+		}
+		if np > 1 { // a range leaves the other panels alone
+			for i := range dst {
+				dst[i] = -1
+			}
+			packRows(dst, w, sh.n, sh.k, sh.nr, 1, np)
+			if dst[0] != -1 || dst[sh.k*sh.nr] != w[sh.nr*sh.k] {
+				t.Errorf("%+v: range [1, %d) wrote panel 0 or missed panel 1", sh, np)
+			}
+		}
+	}
+}
