@@ -163,7 +163,9 @@ type Model struct {
 	// Weights.Bytes (float32 tensors at 4 bytes per value, quantized
 	// matrices at quant.Matrix.Bytes) plus the packed copies New made for
 	// the gemm backends, counted at their element size (4 bytes fp32, 2
-	// bf16, 1 int8; panel padding and int8 scales not counted).
+	// bf16, 1 int8; panel padding and int8 scales not counted). Under a
+	// weight layout policy it is Layout().ResidentBytes (panels and
+	// buffers with their padding).
 	WeightBytes int64
 
 	opts      Options
