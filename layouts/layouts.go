@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -209,11 +210,18 @@ func (o *Options) defaults() error {
 // o.W and, with o.Out, layout.md, layout.json and the figures are written
 // there (atomically). Errors: bad options (one line naming the value), a
 // model that cannot load or run a policy, a write error, or the context's.
-func Run(o Options) (*Result, error) {
+func Run(o Options) (_ *Result, err error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
 	r := &Result{FLOPPerByte: o.FLOPPerByte, CapacityDT: o.CapacityDType, Notes: []string{NonCacheableNote}}
+	defer func() {
+		if err != nil { // a stopped or failed run leaves none of its files
+			for _, f := range r.Files {
+				os.Remove(f)
+			}
+		}
+	}()
 	var md bytes.Buffer
 	rows, err := roofline.OWRTable(o.FLOPPerByte, o.Table2Lengths)
 	if err != nil {
@@ -277,6 +285,9 @@ func Run(o Options) (*Result, error) {
 		}
 	}
 	if _, err := o.W.Write(md.Bytes()); err != nil {
+		return nil, err
+	}
+	if err := o.Context.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -2,6 +2,8 @@ package layouts
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -99,5 +101,22 @@ func TestRunErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: error %v, want one line containing %q", tc.o, err, tc.want)
 		}
+	}
+}
+
+// TestRunStopped: a run whose context is done returns its error and leaves
+// none of its files (the capacity figure is written before measuring).
+func TestRunStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	_, err := Run(Options{CapacityModels: []string{"qwen3-0.6b"}, Model: tinyConfig(t), Layers: 1, Inputs: []int{1}, Reps: 1,
+		Policies: []engine.WeightLayout{engine.LayoutOWR}, GanttPolicy: engine.LayoutOWR, Out: dir, W: &out, Context: ctx})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want context.Canceled", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 || out.Len() != 0 {
+		t.Errorf("left %d files, %d bytes of output", len(es), out.Len())
 	}
 }

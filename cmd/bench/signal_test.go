@@ -220,6 +220,13 @@ var signalCases = []signalCase{
 	{"bandwidth", func(t *testing.T, dir string) []string {
 		return []string{"bandwidth", "--kernel", "read,copy,triad", "--ws", "64KiB", "--threads", "1", "--rep-ms", "300"}
 	}, nil},
+	{"layout", func(t *testing.T, dir string) []string {
+		return []string{"layout", "--capacity-models", "qwen3-0.6b", "--model", tinyConfigFile(t, dir), "--layers", "1", "--inputs", "1024,2048,4096",
+			"--reps", "1000", "--threads", "1", "--policies", "owr", "--gantt-policy", "owr", "--profile", "none", "--out", "lay"}
+	}, func(t *testing.T, dir string, p *benchProc) {
+		noStdout(t, dir, p)
+		noPath("lay")(t, dir, p)
+	}},
 	{"gemm", func(t *testing.T, dir string) []string {
 		return []string{"gemm", "--m", "1,2,4,8,16,32,64", "--n", "512", "--k", "512", "--threads", "1"}
 	}, noStdout},
