@@ -22,6 +22,8 @@
 // source is modelled from the probe's non-temporal (write_nt) DRAM
 // bandwidth where the profile has one.
 //
-// It imports engine, models, roofline, reports and results; it must not
-// import probes or cmd (internal/deps checks).
+// It imports engine, models, roofline, reports, results and
+// internal/memlimit (the synthetic weights are checked against what the
+// process may use before they are drawn); it must not import probes or
+// cmd (internal/deps checks).
 package layouts

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/results"
@@ -361,12 +362,23 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 	if o.Layers > cfg.Layers {
 		return fmt.Errorf("layout: --layers %d: model %s has %d", o.Layers, cfg.Name, cfg.Layers)
 	}
+	if cfg.MoELayers() > 0 {
+		return fmt.Errorf("layout: --model %s: MoE layers; the weight layout policies run dense models only (--capacity-models counts MoE ones)", cfg.Name)
+	}
 	if maxIn > cfg.MaxSeq {
 		return fmt.Errorf("layout: input length %d: more than model %s's %d positions", maxIn, cfg.Name, cfg.MaxSeq)
 	}
 	layers := cfg.Layers
 	if o.Layers > 0 {
 		layers = o.Layers
+	}
+	sized := cfg
+	sized.Layers = layers
+	// The fp32 weights and, under duplicate, their panels, before anything
+	// is drawn.
+	if err := memlimit.Check(fmt.Sprintf("--model %s with %d layers: synthetic fp32 weights and packed copies", cfg.Name, layers),
+		memlimit.Mul(1).TimesFloat(2*4*float64(sized.Params()))); err != nil {
+		return fmt.Errorf("layout: %w: pass --layers N to instantiate fewer", err)
 	}
 	w, err := engine.Synthetic(cfg, o.Layers, o.Seed)
 	if err != nil {

@@ -54,7 +54,7 @@ var rules = map[string]rule{
 	"kernels/peak":          {only: []string{"internal/cpu"}, deny: []string{"probes", "engine", "reports", "roofline"}},
 	"kernels/pool":          {only: []string{"internal/affinity", "internal/split"}, deny: []string{"roofline", "kernels", "kernels/gemm", "probes", "engine", "reports"}},
 	"kernels/quant":         {only: []string{"internal/cpu"}},
-	"layouts":               {only: []string{"engine", "models", "reports", "results", "roofline"}, deny: []string{"probes"}},
+	"layouts":               {only: []string{"engine", "internal/memlimit", "models", "reports", "results", "roofline"}, deny: []string{"probes"}},
 	"models":                {noDoc: true},
 	"probes":                {deny: []string{"reports", "roofline", "engine"}},
 	"reports":               {deny: []string{"probes", "kernels/...", "engine"}},
