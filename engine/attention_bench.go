@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/cpubench/bench/internal/memlimit"
+	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/pool"
+)
+
+// AttentionBenchOptions configure NewAttentionBench.
+type AttentionBenchOptions struct {
+	// Heads, KVHeads and HeadDim are the model's attention shape (query
+	// heads, KV heads, floats per head); Heads must be a multiple of
+	// KVHeads (GQA).
+	Heads, KVHeads, HeadDim int
+	// MaxSeq is the positions of every KV cache, all filled at creation
+	// (the longest context measured).
+	MaxSeq int
+	// Seqs is the number of sequences, each with its own cache (the
+	// largest decode batch; prefill uses the first).
+	Seqs int
+	// KVPackPerCall is the kv-packing ablation (Options.KVPackPerCall):
+	// the caches are row-major and attention packs every K and V tile it
+	// reads inside each call.
+	KVPackPerCall bool
+	// Workers is the fp32 gemm backend each pool worker (by pool index)
+	// runs its attention tiles on; the caches are laid out once per
+	// distinct backend (each backend's panel width), holding the same
+	// values.
+	Workers []gemm.Backend
+}
+
+// AttentionBench is the engine's attention (attendBlock on the KV cache
+// layout of kvcache.go, in Batch.attention's work units of attnRows query
+// rows × one KV head, claimed dynamically by the workers) alone, on
+// synthetic queries, keys and values in [-1, 1), for `bench attention`
+// (SMEPilot §4.3, Figs. 10b and 11b). It is not safe for concurrent use.
+type AttentionBench struct {
+	o      AttentionBenchOptions
+	lays   map[string]kvLayout
+	kc, vc map[string][][]float32 // per backend name, per sequence
+	ws     []*attnScratch         // per pool worker
+	q, out []float32              // [rows][Heads·HeadDim]
+	rows   int
+}
+
+// benchValue is the synthetic tensor element i of stream s, in [-1, 1)
+// (splitmix64's finalizer).
+func benchValue(s, i uint64) float32 {
+	z := s<<40 + i + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float32(int32(z>>32)) * 0x1p-31
+}
+
+// AttentionBenchBytes is what NewAttentionBench allocates for o: every
+// distinct backend's caches (packed: panels' padding included) and the
+// query and output rows, overflow-checked.
+func AttentionBenchBytes(o AttentionBenchOptions) memlimit.Size {
+	seen := map[string]bool{}
+	need := memlimit.Mul(max(o.MaxSeq, o.Seqs), o.Heads, o.HeadDim, 4, 2)
+	for _, b := range o.Workers {
+		if seen[b.Name] {
+			continue
+		}
+		seen[b.Name] = true
+		c := Config{Layers: 1, KVHeads: o.KVHeads, HeadDim: o.HeadDim}
+		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall).Times(o.Seqs))
+	}
+	return need
+}
+
+// NewAttentionBench fills o.Seqs caches of o.MaxSeq positions per
+// distinct backend of o.Workers. Errors (one line naming the value): a
+// shape ≤ 0, Heads not a multiple of KVHeads, no workers, a backend that
+// is not fp32 or is unavailable, and caches that do not fit in the memory
+// this process may use (memlimit.Check).
+func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
+	switch {
+	case o.Heads < 1 || o.KVHeads < 1 || o.HeadDim < 1:
+		return nil, fmt.Errorf("engine: attention bench: heads %d, KV heads %d, head dim %d: must be ≥ 1", o.Heads, o.KVHeads, o.HeadDim)
+	case o.Heads%o.KVHeads != 0:
+		return nil, fmt.Errorf("engine: attention bench: heads %d not a multiple of KV heads %d", o.Heads, o.KVHeads)
+	case o.MaxSeq < 1:
+		return nil, fmt.Errorf("engine: attention bench: context %d: must be ≥ 1", o.MaxSeq)
+	case o.Seqs < 1:
+		return nil, fmt.Errorf("engine: attention bench: %d sequences: must be ≥ 1", o.Seqs)
+	case len(o.Workers) == 0:
+		return nil, fmt.Errorf("engine: attention bench: no workers")
+	}
+	for _, b := range o.Workers {
+		if b.DType != gemm.FP32 {
+			return nil, fmt.Errorf("engine: attention bench: backend %s computes %s: attention's panels are fp32", b.Name, b.DType)
+		}
+		if b.Unavailable != "" {
+			return nil, fmt.Errorf("engine: attention bench: backend %s: %s", b.Name, b.Unavailable)
+		}
+	}
+	if err := memlimit.Check(fmt.Sprintf("engine: attention bench: %d sequences' KV caches of %d positions", o.Seqs, o.MaxSeq), AttentionBenchBytes(o)); err != nil {
+		return nil, err
+	}
+	a := &AttentionBench{o: o, lays: map[string]kvLayout{}, kc: map[string][][]float32{}, vc: map[string][][]float32{},
+		ws: make([]*attnScratch, len(o.Workers)), rows: max(o.MaxSeq, o.Seqs)}
+	kvd := o.KVHeads * o.HeadDim
+	k, v := make([]float32, kvd), make([]float32, kvd)
+	for wi, b := range o.Workers {
+		lay, ok := a.lays[b.Name]
+		if !ok {
+			lay = newKVLayout(b, o.KVHeads, o.HeadDim, o.MaxSeq, !o.KVPackPerCall)
+			a.lays[b.Name] = lay
+			nk, nv := lay.floats()
+			for s := range o.Seqs {
+				kc, vc := make([]float32, nk), make([]float32, nv)
+				for pos := range o.MaxSeq {
+					for i := range kvd {
+						e := uint64((s*o.MaxSeq+pos)*kvd + i)
+						k[i], v[i] = benchValue(1, e), benchValue(2, e)
+					}
+					lay.write(kc, vc, pos, k, v)
+				}
+				a.kc[b.Name] = append(a.kc[b.Name], kc)
+				a.vc[b.Name] = append(a.vc[b.Name], vc)
+			}
+		}
+		a.ws[wi] = newAttnScratch(b, lay, o.Heads/o.KVHeads)
+	}
+	qd := o.Heads * o.HeadDim
+	a.q, a.out = make([]float32, a.rows*qd), make([]float32, a.rows*qd)
+	for i := range a.q {
+		a.q[i] = benchValue(3, uint64(i))
+	}
+	return a, nil
+}
+
+// run runs the units on g's workers through ms, each worker claiming the
+// next unit; do gets the pool worker index.
+func (a *AttentionBench) run(ms *pool.Master, g *pool.Group, n int, do func(worker, i int)) error {
+	workers := g.Workers()
+	for _, w := range workers {
+		if w < 0 || w >= len(a.ws) {
+			return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
+		}
+	}
+	var next atomic.Int64
+	return ms.Run(g, func(local, _ int) error {
+		w := workers[local]
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return nil
+			}
+			do(w, i)
+		}
+	})
+}
+
+// Prefill runs causal attention for a prompt of T tokens from an empty
+// cache (query rows 0..T-1 of the first sequence, row t attending to
+// positions 0..t) on g's workers: T/attnRows (rounded up) × KVHeads work
+// units, the latest rows first. Its FLOPs are PrefillFLOPs. Errors: T out
+// of 1..MaxSeq, a worker without a backend, the pool's errors.
+func (a *AttentionBench) Prefill(ms *pool.Master, g *pool.Group, T int) error {
+	o := a.o
+	if T < 1 || T > o.MaxSeq {
+		return fmt.Errorf("engine: attention bench: prefill of %d tokens: must be between 1 and %d", T, o.MaxSeq)
+	}
+	type unit struct{ r0, r1, h int }
+	var units []unit
+	for r1 := T; r1 > 0; r1 -= attnRows {
+		for h := range o.KVHeads {
+			units = append(units, unit{max(r1-attnRows, 0), r1, h})
+		}
+	}
+	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
+	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
+	return a.run(ms, g, len(units), func(w, i int) {
+		u, ws := units[i], a.ws[w]
+		name := ws.be.Name
+		attendBlock(a.out[:T*qd], a.q[:T*qd], qd, a.kc[name][0], a.vc[name][0], u.r0, u.r1, 0, u.h, group, scale, ws)
+	})
+}
+
+// Decode runs one decode step of seqs sequences at context ctx (each
+// sequence's new query at position ctx-1 attends to positions 0..ctx-1 of
+// its own cache) on g's workers: seqs × KVHeads work units. Its FLOPs
+// are DecodeFLOPs, its KV bytes DecodeKVBytes. Errors: ctx out of
+// 1..MaxSeq, seqs out of 1..Seqs, a worker without a backend, the pool's
+// errors.
+func (a *AttentionBench) Decode(ms *pool.Master, g *pool.Group, ctx, seqs int) error {
+	o := a.o
+	if ctx < 1 || ctx > o.MaxSeq {
+		return fmt.Errorf("engine: attention bench: decode at context %d: must be between 1 and %d", ctx, o.MaxSeq)
+	}
+	if seqs < 1 || seqs > o.Seqs {
+		return fmt.Errorf("engine: attention bench: decode batch %d: must be between 1 and %d", seqs, o.Seqs)
+	}
+	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
+	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
+	return a.run(ms, g, seqs*o.KVHeads, func(w, i int) {
+		s, h, ws := i/o.KVHeads, i%o.KVHeads, a.ws[w]
+		name := ws.be.Name
+		row := s * qd
+		attendBlock(a.out[row:row+qd], a.q[row:row+qd], qd, a.kc[name][s], a.vc[name][s], 0, 1, ctx-1, h, group, scale, ws)
+	})
+}
+
+// PrefillFLOPs is 4·HeadDim FLOPs (QKᵀ and P·V) per query head and
+// causal (query, key) pair of a T-token prefill: 4·d·H·T(T+1)/2.
+func (o AttentionBenchOptions) PrefillFLOPs(T int) float64 {
+	return 4 * float64(o.HeadDim) * float64(o.Heads) * float64(T) * float64(T+1) / 2
+}
+
+// DecodeFLOPs is 4·HeadDim·Heads·ctx per sequence of a decode step.
+func (o AttentionBenchOptions) DecodeFLOPs(ctx, seqs int) float64 {
+	return 4 * float64(o.HeadDim) * float64(o.Heads) * float64(ctx) * float64(seqs)
+}
+
+// DecodeKVBytes is the K and V bytes a decode step reads, each KV head's
+// ctx positions once per sequence (its GQA query heads share them):
+// 2·ctx·KVHeads·HeadDim·4 per sequence (fp32; panel padding not counted).
+func (o AttentionBenchOptions) DecodeKVBytes(ctx, seqs int) float64 {
+	return 2 * 4 * float64(ctx) * float64(o.KVHeads) * float64(o.HeadDim) * float64(seqs)
+}
+
+// CheckOutput compares query row r's output (sequence r's in decode,
+// prompt row r in prefill) for query head h, after Prefill or Decode,
+// with a float64 reference of softmax(q·kᵀ/√d)·v over positions
+// 0..pos (pos = r in prefill, ctx-1 in decode), and returns the largest
+// error relative to Σ_j p_j|v_j| (attendBlock's accuracy bound is about
+// 1e-6 of it in fp32). seq is the sequence whose cache row r read.
+func (a *AttentionBench) CheckOutput(r, seq, pos, h int) (float64, error) {
+	o := a.o
+	if h < 0 || h >= o.Heads || r < 0 || r >= a.rows || seq < 0 || seq >= o.Seqs || pos < 0 || pos >= o.MaxSeq {
+		return 0, fmt.Errorf("engine: attention bench: check of row %d, sequence %d, position %d, head %d: out of range", r, seq, pos, h)
+	}
+	qd, kvd, hd := o.Heads*o.HeadDim, o.KVHeads*o.HeadDim, o.HeadDim
+	kh := h / (o.Heads / o.KVHeads)
+	q := a.q[r*qd+h*hd : r*qd+(h+1)*hd]
+	scale := 1 / math.Sqrt(float64(hd))
+	s := make([]float64, pos+1)
+	m := math.Inf(-1)
+	for j := range s {
+		var dot float64
+		for d := range hd {
+			dot += float64(q[d]) * float64(benchValue(1, uint64((seq*o.MaxSeq+j)*kvd+kh*hd+d)))
+		}
+		s[j] = dot * scale
+		m = max(m, s[j])
+	}
+	var l float64
+	for j := range s {
+		s[j] = math.Exp(s[j] - m)
+		l += s[j]
+	}
+	worst := 0.0
+	for d := range hd {
+		var ref, mag float64
+		for j := range s {
+			v := float64(benchValue(2, uint64((seq*o.MaxSeq+j)*kvd+kh*hd+d)))
+			ref += s[j] / l * v
+			mag += s[j] / l * math.Abs(v)
+		}
+		got := float64(a.out[r*qd+h*hd+d])
+		worst = max(worst, math.Abs(got-ref)/max(mag, 1e-30))
+	}
+	return worst, nil
+}

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/pool"
+)
+
+// TestAttentionBench runs AttentionBench's prefill and decode on two
+// workers with two different fp32 backends (the portable one and the
+// best one: each its own cache layout, the mixed case) and on the
+// row-major caches of the kv-packing ablation, and checks sampled outputs
+// against the float64 reference.
+func TestAttentionBench(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) == 0 {
+		cpus = []int{0}
+	}
+	p, err := pool.New(pool.Options{CPUs: []int{cpus[0], cpus[0]}, Spin: -1, CallerSpin: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	goBE, err := gemm.BackendByName("go-fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kvPack := range []bool{false, true} {
+		o := AttentionBenchOptions{Heads: 4, KVHeads: 2, HeadDim: 24, MaxSeq: 70, Seqs: 3, KVPackPerCall: kvPack, Workers: []gemm.Backend{best, goBE}}
+		a, err := NewAttentionBench(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Do(func(m *pool.Master) error { return a.Prefill(m, p.All(), 70) }); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []int{0, 1, 31, 32, 33, 69} {
+			for h := range o.Heads {
+				if e, err := a.CheckOutput(r, 0, r, h); err != nil || e > 1e-5 {
+					t.Errorf("kv-packing %v: prefill row %d head %d: relative error %g (%v)", kvPack, r, h, e, err)
+				}
+			}
+		}
+		if err := p.Do(func(m *pool.Master) error { return a.Decode(m, p.All(), 50, 3) }); err != nil {
+			t.Fatal(err)
+		}
+		for s := range 3 {
+			for h := range o.Heads {
+				if e, err := a.CheckOutput(s, s, 49, h); err != nil || e > 1e-5 {
+					t.Errorf("kv-packing %v: decode sequence %d head %d: relative error %g (%v)", kvPack, s, h, e, err)
+				}
+			}
+		}
+	}
+}
+
+func TestAttentionBenchErrors(t *testing.T) {
+	best, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, _ := gemm.Best(gemm.BF16)
+	ok := AttentionBenchOptions{Heads: 4, KVHeads: 2, HeadDim: 8, MaxSeq: 8, Seqs: 1, Workers: []gemm.Backend{best}}
+	for name, mod := range map[string]func(*AttentionBenchOptions){
+		"heads":   func(o *AttentionBenchOptions) { o.Heads = 3 },
+		"context": func(o *AttentionBenchOptions) { o.MaxSeq = 0 },
+		"seqs":    func(o *AttentionBenchOptions) { o.Seqs = 0 },
+		"workers": func(o *AttentionBenchOptions) { o.Workers = nil },
+		"bf16":    func(o *AttentionBenchOptions) { o.Workers = []gemm.Backend{bf} },
+	} {
+		o := ok
+		mod(&o)
+		if _, err := NewAttentionBench(o); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
