@@ -56,6 +56,7 @@ var rules = map[string]rule{
 	"kernels/quant":         {only: []string{"internal/cpu"}},
 	"layouts":               {only: []string{"engine", "internal/memlimit", "models", "reports", "results", "roofline"}, deny: []string{"probes"}},
 	"models":                {noDoc: true},
+	"opbench":               {deny: []string{"reports"}},
 	"probes":                {deny: []string{"reports", "roofline", "engine"}},
 	"reports":               {deny: []string{"probes", "kernels/...", "engine"}},
 	"results":               {only: []string{"internal/regfile"}},

@@ -1,0 +1,390 @@
+package opbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/kernels/gemm"
+	kpool "github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+// AttentionSchema tags the JSON of RunAttention's report.
+const AttentionSchema = "bench.attention/v1"
+
+// AttentionConfig is one `bench attention` sweep.
+type AttentionConfig struct {
+	// Arch is the model's shape (heads, KV heads, head dim; the rest for
+	// the roofline's catalog).
+	Arch roofline.Arch
+	// Contexts are the prefill lengths T (a prompt of T tokens from an
+	// empty cache: context = T).
+	Contexts []int
+	// DecodeContext is the context of the decode figures (each sequence's
+	// new token attends to DecodeContext positions); Batches the decode
+	// batch sizes (sequences, each with its own cache).
+	DecodeContext int
+	Batches       []int
+	// Placements are cores, matrix and mixed (ParsePlacements); those
+	// that do not apply on this machine are skipped with the reason.
+	Placements []string
+	Backends   Backends
+	// CPUs are the pinned workers' CPUs, one per thread.
+	CPUs []int
+	// KVPackPerCall is the kv-packing ablation (row-major cache, every
+	// tile packed inside each call).
+	KVPackPerCall bool
+	Timing        Timing
+	// Machine gives the roofline prediction (nil: none); Profile the
+	// ceilings of the fractions (nil: none).
+	Machine *roofline.Machine
+	Profile *results.Profile
+	// Progress, when set, is told each figure as it is measured.
+	Progress func(string)
+}
+
+// AttentionPoint is one measured figure.
+type AttentionPoint struct {
+	Phase     string `json:"phase"` // prefill or decode
+	Placement string `json:"placement"`
+	// Backends are the fp32 backends the workers ran ("avx2-fp32", or
+	// "avx2-fp32+sme-fp32" for mixed: cores group + matrix group).
+	Backends string `json:"backends"`
+	Threads  int    `json:"threads"`
+	CPUs     []int  `json:"cpus"`
+	Context  int    `json:"context"`
+	Batch    int    `json:"batch"`
+	// FLOPs per call (4·head dim per query head and causal pair) and KV
+	// bytes read per call (decode: 2·context·KV heads·head dim·4 per
+	// sequence; prefill: each KV position once per query block is not
+	// counted, 0).
+	FLOPs   float64      `json:"flops"`
+	KVBytes float64      `json:"kv_bytes,omitempty"`
+	Seconds results.Stat `json:"seconds"`
+	GFLOPS  results.Stat `json:"gflops"`
+	KVGBps  float64      `json:"kv_gbps,omitempty"`
+	// PredictedSeconds is the roofline's time of the catalog's qk, softmax
+	// and pv operators with qk and pv on the placement's target (0: no
+	// prediction, PredictionNote says why).
+	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
+	PredictedGFLOPS  float64 `json:"predicted_gflops,omitempty"`
+	PredictionNote   string  `json:"prediction_note,omitempty"`
+	// Fraction is GFLOP/s over the probed fp32 GEMM ceiling (prefill) or
+	// KV GB/s over the probed read roof for the KV bytes (decode), of
+	// FractionOf; Target the issue's goal (0.70, 0.80).
+	Fraction   float64 `json:"fraction,omitempty"`
+	FractionOf string  `json:"fraction_of"`
+	Target     float64 `json:"target"`
+	// MaxRelError is the largest error of the sampled outputs relative
+	// to Σ p|v| against a float64 reference.
+	MaxRelError float64 `json:"max_rel_error"`
+}
+
+// AttentionReport is RunAttention's result.
+type AttentionReport struct {
+	Schema    string `json:"schema"`
+	Model     string `json:"model"`
+	Heads     int    `json:"heads"`
+	KVHeads   int    `json:"kv_heads"`
+	HeadDim   int    `json:"head_dim"`
+	Precision string `json:"precision"`
+	// KVCache is "producer-packed" or "row-major, packed per call
+	// (kv-packing ablation)".
+	KVCache     string  `json:"kv_cache"`
+	Threads     int     `json:"threads"`
+	CoresLabel  string  `json:"cores"`
+	MatrixLabel string  `json:"matrix"`
+	Reps        int     `json:"reps"`
+	RepSeconds  float64 `json:"rep_seconds"`
+	Machine     string  `json:"machine,omitempty"`
+	// Skipped are the placements that do not apply, with the reason.
+	Skipped []string         `json:"skipped,omitempty"`
+	Notes   []string         `json:"notes,omitempty"`
+	Points  []AttentionPoint `json:"points"`
+}
+
+// Validate checks the sweep's values; errors are one line naming the flag
+// and value.
+func (c *AttentionConfig) Validate() error {
+	a := c.Arch
+	switch {
+	case a.Heads < 1 || a.KVHeads < 1 || a.HeadDim < 1:
+		return fmt.Errorf("model %s: heads %d, KV heads %d, head dim %d: must be ≥ 1", a.Name, a.Heads, a.KVHeads, a.HeadDim)
+	case a.Heads%a.KVHeads != 0:
+		return fmt.Errorf("model %s: heads %d not a multiple of KV heads %d", a.Name, a.Heads, a.KVHeads)
+	case len(c.Contexts) == 0 && len(c.Batches) == 0:
+		return errors.New("--contexts and --batches: nothing to measure")
+	case len(c.CPUs) < 1:
+		return errors.New("--threads: need at least 1 CPU")
+	case len(c.Placements) == 0:
+		return errors.New("--placement: need at least one of cores, matrix, mixed")
+	}
+	for _, t := range c.Contexts {
+		if t < 1 {
+			return fmt.Errorf("--contexts %d: must be ≥ 1", t)
+		}
+	}
+	if len(c.Batches) > 0 && c.DecodeContext < 1 {
+		return fmt.Errorf("--decode-context %d: must be ≥ 1", c.DecodeContext)
+	}
+	for _, b := range c.Batches {
+		if b < 1 {
+			return fmt.Errorf("--batches %d: must be ≥ 1", b)
+		}
+	}
+	return c.Timing.validate()
+}
+
+// attentionWorkers returns the backend of each of threads workers for a
+// placement, or why it does not apply.
+func attentionWorkers(p string, b Backends, threads int) ([]gemm.Backend, string) {
+	ws := make([]gemm.Backend, threads)
+	mat := b.Pair.Matrix
+	if p != PlaceCores && mat.DType != gemm.FP32 {
+		return nil, fmt.Sprintf("%s: does not apply: matrix = %s; attention's tiles run on fp32 panels (the KV cache is fp32), so they need an fp32 matrix backend (--matrix-backend NAME)", p, b.MatrixLabel)
+	}
+	if p == PlaceMixed && threads < 2 {
+		return nil, "mixed: does not apply with 1 thread (two groups)"
+	}
+	for i := range ws {
+		ws[i] = b.Pair.Cores
+		if p == PlaceMatrix {
+			ws[i] = mat
+		}
+	}
+	if p == PlaceMixed {
+		c, _ := groupSizes(threads)
+		for i := c; i < threads; i++ {
+			ws[i] = mat
+		}
+	}
+	return ws, ""
+}
+
+// backendsName names the backends of ws: one name, or cores+matrix.
+func backendsName(ws []gemm.Backend) string {
+	var names []string
+	for _, w := range ws {
+		if !slices.Contains(names, w.Name) {
+			names = append(names, w.Name)
+		}
+	}
+	return fmt.Sprint(joinPlus(names))
+}
+
+func joinPlus(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += "+"
+		}
+		out += x
+	}
+	return out
+}
+
+// AttentionBytes is the memory the largest placement of c allocates
+// (engine.AttentionBenchBytes), for a check before the sweep.
+func (c *AttentionConfig) benchOptions(ws []gemm.Backend) engine.AttentionBenchOptions {
+	maxSeq := c.DecodeContext
+	for _, t := range c.Contexts {
+		maxSeq = max(maxSeq, t)
+	}
+	seqs := 1
+	for _, b := range c.Batches {
+		seqs = max(seqs, b)
+	}
+	return engine.AttentionBenchOptions{Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads, HeadDim: c.Arch.HeadDim,
+		MaxSeq: maxSeq, Seqs: seqs, KVPackPerCall: c.KVPackPerCall, Workers: ws}
+}
+
+// CheckMemory refuses, before anything is allocated, a sweep whose
+// caches do not fit in the memory this process may use (two distinct
+// backends for mixed; memlimit.Check through engine.NewAttentionBench's
+// own check otherwise).
+func (c *AttentionConfig) CheckMemory() error {
+	ws := []gemm.Backend{c.Backends.Pair.Cores}
+	if slices.Contains(c.Placements, PlaceMixed) && c.Backends.Pair.Matrix.DType == gemm.FP32 {
+		ws = append(ws, c.Backends.Pair.Matrix)
+	}
+	return checkSize("attention: KV caches and queries", engine.AttentionBenchBytes(c.benchOptions(ws)))
+}
+
+// RunAttention measures every placement of c that applies: prefill at
+// each context, then decode at each batch; see AttentionPoint.
+func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	threads := len(c.CPUs)
+	r := &AttentionReport{Schema: AttentionSchema, Model: c.Arch.Name, Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads,
+		HeadDim: c.Arch.HeadDim, Precision: "fp32 (queries, KV cache, scores and accumulation)", KVCache: "producer-packed (SMEPilot §4.3)",
+		Threads: threads, CoresLabel: c.Backends.CoresLabel, MatrixLabel: c.Backends.MatrixLabel,
+		Reps: c.Timing.Reps, RepSeconds: c.Timing.RepDuration.Seconds(), Points: []AttentionPoint{}}
+	if c.KVPackPerCall {
+		r.KVCache = "row-major, every tile packed inside each call (--ablate kv-packing)"
+	}
+	if c.Machine != nil {
+		r.Machine = c.Machine.Name
+	} else {
+		r.Notes = append(r.Notes, "no profile: no roofline prediction")
+	}
+	p, err := kpool.New(kpool.Options{CPUs: c.CPUs})
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if pe := p.PinErr(); pe != nil {
+		r.Notes = append(r.Notes, "workers not pinned: "+pe.Error())
+	}
+	all := p.All()
+	for _, pl := range c.Placements {
+		ws, why := attentionWorkers(pl, c.Backends, threads)
+		if why != "" {
+			r.Skipped = append(r.Skipped, why)
+			continue
+		}
+		o := c.benchOptions(ws)
+		a, err := engine.NewAttentionBench(o)
+		if err != nil {
+			return nil, err
+		}
+		base := AttentionPoint{Placement: pl, Backends: backendsName(ws), Threads: threads, CPUs: all.CPUs()}
+		for _, T := range c.Contexts {
+			pt := base
+			pt.Phase, pt.Context, pt.Batch, pt.FLOPs, pt.Target = "prefill", T, 1, o.PrefillFLOPs(T), PrefillTarget
+			if c.Progress != nil {
+				c.Progress(fmt.Sprintf("attention %s prefill context %d", pl, T))
+			}
+			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Prefill(m, all, T) }); err != nil {
+				return nil, fmt.Errorf("attention %s prefill context %d: %w", pl, T, err)
+			}
+			for _, row := range []int{0, T / 2, T - 1} {
+				e, err := a.CheckOutput(row, 0, row, c.Arch.Heads-1)
+				if err != nil {
+					return nil, err
+				}
+				pt.MaxRelError = max(pt.MaxRelError, e)
+			}
+			if pt.MaxRelError > maxAttentionError {
+				return nil, fmt.Errorf("attention %s %s context %d batch %d: output check failed: relative error %.3g > %.0e", pl, pt.Phase, pt.Context, pt.Batch, pt.MaxRelError, maxAttentionError)
+			}
+			c.finish(&pt, ws[0].Name)
+			r.Points = append(r.Points, pt)
+		}
+		for _, B := range c.Batches {
+			C := c.DecodeContext
+			pt := base
+			pt.Phase, pt.Context, pt.Batch, pt.FLOPs, pt.Target = "decode", C, B, o.DecodeFLOPs(C, B), DecodeTarget
+			pt.KVBytes = o.DecodeKVBytes(C, B)
+			if c.Progress != nil {
+				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d", pl, C, B))
+			}
+			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(m, all, C, B) }); err != nil {
+				return nil, fmt.Errorf("attention %s decode batch %d: %w", pl, B, err)
+			}
+			for _, s := range []int{0, B - 1} {
+				e, err := a.CheckOutput(s, s, C-1, 0)
+				if err != nil {
+					return nil, err
+				}
+				pt.MaxRelError = max(pt.MaxRelError, e)
+			}
+			if pt.MaxRelError > maxAttentionError {
+				return nil, fmt.Errorf("attention %s %s context %d batch %d: output check failed: relative error %.3g > %.0e", pl, pt.Phase, pt.Context, pt.Batch, pt.MaxRelError, maxAttentionError)
+			}
+			c.finish(&pt, ws[0].Name)
+			r.Points = append(r.Points, pt)
+		}
+	}
+	if len(r.Points) == 0 {
+		return nil, fmt.Errorf("attention: no placement applies: %s", joinSemi(r.Skipped))
+	}
+	return r, nil
+}
+
+func joinSemi(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += "; "
+		}
+		out += x
+	}
+	return out
+}
+
+// maxAttentionError is the largest relative output error accepted: far
+// above attendBlock's fp32 bound (about 1e-6), far below a wrong kernel's.
+const maxAttentionError = 1e-4
+
+// finish derives a measured point's rates, prediction and fraction.
+func (c *AttentionConfig) finish(pt *AttentionPoint, coresBackend string) {
+	pt.GFLOPS = rates(pt.Seconds, pt.FLOPs, 1e-9)
+	med := pt.Seconds.Median
+	if pt.KVBytes > 0 && med > 0 {
+		pt.KVGBps = pt.KVBytes / med / 1e9
+	}
+	pt.PredictedSeconds, pt.PredictionNote = c.predictAttention(pt)
+	if pt.PredictedSeconds > 0 {
+		pt.PredictedGFLOPS = pt.FLOPs / pt.PredictedSeconds / 1e9
+	}
+	var ref float64
+	if pt.Phase == "prefill" {
+		ref, pt.FractionOf = GEMMCeiling(c.Profile, coresBackend, pt.Threads)
+		if ref > 0 {
+			pt.Fraction = pt.GFLOPS.Median / ref
+		}
+	} else {
+		ref, pt.FractionOf = BandwidthRoof(c.Profile, pt.KVBytes, pt.Threads)
+		if ref > 0 {
+			pt.Fraction = pt.KVGBps / ref
+		}
+	}
+}
+
+// predictAttention is the roofline's time of the catalog's qk, softmax and
+// pv for the point's shape (one layer; fp32), qk and pv on the target
+// named like the placement, softmax on the cores.
+func (c *AttentionConfig) predictAttention(pt *AttentionPoint) (float64, string) {
+	if c.Machine == nil {
+		return 0, "no profile"
+	}
+	req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: pt.Context, Context: pt.Context,
+		Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+	if pt.Phase == "decode" {
+		req = roofline.Request{Phase: roofline.Decode, Batch: pt.Batch, Tokens: 1, Context: pt.Context,
+			Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+	}
+	cat, err := roofline.BuildCatalog(c.Arch, req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	var ops []roofline.Operator
+	for _, o := range cat.Layers[0].Ops {
+		if o.Name == "qk" || o.Name == "softmax" || o.Name == "pv" {
+			ops = append(ops, o)
+		}
+	}
+	placed, err := roofline.Place(c.Machine, "fp32", ops)
+	if err != nil {
+		return 0, err.Error()
+	}
+	total := 0.0
+	for _, o := range placed {
+		if o.Kind == roofline.KindNonlinear {
+			total += o.Time
+			continue
+		}
+		t, ok := o.Times[pt.Placement]
+		if !ok {
+			return 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, pt.Placement)
+		}
+		total += t
+	}
+	return total, ""
+}

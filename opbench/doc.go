@@ -1,0 +1,19 @@
+// Package opbench runs SMEPilot's operator experiments (§5, Figs. 10 and
+// 11) as sweeps: the engine's attention kernel alone against context
+// length (prefill) and decode batch (RunAttention, `bench attention`), and
+// the FFN GEMMs of a model against prefill length and decode batch
+// (RunGEMMSweep, `bench gemm --sweep`), each on the cores, matrix and
+// mixed placements where they apply, beside the roofline's prediction
+// and the fraction of the probed ceiling or roof (Fractions).
+//
+// Every figure is the median of the timed repetitions after a warm-up,
+// with min, max and the coefficient of variation (results.Stat), on
+// pinned workers of a kernels/pool; the attention output is checked
+// against a float64 reference (engine.AttentionBench.CheckOutput) and the
+// GEMMs' against theirs (probes.GEMMBench).
+//
+// opbench measures through engine (the attention kernel), probes (the
+// GEMM measurement) and kernels/gemm and kernels/pool, predicts with
+// roofline and reads profiles with results; it must not import reports
+// (the commands draw its figures) or cmd.
+package opbench

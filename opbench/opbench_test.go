@@ -1,0 +1,191 @@
+package opbench
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+// testArch is a small GQA model: 4 query heads, 2 KV heads of 16.
+var testArch = roofline.Arch{Name: "tiny", Hidden: 64, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 96, Vocab: 100}
+
+func testCPUs(t *testing.T, n int) []int {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) == 0 {
+		cpus = []int{0}
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = cpus[i%len(cpus)]
+	}
+	return out
+}
+
+// testMachine is a machine with cores, matrix and mixed targets.
+func testMachine() *roofline.Machine {
+	return &roofline.Machine{Schema: roofline.MachineSchemaV1, Name: "test", Targets: []roofline.Target{
+		{Name: "cores", Kind: roofline.KindCores, CeilingsGFLOPS: map[string]float64{"fp32": 100, "bf16": 100}, BandwidthGBps: 20},
+		{Name: "matrix", Kind: roofline.KindMatrix, CeilingsGFLOPS: map[string]float64{"fp32": 400, "bf16": 800}, BandwidthGBps: 20},
+		{Name: "mixed", Kind: roofline.KindMixed, Components: []string{"matrix", "cores"}, CeilingsGFLOPS: map[string]float64{"fp32": 450, "bf16": 850}, BandwidthGBps: 20},
+	}}
+}
+
+// testProfile has a fp32 GEMM ceiling and L2/DRAM roofs at 2 threads.
+func testProfile() *results.Profile {
+	return &results.Profile{
+		Matrix: &results.Matrix{GEMM: []results.GEMMResult{{Backend: "x-fp32", DType: "fp32", M: 512, N: 64, K: 64, Threads: 2, GFLOPS: results.Stat{Median: 100}}}},
+		Memory: &results.Memory{Levels: []results.LevelBandwidth{
+			{Level: "L2", Threads: 2, WorkingSetBytes: 1 << 20, GBps: results.Stat{Median: 200}},
+			{Level: "DRAM", Threads: 2, WorkingSetBytes: 1 << 30, GBps: results.Stat{Median: 20}},
+		}},
+	}
+}
+
+func TestRunAttention(t *testing.T) {
+	// The matrix target named as the portable fp32 backend, so that every
+	// placement applies (and mixed runs two cache layouts).
+	b, err := ChooseBackends("", "go-fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range []bool{false, true} {
+		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3},
+			Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed}, Backends: b, CPUs: testCPUs(t, 2), KVPackPerCall: kv,
+			Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
+		r, err := RunAttention(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Points) != 3*4 || len(r.Skipped) != 0 {
+			t.Fatalf("kv-packing %v: %d points, skipped %v", kv, len(r.Points), r.Skipped)
+		}
+		for _, p := range r.Points {
+			if !(p.GFLOPS.Median > 0) || p.MaxRelError > maxAttentionError || !(p.PredictedSeconds > 0) || !(p.Fraction > 0) {
+				t.Errorf("%+v", p)
+			}
+			if p.Phase == "decode" && p.KVBytes != 2*4*50*2*16*float64(p.Batch) {
+				t.Errorf("decode batch %d: KV bytes %g", p.Batch, p.KVBytes)
+			}
+			if p.Placement == PlaceMixed && !strings.Contains(p.Backends, "+go-fp32") && p.Backends != "go-fp32" {
+				t.Errorf("mixed backends %q", p.Backends)
+			}
+		}
+		if s := r.Series("prefill"); len(s) != 6 || !s[1].Predicted || len(s[0].X) != 2 {
+			t.Errorf("prefill series: %+v", s)
+		}
+		h, rows, _ := r.Table()
+		if len(rows) != len(r.Points) || len(rows[0]) != len(h) {
+			t.Errorf("table: %d rows of %d, header %d", len(rows), len(rows[0]), len(h))
+		}
+	}
+}
+
+func TestAttentionPlacementsApply(t *testing.T) {
+	b, err := ChooseBackends("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Pair.Matrix.DType = "bf16"
+	if _, why := attentionWorkers(PlaceMatrix, b, 2); !strings.Contains(why, "does not apply") {
+		t.Errorf("bf16 matrix: %q", why)
+	}
+	b.Pair.Matrix.DType = "fp32"
+	if _, why := attentionWorkers(PlaceMixed, b, 1); !strings.Contains(why, "1 thread") {
+		t.Errorf("mixed on 1 thread: %q", why)
+	}
+	ws, why := attentionWorkers(PlaceMixed, b, 3)
+	if why != "" || len(ws) != 3 || ws[0].Name != b.Pair.Cores.Name || ws[2].Name != b.Pair.Matrix.Name {
+		t.Errorf("mixed on 3: %v %q", ws, why)
+	}
+}
+
+func TestAttentionValidate(t *testing.T) {
+	ok := AttentionConfig{Arch: testArch, Contexts: []int{8}, DecodeContext: 8, Batches: []int{1}, Placements: []string{PlaceCores},
+		CPUs: []int{0}, Timing: Timing{Reps: 1, RepDuration: time.Millisecond}}
+	for name, mod := range map[string]func(*AttentionConfig){
+		"context 0":  func(c *AttentionConfig) { c.Contexts = []int{0} },
+		"context -1": func(c *AttentionConfig) { c.Contexts = []int{-1} },
+		"decode":     func(c *AttentionConfig) { c.DecodeContext = 0 },
+		"batch":      func(c *AttentionConfig) { c.Batches = []int{0} },
+		"nothing":    func(c *AttentionConfig) { c.Contexts, c.Batches = nil, nil },
+		"reps":       func(c *AttentionConfig) { c.Timing.Reps = 0 },
+		"gqa":        func(c *AttentionConfig) { c.Arch.KVHeads = 3 },
+	} {
+		c := ok
+		mod(&c)
+		if err := c.Validate(); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParsePlacements("cores,gpu"); err == nil || !strings.Contains(err.Error(), `"gpu"`) {
+		t.Errorf("unknown placement: %v", err)
+	}
+	if _, err := ChooseBackends("nosuch-fp32", ""); err == nil {
+		t.Error("unknown backend accepted")
+	}
+}
+
+func TestFractions(t *testing.T) {
+	p := testProfile()
+	if g, of := GEMMCeiling(p, "x-fp32", 2); g != 100 || !strings.Contains(of, "x-fp32") {
+		t.Errorf("GEMM ceiling %g %q", g, of)
+	}
+	if g, of := GEMMCeiling(p, "x-fp32", 1); g != 0 || !strings.Contains(of, "not computed") {
+		t.Errorf("GEMM ceiling at 1 thread %g %q", g, of)
+	}
+	if g, of := BandwidthRoof(p, 1e5, 2); g != 200 || !strings.Contains(of, "L2") {
+		t.Errorf("roof for 100 kB: %g %q", g, of)
+	}
+	if g, of := BandwidthRoof(p, 1e8, 2); g != 20 || !strings.Contains(of, "DRAM") {
+		t.Errorf("roof for 100 MB: %g %q", g, of)
+	}
+	if g, _ := BandwidthRoof(nil, 1, 2); g != 0 {
+		t.Error("no profile gave a roof")
+	}
+}
+
+func TestRunGEMMSweep(t *testing.T) {
+	b, err := ChooseBackends("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := GEMMSweepConfig{Arch: testArch, Lengths: []int{8, 32}, Batches: []int{1, 2}, Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed},
+		Backends: b, CPUs: testCPUs(t, 2), Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
+	r, err := RunGEMMSweep(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 2 * 4 * 3
+	if b.Pair.Cores.Name == b.Pair.Matrix.Name {
+		want = 2 * 4 * 2
+	}
+	if len(r.Points) != want {
+		t.Fatalf("%d points, want %d (skipped %v)", len(r.Points), want, r.Skipped)
+	}
+	for _, p := range r.Points {
+		if !(p.GFLOPS.Median > 0) || !(p.PredictedSeconds > 0) {
+			t.Errorf("%+v", p)
+		}
+		if p.Op == "down_proj" && (p.N != 64 || p.K != 96) {
+			t.Errorf("down_proj shape %d×%d", p.N, p.K)
+		}
+	}
+	if ops := r.Ops(); len(ops) != 2 {
+		t.Errorf("ops %v", ops)
+	}
+	if s := r.Series("down_proj", "decode"); len(s) < 4 || !s[1].Predicted {
+		t.Errorf("series %+v", s)
+	}
+	c.Lengths, c.Batches = []int{0}, nil
+	if _, err := RunGEMMSweep(context.Background(), c); err == nil || !strings.Contains(err.Error(), "--lengths 0") {
+		t.Errorf("length 0: %v", err)
+	}
+}

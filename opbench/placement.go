@@ -1,0 +1,65 @@
+package opbench
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cpubench/bench/kernels/gemm"
+)
+
+// The placements a sweep compares (SMEPilot §4.1): the cores' fp32 vector
+// kernels on every thread, the matrix target's backend on every thread,
+// and both, each on half of the threads.
+const (
+	PlaceCores  = "cores"
+	PlaceMatrix = "matrix"
+	PlaceMixed  = "mixed"
+)
+
+// ParsePlacements reads a comma-separated list of cores, matrix and mixed
+// (no repeats). Errors name the value.
+func ParsePlacements(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch p {
+		case PlaceCores, PlaceMatrix, PlaceMixed:
+		default:
+			return nil, fmt.Errorf("--placement %q: want cores, matrix or mixed", p)
+		}
+		for _, q := range out {
+			if q == p {
+				return nil, fmt.Errorf("--placement %s: %s given twice", s, p)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Backends are the two targets' backends (gemm.ChoosePair: chosen by what
+// executes them, or named), with their labels ("avx2-bf16 (bf16 weights)
+// on the cores, no matrix unit").
+type Backends struct {
+	Pair                        gemm.Pair
+	CoresLabel, MatrixLabel     string
+	CoresBackend, MatrixBackend string
+}
+
+// ChooseBackends resolves --cores-backend and --matrix-backend ("": the
+// engine's choice). Errors: those of gemm.ChoosePair (an unknown or
+// unavailable backend, a cores backend that is not fp32 on the cores), one
+// line naming the backend.
+func ChooseBackends(cores, matrix string) (Backends, error) {
+	p, err := gemm.ChoosePair(cores, matrix)
+	if err != nil {
+		return Backends{}, err
+	}
+	return Backends{Pair: p, CoresLabel: p.CoresLabel(), MatrixLabel: p.MatrixLabel(),
+		CoresBackend: p.Cores.Name, MatrixBackend: p.Matrix.Name}, nil
+}
+
+// groupSizes cuts threads into the mixed placement's two groups as the
+// engine does: the cores group threads - threads/2, the matrix group
+// threads/2.
+func groupSizes(threads int) (cores, matrix int) { return threads - threads/2, threads / 2 }

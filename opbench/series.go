@@ -1,0 +1,195 @@
+package opbench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// Series is one line of a sweep's plot: a placement's medians with their
+// min-max spread, or its roofline prediction (Predicted: drawn as a line
+// without markers, no spread). Group is the placement, which keeps a
+// measured series and its prediction the same colour.
+type Series struct {
+	Label     string
+	Group     string
+	Predicted bool
+	X, Y      []float64
+	Lo, Hi    []float64
+}
+
+// Series returns the plot lines of one phase ("prefill": x = context;
+// "decode": x = batch), GFLOP/s, per placement in the order measured,
+// each followed by its prediction where there is one.
+func (r *AttentionReport) Series(phase string) []Series {
+	var out []Series
+	for _, pl := range r.placements() {
+		meas := Series{Label: pl + " (" + r.backendsOf(pl) + ")", Group: pl}
+		pred := Series{Label: pl + " roofline", Group: pl, Predicted: true}
+		for _, p := range r.Points {
+			if p.Phase != phase || p.Placement != pl {
+				continue
+			}
+			x := float64(p.Context)
+			if phase == "decode" {
+				x = float64(p.Batch)
+			}
+			meas.X, meas.Y, meas.Lo, meas.Hi = append(meas.X, x), append(meas.Y, p.GFLOPS.Median), append(meas.Lo, p.GFLOPS.Min), append(meas.Hi, p.GFLOPS.Max)
+			if p.PredictedGFLOPS > 0 {
+				pred.X, pred.Y = append(pred.X, x), append(pred.Y, p.PredictedGFLOPS)
+			}
+		}
+		if len(meas.X) > 0 {
+			out = append(out, meas)
+		}
+		if len(pred.X) > 0 {
+			out = append(out, pred)
+		}
+	}
+	return out
+}
+
+func (r *AttentionReport) placements() []string {
+	var out []string
+	for _, p := range r.Points {
+		if !slices.Contains(out, p.Placement) {
+			out = append(out, p.Placement)
+		}
+	}
+	return out
+}
+
+func (r *AttentionReport) backendsOf(pl string) string {
+	for _, p := range r.Points {
+		if p.Placement == pl {
+			return p.Backends
+		}
+	}
+	return ""
+}
+
+// pct prints a fraction as a percentage with the target's verdict.
+func pct(f, target float64) string {
+	if f <= 0 {
+		return "—"
+	}
+	s := fmt.Sprintf("%.0f%%", 100*f)
+	if target > 0 {
+		if f >= target {
+			s += " ≥ " + fmt.Sprintf("%.0f%%", 100*target)
+		} else {
+			s += " < " + fmt.Sprintf("%.0f%%", 100*target)
+		}
+	}
+	return s
+}
+
+func ms(s float64) string {
+	if s <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", s*1e3)
+}
+
+func f2(x float64) string {
+	if x <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+// Table is every point as a row, with the footnotes its fraction and
+// prediction columns refer to ([n]).
+func (r *AttentionReport) Table() (header []string, rows [][]string, notes []string) {
+	ref := footnotes(&notes)
+	header = []string{"phase", "placement", "backends", "threads", "context", "batch", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "measured/predicted", "fraction", "max rel. error"}
+	for _, p := range r.Points {
+		ratio := "— " + ref(p.PredictionNote)
+		if p.PredictedSeconds > 0 {
+			ratio = fmt.Sprintf("%.2f", p.Seconds.Median/p.PredictedSeconds)
+		}
+		rows = append(rows, []string{p.Phase, p.Placement, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
+			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
+			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
+			fmt.Sprintf("%.1e", p.MaxRelError)})
+	}
+	return header, rows, notes
+}
+
+// footnotes returns a function numbering distinct notes into *notes.
+func footnotes(notes *[]string) func(string) string {
+	return func(s string) string {
+		if s == "" {
+			return ""
+		}
+		for i, n := range *notes {
+			if n == s {
+				return fmt.Sprintf("[%d]", i+1)
+			}
+		}
+		*notes = append(*notes, s)
+		return fmt.Sprintf("[%d]", len(*notes))
+	}
+}
+
+// Series returns the plot lines of one FFN shape (op) and phase
+// ("prefill": x = length M; "decode": x = batch M), GFLOP/s, per
+// placement, each followed by its prediction where there is one.
+func (r *GEMMSweepReport) Series(op, phase string) []Series {
+	var pls []string
+	for _, p := range r.Points {
+		if !slices.Contains(pls, p.Placement) {
+			pls = append(pls, p.Placement)
+		}
+	}
+	var out []Series
+	for _, pl := range pls {
+		meas := Series{Group: pl}
+		pred := Series{Label: pl + " roofline", Group: pl, Predicted: true}
+		for _, p := range r.Points {
+			if p.Op != op || p.Phase != phase || p.Placement != pl {
+				continue
+			}
+			meas.Label = pl + " (" + p.Backends + ")"
+			x := float64(p.M)
+			meas.X, meas.Y, meas.Lo, meas.Hi = append(meas.X, x), append(meas.Y, p.GFLOPS.Median), append(meas.Lo, p.GFLOPS.Min), append(meas.Hi, p.GFLOPS.Max)
+			if p.PredictedGFLOPS > 0 {
+				pred.X, pred.Y = append(pred.X, x), append(pred.Y, p.PredictedGFLOPS)
+			}
+		}
+		if len(meas.X) > 0 {
+			out = append(out, meas)
+		}
+		if len(pred.X) > 0 {
+			out = append(out, pred)
+		}
+	}
+	return out
+}
+
+// Ops lists the report's FFN shapes in the order measured.
+func (r *GEMMSweepReport) Ops() []string {
+	var out []string
+	for _, p := range r.Points {
+		if !slices.Contains(out, p.Op) {
+			out = append(out, p.Op)
+		}
+	}
+	return out
+}
+
+// Table is every point as a row, with its footnotes.
+func (r *GEMMSweepReport) Table() (header []string, rows [][]string, notes []string) {
+	ref := footnotes(&notes)
+	header = []string{"op", "phase", "M", "N", "K", "placement", "backends", "dtype", "threads", "GFLOP/s median", "min", "max", "cv", "predicted GFLOP/s", "measured/predicted time", "fraction", "note"}
+	for _, p := range r.Points {
+		ratio := "— " + ref(p.PredictionNote)
+		if p.PredictedSeconds > 0 && p.Seconds > 0 {
+			ratio = fmt.Sprintf("%.2f", p.Seconds/p.PredictedSeconds)
+		}
+		rows = append(rows, []string{p.Op, p.Phase, strconv.Itoa(p.M), strconv.Itoa(p.N), strconv.Itoa(p.K), p.Placement, p.Backends, p.DType, strconv.Itoa(p.Threads),
+			f2(p.GFLOPS.Median), f2(p.GFLOPS.Min), f2(p.GFLOPS.Max), fmt.Sprintf("%.1f%%", 100*p.GFLOPS.CV),
+			f2(p.PredictedGFLOPS), ratio, pct(p.Fraction, 0) + " " + ref(p.FractionOf), p.Note})
+	}
+	return header, rows, notes
+}
