@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cpubench/bench/models"
+	"github.com/cpubench/bench/opbench"
+	"github.com/cpubench/bench/probes"
+	"github.com/cpubench/bench/reports"
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+func init() { subcommands = append(subcommands, newAttentionCmd) }
+
+// attentionOptions are the flags of `bench attention`.
+type attentionOptions struct {
+	IO                          IO
+	Model                       string
+	Contexts, Batches           []int
+	DecodeContext               int
+	Placement                   string
+	Threads                     int
+	CoresBackend, MatrixBackend string
+	Ablate                      []string
+	Reps, RepMS                 int
+	Profile                     string
+	Out                         string
+	Fig                         figureFlags
+}
+
+func newAttentionCmd(streams IO) *cobra.Command {
+	o := &attentionOptions{IO: streams}
+	cmd := &cobra.Command{
+		Use:   "attention [--model M] [--contexts T,...] [--decode-context C] [--batches B,...] [--placement cores,matrix,mixed] [--out DIR]",
+		Short: "Attention alone: prefill vs context length, decode vs batch (SMEPilot Figs. 10b, 11b), against the roofline",
+		Long: `Runs the engine's attention kernel alone (tiled online-softmax causal GQA
+attention on the producer-packed KV cache, in the engine's work units over
+pinned workers) at the model's heads, KV heads and head dim:
+
+  prefill: a prompt of T tokens from an empty cache, per --contexts T;
+  decode:  one new token for each of B sequences at --decode-context, per --batches B.
+
+Placements: cores (the cores' fp32 backend on every thread), matrix (the
+matrix target's backend on every thread) and mixed (the two, each on half
+of the threads, work units claimed dynamically); attention's tiles run on
+fp32 panels, so matrix and mixed apply only where the matrix target's
+backend is fp32 (e.g. sme-fp32, or one named by --matrix-backend); those
+that do not apply are listed with the reason. --ablate kv-packing keeps the
+cache row-major and packs every K and V tile inside each call.
+
+Per figure: median, min and max of --reps repetitions of at least --rep-ms
+after a warm-up, GFLOP/s (4·head dim FLOPs per query head and causal
+pair), decode's KV GB/s, the roofline's prediction (the catalog's qk,
+softmax and pv on the placement's target of the --profile machine), and
+the fraction of the probed fp32 GEMM ceiling (prefill; target 70%) or of
+the probed read roof for the KV bytes (decode; target 80%). Sampled outputs
+are checked against a float64 reference. Writes attention.png (prefill and
+decode panels), attention.md and attention.json to --out.`,
+		Example: `  bench attention
+  bench attention --contexts 1024,2048,4096,8192 --batches 1,4,16 --decode-context 4096
+  bench attention --matrix-backend go-fp32 --placement cores,matrix,mixed
+  bench attention --ablate kv-packing --out results/attention-ablation`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return attentionRun(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Model, "model", "qwen3-0.6b", "model config (name or config.json): heads, KV heads, head dim ("+strings.Join(models.Names(), ", ")+")")
+	f.IntSliceVar(&o.Contexts, "contexts", []int{256, 512, 1024, 2048}, "prefill lengths T (context = T)")
+	f.IntVar(&o.DecodeContext, "decode-context", 1024, "context of the decode figures")
+	f.IntSliceVar(&o.Batches, "batches", []int{1, 2, 4, 8, 16}, "decode batch sizes (sequences, each with its own cache)")
+	f.StringVar(&o.Placement, "placement", "cores,matrix,mixed", "placements, comma-separated: cores, matrix, mixed")
+	f.IntVar(&o.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
+	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
+	f.StringVar(&o.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
+	f.StringSliceVar(&o.Ablate, "ablate", nil, "ablations: kv-packing (the KV cache row-major, every tile packed inside each call)")
+	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
+	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
+	f.StringVar(&o.Profile, "profile", "", "profile.json of 'bench probe' (or a machine file, a published profile) for the prediction and the fractions (default: this host's newest complete probe profile; none: no predictions)")
+	f.StringVar(&o.Out, "out", "", "output directory (default results/attention-<host>-<yyyymmdd-hhmmss>)")
+	o.Fig.register(cmd, false)
+	return cmd
+}
+
+// opCPUs returns the first threads CPUs in the probes' placement order
+// (0: all of them); errors name --threads.
+func opCPUs(threads int) ([]int, error) {
+	cpus, err := probes.GEMMCPUs()
+	if err != nil {
+		return nil, fmt.Errorf("--threads: CPU list: %w", err)
+	}
+	if threads < 0 || threads > len(cpus) {
+		return nil, fmt.Errorf("--threads %d: must be between 0 and %d (0: every allowed CPU)", threads, len(cpus))
+	}
+	if threads == 0 {
+		threads = len(cpus)
+	}
+	return cpus[:threads], nil
+}
+
+// opProfile resolves --profile (defaultProfile) into the roofline machine
+// and, where the file is a probe profile, the profile of the fractions.
+func opProfile(flag string, io IO, cmd string) (*roofline.Machine, *results.Profile, string, error) {
+	path := defaultProfile(flag, io, cmd)
+	if path == "" {
+		return nil, nil, "", nil
+	}
+	m, err := loadMachine(path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var p *results.Profile
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		p, _ = results.ReadProfile(path) // a machine file has no probe sections: no fractions
+	}
+	return m, p, path, nil
+}
+
+// opOutDir creates --out (or results/<name>-<host>-<stamp>) and returns it
+// with the undo that removes it if nothing is written.
+func opOutDir(out, name string) (string, func(), error) {
+	if out != "" {
+		undo, err := results.MkdirAll(out)
+		if err != nil {
+			return "", nil, fmt.Errorf("--out %s: %w", out, results.UnwrapPath(err))
+		}
+		if err := results.CheckWritableDir(out); err != nil {
+			undo()
+			return "", nil, fmt.Errorf("--out %s: %w", out, err)
+		}
+		return out, undo, nil
+	}
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "host"
+	}
+	if _, err := results.MkdirAll("results"); err != nil {
+		return "", nil, fmt.Errorf("--out: results: %w", results.UnwrapPath(err))
+	}
+	dir, undo, err := results.MkdirUnique(filepath.Join("results", fmt.Sprintf("%s-%s-%s", name, host, time.Now().Format("20060102-150405"))))
+	if err != nil {
+		return "", nil, fmt.Errorf("--out: %w", err)
+	}
+	return dir, undo, nil
+}
+
+func attentionRun(ctx context.Context, o *attentionOptions) error {
+	if err := o.Fig.parse("attention"); err != nil {
+		return err
+	}
+	kvPack := false
+	for _, a := range o.Ablate {
+		if a != "kv-packing" {
+			return fmt.Errorf("attention: --ablate %q: want kv-packing (partition and packing ablate the GEMMs: bench gemm --pack-every-call, --split)", a)
+		}
+		kvPack = true
+	}
+	placements, err := opbench.ParsePlacements(o.Placement)
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	mc, err := models.Load(o.Model)
+	if err != nil {
+		return fmt.Errorf("attention: --model: %w", err)
+	}
+	arch, err := mc.Arch()
+	if err != nil {
+		return fmt.Errorf("attention: --model: %w", err)
+	}
+	bk, err := opbench.ChooseBackends(o.CoresBackend, o.MatrixBackend)
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	cpus, err := opCPUs(o.Threads)
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	c := opbench.AttentionConfig{Arch: arch, Contexts: o.Contexts, DecodeContext: o.DecodeContext, Batches: o.Batches,
+		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack,
+		Timing: opbench.Timing{Reps: o.Reps, RepDuration: time.Duration(o.RepMS) * time.Millisecond}}
+	if o.RepMS < 1 || o.RepMS > 1e6 {
+		return fmt.Errorf("attention: --rep-ms %d: must be between 1 and 1000000", o.RepMS)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	if err := c.CheckMemory(); err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	if c.Machine, c.Profile, o.Profile, err = opProfile(o.Profile, o.IO, "attention"); err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	dir, undo, err := opOutDir(o.Out, "attention")
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			undo()
+		}
+	}()
+	c.Progress = func(s string) { fmt.Fprintf(o.IO.Err, "%s\n", s) }
+	r, err := opbench.RunAttention(ctx, c)
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	ctxLines := attentionContext(r, o.Profile)
+	var panels []reports.OpPanel
+	for _, ph := range []struct{ phase, x string }{{"prefill", "context length T (prompt of T tokens from an empty cache)"}, {"decode", fmt.Sprintf("decode batch (sequences at context %d)", o.DecodeContext)}} {
+		if s := r.Series(ph.phase); len(s) > 0 {
+			panels = append(panels, reports.OpPanel{Title: fmt.Sprintf("%s attention, %s (%d heads of %d, %d KV heads), %d threads", ph.phase, r.Model, r.Heads, r.HeadDim, r.KVHeads, r.Threads),
+				XLabel: ph.x, YLabel: "GFLOP/s (fp32, median; bars min-max)", LogX: true, Series: opSeries(s)})
+		}
+	}
+	header, rows, notes := r.Table()
+	written, err := writeOpOutputs(dir, "attention", "Attention alone: prefill vs context, decode vs batch (SMEPilot Figs. 10b, 11b)", o.Fig.opts, panels, ctxLines, header, rows, notes, r)
+	if err != nil {
+		return fmt.Errorf("attention: %w", err)
+	}
+	done = true
+	out := o.IO.Out
+	for _, l := range ctxLines {
+		fmt.Fprintln(out, l)
+	}
+	if err := reports.TextTable(out, header, rows); err != nil {
+		return err
+	}
+	for i, n := range notes {
+		fmt.Fprintf(out, "[%d] %s\n", i+1, n)
+	}
+	for _, p := range r.Points {
+		if p.Fraction > 0 {
+			what := "of the probed fp32 GEMM ceiling"
+			if p.Phase == "decode" {
+				what = "of the probed read roof for its KV bytes"
+			}
+			verdict := "meets"
+			if p.Fraction < p.Target {
+				verdict = "below"
+			}
+			fmt.Fprintf(out, "%s %s context %d batch %d: %.0f%% %s (target %.0f%%: %s)\n", p.Phase, p.Placement, p.Context, p.Batch, 100*p.Fraction, what, 100*p.Target, verdict)
+		}
+	}
+	fmt.Fprintf(out, "wrote %s\n", strings.Join(written, ", "))
+	return nil
+}
+
+// attentionContext is what ran, stated above the table and in the page.
+func attentionContext(r *opbench.AttentionReport, profile string) []string {
+	l := []string{
+		fmt.Sprintf("model %s: %d query heads, %d KV heads, head dim %d; precision %s; KV cache %s", r.Model, r.Heads, r.KVHeads, r.HeadDim, r.Precision, r.KVCache),
+		fmt.Sprintf("threads %d; cores = %s; matrix = %s", r.Threads, r.CoresLabel, r.MatrixLabel),
+		fmt.Sprintf("median of %d repetitions of ≥ %.0f ms after a warm-up (min, max, cv of the seconds per call)", r.Reps, r.RepSeconds*1e3),
+	}
+	if profile != "" {
+		l = append(l, "roofline and ceilings: "+profile+" (the catalog's unfused qk, softmax and pv: scores counted as materialized)")
+	}
+	for _, s := range r.Skipped {
+		l = append(l, "skipped "+s)
+	}
+	return append(l, r.Notes...)
+}
+
+// opSeries converts opbench's plot lines to reports'.
+func opSeries(s []opbench.Series) []reports.OpSeries {
+	out := make([]reports.OpSeries, len(s))
+	for i, x := range s {
+		out[i] = reports.OpSeries(x)
+	}
+	return out
+}
+
+// writeOpOutputs writes name.png (and --format's others), name.md and
+// name.json (v) atomically to dir and returns the paths written.
+func writeOpOutputs(dir, name, title string, fo reports.FigureOptions, panels []reports.OpPanel, ctxLines, header []string, rows [][]string, notes []string, v any) ([]string, error) {
+	var written []string
+	image := ""
+	if len(panels) > 0 {
+		f, err := reports.OpSweepFigure(panels, 2)
+		if err != nil {
+			return nil, err
+		}
+		if written, err = fo.Write(f, filepath.Join(dir, name+".png")); err != nil {
+			return written, err
+		}
+		image = fo.PrimaryPath(name + ".png")
+	}
+	md, err := reports.OpSweepMarkdown(title, image, ctxLines, header, rows, notes)
+	if err != nil {
+		return written, err
+	}
+	mdPath := filepath.Join(dir, name+".md")
+	if err := results.WriteFileAtomic(mdPath, []byte(md), 0o644); err != nil {
+		return written, err
+	}
+	written = append(written, mdPath)
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return written, err
+	}
+	jsPath := filepath.Join(dir, name+".json")
+	if err := results.WriteFileAtomic(jsPath, append(data, '\n'), 0o644); err != nil {
+		return written, err
+	}
+	return append(written, jsPath), nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/opbench"
+)
+
+func TestAttentionCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, errs := run(t, "attention", "--profile", "none", "--out", dir, "--contexts", "16,40", "--batches", "1,2",
+		"--decode-context", "24", "--reps", "1", "--rep-ms", "1", "--matrix-backend", "go-fp32", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"threads 1", "skipped mixed: does not apply with 1 thread", "attention.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "attention.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r opbench.AttentionReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Schema != opbench.AttentionSchema || len(r.Points) != 2*4 {
+		t.Errorf("report: schema %q, %d points", r.Schema, len(r.Points))
+	}
+	for _, f := range []string{"attention.png", "attention.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestAttentionBadInput(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"--placement gpu", `--placement "gpu"`},
+		{"--contexts 0", "--contexts 0"},
+		{"--decode-context -1", "--decode-context -1"},
+		{"--batches 0", "--batches 0"},
+		{"--matrix-backend nosuch", `"nosuch"`},
+		{"--ablate pipeline", `--ablate "pipeline"`},
+		{"--threads 100000", "--threads 100000"},
+		{"--model nosuch", "nosuch"},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		code, _, errs := run(t, append([]string{"attention", "--profile", "none", "--out", dir}, strings.Fields(c.args)...)...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.HasPrefix(errs, "bench attention: ") {
+			t.Errorf("%s: exit %d, stderr %q", c.args, code, errs)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("%s: left %s", c.args, dir)
+		}
+	}
+}
