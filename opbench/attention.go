@@ -69,7 +69,8 @@ type AttentionPoint struct {
 	KVGBps  float64      `json:"kv_gbps,omitempty"`
 	// PredictedSeconds is the roofline's time of the catalog's qk, softmax
 	// and pv operators with qk and pv on the placement's target (0: no
-	// prediction, PredictionNote says why).
+	// prediction); PredictionNote says why there is none, or how it was
+	// predicted where not on the placement's own target.
 	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
 	PredictedGFLOPS  float64 `json:"predicted_gflops,omitempty"`
 	PredictionNote   string  `json:"prediction_note,omitempty"`
@@ -374,17 +375,21 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint) (float64, string)
 	if err != nil {
 		return 0, err.Error()
 	}
+	target, note, ok := predictionTarget(c.Machine, pt.Placement, c.Backends.Pair)
+	if !ok {
+		return 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, pt.Placement)
+	}
 	total := 0.0
 	for _, o := range placed {
 		if o.Kind == roofline.KindNonlinear {
 			total += o.Time
 			continue
 		}
-		t, ok := o.Times[pt.Placement]
+		t, ok := o.Times[target]
 		if !ok {
-			return 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, pt.Placement)
+			return 0, fmt.Sprintf("the machine %s has no fp32 ceiling on its %s target", c.Machine.Name, target)
 		}
 		total += t
 	}
-	return total, ""
+	return total, note
 }

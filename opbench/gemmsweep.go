@@ -51,7 +51,8 @@ type GEMMSweepPoint struct {
 	Seconds float64      `json:"seconds"` // median per call
 	// PredictedSeconds: the roofline time max(F/π, Q/β) of the linear on
 	// the target named like the placement, weights at the placement's
-	// dtype (0: none, PredictionNote says why).
+	// dtype (0: none); PredictionNote says why there is none, or how it was
+	// predicted where not on the placement's own target.
 	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
 	PredictedGFLOPS  float64 `json:"predicted_gflops,omitempty"`
 	PredictionNote   string  `json:"prediction_note,omitempty"`
@@ -297,9 +298,16 @@ func (c *GEMMSweepConfig) predictLinear(pt *GEMMSweepPoint, pair gemm.Pair) (flo
 	if err != nil {
 		return 0, err.Error()
 	}
-	t, ok := placed[0].Times[pt.Placement]
+	target, note, ok := predictionTarget(c.Machine, pt.Placement, pair)
 	if !ok {
-		return 0, fmt.Sprintf("the machine %s has no %s target with a %s ceiling", c.Machine.Name, pt.Placement, prec)
+		return 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, pt.Placement)
 	}
-	return t, ""
+	t, ok := placed[0].Times[target]
+	if !ok {
+		return 0, fmt.Sprintf("the machine %s has no %s ceiling on its %s target", c.Machine.Name, prec, target)
+	}
+	if pt.Placement == PlaceMixed && target == PlaceCores {
+		note += " (both groups' work at the " + prec + " ceiling of all threads)"
+	}
+	return t, note
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/roofline"
 )
 
 // The placements a sweep compares (SMEPilot §4.1): the cores' fp32 vector
@@ -63,3 +64,20 @@ func ChooseBackends(cores, matrix string) (Backends, error) {
 // engine does: the cores group threads - threads/2, the matrix group
 // threads/2.
 func groupSizes(threads int) (cores, matrix int) { return threads - threads/2, threads / 2 }
+
+// predictionTarget is the roofline target a placement is predicted on:
+// the machine's target of the same name, or, where the machine has none
+// and the matrix target's backend runs on the cores (no matrix unit),
+// the cores target, with a note saying so. ok is false where neither
+// applies (a matrix unit the machine does not model).
+func predictionTarget(m *roofline.Machine, placement string, pair gemm.Pair) (name, note string, ok bool) {
+	if _, found := m.Target(placement); found {
+		return placement, "", true
+	}
+	if placement != PlaceCores && pair.Matrix.Unit == gemm.Cores {
+		if _, found := m.Target(PlaceCores); found {
+			return PlaceCores, fmt.Sprintf("the machine %s has no %s target and matrix = %s runs on the cores: %s predicted on the cores target", m.Name, placement, pair.Matrix.Name, placement), true
+		}
+	}
+	return "", "", false
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Series is one line of a sweep's plot: a placement's medians with their
@@ -106,7 +107,7 @@ func (r *AttentionReport) Table() (header []string, rows [][]string, notes []str
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 {
-			ratio = fmt.Sprintf("%.2f", p.Seconds.Median/p.PredictedSeconds)
+			ratio = strings.TrimSpace(fmt.Sprintf("%.2f %s", p.Seconds.Median/p.PredictedSeconds, ref(p.PredictionNote)))
 		}
 		rows = append(rows, []string{p.Phase, p.Placement, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
 			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
@@ -185,7 +186,7 @@ func (r *GEMMSweepReport) Table() (header []string, rows [][]string, notes []str
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 && p.Seconds > 0 {
-			ratio = fmt.Sprintf("%.2f", p.Seconds/p.PredictedSeconds)
+			ratio = strings.TrimSpace(fmt.Sprintf("%.2f %s", p.Seconds/p.PredictedSeconds, ref(p.PredictionNote)))
 		}
 		rows = append(rows, []string{p.Op, p.Phase, strconv.Itoa(p.M), strconv.Itoa(p.N), strconv.Itoa(p.K), p.Placement, p.Backends, p.DType, strconv.Itoa(p.Threads),
 			f2(p.GFLOPS.Median), f2(p.GFLOPS.Min), f2(p.GFLOPS.Max), fmt.Sprintf("%.1f%%", 100*p.GFLOPS.CV),

@@ -56,6 +56,10 @@ type GEMMOptions struct {
 	jobs              []gemmJob // one per --dtype, in order
 	// CPUs is the thread placement (probes.GEMMCPUs; injected by tests).
 	CPUs []int
+
+	// Sweep is --sweep: the FFN GEMMs of --model vs length and batch
+	// (gemm_sweep.go).
+	Sweep sweepGEMMFlags
 }
 
 // gemmJob is one --dtype's backend: a kernels/gemm backend, or a
@@ -91,12 +95,24 @@ reach while running together (co-running); printed: α ideal (Eq. 1) and α
 chosen (tile-rounded), per-group seconds, makespan, makespan / ideal with
 ideal = 2MNK / (rate A + rate B) from the co-running rates (1 = balanced),
 and the same from the alone rates (1 = the groups add up perfectly).
---pack-every-call is the SMEPilot §5.4 ablation: W is packed inside every call.`,
+--pack-every-call is the SMEPilot §5.4 ablation: W is packed inside every call.
+
+--sweep measures the FFN GEMMs of --model (gate/up: N = intermediate, K =
+hidden; down: N = hidden, K = intermediate) at M = each --lengths (prefill)
+and each --batches (decode) on the placements cores (--backend, default the
+cores' best fp32 backend, on every thread), matrix (--backend-b, default the
+matrix target: the matrix unit's backend, else the best bf16 backend on the
+cores, on every thread) and mixed (one GEMM cut between them by Eq. 1 on the
+two halves of the threads), beside the roofline's prediction on the
+--profile machine (default: this host's newest complete probe profile)
+drawn as a line (SMEPilot Figs. 10a, 11a); writes gemm-sweep.png, .md and
+.json to --out.`,
 		Example: `  bench gemm --m 1,16,128,512,2048 --n 3072 --k 3072 --dtype fp32 --threads 1,2
   bench gemm --dtype int8 --threads 2 --profile results/host/profile.json
   bench gemm --m 1,4,16 --dtype fp32,bf16,q8_0,q4_0 --threads 1,2
   bench gemm --m 512 --backend avx2-fp32 --split 1:1 --backend-b avx2-bf16
-  bench gemm --m 1 --pack-every-call --json`,
+  bench gemm --m 1 --pack-every-call --json
+  bench gemm --sweep --model qwen3-0.6b --lengths 32,128,512 --batches 1,4,16 --placement cores,matrix,mixed`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
@@ -121,17 +137,26 @@ and the same from the alone rates (1 = the groups add up perfectly).
 	f.BoolVar(&opts.NoPrefill, "no-prefill", false, "quantized formats: GEMV tiles at every M, not the prefill path's column-order tiles (its ablation)")
 	f.IntVar(&opts.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&opts.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
-	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling")
+	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling (with --sweep also the roofline prediction; default there: this host's newest complete probe profile, none: no predictions)")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON lines (results.GEMMResult, results.MatrixSplit) instead of tables")
 	f.StringVar(&opts.Shapes, "shapes", "", "weight shapes N×K measured in turn instead of --n, --k: NxK,NxK,... or paper (the MobileLLM-1.5B and Llama3-8B linear shapes of the low-bit GEMV paper's Figs. 5–7, a subset a 2-core machine runs in seconds)")
 	f.StringVar(&opts.Plot, "plot", "", "write the GEMV bandwidth plot (low-bit GEMV paper Figs. 5–7: GB/s of weights per shape, one bar per --dtype, the profile's DRAM read roof and each format's ebw as lines) of the M = 1 figures at the largest thread count to this file (.png, .pdf or .svg by extension), and its table to the same name with .md")
 	opts.Fig.register(cmd, true)
+	opts.Sweep.register(cmd)
 	return cmd
 }
 
 // validate checks the flags and resolves the backends, then the memory
 // the shapes need (checkMemory); it reads no file but the memory limit's.
 func (o *GEMMOptions) validate(cmd *cobra.Command) error {
+	if o.Sweep.On {
+		return o.validateSweep(cmd)
+	}
+	for _, n := range sweepOnly {
+		if cmd.Flags().Changed(n) {
+			return fmt.Errorf("gemm: --%s: only with --sweep", n)
+		}
+	}
 	if err := o.validateFlags(cmd); err != nil {
 		return err
 	}
@@ -341,6 +366,9 @@ func (o *GEMMOptions) resolveJob(cmd *cobra.Command, d string, only bool) (gemmJ
 }
 
 func gemmRun(ctx context.Context, o *GEMMOptions) error {
+	if o.Sweep.On {
+		return gemmSweepRun(ctx, o)
+	}
 	var prof *results.Profile
 	if o.Profile != "" {
 		var err error
