@@ -188,31 +188,38 @@ func joinPlus(s []string) string {
 	return out
 }
 
-// AttentionBytes is the memory the largest placement of c allocates
-// (engine.AttentionBenchBytes), for a check before the sweep.
-func (c *AttentionConfig) benchOptions(ws []gemm.Backend) engine.AttentionBenchOptions {
-	maxSeq := c.DecodeContext
-	for _, t := range c.Contexts {
-		maxSeq = max(maxSeq, t)
+// benchOptions are the attention bench of one phase on workers ws:
+// prefill, one sequence whose cache holds the longest context; decode,
+// the largest batch of sequences whose caches hold the decode context.
+func (c *AttentionConfig) benchOptions(ws []gemm.Backend, phase string) engine.AttentionBenchOptions {
+	o := engine.AttentionBenchOptions{Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads, HeadDim: c.Arch.HeadDim,
+		MaxSeq: c.DecodeContext, Seqs: 1, KVPackPerCall: c.KVPackPerCall, Workers: ws}
+	if phase == "prefill" {
+		o.MaxSeq = slices.Max(c.Contexts)
+		return o
 	}
-	seqs := 1
-	for _, b := range c.Batches {
-		seqs = max(seqs, b)
-	}
-	return engine.AttentionBenchOptions{Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads, HeadDim: c.Arch.HeadDim,
-		MaxSeq: maxSeq, Seqs: seqs, KVPackPerCall: c.KVPackPerCall, Workers: ws}
+	o.Seqs = slices.Max(c.Batches)
+	return o
 }
 
 // CheckMemory refuses, before anything is allocated, a sweep whose
-// caches do not fit in the memory this process may use (two distinct
-// backends for mixed; memlimit.Check through engine.NewAttentionBench's
-// own check otherwise).
+// caches (one phase at a time; two layouts for mixed) do not fit in the
+// memory this process may use (memlimit.Check; engine.NewAttentionBench
+// checks each bench again).
 func (c *AttentionConfig) CheckMemory() error {
 	ws := []gemm.Backend{c.Backends.Pair.Cores}
 	if slices.Contains(c.Placements, PlaceMixed) && c.Backends.Pair.Matrix.DType == gemm.FP32 {
 		ws = append(ws, c.Backends.Pair.Matrix)
 	}
-	return checkSize("attention: KV caches and queries", engine.AttentionBenchBytes(c.benchOptions(ws)))
+	if len(c.Contexts) > 0 {
+		if err := checkSize("attention: prefill KV cache and queries", engine.AttentionBenchBytes(c.benchOptions(ws, "prefill"))); err != nil {
+			return err
+		}
+	}
+	if len(c.Batches) > 0 {
+		return checkSize("attention: decode KV caches and queries", engine.AttentionBenchBytes(c.benchOptions(ws, "decode")))
+	}
+	return nil
 }
 
 // RunAttention measures every placement of c that applies: prefill at
@@ -249,12 +256,14 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			r.Skipped = append(r.Skipped, why)
 			continue
 		}
-		o := c.benchOptions(ws)
-		a, err := engine.NewAttentionBench(o)
-		if err != nil {
-			return nil, err
-		}
 		base := AttentionPoint{Placement: pl, Backends: backendsName(ws), Threads: threads, CPUs: all.CPUs()}
+		var a *engine.AttentionBench
+		o := c.benchOptions(ws, "prefill")
+		if len(c.Contexts) > 0 {
+			if a, err = engine.NewAttentionBench(o); err != nil {
+				return nil, err
+			}
+		}
 		for _, T := range c.Contexts {
 			pt := base
 			pt.Phase, pt.Context, pt.Batch, pt.FLOPs, pt.Target = "prefill", T, 1, o.PrefillFLOPs(T), PrefillTarget
@@ -276,6 +285,13 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			}
 			c.finish(&pt, ws[0].Name)
 			r.Points = append(r.Points, pt)
+		}
+		a = nil // the prefill caches go before the decode ones are made
+		o = c.benchOptions(ws, "decode")
+		if len(c.Batches) > 0 {
+			if a, err = engine.NewAttentionBench(o); err != nil {
+				return nil, err
+			}
 		}
 		for _, B := range c.Batches {
 			C := c.DecodeContext

@@ -17,7 +17,7 @@ const GEMMSweepSchema = "bench.gemm-sweep/v1"
 
 // GEMMSweepConfig is one `bench gemm --sweep`: the FFN GEMMs of Arch
 // (gate and up: N = intermediate, K = hidden; down: N = hidden, K =
-// intermediate; a MoE model's expert FFN where it has no dense one) at M
+// intermediate; one expert's FFN where every layer is MoE) at M
 // = each prefill length and each decode batch.
 type GEMMSweepConfig struct {
 	Arch       roofline.Arch
@@ -81,8 +81,8 @@ type GEMMSweepReport struct {
 // ffnShapes are the sweep's weight shapes: name, N, K.
 func (c *GEMMSweepConfig) ffnShapes() ([]ffnShape, string) {
 	h, f, note := c.Arch.Hidden, c.Arch.Intermediate, ""
-	if f <= 0 {
-		f, note = c.Arch.MoEIntermediate, "the model has no dense FFN: its experts' FFN shapes (moe_intermediate_size)"
+	if f <= 0 || (c.Arch.MoELayers >= c.Arch.Layers && c.Arch.MoEIntermediate > 0) {
+		f, note = c.Arch.MoEIntermediate, fmt.Sprintf("every layer of %s is MoE: one expert's FFN shapes (moe_intermediate_size %d), at M = the rows routed to it", c.Arch.Name, c.Arch.MoEIntermediate)
 	}
 	return []ffnShape{{"gate_proj/up_proj", f, h}, {"down_proj", h, f}}, note
 }
