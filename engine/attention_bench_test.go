@@ -8,31 +8,37 @@ import (
 	"github.com/cpubench/bench/kernels/pool"
 )
 
-// TestAttentionBench runs AttentionBench's prefill and decode on two
-// workers with two different fp32 backends (the portable one and the
-// best one: each its own cache layout, the mixed case) and on the
-// row-major caches of the kv-packing ablation, and checks sampled outputs
-// against the float64 reference.
+// TestAttentionBench runs AttentionBench's prefill and decode with one
+// worker per available fp32 backend (the portable one, the cores' best
+// and, on a CPU with SME, sme-fp32: each its own cache layout, the mixed
+// case) and on the row-major caches of the kv-packing ablation, and
+// checks sampled outputs against the float64 reference.
 func TestAttentionBench(t *testing.T) {
 	cpus, err := affinity.Allowed()
 	if err != nil || len(cpus) == 0 {
 		cpus = []int{0}
 	}
-	p, err := pool.New(pool.Options{CPUs: []int{cpus[0], cpus[0]}, Spin: -1, CallerSpin: -1})
+	var bes []gemm.Backend
+	for _, b := range gemm.Backends() {
+		if b.DType == gemm.FP32 && b.Unavailable == "" {
+			bes = append(bes, b)
+		}
+	}
+	if len(bes) < 2 {
+		bes = append(bes, bes...)
+	}
+	t.Logf("workers' backends: %v", bes)
+	pc := make([]int, len(bes))
+	for i := range pc {
+		pc[i] = cpus[i%len(cpus)]
+	}
+	p, err := pool.New(pool.Options{CPUs: pc, Spin: -1, CallerSpin: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	goBE, err := gemm.BackendByName("go-fp32")
-	if err != nil {
-		t.Fatal(err)
-	}
-	best, err := gemm.Best(gemm.FP32)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, kvPack := range []bool{false, true} {
-		o := AttentionBenchOptions{Heads: 4, KVHeads: 2, HeadDim: 24, MaxSeq: 70, Seqs: 3, KVPackPerCall: kvPack, Workers: []gemm.Backend{best, goBE}}
+		o := AttentionBenchOptions{Heads: 4, KVHeads: 2, HeadDim: 24, MaxSeq: 70, Seqs: 3, KVPackPerCall: kvPack, Workers: bes}
 		a, err := NewAttentionBench(o)
 		if err != nil {
 			t.Fatal(err)

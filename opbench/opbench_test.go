@@ -49,11 +49,25 @@ func testProfile() *results.Profile {
 func TestRunAttention(t *testing.T) {
 	// The matrix target named as the portable fp32 backend, so that every
 	// placement applies (and mixed runs two cache layouts).
-	b, err := ChooseBackends("", "go-fp32")
+	named, err := ChooseBackends("", "go-fp32")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kv := range []bool{false, true} {
+	chosen, err := ChooseBackends("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		b  Backends
+		kv bool
+	}
+	runs := []run{{named, false}, {named, true}}
+	if chosen.Pair.Matrix.DType == "fp32" {
+		runs = append(runs, run{chosen, false}) // sme-fp32 on a CPU with SME
+	}
+	for _, rn := range runs {
+		b, kv := rn.b, rn.kv
+		t.Logf("cores %s, matrix %s, kv-packing %v", b.CoresBackend, b.MatrixBackend, kv)
 		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3},
 			Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed}, Backends: b, CPUs: testCPUs(t, 2), KVPackPerCall: kv,
 			Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
@@ -71,7 +85,7 @@ func TestRunAttention(t *testing.T) {
 			if p.Phase == "decode" && p.KVBytes != 2*4*50*2*16*float64(p.Batch) {
 				t.Errorf("decode batch %d: KV bytes %g", p.Batch, p.KVBytes)
 			}
-			if p.Placement == PlaceMixed && !strings.Contains(p.Backends, "+go-fp32") && p.Backends != "go-fp32" {
+			if want := b.CoresBackend + "+" + b.MatrixBackend; p.Placement == PlaceMixed && p.Backends != want && b.CoresBackend != b.MatrixBackend {
 				t.Errorf("mixed backends %q", p.Backends)
 			}
 		}
