@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync/atomic"
@@ -137,8 +138,8 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 }
 
 // run runs the units on g's workers through ms, each worker claiming the
-// next unit; do gets the pool worker index.
-func (a *AttentionBench) run(ms *pool.Master, g *pool.Group, n int, do func(worker, i int)) error {
+// next unit while ctx runs; do gets the pool worker index.
+func (a *AttentionBench) run(ctx context.Context, ms *pool.Master, g *pool.Group, n int, do func(worker, i int)) error {
 	workers := g.Workers()
 	for _, w := range workers {
 		if w < 0 || w >= len(a.ws) {
@@ -149,6 +150,9 @@ func (a *AttentionBench) run(ms *pool.Master, g *pool.Group, n int, do func(work
 	return ms.Run(g, func(local, _ int) error {
 		w := workers[local]
 		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			i := int(next.Add(1) - 1)
 			if i >= n {
 				return nil
@@ -161,9 +165,11 @@ func (a *AttentionBench) run(ms *pool.Master, g *pool.Group, n int, do func(work
 // Prefill runs causal attention for a prompt of T tokens from an empty
 // cache (query rows 0..T-1 of the first sequence, row t attending to
 // positions 0..t) on g's workers: T/attnRows (rounded up) × KVHeads work
-// units, the latest rows first. Its FLOPs are PrefillFLOPs. Errors: T out
-// of 1..MaxSeq, a worker without a backend, the pool's errors.
-func (a *AttentionBench) Prefill(ms *pool.Master, g *pool.Group, T int) error {
+// units, the latest rows first. Its FLOPs are PrefillFLOPs. Once ctx is
+// done the workers claim no further unit (a unit is at most attnRows
+// rows against T positions) and its error is returned. Errors: T out of
+// 1..MaxSeq, a worker without a backend, the pool's errors.
+func (a *AttentionBench) Prefill(ctx context.Context, ms *pool.Master, g *pool.Group, T int) error {
 	o := a.o
 	if T < 1 || T > o.MaxSeq {
 		return fmt.Errorf("engine: attention bench: prefill of %d tokens: must be between 1 and %d", T, o.MaxSeq)
@@ -177,7 +183,7 @@ func (a *AttentionBench) Prefill(ms *pool.Master, g *pool.Group, T int) error {
 	}
 	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
 	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
-	return a.run(ms, g, len(units), func(w, i int) {
+	return a.run(ctx, ms, g, len(units), func(w, i int) {
 		u, ws := units[i], a.ws[w]
 		name := ws.be.Name
 		attendBlock(a.out[:T*qd], a.q[:T*qd], qd, a.kc[name][0], a.vc[name][0], u.r0, u.r1, 0, u.h, group, scale, ws)
@@ -187,10 +193,11 @@ func (a *AttentionBench) Prefill(ms *pool.Master, g *pool.Group, T int) error {
 // Decode runs one decode step of seqs sequences at context ctx (each
 // sequence's new query at position ctx-1 attends to positions 0..ctx-1 of
 // its own cache) on g's workers: seqs × KVHeads work units. Its FLOPs
-// are DecodeFLOPs, its KV bytes DecodeKVBytes. Errors: ctx out of
+// are DecodeFLOPs, its KV bytes DecodeKVBytes. Once cx is done no
+// further unit is claimed and its error is returned. Errors: ctx out of
 // 1..MaxSeq, seqs out of 1..Seqs, a worker without a backend, the pool's
 // errors.
-func (a *AttentionBench) Decode(ms *pool.Master, g *pool.Group, ctx, seqs int) error {
+func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Group, ctx, seqs int) error {
 	o := a.o
 	if ctx < 1 || ctx > o.MaxSeq {
 		return fmt.Errorf("engine: attention bench: decode at context %d: must be between 1 and %d", ctx, o.MaxSeq)
@@ -200,7 +207,7 @@ func (a *AttentionBench) Decode(ms *pool.Master, g *pool.Group, ctx, seqs int) e
 	}
 	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
 	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
-	return a.run(ms, g, seqs*o.KVHeads, func(w, i int) {
+	return a.run(cx, ms, g, seqs*o.KVHeads, func(w, i int) {
 		s, h, ws := i/o.KVHeads, i%o.KVHeads, a.ws[w]
 		name := ws.be.Name
 		row := s * qd

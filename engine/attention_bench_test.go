@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"testing"
 
 	"github.com/cpubench/bench/internal/affinity"
@@ -43,7 +44,7 @@ func TestAttentionBench(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := p.Do(func(m *pool.Master) error { return a.Prefill(m, p.All(), 70) }); err != nil {
+		if err := p.Do(func(m *pool.Master) error { return a.Prefill(context.Background(), m, p.All(), 70) }); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range []int{0, 1, 31, 32, 33, 69} {
@@ -53,7 +54,7 @@ func TestAttentionBench(t *testing.T) {
 				}
 			}
 		}
-		if err := p.Do(func(m *pool.Master) error { return a.Decode(m, p.All(), 50, 3) }); err != nil {
+		if err := p.Do(func(m *pool.Master) error { return a.Decode(context.Background(), m, p.All(), 50, 3) }); err != nil {
 			t.Fatal(err)
 		}
 		for s := range 3 {
@@ -85,5 +86,26 @@ func TestAttentionBenchErrors(t *testing.T) {
 		if _, err := NewAttentionBench(o); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+func TestAttentionBenchStops(t *testing.T) {
+	best, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pool.New(pool.Options{CPUs: []int{0}, Spin: -1, CallerSpin: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	a, err := NewAttentionBench(AttentionBenchOptions{Heads: 2, KVHeads: 1, HeadDim: 8, MaxSeq: 64, Seqs: 1, Workers: []gemm.Backend{best}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Do(func(m *pool.Master) error { return a.Prefill(ctx, m, p.All(), 64) }); err == nil {
+		t.Error("a cancelled prefill ran")
 	}
 }

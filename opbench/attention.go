@@ -270,7 +270,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s prefill context %d", pl, T))
 			}
-			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Prefill(m, all, T) }); err != nil {
+			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Prefill(ctx, m, all, T) }); err != nil {
 				return nil, fmt.Errorf("attention %s prefill context %d: %w", pl, T, err)
 			}
 			for _, row := range []int{0, T / 2, T - 1} {
@@ -301,7 +301,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d", pl, C, B))
 			}
-			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(m, all, C, B) }); err != nil {
+			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B) }); err != nil {
 				return nil, fmt.Errorf("attention %s decode batch %d: %w", pl, B, err)
 			}
 			for _, s := range []int{0, B - 1} {
