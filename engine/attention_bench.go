@@ -23,6 +23,8 @@ type AttentionBenchOptions struct {
 	// Seqs is the number of sequences, each with its own cache (the
 	// largest decode batch; prefill uses the first).
 	Seqs int
+	// Width is the most new tokens per sequence of a decode step (0: 1).
+	Width int
 	// KVPackPerCall is the kv-packing ablation (Options.KVPackPerCall):
 	// the caches are row-major and attention packs every K and V tile it
 	// reads inside each call.
@@ -63,7 +65,7 @@ func benchValue(s, i uint64) float32 {
 // query and output rows, overflow-checked.
 func AttentionBenchBytes(o AttentionBenchOptions) memlimit.Size {
 	seen := map[string]bool{}
-	need := memlimit.Mul(max(o.MaxSeq, o.Seqs), o.Heads, o.HeadDim, 4, 2)
+	need := memlimit.Mul(o.rows(), o.Heads, o.HeadDim, 4, 2)
 	for _, b := range o.Workers {
 		if seen[b.Name] {
 			continue
@@ -73,6 +75,15 @@ func AttentionBenchBytes(o AttentionBenchOptions) memlimit.Size {
 		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall).Times(o.Seqs))
 	}
 	return need
+}
+
+// rows is the query rows the bench holds: a prefill's or a decode step's.
+func (o AttentionBenchOptions) rows() int {
+	n, ok := memlimit.Mul(o.Seqs, max(o.Width, 1)).Int()
+	if !ok {
+		n = math.MaxInt // refused by the memory check
+	}
+	return max(o.MaxSeq, n)
 }
 
 // NewAttentionBench fills o.Seqs caches of o.MaxSeq positions per
@@ -90,6 +101,8 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 		return nil, fmt.Errorf("engine: attention bench: context %d: must be ≥ 1", o.MaxSeq)
 	case o.Seqs < 1:
 		return nil, fmt.Errorf("engine: attention bench: %d sequences: must be ≥ 1", o.Seqs)
+	case o.Width < 0 || o.Width > o.MaxSeq:
+		return nil, fmt.Errorf("engine: attention bench: decode width %d: must be between 0 and the context %d", o.Width, o.MaxSeq)
 	case len(o.Workers) == 0:
 		return nil, fmt.Errorf("engine: attention bench: no workers")
 	}
@@ -105,7 +118,7 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 		return nil, err
 	}
 	a := &AttentionBench{o: o, lays: map[string]kvLayout{}, kc: map[string][][]float32{}, vc: map[string][][]float32{},
-		ws: make([]*attnScratch, len(o.Workers)), rows: max(o.MaxSeq, o.Seqs)}
+		ws: make([]*attnScratch, len(o.Workers)), rows: o.rows()}
 	kvd := o.KVHeads * o.HeadDim
 	k, v := make([]float32, kvd), make([]float32, kvd)
 	for wi, b := range o.Workers {
@@ -190,14 +203,17 @@ func (a *AttentionBench) Prefill(ctx context.Context, ms *pool.Master, g *pool.G
 	})
 }
 
-// Decode runs one decode step of seqs sequences at context ctx (each
-// sequence's new query at position ctx-1 attends to positions 0..ctx-1 of
-// its own cache) on g's workers: seqs × KVHeads work units. Its FLOPs
-// are DecodeFLOPs, its KV bytes DecodeKVBytes. Once cx is done no
-// further unit is claimed and its error is returned. Errors: ctx out of
-// 1..MaxSeq, seqs out of 1..Seqs, a worker without a backend, the pool's
+// Decode runs one decode step of seqs sequences at context ctx, each
+// adding width new tokens (width 1: ordinary decode; more: a multi-token
+// step, SMEPilot Fig. 11b's decode token width): sequence s's rows
+// s·width..s·width+width-1 are at positions ctx-width..ctx-1 and attend
+// causally to its own cache, on g's workers in seqs × KVHeads ×
+// ceil(width/attnRows) work units. Its FLOPs are DecodeFLOPs, its KV
+// bytes DecodeKVBytes. Once cx is done no further unit is claimed and its
+// error is returned. Errors: ctx out of 1..MaxSeq, seqs out of 1..Seqs,
+// width out of 1..min(ctx, Width), a worker without a backend, the pool's
 // errors.
-func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Group, ctx, seqs int) error {
+func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Group, ctx, seqs, width int) error {
 	o := a.o
 	if ctx < 1 || ctx > o.MaxSeq {
 		return fmt.Errorf("engine: attention bench: decode at context %d: must be between 1 and %d", ctx, o.MaxSeq)
@@ -205,13 +221,25 @@ func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Gro
 	if seqs < 1 || seqs > o.Seqs {
 		return fmt.Errorf("engine: attention bench: decode batch %d: must be between 1 and %d", seqs, o.Seqs)
 	}
+	if width < 1 || width > min(ctx, max(o.Width, 1)) {
+		return fmt.Errorf("engine: attention bench: decode width %d: must be between 1 and %d", width, min(ctx, max(o.Width, 1)))
+	}
+	type unit struct{ s, r0, r1, h int }
+	var units []unit
+	for s := range seqs {
+		for r1 := width; r1 > 0; r1 -= attnRows {
+			for h := range o.KVHeads {
+				units = append(units, unit{s, max(r1-attnRows, 0), r1, h})
+			}
+		}
+	}
 	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
 	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
-	return a.run(cx, ms, g, seqs*o.KVHeads, func(w, i int) {
-		s, h, ws := i/o.KVHeads, i%o.KVHeads, a.ws[w]
+	return a.run(cx, ms, g, len(units), func(w, i int) {
+		u, ws := units[i], a.ws[w]
 		name := ws.be.Name
-		row := s * qd
-		attendBlock(a.out[row:row+qd], a.q[row:row+qd], qd, a.kc[name][s], a.vc[name][s], 0, 1, ctx-1, h, group, scale, ws)
+		rows := a.out[u.s*width*qd : (u.s+1)*width*qd]
+		attendBlock(rows, a.q[u.s*width*qd:(u.s+1)*width*qd], qd, a.kc[name][u.s], a.vc[name][u.s], u.r0, u.r1, ctx-width, u.h, group, scale, ws)
 	})
 }
 
@@ -221,22 +249,28 @@ func (o AttentionBenchOptions) PrefillFLOPs(T int) float64 {
 	return 4 * float64(o.HeadDim) * float64(o.Heads) * float64(T) * float64(T+1) / 2
 }
 
-// DecodeFLOPs is 4·HeadDim·Heads·ctx per sequence of a decode step.
-func (o AttentionBenchOptions) DecodeFLOPs(ctx, seqs int) float64 {
-	return 4 * float64(o.HeadDim) * float64(o.Heads) * float64(ctx) * float64(seqs)
+// DecodeFLOPs is 4·HeadDim FLOPs per query head and causal pair of a
+// decode step of width new tokens per sequence at context ctx:
+// 4·d·H·seqs·(width·(ctx−width) + width(width+1)/2) (width 1: 4·d·H·ctx
+// per sequence).
+func (o AttentionBenchOptions) DecodeFLOPs(ctx, seqs, width int) float64 {
+	w, c := float64(width), float64(ctx)
+	return 4 * float64(o.HeadDim) * float64(o.Heads) * float64(seqs) * (w*(c-w) + w*(w+1)/2)
 }
 
 // DecodeKVBytes is the K and V bytes a decode step reads, each KV head's
-// ctx positions once per sequence (its GQA query heads share them):
-// 2·ctx·KVHeads·HeadDim·4 per sequence (fp32; panel padding not counted).
+// ctx positions once per sequence (its GQA query heads and, up to
+// attnRows, its new tokens share them): 2·ctx·KVHeads·HeadDim·4 per
+// sequence (fp32; panel padding and a wide step's re-reads not counted).
 func (o AttentionBenchOptions) DecodeKVBytes(ctx, seqs int) float64 {
 	return 2 * 4 * float64(ctx) * float64(o.KVHeads) * float64(o.HeadDim) * float64(seqs)
 }
 
-// CheckOutput compares query row r's output (sequence r's in decode,
-// prompt row r in prefill) for query head h, after Prefill or Decode,
-// with a float64 reference of softmax(q·kᵀ/√d)·v over positions
-// 0..pos (pos = r in prefill, ctx-1 in decode), and returns the largest
+// CheckOutput compares query row r's output (prompt row r in prefill;
+// in decode row s·width+i, sequence s's new token i) for query head h,
+// after Prefill or Decode, with a float64 reference of
+// softmax(q·kᵀ/√d)·v over positions 0..pos (pos = r in prefill,
+// ctx-width+i in decode), and returns the largest
 // error relative to Σ_j p_j|v_j| (attendBlock's accuracy bound is about
 // 1e-6 of it in fp32). seq is the sequence whose cache row r read.
 func (a *AttentionBench) CheckOutput(r, seq, pos, h int) (float64, error) {

@@ -39,7 +39,7 @@ func TestAttentionBench(t *testing.T) {
 	}
 	defer p.Close()
 	for _, kvPack := range []bool{false, true} {
-		o := AttentionBenchOptions{Heads: 4, KVHeads: 2, HeadDim: 24, MaxSeq: 70, Seqs: 3, KVPackPerCall: kvPack, Workers: bes}
+		o := AttentionBenchOptions{Heads: 4, KVHeads: 2, HeadDim: 24, MaxSeq: 70, Seqs: 3, Width: 40, KVPackPerCall: kvPack, Workers: bes}
 		a, err := NewAttentionBench(o)
 		if err != nil {
 			t.Fatal(err)
@@ -54,13 +54,17 @@ func TestAttentionBench(t *testing.T) {
 				}
 			}
 		}
-		if err := p.Do(func(m *pool.Master) error { return a.Decode(context.Background(), m, p.All(), 50, 3) }); err != nil {
-			t.Fatal(err)
-		}
-		for s := range 3 {
-			for h := range o.Heads {
-				if e, err := a.CheckOutput(s, s, 49, h); err != nil || e > 1e-5 {
-					t.Errorf("kv-packing %v: decode sequence %d head %d: relative error %g (%v)", kvPack, s, h, e, err)
+		for _, width := range []int{1, 3, 40} {
+			if err := p.Do(func(m *pool.Master) error { return a.Decode(context.Background(), m, p.All(), 50, 3, width) }); err != nil {
+				t.Fatal(err)
+			}
+			for s := range 3 {
+				for _, i := range []int{0, width - 1} {
+					for h := range o.Heads {
+						if e, err := a.CheckOutput(s*width+i, s, 50-width+i, h); err != nil || e > 1e-5 {
+							t.Errorf("kv-packing %v: decode width %d sequence %d token %d head %d: relative error %g (%v)", kvPack, width, s, i, h, e, err)
+						}
+					}
 				}
 			}
 		}

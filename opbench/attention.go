@@ -29,6 +29,9 @@ type AttentionConfig struct {
 	// batch sizes (sequences, each with its own cache).
 	DecodeContext int
 	Batches       []int
+	// Widths are the decode token widths (new tokens per sequence in one
+	// step, SMEPilot Fig. 11b) measured at batch 1 and DecodeContext.
+	Widths []int
 	// Placements are cores, matrix and mixed (ParsePlacements); those
 	// that do not apply on this machine are skipped with the reason.
 	Placements []string
@@ -49,7 +52,10 @@ type AttentionConfig struct {
 
 // AttentionPoint is one measured figure.
 type AttentionPoint struct {
-	Phase     string `json:"phase"` // prefill or decode
+	Phase string `json:"phase"` // prefill or decode
+	// Axis is what the point's sweep varies: "context" (prefill), "batch"
+	// (decode, width 1) or "width" (decode, batch 1).
+	Axis      string `json:"axis"`
 	Placement string `json:"placement"`
 	// Backends are the fp32 backends the workers ran ("avx2-fp32", or
 	// "avx2-fp32+sme-fp32" for mixed: cores group + matrix group).
@@ -58,6 +64,7 @@ type AttentionPoint struct {
 	CPUs     []int  `json:"cpus"`
 	Context  int    `json:"context"`
 	Batch    int    `json:"batch"`
+	Width    int    `json:"width"` // new tokens per sequence (prefill: the context)
 	// FLOPs per call (4·head dim per query head and causal pair) and KV
 	// bytes read per call (decode: 2·context·KV heads·head dim·4 per
 	// sequence; prefill: each KV position once per query block is not
@@ -76,7 +83,8 @@ type AttentionPoint struct {
 	PredictionNote   string  `json:"prediction_note,omitempty"`
 	// Fraction is GFLOP/s over the probed fp32 GEMM ceiling (prefill) or
 	// KV GB/s over the probed read roof for the KV bytes (decode), of
-	// FractionOf; Target the issue's goal (0.70, 0.80).
+	// FractionOf; Target the issue's goal (0.70, 0.80); neither for a
+	// decode step wider than one token.
 	Fraction   float64 `json:"fraction,omitempty"`
 	FractionOf string  `json:"fraction_of"`
 	Target     float64 `json:"target"`
@@ -117,8 +125,8 @@ func (c *AttentionConfig) Validate() error {
 		return fmt.Errorf("model %s: heads %d, KV heads %d, head dim %d: must be ≥ 1", a.Name, a.Heads, a.KVHeads, a.HeadDim)
 	case a.Heads%a.KVHeads != 0:
 		return fmt.Errorf("model %s: heads %d not a multiple of KV heads %d", a.Name, a.Heads, a.KVHeads)
-	case len(c.Contexts) == 0 && len(c.Batches) == 0:
-		return errors.New("--contexts and --batches: nothing to measure")
+	case len(c.Contexts) == 0 && len(c.Batches) == 0 && len(c.Widths) == 0:
+		return errors.New("--contexts, --batches and --widths: nothing to measure")
 	case len(c.CPUs) < 1:
 		return errors.New("--threads: need at least 1 CPU")
 	case len(c.Placements) == 0:
@@ -129,8 +137,13 @@ func (c *AttentionConfig) Validate() error {
 			return fmt.Errorf("--contexts %d: must be ≥ 1", t)
 		}
 	}
-	if len(c.Batches) > 0 && c.DecodeContext < 1 {
+	if (len(c.Batches) > 0 || len(c.Widths) > 0) && c.DecodeContext < 1 {
 		return fmt.Errorf("--decode-context %d: must be ≥ 1", c.DecodeContext)
+	}
+	for _, w := range c.Widths {
+		if w < 1 || w > c.DecodeContext {
+			return fmt.Errorf("--widths %d: must be between 1 and --decode-context %d", w, c.DecodeContext)
+		}
 	}
 	for _, b := range c.Batches {
 		if b < 1 {
@@ -198,7 +211,12 @@ func (c *AttentionConfig) benchOptions(ws []gemm.Backend, phase string) engine.A
 		o.MaxSeq = slices.Max(c.Contexts)
 		return o
 	}
-	o.Seqs = slices.Max(c.Batches)
+	if len(c.Batches) > 0 {
+		o.Seqs = slices.Max(c.Batches)
+	}
+	if len(c.Widths) > 0 {
+		o.Width = slices.Max(c.Widths)
+	}
 	return o
 }
 
@@ -216,7 +234,7 @@ func (c *AttentionConfig) CheckMemory() error {
 			return err
 		}
 	}
-	if len(c.Batches) > 0 {
+	if len(c.Batches) > 0 || len(c.Widths) > 0 {
 		return checkSize("attention: decode KV caches and queries", engine.AttentionBenchBytes(c.benchOptions(ws, "decode")))
 	}
 	return nil
@@ -266,7 +284,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		}
 		for _, T := range c.Contexts {
 			pt := base
-			pt.Phase, pt.Context, pt.Batch, pt.FLOPs, pt.Target = "prefill", T, 1, o.PrefillFLOPs(T), PrefillTarget
+			pt.Phase, pt.Axis, pt.Context, pt.Batch, pt.Width, pt.FLOPs, pt.Target = "prefill", "context", T, 1, T, o.PrefillFLOPs(T), PrefillTarget
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s prefill context %d", pl, T))
 			}
@@ -288,31 +306,44 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		}
 		a = nil // the prefill caches go before the decode ones are made
 		o = c.benchOptions(ws, "decode")
-		if len(c.Batches) > 0 {
+		if len(c.Batches) > 0 || len(c.Widths) > 0 {
 			if a, err = engine.NewAttentionBench(o); err != nil {
 				return nil, err
 			}
 		}
+		type step struct {
+			axis         string
+			batch, width int
+		}
+		var steps []step
 		for _, B := range c.Batches {
-			C := c.DecodeContext
+			steps = append(steps, step{"batch", B, 1})
+		}
+		for _, W := range c.Widths {
+			steps = append(steps, step{"width", 1, W})
+		}
+		for _, st := range steps {
+			C, B, W := c.DecodeContext, st.batch, st.width
 			pt := base
-			pt.Phase, pt.Context, pt.Batch, pt.FLOPs, pt.Target = "decode", C, B, o.DecodeFLOPs(C, B), DecodeTarget
+			pt.Phase, pt.Axis, pt.Context, pt.Batch, pt.Width, pt.FLOPs, pt.Target = "decode", st.axis, C, B, W, o.DecodeFLOPs(C, B, W), DecodeTarget
 			pt.KVBytes = o.DecodeKVBytes(C, B)
 			if c.Progress != nil {
-				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d", pl, C, B))
+				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d width %d", pl, C, B, W))
 			}
-			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B) }); err != nil {
-				return nil, fmt.Errorf("attention %s decode batch %d: %w", pl, B, err)
+			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }); err != nil {
+				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
 			}
 			for _, s := range []int{0, B - 1} {
-				e, err := a.CheckOutput(s, s, C-1, 0)
-				if err != nil {
-					return nil, err
+				for _, i := range []int{0, W - 1} {
+					e, err := a.CheckOutput(s*W+i, s, C-W+i, 0)
+					if err != nil {
+						return nil, err
+					}
+					pt.MaxRelError = max(pt.MaxRelError, e)
 				}
-				pt.MaxRelError = max(pt.MaxRelError, e)
 			}
 			if pt.MaxRelError > maxAttentionError {
-				return nil, fmt.Errorf("attention %s %s context %d batch %d: output check failed: relative error %.3g > %.0e", pl, pt.Phase, pt.Context, pt.Batch, pt.MaxRelError, maxAttentionError)
+				return nil, fmt.Errorf("attention %s decode context %d batch %d width %d: output check failed: relative error %.3g > %.0e", pl, C, B, W, pt.MaxRelError, maxAttentionError)
 			}
 			c.finish(&pt, ws[0].Name)
 			r.Points = append(r.Points, pt)
@@ -356,6 +387,8 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, coresBackend string) {
 		if ref > 0 {
 			pt.Fraction = pt.GFLOPS.Median / ref
 		}
+	} else if pt.Width > 1 {
+		pt.Target, pt.FractionOf = 0, "a decode step of several tokens: its FLOPs grow with the width at the same KV bytes, so no fraction of the KV read roof; see measured/predicted"
 	} else {
 		ref, pt.FractionOf = BandwidthRoof(c.Profile, pt.KVBytes, pt.Threads)
 		if ref > 0 {
@@ -374,7 +407,7 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint) (float64, string)
 	req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: pt.Context, Context: pt.Context,
 		Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
 	if pt.Phase == "decode" {
-		req = roofline.Request{Phase: roofline.Decode, Batch: pt.Batch, Tokens: 1, Context: pt.Context,
+		req = roofline.Request{Phase: roofline.Decode, Batch: pt.Batch, Tokens: pt.Width, Context: pt.Context,
 			Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
 	}
 	cat, err := roofline.BuildCatalog(c.Arch, req)

@@ -68,29 +68,32 @@ func TestRunAttention(t *testing.T) {
 	for _, rn := range runs {
 		b, kv := rn.b, rn.kv
 		t.Logf("cores %s, matrix %s, kv-packing %v", b.CoresBackend, b.MatrixBackend, kv)
-		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3},
+		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3}, Widths: []int{2, 33},
 			Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed}, Backends: b, CPUs: testCPUs(t, 2), KVPackPerCall: kv,
 			Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
 		r, err := RunAttention(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Points) != 3*4 || len(r.Skipped) != 0 {
+		if len(r.Points) != 3*6 || len(r.Skipped) != 0 {
 			t.Fatalf("kv-packing %v: %d points, skipped %v", kv, len(r.Points), r.Skipped)
 		}
 		for _, p := range r.Points {
-			if !(p.GFLOPS.Median > 0) || p.MaxRelError > maxAttentionError || !(p.PredictedSeconds > 0) || !(p.Fraction > 0) {
+			if !(p.GFLOPS.Median > 0) || p.MaxRelError > maxAttentionError || !(p.PredictedSeconds > 0) || !(p.Fraction > 0) && (p.Phase == "prefill" || p.Width == 1) {
 				t.Errorf("%+v", p)
 			}
-			if p.Phase == "decode" && p.KVBytes != 2*4*50*2*16*float64(p.Batch) {
+			if p.Phase == "decode" && p.KVBytes != 2*4*50*2*16*float64(p.Batch) || p.Axis == "width" && p.FLOPs != 4*16*4*float64(p.Width*(50-p.Width)+p.Width*(p.Width+1)/2) {
 				t.Errorf("decode batch %d: KV bytes %g", p.Batch, p.KVBytes)
 			}
 			if want := b.CoresBackend + "+" + b.MatrixBackend; p.Placement == PlaceMixed && p.Backends != want && b.CoresBackend != b.MatrixBackend {
 				t.Errorf("mixed backends %q", p.Backends)
 			}
 		}
-		if s := r.Series("prefill"); len(s) != 6 || !s[1].Predicted || len(s[0].X) != 2 {
+		if s := r.Series("context"); len(s) != 6 || !s[1].Predicted || len(s[0].X) != 2 {
 			t.Errorf("prefill series: %+v", s)
+		}
+		if s := r.Series("width"); len(s) != 6 || s[0].X[1] != 33 {
+			t.Errorf("width series: %+v", s)
 		}
 		h, rows, _ := r.Table()
 		if len(rows) != len(r.Points) || len(rows[0]) != len(h) {
@@ -126,7 +129,8 @@ func TestAttentionValidate(t *testing.T) {
 		"context -1": func(c *AttentionConfig) { c.Contexts = []int{-1} },
 		"decode":     func(c *AttentionConfig) { c.DecodeContext = 0 },
 		"batch":      func(c *AttentionConfig) { c.Batches = []int{0} },
-		"nothing":    func(c *AttentionConfig) { c.Contexts, c.Batches = nil, nil },
+		"width":      func(c *AttentionConfig) { c.Widths = []int{9} },
+		"nothing":    func(c *AttentionConfig) { c.Contexts, c.Batches, c.Widths = nil, nil, nil },
 		"reps":       func(c *AttentionConfig) { c.Timing.Reps = 0 },
 		"gqa":        func(c *AttentionConfig) { c.Arch.KVHeads = 3 },
 	} {

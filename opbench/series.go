@@ -19,21 +19,25 @@ type Series struct {
 	Lo, Hi    []float64
 }
 
-// Series returns the plot lines of one phase ("prefill": x = context;
-// "decode": x = batch), GFLOP/s, per placement in the order measured,
-// each followed by its prediction where there is one.
-func (r *AttentionReport) Series(phase string) []Series {
+// Series returns the plot lines of one sweep axis ("context": prefill
+// vs context; "batch": decode vs batch; "width": decode vs token width),
+// GFLOP/s, per placement in the order measured, each followed by its
+// prediction where there is one.
+func (r *AttentionReport) Series(axis string) []Series {
 	var out []Series
 	for _, pl := range r.placements() {
 		meas := Series{Label: pl + " (" + r.backendsOf(pl) + ")", Group: pl}
 		pred := Series{Label: pl + " roofline", Group: pl, Predicted: true}
 		for _, p := range r.Points {
-			if p.Phase != phase || p.Placement != pl {
+			if p.Axis != axis || p.Placement != pl {
 				continue
 			}
 			x := float64(p.Context)
-			if phase == "decode" {
+			switch axis {
+			case "batch":
 				x = float64(p.Batch)
+			case "width":
+				x = float64(p.Width)
 			}
 			meas.X, meas.Y, meas.Lo, meas.Hi = append(meas.X, x), append(meas.Y, p.GFLOPS.Median), append(meas.Lo, p.GFLOPS.Min), append(meas.Hi, p.GFLOPS.Max)
 			if p.PredictedGFLOPS > 0 {
@@ -103,13 +107,13 @@ func f2(x float64) string {
 // prediction columns refer to ([n]).
 func (r *AttentionReport) Table() (header []string, rows [][]string, notes []string) {
 	ref := footnotes(&notes)
-	header = []string{"phase", "placement", "backends", "threads", "context", "batch", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "measured/predicted", "fraction", "max rel. error"}
+	header = []string{"phase", "placement", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "measured/predicted", "fraction", "max rel. error"}
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 {
 			ratio = strings.TrimSpace(fmt.Sprintf("%.2f %s", p.Seconds.Median/p.PredictedSeconds, ref(p.PredictionNote)))
 		}
-		rows = append(rows, []string{p.Phase, p.Placement, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
+		rows = append(rows, []string{p.Phase, p.Placement, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
 			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
 			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
 			fmt.Sprintf("%.1e", p.MaxRelError)})

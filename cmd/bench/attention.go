@@ -25,7 +25,7 @@ func init() { subcommands = append(subcommands, newAttentionCmd) }
 type attentionOptions struct {
 	IO                          IO
 	Model                       string
-	Contexts, Batches           []int
+	Contexts, Batches, Widths   []int
 	DecodeContext               int
 	Placement                   string
 	Threads                     int
@@ -40,14 +40,16 @@ type attentionOptions struct {
 func newAttentionCmd(streams IO) *cobra.Command {
 	o := &attentionOptions{IO: streams}
 	cmd := &cobra.Command{
-		Use:   "attention [--model M] [--contexts T,...] [--decode-context C] [--batches B,...] [--placement cores,matrix,mixed] [--out DIR]",
-		Short: "Attention alone: prefill vs context length, decode vs batch (SMEPilot Figs. 10b, 11b), against the roofline",
+		Use:   "attention [--model M] [--contexts T,...] [--decode-context C] [--batches B,...] [--widths W,...] [--placement cores,matrix,mixed] [--out DIR]",
+		Short: "Attention alone: prefill vs context length, decode vs batch and token width (SMEPilot Figs. 10b, 11b), against the roofline",
 		Long: `Runs the engine's attention kernel alone (tiled online-softmax causal GQA
 attention on the producer-packed KV cache, in the engine's work units over
 pinned workers) at the model's heads, KV heads and head dim:
 
   prefill: a prompt of T tokens from an empty cache, per --contexts T;
-  decode:  one new token for each of B sequences at --decode-context, per --batches B.
+  decode:  one new token for each of B sequences at --decode-context, per --batches B;
+           W new tokens of one sequence at --decode-context, per --widths W
+           (the decode token width of SMEPilot Fig. 11b).
 
 Placements: cores (the cores' fp32 backend on every thread), matrix (the
 matrix target's backend on every thread) and mixed (the two, each on half
@@ -76,7 +78,8 @@ decode panels), attention.md and attention.json to --out.`,
 	f.StringVar(&o.Model, "model", "qwen3-0.6b", "model config (name or config.json): heads, KV heads, head dim ("+strings.Join(models.Names(), ", ")+")")
 	f.IntSliceVar(&o.Contexts, "contexts", []int{256, 512, 1024, 2048}, "prefill lengths T (context = T)")
 	f.IntVar(&o.DecodeContext, "decode-context", 1024, "context of the decode figures")
-	f.IntSliceVar(&o.Batches, "batches", []int{1, 2, 4, 8, 16}, "decode batch sizes (sequences, each with its own cache)")
+	f.IntSliceVar(&o.Batches, "batches", []int{1, 2, 4, 8, 16}, "decode batch sizes (sequences, each with its own cache; one new token each)")
+	f.IntSliceVar(&o.Widths, "widths", []int{1, 4, 16, 64}, "decode token widths (new tokens of one sequence in one step, at --decode-context)")
 	f.StringVar(&o.Placement, "placement", "cores,matrix,mixed", "placements, comma-separated: cores, matrix, mixed")
 	f.IntVar(&o.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
@@ -183,7 +186,7 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	if err != nil {
 		return fmt.Errorf("attention: %w", err)
 	}
-	c := opbench.AttentionConfig{Arch: arch, Contexts: o.Contexts, DecodeContext: o.DecodeContext, Batches: o.Batches,
+	c := opbench.AttentionConfig{Arch: arch, Contexts: o.Contexts, DecodeContext: o.DecodeContext, Batches: o.Batches, Widths: o.Widths,
 		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack,
 		Timing: opbench.Timing{Reps: o.Reps, RepDuration: time.Duration(o.RepMS) * time.Millisecond}}
 	if o.RepMS < 1 || o.RepMS > 1e6 {
@@ -215,14 +218,18 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	}
 	ctxLines := attentionContext(r, o.Profile)
 	var panels []reports.OpPanel
-	for _, ph := range []struct{ phase, x string }{{"prefill", "context length T (prompt of T tokens from an empty cache)"}, {"decode", fmt.Sprintf("decode batch (sequences at context %d)", o.DecodeContext)}} {
-		if s := r.Series(ph.phase); len(s) > 0 {
+	for _, ph := range []struct{ axis, phase, x string }{
+		{"context", "prefill", "context length T (prompt of T tokens from an empty cache)"},
+		{"batch", "decode", fmt.Sprintf("decode batch (sequences at context %d, one new token each)", o.DecodeContext)},
+		{"width", "decode", fmt.Sprintf("decode token width (new tokens of one sequence at context %d)", o.DecodeContext)},
+	} {
+		if s := r.Series(ph.axis); len(s) > 0 {
 			panels = append(panels, reports.OpPanel{Title: fmt.Sprintf("%s attention, %s (%d heads of %d, %d KV heads), %d threads", ph.phase, r.Model, r.Heads, r.HeadDim, r.KVHeads, r.Threads),
 				XLabel: ph.x, YLabel: "GFLOP/s (fp32, median; bars min-max)", LogX: true, Series: opSeries(s)})
 		}
 	}
 	header, rows, notes := r.Table()
-	written, err := writeOpOutputs(dir, "attention", "Attention alone: prefill vs context, decode vs batch (SMEPilot Figs. 10b, 11b)", o.Fig.opts, panels, ctxLines, header, rows, notes, r)
+	written, err := writeOpOutputs(dir, "attention", "Attention alone: prefill vs context, decode vs batch (SMEPilot Figs. 10b, 11b)", o.Fig.opts, panels, 3, ctxLines, header, rows, notes, r)
 	if err != nil {
 		return fmt.Errorf("attention: %w", err)
 	}
@@ -279,13 +286,14 @@ func opSeries(s []opbench.Series) []reports.OpSeries {
 	return out
 }
 
-// writeOpOutputs writes name.png (and --format's others), name.md and
-// name.json (v) atomically to dir and returns the paths written.
-func writeOpOutputs(dir, name, title string, fo reports.FigureOptions, panels []reports.OpPanel, ctxLines, header []string, rows [][]string, notes []string, v any) ([]string, error) {
+// writeOpOutputs writes name.png (the panels, at most cols per row, and
+// --format's other formats), name.md and name.json (v) atomically to dir
+// and returns the paths written.
+func writeOpOutputs(dir, name, title string, fo reports.FigureOptions, panels []reports.OpPanel, cols int, ctxLines, header []string, rows [][]string, notes []string, v any) ([]string, error) {
 	var written []string
 	image := ""
 	if len(panels) > 0 {
-		f, err := reports.OpSweepFigure(panels, 2)
+		f, err := reports.OpSweepFigure(panels, cols)
 		if err != nil {
 			return nil, err
 		}

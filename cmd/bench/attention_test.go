@@ -13,7 +13,7 @@ import (
 func TestAttentionCommand(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	code, out, errs := run(t, "attention", "--profile", "none", "--out", dir, "--contexts", "16,40", "--batches", "1,2",
-		"--decode-context", "24", "--reps", "1", "--rep-ms", "1", "--matrix-backend", "go-fp32", "--threads", "1")
+		"--decode-context", "24", "--widths", "3", "--reps", "1", "--rep-ms", "1", "--matrix-backend", "go-fp32", "--threads", "1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -30,7 +30,7 @@ func TestAttentionCommand(t *testing.T) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Schema != opbench.AttentionSchema || len(r.Points) != 2*4 {
+	if r.Schema != opbench.AttentionSchema || len(r.Points) != 2*5 {
 		t.Errorf("report: schema %q, %d points", r.Schema, len(r.Points))
 	}
 	for _, f := range []string{"attention.png", "attention.md"} {
@@ -46,6 +46,7 @@ func TestAttentionBadInput(t *testing.T) {
 		{"--contexts 0", "--contexts 0"},
 		{"--decode-context -1", "--decode-context -1"},
 		{"--batches 0", "--batches 0"},
+		{"--widths 5000", "--widths 5000"},
 		{"--matrix-backend nosuch", `"nosuch"`},
 		{"--ablate pipeline", `--ablate "pipeline"`},
 		{"--threads 100000", "--threads 100000"},

@@ -167,7 +167,7 @@ func gemmSweepRun(ctx context.Context, o *GEMMOptions) error {
 		}
 	}
 	header, rows, notes := r.Table()
-	written, err := writeOpOutputs(dir, "gemm-sweep", "FFN GEMMs vs length and batch (SMEPilot Figs. 10a, 11a)", fo, panels, lines, header, rows, notes, r)
+	written, err := writeOpOutputs(dir, "gemm-sweep", "FFN GEMMs vs length and batch (SMEPilot Figs. 10a, 11a)", fo, panels, 2, lines, header, rows, notes, r)
 	if err != nil {
 		return fmt.Errorf("gemm: %w", err)
 	}
