@@ -64,6 +64,10 @@
 //     can be joined.
 //   - Sampling: greedy (Argmax) and temperature/top-p with a seeded PRNG
 //     (Sampler).
+//   - AttentionBench (attention_bench.go): the attention kernel alone, in
+//     its work units, on synthetic KV caches in the packed or row-major
+//     layout, one fp32 backend per worker, with a float64 output check;
+//     what `bench attention` (package opbench) times.
 //
 // The forward pass follows llama2.c's run.c (see
 // testdata/stories260K/SOURCE.md), generalized to half-split RoPE, Llama 3
