@@ -61,8 +61,9 @@
 // in int32 on the quantized values (QuantizeRows), then two float32
 // multiplies: |y - ref(quantized)| ≤ 2^-22·|ref|.
 //
-// This package imports only internal/cpu and kernels/pool (the worker
-// groups of Run and RunSplit) of bench.
+// This package imports only internal/cpu, internal/amx (the AMX tile-data
+// permission) and kernels/pool (the worker groups of Run and RunSplit) of
+// bench.
 package gemm
 
 //go:generate sh -c "cd ../_asm && GOWORK=off go run ./gemm -out ../gemm/kernels_amd64.s"

@@ -17,12 +17,12 @@
 //	ipc.go            issue rates per microarchitecture (theoretical peaks)
 //	peak_amd64.go/.s  SSE/AVX2/AVX-512/AVX-VNNI/AMX loops; the .s is generated
 //	                  by the avo program in ../_asm/peak (go generate)
-//	amx_linux.go      the arch_prctl(ARCH_REQ_XCOMP_PERM) AMX needs first
+//	amx_amd64.go      the AMX tile-data permission, internal/amx.Permit
 //	peak_arm64.go/.s  NEON loops, hand-written (WORDs commented)
 //	peak_generic.go   no assembly (tag purego or another GOARCH): no kernels
 //
-// This package imports only internal/cpu of bench (and cpuid/x/sys); it
-// must not import probes, engine, reports or roofline.
+// This package imports only internal/cpu and internal/amx of bench (and
+// cpuid/x/sys); it must not import probes, engine, reports or roofline.
 package peak
 
 //go:generate sh -c "cd ../_asm && GOWORK=off go run ./peak -out ../peak/peak_amd64.s"

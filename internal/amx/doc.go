@@ -1,0 +1,25 @@
+// Package amx holds what every user of Intel AMX tiles in bench shares:
+// the Linux permission request for the tile data state (Permit), asked for
+// once per process, and the statement of how far the AMX code of this
+// module has been verified (NeverExecuted).
+//
+// Linux keeps AMX tile data (XFEATURE_XTILEDATA, XSAVE state component
+// 18) off until a process asks for it with arch_prctl(ARCH_REQ_XCOMP_PERM,
+// 18); a thread that executes a tile instruction before that gets SIGILL.
+// The permission is process-wide and granted for every thread, present
+// and future. kernels/peak (the AMX compute ceilings) and kernels/gemm
+// (the amx-bf16 and amx-int8 backends) both ask through Permit.
+//
+// This package imports no other package of bench (golang.org/x/sys/unix
+// for the system call).
+package amx
+
+// NeverExecuted is the mark `bench probe --list` puts beside every AMX
+// kernel: nothing in the workplace this code was written in has run an AMX
+// instruction. Its machines lack AMX, and the emulators of Debian 12's
+// packages do not emulate it (Bochs 2.7 has no AMX; QEMU 7.2's TCG has no
+// AMX, only KVM passes it through on AMX hardware). The kernels guard
+// themselves: each checks its result against its Go specification on
+// first use (kernels/gemm's amx-bf16 and amx-int8), or against a model of
+// its checksum (kernels/peak's amx_bf16 and amx_int8).
+const NeverExecuted = "never executed on hardware (no AMX machine here; Bochs 2.7 and QEMU 7.2 TCG in Debian 12 do not emulate AMX)"
