@@ -16,7 +16,8 @@ type Scratch struct {
 	a32  []uint32  // int8: packed int16 pairs of quantized X
 	q    []int8    // int8: one quantized row
 	xs   []float32 // int8: row scales of the block
-	tile []float32 // MR×NR edge tile
+	tile []float32 // MR×NR edge tile (AMX: the 32×32 output tile)
+	amxA []byte    // AMX: X converted into tile rows (amx.go)
 	w    Weights   // BlockUnpacked: the panels packed in this call
 	im   *impl     // PanelBlock: the backend last looked up
 }
@@ -149,8 +150,16 @@ func BlockUnpacked(b Backend, bl Blocking, y []float32, ldy int, x []float32, ld
 	case []float32:
 		w.f32 = packPanelsF32(w.f32, r, n, k, im.nr, p0, p1)
 	case []uint16:
+		if im.amx != nil {
+			w.u16 = packAMXU16(im.amx, w.u16, r, n, k, p0, p1)
+			break
+		}
 		w.u16 = packPanelsU16(w.u16, r, n, k, im.nr, p0, p1)
 	case RawInt8:
+		if im.amx != nil {
+			w.i8, w.scales = packAMXI8(im.amx, w.i8, w.scales, r.W, r.Scales, n, k, p0, p1)
+			break
+		}
 		w.i8, w.scales = packPanelsI8(w.i8, w.scales, r.W, r.Scales, n, k, im.nr, p0, p1)
 	}
 	w.compute(y, ldy, x, ldx, m0, m1, n0, n1, s)
@@ -163,6 +172,9 @@ func (w *Weights) stored() int {
 	case FP32:
 		return len(w.f32) / (w.K * w.im.nr)
 	case BF16:
+		if op := w.im.amx; op != nil {
+			return len(w.u16) * 2 / op.panelBytes(w.K)
+		}
 		return len(w.u16) / (w.K * w.im.nr)
 	}
 	return len(w.scales) / w.im.nr
@@ -171,6 +183,10 @@ func (w *Weights) stored() int {
 // compute runs the loop nest on a checked, non-empty or empty block.
 func (w *Weights) compute(y []float32, ldy int, x []float32, ldx int, m0, m1, n0, n1 int, s *Scratch) {
 	if m1 == m0 || n1 == n0 {
+		return
+	}
+	if w.im.amx != nil {
+		w.computeAMX(y, ldy, x, ldx, m0, m1, n0, n1, s)
 		return
 	}
 	if w.im.dt == Int8 {

@@ -29,6 +29,10 @@ type Backend struct {
 	TileM       int    // microkernel register tile: rows of X/Y
 	TileN       int    // microkernel register tile: output columns (rows of W)
 	Unavailable string // "" or "unavailable: CPU lacks AVX512F"
+	// NeverRun is "" for a kernel that CI or a machine of this project has
+	// executed, else why it has not: internal/amx.NeverExecuted for the
+	// AMX backends, which `bench probe --list` shows beside them.
+	NeverRun string
 }
 
 // impl is what a backend computes with; every backend's packed layout is
@@ -42,10 +46,12 @@ type impl struct {
 	lacks     func() string // "" when usable now
 	fk        []fkern       // fp32 or bf16: fk[m-1] computes an m×nr tile
 	ik        []ikern       // int8: ik[m-1]
+	amx       *amxOp        // AMX: tile kernel and layouts (amx.go); fk, ik unused
+	neverRun  string        // Backend.NeverRun
 }
 
 func (im *impl) backend() Backend {
-	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: im.lacks()}
+	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: im.lacks(), NeverRun: im.neverRun}
 }
 
 func available() string { return "" }

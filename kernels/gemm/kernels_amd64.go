@@ -37,7 +37,7 @@ func archImpls() []*impl {
 		}
 		return vnniSelfTest()
 	}
-	return []*impl{
+	return append([]*impl{
 		{name: "avx2-fp32", isa: "avx2", unit: Cores, dt: FP32, mr: 6, nr: 16, lacks: avx2, fk: fk(kernF32AVX2)},
 		{name: "avx512-fp32", isa: "avx512", unit: Cores, dt: FP32, mr: 12, nr: 32, lacks: avx512, fk: fk(kernF32AVX512)},
 		{name: "avx2-bf16", isa: "avx2", unit: Cores, dt: BF16, mr: 6, nr: 16, lacks: avx2, fk: fk(kernBF16AVX2)},
@@ -45,7 +45,7 @@ func archImpls() []*impl {
 		{name: "avx2-int8", isa: "avx2", unit: Cores, dt: Int8, mr: 4, nr: 16, lacks: avx2, ik: ik(kernI8AVX2)},
 		{name: "avx512-int8", isa: "avx512", unit: Cores, dt: Int8, mr: 8, nr: 32, lacks: avx512bw, ik: ik(kernI8AVX512)},
 		{name: "avx512vnni-int8", isa: "avx512vnni", unit: Cores, dt: Int8, mr: 8, nr: 32, lacks: avx512vnni, ik: ik(kernI8AVX512VNNI)},
-	}
+	}, amxImpls()...)
 }
 
 // vnniSelfTest is selfTestI8 of the kernI8AVX512VNNI tiles, run once, on

@@ -14,7 +14,8 @@ import (
 //	int8:       panel[p][k/2][j][k%2]    = W[p·NR+j][k]   (K padded to even)
 //
 // so a microkernel reads one panel front to back, and a decode GEMV
-// streams all of W exactly once, sequentially.
+// streams all of W exactly once, sequentially. The AMX backends (amx-bf16,
+// amx-int8) pack panels of 32 rows in the tile layout of amx.go instead.
 type Weights struct {
 	N, K    int
 	Backend Backend
@@ -75,6 +76,10 @@ func PackBF16(b Backend, w []uint16, n, k int) (*Weights, error) {
 	if err != nil {
 		return nil, err
 	}
+	if op := pw.im.amx; op != nil {
+		pw.u16 = packAMXU16(op, nil, w, n, k, 0, pw.np)
+		return pw, nil
+	}
 	pw.u16 = packPanelsU16(nil, w, n, k, pw.im.nr, 0, pw.np)
 	return pw, nil
 }
@@ -91,6 +96,10 @@ func PackInt8(b Backend, w []int8, scales []float32, n, k int) (*Weights, error)
 	pw, err := newWeights(b, Int8, n, k)
 	if err != nil {
 		return nil, err
+	}
+	if op := pw.im.amx; op != nil {
+		pw.i8, pw.scales = packAMXI8(op, nil, nil, w, scales, n, k, 0, pw.np)
+		return pw, nil
 	}
 	pw.i8, pw.scales = packPanelsI8(nil, nil, w, scales, n, k, pw.im.nr, 0, pw.np)
 	return pw, nil

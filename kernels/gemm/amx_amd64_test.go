@@ -1,0 +1,249 @@
+//go:build !purego
+
+package gemm
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/cpubench/bench/internal/amx"
+	"github.com/cpubench/bench/internal/cpu"
+)
+
+// TestAMXEncodings assembles every instruction that amx_amd64.s emits as
+// BYTEs (the comment above each run of BYTEs gives its Intel mnemonic)
+// with GNU as and compares the bytes. Skipped where as or objdump is
+// missing or too old for AMX (binutils < 2.36).
+func TestAMXEncodings(t *testing.T) {
+	src, err := os.ReadFile("amx_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ins struct {
+		intel string
+		bytes []byte
+	}
+	var list []ins
+	comment := regexp.MustCompile(`^\t// ([A-Z][A-Z0-9]+(?: .*)?)$`)
+	byteRe := regexp.MustCompile(`^\tBYTE \$0x([0-9a-f]{2})$`)
+	for _, l := range strings.Split(string(src), "\n") {
+		if m := comment.FindStringSubmatch(l); m != nil {
+			list = append(list, ins{intel: strings.ToLower(m[1])})
+			continue
+		}
+		if m := byteRe.FindStringSubmatch(l); m != nil {
+			if len(list) == 0 {
+				t.Fatalf("BYTE before any mnemonic comment: %q", l)
+			}
+			var b byte
+			fmt.Sscanf(m[1], "%02x", &b)
+			list[len(list)-1].bytes = append(list[len(list)-1].bytes, b)
+		}
+	}
+	// Per kernel: LDTILECFG, 4 TILEZERO, 4 TILELOADD, 4 TDP*, 4 TILESTORED,
+	// TILERELEASE.
+	if len(list) != 2*18 {
+		t.Fatalf("found %d encoded instructions in amx_amd64.s, want 36", len(list))
+	}
+	for _, in := range list {
+		if len(in.bytes) == 0 {
+			t.Fatalf("%s: no BYTEs follow the comment", in.intel)
+		}
+	}
+	as, err := exec.LookPath("as")
+	if err != nil {
+		t.Skip("GNU as not installed")
+	}
+	dir := t.TempDir()
+	var s strings.Builder
+	s.WriteString(".intel_syntax noprefix\n")
+	for _, in := range list {
+		s.WriteString(in.intel + "\n")
+	}
+	in, obj := filepath.Join(dir, "x.s"), filepath.Join(dir, "x.o")
+	if err := os.WriteFile(in, []byte(s.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(as, "--64", "-o", obj, in).CombinedOutput(); err != nil {
+		t.Skipf("as cannot assemble AMX (too old?): %v\n%s", err, out)
+	}
+	out, err := exec.Command("objdump", "-d", "-M", "intel", obj).Output()
+	if err != nil {
+		t.Skipf("objdump: %v", err)
+	}
+	re := regexp.MustCompile(`^\s*[0-9a-f]+:\t((?:[0-9a-f]{2} )+)\s*\t`)
+	var want [][]byte
+	for _, l := range strings.Split(string(out), "\n") {
+		m := re.FindStringSubmatch(l)
+		if m == nil {
+			continue
+		}
+		var b []byte
+		for _, h := range strings.Fields(m[1]) {
+			var x byte
+			fmt.Sscanf(h, "%02x", &x)
+			b = append(b, x)
+		}
+		want = append(want, b)
+	}
+	if len(want) != len(list) {
+		t.Fatalf("objdump gave %d instructions, want %d", len(want), len(list))
+	}
+	for i, in := range list {
+		if !bytes.Equal(in.bytes, want[i]) {
+			t.Errorf("%s: amx_amd64.s has % x, GNU as % x", in.intel, in.bytes, want[i])
+		}
+	}
+}
+
+// TestAMXBackendsRegistered: amx-bf16 and amx-int8 are matrix-unit
+// backends with the never-executed mark, unavailable with a reason on a
+// CPU without AMX.
+func TestAMXBackendsRegistered(t *testing.T) {
+	want := map[string]DType{"amx-bf16": BF16, "amx-int8": Int8}
+	for _, b := range Backends() {
+		dt, ok := want[b.Name]
+		if !ok {
+			if b.NeverRun != "" {
+				t.Errorf("%s: NeverRun %q", b.Name, b.NeverRun)
+			}
+			continue
+		}
+		delete(want, b.Name)
+		if b.DType != dt || b.Unit != MatrixUnit || b.ISA != "amx" || b.TileM != 32 || b.TileN != 32 {
+			t.Errorf("%+v", b)
+		}
+		if b.NeverRun != amx.NeverExecuted {
+			t.Errorf("%s: NeverRun = %q", b.Name, b.NeverRun)
+		}
+		if !cpu.X86.HasAMXTile && !strings.Contains(b.Unavailable, "AMX-TILE") {
+			t.Errorf("%s on a CPU without AMX: Unavailable = %q", b.Name, b.Unavailable)
+		}
+		t.Logf("%s: %s", b.Name, map[bool]string{true: "available", false: b.Unavailable}[b.Unavailable == ""])
+	}
+	if len(want) > 0 {
+		t.Errorf("missing: %v", want)
+	}
+}
+
+// fakeAMXCPU makes internal/cpu report AMX-TILE, AMX-BF16 and AMX-INT8 and
+// the permission and self-tests pass, as on a Sapphire Rapids Xeon that
+// grants the tile data; it returns the undo.
+func fakeAMXCPU() func() {
+	x, ready := cpu.X86, amxReady
+	cpu.X86.HasAMXTile, cpu.X86.HasAMXBF16, cpu.X86.HasAMXInt8 = true, true, true
+	amxReady = func(*amxOp) string { return "" }
+	return func() { cpu.X86, amxReady = x, ready }
+}
+
+// TestChoosePairAMXCPU: with a CPU that has AMX (faked), ChoosePair gives
+// placement matrix amx-bf16 on the matrix unit, with no note, and
+// placement cores the best fp32 backend on the cores' vector units; with
+// AMX-BF16 missing, amx-int8; with AMX disabled, the cores' bf16 backend
+// with a note naming why the AMX backends cannot run.
+func TestChoosePairAMXCPU(t *testing.T) {
+	defer fakeAMXCPU()()
+	p, err := ChoosePair("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Matrix.Name != "amx-bf16" || p.Matrix.Unit != MatrixUnit || p.MatrixNote != "" {
+		t.Errorf("matrix = %s", p.MatrixLabel())
+	}
+	if p.Cores.Unit != Cores || p.Cores.DType != FP32 || p.Cores.ISA == "amx" {
+		t.Errorf("cores = %s", p.CoresLabel())
+	}
+	if want, _ := Best(FP32); p.Cores.Name != want.Name {
+		t.Errorf("cores = %s, want Best(fp32) = %s", p.Cores.Name, want.Name)
+	}
+	if got := p.MatrixLabel(); got != "amx-bf16 (bf16 weights) on the matrix unit (amx)" {
+		t.Errorf("MatrixLabel = %q", got)
+	}
+	if _, err := ChoosePair("amx-bf16", ""); err == nil || !strings.Contains(err.Error(), "runs on the matrix unit") {
+		t.Errorf("amx-bf16 as the cores backend: err = %v", err)
+	}
+	if p, err := ChoosePair("", "amx-int8"); err != nil || p.Matrix.Name != "amx-int8" || p.MatrixNote != "" {
+		t.Errorf("matrix named amx-int8: %s, %v", p.MatrixLabel(), err)
+	}
+	cpu.X86.HasAMXBF16 = false
+	if p, _ := ChoosePair("", ""); p.Matrix.Name != "amx-int8" {
+		t.Errorf("without AMX-BF16: matrix = %s, want amx-int8", p.MatrixLabel())
+	}
+	undo := cpu.DisableAVX512() // AMX goes with AVX-512
+	defer undo()
+	p, err = ChoosePair("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Matrix.Unit != Cores || !strings.Contains(p.MatrixNote, "amx-bf16: unavailable: CPU lacks AMX-TILE") {
+		t.Errorf("AMX disabled: matrix = %s", p.MatrixLabel())
+	}
+}
+
+// TestAMXAssembly runs the assembly tile kernels where this machine can
+// (AMX present, tile data granted; BENCH_AMX_FORCE=1 runs them anyway, to
+// see what an emulator does: qemu-x86_64 7.2 -cpu max stops with SIGILL at
+// the first LDTILECFG) on random inputs of several K steps: int8 bit
+// for bit against the specification, bf16 within the fp32 bound of its
+// sums (the order of the rounded updates inside TDPBF16PS is the SDM's
+// pseudocode, which the exact self-test does not rely on).
+func TestAMXAssembly(t *testing.T) {
+	if os.Getenv("BENCH_AMX_FORCE") != "1" {
+		if !cpu.X86.HasAMXTile {
+			t.Skip("CPU lacks AMX-TILE: " + amx.NeverExecuted)
+		}
+		if err := amx.Permit(); err != nil {
+			t.Skip(err)
+		}
+	} else {
+		_ = amx.Permit()
+	}
+	for _, op := range []*amxOp{amxBF16Op, amxI8Op} {
+		if op.bf16 && !cpu.X86.HasAMXBF16 && os.Getenv("BENCH_AMX_FORCE") != "1" {
+			continue
+		}
+		if !op.bf16 && !cpu.X86.HasAMXInt8 && os.Getenv("BENCH_AMX_FORCE") != "1" {
+			continue
+		}
+		const nkb = 3
+		parts := op.parts()
+		lda := nkb * parts * 64
+		a, b := make([]byte, amxMR*lda), make([]byte, nkb*amxBlock)
+		r := uint32(99)
+		for _, buf := range [][]byte{a, b} {
+			for i := 0; i < len(buf); i += 2 {
+				r = r*1664525 + 1013904223
+				if op.bf16 {
+					h := Float32ToBF16(float32(int32(r>>8)%2001-1000) / 256)
+					buf[i], buf[i+1] = byte(h), byte(h>>8)
+				} else {
+					buf[i], buf[i+1] = byte(r>>8), byte(r>>20)
+				}
+			}
+		}
+		cfg := amxConfig()
+		got, want := make([]float32, amxMR*amxNR), make([]float32, amxMR*amxNR)
+		op.tile(&cfg[0], &a[0], lda, &b[0], nkb, parts, (*byte)(unsafePointer(&got[0])))
+		amxTileSpec(op.bf16)(&cfg[0], &a[0], lda, &b[0], nkb, parts, (*byte)(unsafePointer(&want[0])))
+		for i := range got {
+			if op.bf16 {
+				// 288 rounded updates of |partial sums| ≤ 288·3.91² < 4400:
+				// orders may differ by at most 288·2^-24·4400 < 0.08.
+				if d := float64(got[i] - want[i]); d > 0.08 || d < -0.08 {
+					t.Fatalf("TDPBF16PS: element %d: %g, want %g", i, got[i], want[i])
+				}
+			} else if got[i] != want[i] { // compared as bits via float32: exact
+				t.Fatalf("TDPBSSD: element %d differs", i)
+			}
+		}
+	}
+}
+
+func unsafePointer(p *float32) unsafe.Pointer { return unsafe.Pointer(p) }
