@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cpubench/bench/internal/amx"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/peak"
@@ -49,9 +50,11 @@ func Kernels() []KernelInfo {
 			Status: "unavailable: this build has no compute-peak kernels (built with -tags purego, or no assembly for " + runtime.GOARCH + ")"})
 	}
 	for _, k := range peak.Kernels() {
-		out = append(out, KernelInfo{Section: "compute", Name: k.Name, ISA: k.ISA,
-			Detail: fmt.Sprintf("%s, %s, %d ops/instruction, %d accumulators", k.Instruction, k.Precision, k.OpsPerInstruction, k.Accumulators),
-			Status: status(k.Unavailable)})
+		detail := fmt.Sprintf("%s, %s, %d ops/instruction, %d accumulators", k.Instruction, k.Precision, k.OpsPerInstruction, k.Accumulators)
+		if k.ISA == "amx" {
+			detail += "; " + amx.NeverExecuted
+		}
+		out = append(out, KernelInfo{Section: "compute", Name: k.Name, ISA: k.ISA, Detail: detail, Status: status(k.Unavailable)})
 	}
 	pair, pairErr := gemm.ChoosePair("", "")
 	for _, b := range gemm.Backends() {
@@ -64,6 +67,9 @@ func Kernels() []KernelInfo {
 			if pair.MatrixNote != "" {
 				detail += " (" + pair.MatrixNote + ")"
 			}
+		}
+		if b.NeverRun != "" {
+			detail += "; " + b.NeverRun
 		}
 		out = append(out, KernelInfo{Section: "gemm", Name: b.Name, ISA: b.ISA, Detail: detail, Status: status(b.Unavailable)})
 	}

@@ -1,10 +1,13 @@
 package probes
 
 import (
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/cpubench/bench/internal/amx"
 	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/peak"
 	"github.com/cpubench/bench/kernels/quant"
 )
 
@@ -45,5 +48,23 @@ func TestKernelsListsGEMMAndQuant(t *testing.T) {
 	}
 	if ng != len(gemm.Backends()) || nq != len(quant.Backends()) {
 		t.Errorf("%d gemm rows for %d backends, %d quant rows for %d", ng, len(gemm.Backends()), nq, len(quant.Backends()))
+	}
+}
+
+// Every AMX kernel (compute ceilings and gemm backends) is marked as never
+// executed on hardware; no other kernel is.
+func TestKernelsMarkNeverExecutedAMX(t *testing.T) {
+	n := 0
+	for _, k := range Kernels() {
+		marked := strings.Contains(k.Detail, amx.NeverExecuted)
+		if marked != (k.ISA == "amx") {
+			t.Errorf("%s %s (%s): detail %q", k.Section, k.Name, k.ISA, k.Detail)
+		}
+		if marked {
+			n++
+		}
+	}
+	if runtime.GOARCH == "amd64" && len(peak.Kernels()) > 0 && n != 4 {
+		t.Errorf("%d AMX rows marked, want 4 (amx_bf16, amx_int8, amx-bf16, amx-int8)", n)
 	}
 }

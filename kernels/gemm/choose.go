@@ -132,13 +132,16 @@ func (p Pair) MatrixLabel() string { return Label(p.Matrix, p.MatrixNote) }
 func ChoosePair(cores, matrix string) (Pair, error) {
 	hint := ""
 	if cpu.X86.HasAMXTile {
-		hint = "the CPU has AMX, which kernels/gemm has no backend for"
+		// Only where the AMX backends are not compiled in: otherwise they
+		// are listed, with why they cannot run, in the note.
+		hint = "the CPU has AMX; this build has no AMX backend (built with -tags purego)"
 	}
 	return choosePair(Backends(), cores, matrix, hint)
 }
 
 // choosePair is ChoosePair on the backend list bs; hint is added to the
-// note of a fallback where bs has no matrix-unit backend at all.
+// note of a fallback where bs has no matrix-unit backend at all (none
+// compiled in).
 func choosePair(bs []Backend, cores, matrix, hint string) (Pair, error) {
 	var p Pair
 	coresOK := func(b Backend) bool { return b.Unit == Cores && b.DType == FP32 }
