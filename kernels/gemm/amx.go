@@ -27,7 +27,8 @@ import (
 // read front to back, one 2 KiB block of 16 rows per K step.
 //
 // Activations are converted per call into A rows of bytes, zero-padded to
-// 32 rows and to the padded K:
+// the padded K (a sliver of fewer than 32 rows computes its other rows of
+// C from stale bytes and discards them):
 //
 //	bf16: X is split into three bf16 terms, x ≈ hi + mid + lo (hi = bf16(x),
 //	      mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded to
@@ -209,13 +210,13 @@ func (w *Weights) computeAMX(y []float32, ldy int, x []float32, ldx int, m0, m1,
 	p0, p1 := n0/amxNR, (n1+amxNR-1)/amxNR
 	for ic := m0; ic < m1; ic += mc {
 		mb := min(mc, m1-ic)
-		mbp := (mb + amxMR - 1) / amxMR * amxMR
-		a := s.amxA[:mbp*lda]
-		for r := 0; r < mbp; r++ {
+		// Rows past mb (up to the sliver's 32) keep whatever they hold: a
+		// row of C depends only on its own row of A, and those rows of C
+		// are never copied out.
+		a := s.amxA[:(mb+amxMR-1)/amxMR*amxMR*lda]
+		for r := 0; r < mb; r++ {
 			row := a[r*lda : (r+1)*lda]
 			switch {
-			case r >= mb:
-				clear(row)
 			case op.bf16:
 				amxRowBF16(unsafe.Slice((*uint16)(unsafe.Pointer(&row[0])), lda/2), x[(ic+r)*ldx:(ic+r)*ldx+K])
 			default:

@@ -4,11 +4,14 @@ package gemm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -247,3 +250,93 @@ func TestAMXAssembly(t *testing.T) {
 }
 
 func unsafePointer(p *float32) unsafe.Pointer { return unsafe.Pointer(p) }
+
+// abi0Code returns the machine code of the assembly function whose Go
+// wrapper is fn, up to and including its TILERELEASE; RET, read from
+// memory: the wrapper's CALL rel32 gives the entry.
+func abi0Code(fn any) ([]byte, error) {
+	pc := reflect.ValueOf(fn).Pointer()
+	wrapper := unsafe.Slice(*(**byte)(unsafe.Pointer(&pc)), 128)
+	for i := 0; i+5 <= len(wrapper); i++ {
+		if wrapper[i] != 0xe8 {
+			continue
+		}
+		target := pc + uintptr(i) + 5 + uintptr(int32(binary.LittleEndian.Uint32(wrapper[i+1:])))
+		f := runtime.FuncForPC(target)
+		if f == nil || f.Entry() != target || !strings.Contains(f.Name(), "amxTile") {
+			continue
+		}
+		code := unsafe.Slice(*(**byte)(unsafe.Pointer(&target)), 1024)
+		end := bytes.Index(code, []byte{0xc4, 0xe2, 0x78, 0x49, 0xc0, 0xc3}) // TILERELEASE; RET
+		if end < 0 {
+			return nil, fmt.Errorf("%s: no TILERELEASE; RET in 1 KiB", f.Name())
+		}
+		return code[:end+6], nil
+	}
+	return nil, fmt.Errorf("no call to the ABI0 function in its wrapper")
+}
+
+// TestAMXDisassembly disassembles the tile kernels as loaded in this test
+// binary with GNU objdump and compares the whole instruction stream (the
+// Go assembler's moves and loop control between the BYTE-encoded AMX
+// instructions included) with the sequence amxTileSpec specifies. Skipped
+// where objdump is missing or cannot decode AMX.
+func TestAMXDisassembly(t *testing.T) {
+	if _, err := exec.LookPath("objdump"); err != nil {
+		t.Skip("objdump not installed")
+	}
+	for _, c := range []struct {
+		name string
+		fn   any
+		tdp  string
+	}{{"amxTileBF16", amxTileBF16, "tdpbf16ps"}, {"amxTileI8", amxTileI8, "tdpbssd"}} {
+		code, err := abi0Code(c.fn)
+		if err != nil {
+			t.Skip(err)
+		}
+		bin := filepath.Join(t.TempDir(), c.name+".bin")
+		if err := os.WriteFile(bin, code, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("objdump", "-D", "-b", "binary", "-m", "i386:x86-64", "-M", "intel", "--no-show-raw-insn", bin).Output()
+		if err != nil {
+			t.Skipf("objdump: %v", err)
+		}
+		var got []string
+		ins := regexp.MustCompile(`^\s*[0-9a-f]+:\t(.*)$`)
+		for _, l := range strings.Split(string(out), "\n") {
+			if m := ins.FindStringSubmatch(l); m != nil {
+				f := strings.Join(strings.Fields(m[1]), " ")
+				if i := strings.Index(f, " <"); i >= 0 { // "jne 0x63 <.data+0x63>"
+					f = f[:i]
+				}
+				got = append(got, f)
+			}
+		}
+		if strings.Contains(strings.Join(got, "\n"), "(bad)") {
+			t.Skipf("objdump cannot decode AMX:\n%s", strings.Join(got, "\n"))
+		}
+		want := []string{
+			"mov rsi,QWORD PTR [rsp+0x8]", "ldtilecfg [rsi]",
+			"mov r8,QWORD PTR [rsp+0x10]", "mov r9,QWORD PTR [rsp+0x18]", "mov r10,QWORD PTR [rsp+0x20]",
+			"mov rcx,QWORD PTR [rsp+0x28]", "mov r11,QWORD PTR [rsp+0x30]", "mov rdi,QWORD PTR [rsp+0x38]",
+			"mov r12,r9", "shl r12,0x4",
+			"tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
+			// K step loop (0x43): B tiles, then parts × (A tiles, 4 products).
+			"mov rdx,0x80", "mov rsi,r10", "tileloadd tmm6,[rsi+rdx*1]", "lea rsi,[r10+0x40]", "tileloadd tmm7,[rsi+rdx*1]",
+			"mov rdx,r9", "mov rbx,r11",
+			"mov rsi,r8", "tileloadd tmm4,[rsi+rdx*1]", "lea rsi,[r8+r12*1]", "tileloadd tmm5,[rsi+rdx*1]",
+			c.tdp + " tmm0,tmm4,tmm6", c.tdp + " tmm1,tmm4,tmm7", c.tdp + " tmm2,tmm5,tmm6", c.tdp + " tmm3,tmm5,tmm7",
+			"add r8,0x40", "dec rbx", "jne 0x63",
+			"add r10,0x800", "dec rcx", "jne 0x43",
+			"mov rdx,0x80", "mov rsi,rdi", "tilestored [rsi+rdx*1],tmm0",
+			"lea rsi,[rdi+0x40]", "tilestored [rsi+rdx*1],tmm1",
+			"lea rsi,[rdi+0x800]", "tilestored [rsi+rdx*1],tmm2",
+			"lea rsi,[rdi+0x840]", "tilestored [rsi+rdx*1],tmm3",
+			"tilerelease", "ret",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s disassembles to\n%s\nwant\n%s", c.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
