@@ -48,8 +48,9 @@ import (
 //	      package's signed activations need (TDPBUSD, which the probe's
 //	      amx_int8 ceiling runs, would need the +128 offset of unsigned
 //	      activations and a per-column correction; the unit and the rate
-//	      are the same). The int32 sums are exact; the scales are applied
-//	      as the other int8 backends do: float32(s)·ws[j]·xs[r].
+//	      are the same). The int32 sums are exact (|q·w| ≤ 127·128, so
+//	      up to K = 132104 without wrapping); the scales are applied as
+//	      the other int8 backends do: float32(s)·ws[j]·xs[r].
 const (
 	amxMR, amxNR = 32, 32 // output tile: 2×2 C tiles of 16×16
 	amxRow       = 128    // bytes per panel row (two B tiles of 64 bytes)

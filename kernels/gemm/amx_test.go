@@ -220,9 +220,11 @@ func TestTDPBSSDSpec(t *testing.T) {
 }
 
 // TestAMXTwinLoopNest: the AMX loop nest with the Go tile kernel against
-// the float64 reference (bf16: amx.go's 3·K bound; int8: the int8 bound)
-// and against the go backends: int8 bit for bit (the same exact int32
-// sums and the same scaling), bf16 within both bounds.
+// the float64 reference (bf16: amx.go's 3·K bound; int8: the int8 bound),
+// against the go backends (int8 bit for bit: the same exact int32 sums and
+// the same scaling; bf16 within both bounds) and against the cores' best
+// backend of the dtype (within both bounds), on shapes with odd M, N and K
+// tails.
 func TestAMXTwinLoopNest(t *testing.T) {
 	shapes := [][3]int{{1, 1, 1}, {1, 33, 9}, {5, 7, 3}, {33, 31, 37}, {7, 65, 100}, {40, 64, 130}}
 	for _, dt := range []DType{BF16, Int8} {
@@ -246,6 +248,16 @@ func TestAMXTwinLoopNest(t *testing.T) {
 			if err := gw.Block(yGo, n, p.x, k, 0, m, 0, n, nil); err != nil {
 				t.Fatal(err)
 			}
+			// The cores' best backend of the dtype (assembly where the CPU
+			// has it), within both bounds.
+			cb, err := Best(dt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			yCores := newY(m, n)
+			if err := p.pack(t, cb).Block(yCores, n, p.x, k, 0, m, 0, n, nil); err != nil {
+				t.Fatal(err)
+			}
 			w := amxWeights(im, p, 0, 0)
 			for bi, bl := range []Blocking{DefaultBlocking(w.Backend), {MC: 32, KC: 16, NC: 32}} {
 				name := fmt.Sprintf("%s/%dx%dx%d/bl%d", dt, m, n, k, bi)
@@ -266,6 +278,9 @@ func TestAMXTwinLoopNest(t *testing.T) {
 						}
 						if d := math.Abs(float64(a) - float64(g)); dt == BF16 && !(d <= tol[i*n+j]*2) {
 							t.Fatalf("%s: y[%d][%d] = %g, %s gives %g", name, i, j, a, goName, g)
+						}
+						if d := math.Abs(float64(a) - float64(yCores[i*n+j])); !(d <= tol[i*n+j]*2) {
+							t.Fatalf("%s: y[%d][%d] = %g, %s gives %g", name, i, j, a, cb.Name, yCores[i*n+j])
 						}
 					}
 				}
