@@ -24,6 +24,9 @@ need=()
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v cpio >/dev/null || need+=(cpio)
+# GNU as and objdump check the AMX kernels' hand-encoded instructions
+# (kernels/gemm's amx tests skip without them).
+command -v objdump >/dev/null && command -v as >/dev/null || need+=(binutils)
 if [ "${BENCH_SKIP_SLURM:-0}" != 1 ]; then
 	for c in slurmctld slurmd sbatch munged; do
 		PATH="$PATH:/usr/sbin:/sbin" command -v "$c" >/dev/null || { need+=(slurm-wlm munge); break; }
