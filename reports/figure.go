@@ -53,6 +53,16 @@ type FigureOptions struct {
 	// Width is "" (each figure's native size), "column" (3.3 in wide) or
 	// "page" (7 in wide); the height keeps the native aspect ratio.
 	Width string
+
+	// capture, when set (tests), receives every figure instead of the
+	// files being written.
+	capture *figureCapture
+}
+
+// figureCapture collects figures by base name (without extension).
+type figureCapture struct {
+	figs  map[string]Figure
+	order []string
 }
 
 // ParseFigureOptions reads --format (comma-separated png, pdf, svg; "" for
@@ -230,6 +240,14 @@ func (o FigureOptions) Write(f Figure, path string) ([]string, error) {
 // written before stay.
 func (o FigureOptions) write(ctx context.Context, f Figure, path string) ([]string, error) {
 	var out []string
+	if c := o.capture; c != nil {
+		base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		if _, ok := c.figs[base]; !ok {
+			c.order = append(c.order, base)
+		}
+		c.figs[base] = f
+		return []string{withExt(path, o.Primary())}, nil
+	}
 	for _, format := range o.formats() {
 		data, err := f.encode(ctx, format, o.Width)
 		if err != nil {

@@ -8,8 +8,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/palette"
 	"gonum.org/v1/plot/palette/moreland"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -113,19 +115,83 @@ func (intTicks) Ticks(min, max float64) []plot.Tick {
 	return t
 }
 
+// caption is the line under every probe figure's title: the machine (CPU
+// model and host), the probe's date and the bench version that ran it.
 func caption(p *results.Profile) string {
 	model := p.Host
 	if p.Machine != nil && p.Machine.CPUModel != "" {
 		model = p.Machine.CPUModel + " (" + p.Host + ")"
 	}
-	return fmt.Sprintf("%s, %s", model, p.CreatedAt.Format("2006-01-02"))
+	s := fmt.Sprintf("%s, %s", model, p.CreatedAt.Format("2006-01-02"))
+	if p.Tool.Version != "" {
+		s += ", bench " + p.Tool.Version
+	}
+	return s
+}
+
+// spread says how repeated measurements are drawn: "median of 5-7
+// repeats, bars min to max".
+func spread(ns []int) string {
+	lo, hi := 0, 0
+	for _, n := range ns {
+		if n <= 0 {
+			continue
+		}
+		if lo == 0 || n < lo {
+			lo = n
+		}
+		hi = max(hi, n)
+	}
+	switch {
+	case hi == 0:
+		return "medians"
+	case lo == hi:
+		return fmt.Sprintf("median of %d repeats, bars min to max", lo)
+	}
+	return fmt.Sprintf("median of %d-%d repeats, bars min to max", lo, hi)
+}
+
+// rangeBars are vertical error bars from each point's min to max.
+type rangeBars struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+// addRange adds min-to-max error bars at xs in colour c.
+func addRange(pl *plot.Plot, xs []float64, st []results.Stat, c color.Color) error {
+	var rb rangeBars
+	for i, x := range xs {
+		m := st[i]
+		if !(m.Median > 0) {
+			continue
+		}
+		rb.XYs = append(rb.XYs, plotter.XY{X: x, Y: m.Median})
+		rb.YErrors = append(rb.YErrors, struct{ Low, High float64 }{max(0, m.Median-m.Min), max(0, m.Max-m.Median)})
+	}
+	if len(rb.XYs) == 0 {
+		return nil
+	}
+	if slices.ContainsFunc(rb.YErrors, func(e struct{ Low, High float64 }) bool { return e.Low > 0 || e.High > 0 }) {
+		eb, err := plotter.NewYErrorBars(rb)
+		if err != nil {
+			return err
+		}
+		eb.Color = c
+		eb.CapWidth = vg.Points(4)
+		pl.Add(eb)
+	}
+	return nil
 }
 
 // ProfilePlots writes the profile's figures into dir, in o's formats and
 // width, and returns them: bandwidth vs working set (one line per kernel,
 // cache sizes marked) per thread count, bandwidth vs threads, latency vs
-// working set, the measured roofline, non-linear throughput and the NUMA
-// heatmap.
+// working set (cache sizes marked), the measured roofline (the ceilings
+// predictions use solid, FMA peaks dashed), non-linear throughput (log
+// axis, ratios to the first backend, and a panel of ratios to the best
+// vector-core backend) and the NUMA heatmap with its colour bar. Each
+// title carries the machine, date, threads and how many repeats each
+// median has; measured points carry min-to-max bars.
 func ProfilePlots(p *results.Profile, dir string, o FigureOptions) ([]Plot, error) {
 	var out []Plot
 	if m := p.Memory; m != nil && len(m.WorkingSet) > 0 {
@@ -182,9 +248,14 @@ func ProfilePlots(p *results.Profile, dir string, o FigureOptions) ([]Plot, erro
 	return out, nil
 }
 
-func newPlot(title, xl, yl string, p *results.Profile) *plot.Plot {
+// newPlot is a probe figure: the title, the caption line (machine, date,
+// version) and a line of what produced it (threads, kernels, repeats).
+func newPlot(title, xl, yl string, p *results.Profile, produced string) *plot.Plot {
 	pl := plot.New()
 	pl.Title.Text = title + "\n" + caption(p)
+	if produced != "" {
+		pl.Title.Text += "\n" + produced
+	}
 	pl.X.Label.Text = xl
 	pl.Y.Label.Text = yl
 	pl.Legend.Top = true
@@ -193,12 +264,20 @@ func newPlot(title, xl, yl string, p *results.Profile) *plot.Plot {
 }
 
 func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptions, dir, name string) error {
-	pl := newPlot(title, "working set (all threads, log scale)", "GB/s (1e9 bytes/s)", p)
+	var ns []int
+	for _, b := range p.Memory.WorkingSet {
+		if b.Threads == threads {
+			ns = append(ns, b.GBps.N)
+		}
+	}
+	pl := newPlot(title, "working set (all threads, log scale)", "GB/s (1e9 bytes/s)", p,
+		fmt.Sprintf("%d pinned thread(s); %s", threads, spread(ns)))
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = bytesTicks{}
 	pl.Y.Scale = plot.LogScale{}
 	pl.Y.Tick.Marker = logTicks{}
 	byKernel := map[string]plotter.XYs{}
+	stats := map[string][]results.Stat{}
 	var order []string
 	ymin, ymax := math.Inf(1), 0.0
 	for _, b := range p.Memory.WorkingSet {
@@ -209,7 +288,8 @@ func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptio
 			order = append(order, b.Kernel)
 		}
 		byKernel[b.Kernel] = append(byKernel[b.Kernel], plotter.XY{X: float64(b.WorkingSetBytes), Y: b.GBps.Median})
-		ymin, ymax = min(ymin, b.GBps.Median), max(ymax, b.GBps.Median)
+		stats[b.Kernel] = append(stats[b.Kernel], b.GBps)
+		ymin, ymax = min(ymin, b.GBps.Min, b.GBps.Median), max(ymax, b.GBps.Max, b.GBps.Median)
 	}
 	for i, k := range order {
 		l, pts, err := plotter.NewLinePoints(byKernel[k])
@@ -221,8 +301,25 @@ func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptio
 		pts.Shape = plotutil.Shape(i)
 		pl.Add(l, pts)
 		pl.Legend.Add(k, l, pts)
+		var xs []float64
+		for _, q := range byKernel[k] {
+			xs = append(xs, q.X)
+		}
+		if err := addRange(pl, xs, stats[k], plotutil.Color(i)); err != nil {
+			return err
+		}
 	}
-	// Cache capacities available to this many threads.
+	if err := addCacheMarkers(pl, p, threads, ymin, ymax); err != nil {
+		return err
+	}
+	return savePlot(context.Background(), o, pl, 9*vg.Inch, 5.5*vg.Inch, dir, name)
+}
+
+// addCacheMarkers draws a dashed vertical line at each data or unified
+// cache's capacity available to threads threads (per-core caches times the
+// instances those threads use), labeled "L2 1 MiB" at the top, between
+// ymin and ymax.
+func addCacheMarkers(pl *plot.Plot, p *results.Profile, threads int, ymin, ymax float64) error {
 	if t := p.Topology; t != nil {
 		for _, c := range t.Caches {
 			if c.Type == "Instruction" {
@@ -244,7 +341,7 @@ func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptio
 			pl.Add(lbl)
 		}
 	}
-	return savePlot(context.Background(), o, pl, 9*vg.Inch, 5.5*vg.Inch, dir, name)
+	return nil
 }
 
 func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name string) error {
@@ -252,14 +349,20 @@ func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name st
 	if len(p.Memory.Threads) > 0 {
 		ws = p.Memory.Threads[0].WorkingSetBytes
 	}
-	pl := newPlot(fmt.Sprintf("%s (working set %s)", title, FormatBytes(ws)), "threads (pinned, one per core first)", "GB/s (1e9 bytes/s)", p)
+	var ns []int
+	for _, b := range p.Memory.Threads {
+		ns = append(ns, b.GBps.N)
+	}
+	pl := newPlot(fmt.Sprintf("%s (working set %s)", title, FormatBytes(ws)), "threads (pinned, one per core first)", "GB/s (1e9 bytes/s)", p, spread(ns))
 	byKernel := map[string]plotter.XYs{}
+	stats := map[string][]results.Stat{}
 	var order []string
 	for _, b := range p.Memory.Threads {
 		if _, ok := byKernel[b.Kernel]; !ok {
 			order = append(order, b.Kernel)
 		}
 		byKernel[b.Kernel] = append(byKernel[b.Kernel], plotter.XY{X: float64(b.Threads), Y: b.GBps.Median})
+		stats[b.Kernel] = append(stats[b.Kernel], b.GBps)
 	}
 	for i, k := range order {
 		l, pts, err := plotter.NewLinePoints(byKernel[k])
@@ -269,6 +372,13 @@ func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name st
 		l.Color, pts.Color, pts.Shape = plotutil.Color(i), plotutil.Color(i), plotutil.Shape(i)
 		pl.Add(l, pts)
 		pl.Legend.Add(k, l, pts)
+		var xs []float64
+		for _, q := range byKernel[k] {
+			xs = append(xs, q.X)
+		}
+		if err := addRange(pl, xs, stats[k], plotutil.Color(i)); err != nil {
+			return err
+		}
 	}
 	pl.Y.Min = 0
 	pl.X.Tick.Marker = intTicks{}
@@ -277,20 +387,33 @@ func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name st
 }
 
 func latencyPlot(p *results.Profile, title string, o FigureOptions, dir, name string) error {
-	pl := newPlot(title, "working set (log scale)", "ns per dependent load (log scale)", p)
+	var ns []int
+	var xys plotter.XYs
+	var xs []float64
+	var st []results.Stat
+	ymin, ymax := math.Inf(1), 0.0
+	for _, pt := range p.Latency.Points {
+		xys = append(xys, plotter.XY{X: float64(pt.WorkingSetBytes), Y: pt.NS.Median})
+		xs, st, ns = append(xs, float64(pt.WorkingSetBytes)), append(st, pt.NS), append(ns, pt.NS.N)
+		ymin, ymax = min(ymin, pt.NS.Min, pt.NS.Median), max(ymax, pt.NS.Max, pt.NS.Median)
+	}
+	pl := newPlot(title, "working set (log scale)", "ns per dependent load (log scale)", p,
+		"1 pinned thread, pointer chase; "+spread(ns)+"; dashed: cache sizes")
 	pl.X.Scale = plot.LogScale{}
 	pl.X.Tick.Marker = bytesTicks{}
 	pl.Y.Scale = plot.LogScale{}
 	pl.Y.Tick.Marker = logTicks{}
-	var xys plotter.XYs
-	for _, pt := range p.Latency.Points {
-		xys = append(xys, plotter.XY{X: float64(pt.WorkingSetBytes), Y: pt.NS.Median})
-	}
 	l, pts, err := plotter.NewLinePoints(xys)
 	if err != nil {
 		return err
 	}
 	pl.Add(l, pts)
+	if err := addRange(pl, xs, st, color.Black); err != nil {
+		return err
+	}
+	if err := addCacheMarkers(pl, p, 1, ymin, ymax); err != nil {
+		return err
+	}
 	return savePlot(context.Background(), o, pl, 8*vg.Inch, 5*vg.Inch, dir, name)
 }
 
@@ -306,8 +429,13 @@ func (g numaGrid) Z(c, r int) float64 { return g.v[[2]int{g.cpu[r], g.mem[c]}] }
 func (g numaGrid) X(c int) float64    { return float64(c) }
 func (g numaGrid) Y(r int) float64    { return float64(r) }
 
+// numaHeatmap draws read bandwidth per CPU node (rows) and memory node
+// (columns), each cell labeled with its median and min-max, and a colour
+// bar in GB/s beside it.
 func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name string) error {
 	g := numaGrid{v: map[[2]int]float64{}}
+	st := map[[2]int]results.Stat{}
+	var ns []int
 	for _, pr := range p.NUMA.Pairs {
 		if !slices.Contains(g.cpu, pr.CPUNode) {
 			g.cpu = append(g.cpu, pr.CPUNode)
@@ -316,9 +444,14 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 			g.mem = append(g.mem, pr.MemNode)
 		}
 		g.v[[2]int{pr.CPUNode, pr.MemNode}] = pr.ReadGBps.Median
+		st[[2]int{pr.CPUNode, pr.MemNode}] = pr.ReadGBps
+		ns = append(ns, pr.ReadGBps.N)
 	}
-	pl := newPlot(title, "memory node", "CPU node", p)
-	pal := moreland.SmoothBlueRed().Palette(64)
+	produced := fmt.Sprintf("node's cores, %s; %s", FormatBytes(p.NUMA.WorkingSetBytes),
+		strings.Replace(spread(ns), "repeats, bars min to max", "[min-max]", 1))
+	pl := newPlot(title, "memory node", "CPU node", p, produced)
+	cm := moreland.SmoothBlueRed()
+	pal := cm.Palette(64)
 	hm := plotter.NewHeatMap(g, pal)
 	if hm.Min == hm.Max {
 		hm.Min, hm.Max = hm.Min*0.9, hm.Max*1.1+1e-9
@@ -326,10 +459,11 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 	pl.Add(hm)
 	var xys []plotter.XY
 	var labels []string
-	for r := range g.cpu {
-		for c := range g.mem {
+	for r, cn := range g.cpu {
+		for c, mn := range g.mem {
+			s := st[[2]int{cn, mn}]
 			xys = append(xys, plotter.XY{X: float64(c), Y: float64(r)})
-			labels = append(labels, fmt.Sprintf("%.1f GB/s", g.Z(c, r)))
+			labels = append(labels, fmt.Sprintf("%.1f GB/s\n[%.1f-%.1f]", s.Median, s.Min, s.Max))
 		}
 	}
 	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
@@ -347,7 +481,32 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 	pl.Legend.Top = false
 	pl.X.Padding, pl.Y.Padding = 0, 0
 	side := vg.Length(max(4, 1.2*float64(len(g.mem)))) * vg.Inch
-	return savePlot(context.Background(), o, pl, side+1*vg.Inch, side, dir, name)
+	cm.SetMin(hm.Min)
+	cm.SetMax(hm.Max)
+	return o.save(context.Background(), withColorBar(pl, cm, "read bandwidth (GB/s)", side+1*vg.Inch, side), dir, name)
+}
+
+// withColorBar is pl (w × h) with a vertical colour bar of cm right of
+// it, labeled label.
+func withColorBar(pl *plot.Plot, cm palette.ColorMap, label string, w, h vg.Length) Figure {
+	cb := plot.New()
+	cb.Add(&plotter.ColorBar{ColorMap: cm, Vertical: true})
+	cb.HideX()
+	cb.Y.Label.Text = label
+	cb.Y.Padding = 0
+	cb.Title.Text = " "
+	barW := 1.3 * vg.Inch
+	return Figure{W: w + barW, H: h, draw: func(dc draw.Canvas) {
+		left := dc
+		left.Max.X = dc.Min.X + w
+		pl.Draw(left)
+		right := dc
+		right.Min.X = dc.Min.X + w
+		// Align the bar with the heatmap's data area.
+		right.Min.Y += 0.55 * vg.Inch
+		right.Max.Y -= 0.75 * vg.Inch
+		cb.Draw(right)
+	}}
 }
 
 type nodeTicks []int

@@ -1,10 +1,12 @@
 package reports
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,18 +50,24 @@ type rooflinePoint struct {
 	regime roofline.Regime
 }
 
-// RooflinePNG draws the analysis as a log-log roofline: arithmetic
+// RooflineFigure draws the analysis as a log-log roofline: arithmetic
 // intensity (FLOP/byte) against attainable GFLOP/s. Every target's roof
-// min(π_t, β_t·I) is a solid line labeled with its ceiling and bandwidth,
-// extra roofs (cache levels, remote NUMA nodes) are dashed, ridge points
-// I_t = π_t/β_t are marked, and every operator is a point at its
-// intensity and planned performance (FLOPs / plan time), colored by
-// regime. Operators that fall on the same spot share one label; MoE
-// experts with the same routed token count are one point.
+// min(π_t, β_t·I) is a solid line labeled with its ceiling and bandwidth
+// (dashed over an earlier target whose β it shares, so both stay
+// visible), extra roofs (cache levels, remote NUMA nodes) are dashed grey
+// lines in the legend in bandwidth order and tagged in that order, ridge
+// points I_t = π_t/β_t are marked, and every operator with FLOPs is a point
+// at its intensity and planned performance (FLOPs / plan time), colored by
+// regime; non-linear operators, timed in elements/s, are a rug of
+// intensities along the bottom. Operators of one regime that fall on the
+// same spot share one label; MoE experts with the same routed token count
+// are one point. The title names the model, its layers, the request and
+// the weight, activation and KV precisions.
 func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s on %s: %s B=%d T=%d C=%d (%s)", a.ModelName, a.Machine, a.Request.Phase,
-		a.Request.Batch, a.Request.Tokens, a.Request.Context, a.Precision)
+	p.Title.Text = fmt.Sprintf("%s%s on %s: %s B=%d T=%d C=%d\nweights %s, activations %s, KV %s; ceilings at %s (roofline prediction, not measured)",
+		a.ModelName, rooflineLayers(a), a.Machine, a.Request.Phase, a.Request.Batch, a.Request.Tokens, a.Request.Context,
+		a.Request.Weight, a.Request.Act, a.Request.KV, a.Precision)
 	p.X.Label.Text = "arithmetic intensity (FLOP/byte)"
 	p.Y.Label.Text = "attainable performance (GFLOP/s)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
@@ -68,7 +76,17 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
 	p.Add(plotter.NewGrid())
 
-	pts := rooflinePoints(a)
+	// Non-linear operators have no FLOP/s ceiling (they are timed in
+	// elements/s): they are drawn as a rug of intensities along the
+	// bottom, never at a FLOP/s.
+	var pts, rug []rooflinePoint
+	for _, q := range rooflinePoints(a) {
+		if q.regime == roofline.NonLinear {
+			rug = append(rug, q)
+		} else {
+			pts = append(pts, q)
+		}
+	}
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymin, ymax := math.Inf(1), math.Inf(-1)
 	upd := func(x, y float64) {
@@ -80,13 +98,27 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 	for _, q := range pts {
 		upd(q.x, q.y)
 	}
+	for _, q := range rug {
+		if q.x > 0 {
+			xmin, xmax = math.Min(xmin, q.x), math.Max(xmax, q.x)
+		}
+	}
 	for _, t := range a.Targets {
 		if t.Ridge > 0 {
 			upd(t.Ridge, t.CeilingGFLOPS)
 		}
 	}
-	if math.IsInf(xmin, 1) {
-		xmin, xmax, ymin, ymax = 0.1, 100, 1, 1000
+	if math.IsInf(xmin, 1) || math.IsInf(ymin, 1) {
+		if len(pts) == 0 && len(rug) == 0 && len(a.Targets) == 0 {
+			noData(p, "no operators and no targets to draw")
+			return plotFigure(p, rooflineW, rooflineH), nil
+		}
+		if math.IsInf(xmin, 1) {
+			xmin, xmax = 0.1, 100
+		}
+		if math.IsInf(ymin, 1) {
+			ymin, ymax = 1, 1000
+		}
 	}
 	xmin, xmax = xmin/3, xmax*6
 	maxBW := 0.0
@@ -119,6 +151,18 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 		}
 		l.Color = rooflineTargetColor[i%len(rooflineTargetColor)]
 		l.Width = vg.Points(2)
+		// A roof that coincides with an earlier target's (same β) is
+		// dashed on top of it so that both stay visible.
+		same := ""
+		for _, u := range a.Targets[:i] {
+			if u.BandwidthGBps > 0 && math.Abs(t.BandwidthGBps/u.BandwidthGBps-1) < 0.02 {
+				same = u.Name
+				break
+			}
+		}
+		if same != "" {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)}
+		}
 		p.Add(l)
 		name := fmt.Sprintf("%s: β %s", t.Name, rooflineGB(t.BandwidthGBps))
 		if t.CeilingGFLOPS > 0 {
@@ -132,10 +176,18 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 		} else {
 			labels = append(labels, rooflinePoint{x: line[len(line)-1].X / 1.3, y: line[len(line)-1].Y / 1.5, label: t.Name + " (no ceiling)"})
 		}
+		if same != "" {
+			name += " (dashed: same memory roof as " + same + ")"
+		}
 		p.Legend.Add(name, l)
 	}
-	// Extra roofs.
-	for _, r := range a.Roofs {
+	// Extra roofs (cache levels, remote NUMA nodes), highest bandwidth
+	// first: one legend entry each, and a short tag on each line at a
+	// common intensity so that the tags stack in bandwidth order.
+	roofs := slices.Clone(a.Roofs)
+	slices.SortStableFunc(roofs, func(x, y roofline.Roof) int { return cmp.Compare(y.GBps, x.GBps) })
+	var tags []rooflinePoint
+	for i, r := range roofs {
 		line := plotter.XYs{}
 		for _, x := range xs {
 			if y := r.GBps * x; y <= ymax && y >= ymin {
@@ -149,10 +201,14 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 		if err != nil {
 			return Figure{}, err
 		}
-		l.Color, l.Dashes = rooflineRoofColor, []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = rooflineRoofColor
+		l.Dashes = [][]vg.Length{{vg.Points(4), vg.Points(3)}, {vg.Points(1), vg.Points(2)}, {vg.Points(8), vg.Points(3)}}[i%3]
 		p.Add(l)
-		end := line[len(line)-1]
-		labels = append(labels, rooflinePoint{x: end.X / 1.15, y: end.Y / 1.6, label: r.Level + " " + rooflineGB(r.GBps)})
+		p.Legend.Add(fmt.Sprintf("%s roof: β %s", r.Level, rooflineGB(r.GBps)), l)
+		tags = append(tags, rooflinePoint{y: r.GBps, label: r.Level})
+	}
+	if err := rooflineRoofTags(p, tags, xmin, xmax, ymin, ymax); err != nil {
+		return Figure{}, err
 	}
 	// Operators by regime.
 	for _, rg := range rooflineRegimeOrder {
@@ -172,6 +228,23 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 		s.GlyphStyle = draw.GlyphStyle{Color: rooflineRegimeColor[rg], Radius: vg.Points(4), Shape: draw.CircleGlyph{}}
 		p.Add(s)
 		p.Legend.Add(string(rg), s)
+	}
+	// The non-linear rug, just above the x axis.
+	if len(rug) > 0 {
+		rugY := ymin * math.Pow(ymax/ymin, 0.03)
+		var xy plotter.XYs
+		for i := range rug {
+			rug[i].y = rugY
+			xy = append(xy, plotter.XY{X: rug[i].x, Y: rugY})
+		}
+		s, err := plotter.NewScatter(xy)
+		if err != nil {
+			return Figure{}, err
+		}
+		s.GlyphStyle = draw.GlyphStyle{Color: rooflineRegimeColor[roofline.NonLinear], Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}
+		p.Add(s)
+		p.Legend.Add("non-linear: intensity only (timed in elements/s, no FLOP/s)", s)
+		pts = append(pts, rug...)
 	}
 	// Operator labels first so they get the spots next to their points.
 	labels = append(rooflineClusterLabels(pts), labels...)
@@ -236,8 +309,9 @@ func rooflinePoints(a *roofline.Analysis) []rooflinePoint {
 	return pts
 }
 
-// rooflineClusterLabels merges the labels of points closer than 4% of a
-// decade on both axes, listing up to three names per line.
+// rooflineClusterLabels merges the labels of points of one regime closer
+// than 4% of a decade on both axes, listing up to three names per line (a
+// memory-bound operator never shares a label with a non-linear one).
 func rooflineClusterLabels(pts []rooflinePoint) []rooflinePoint {
 	sorted := append([]rooflinePoint(nil), pts...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].x < sorted[j].x })
@@ -250,7 +324,7 @@ func rooflineClusterLabels(pts []rooflinePoint) []rooflinePoint {
 		names := []string{p.label}
 		for j := i + 1; j < len(sorted); j++ {
 			q := sorted[j]
-			if used[j] || math.Abs(math.Log10(q.x/p.x)) > 0.04 || math.Abs(math.Log10(q.y/p.y)) > 0.04 {
+			if used[j] || q.regime != p.regime || math.Abs(math.Log10(q.x/p.x)) > 0.04 || math.Abs(math.Log10(q.y/p.y)) > 0.04 {
 				continue
 			}
 			used[j] = true
@@ -367,7 +441,7 @@ func rooflineGB(g float64) string {
 	return fmt.Sprintf("%.3g GB/s", g)
 }
 
-// RooflineSweepPNG draws a sweep (SMEPilot Insight 2): the arithmetic
+// RooflineSweepFigure draws a sweep (SMEPilot Insight 2): the arithmetic
 // intensity of every non-expert operator with FLOPs against the swept
 // variable, points colored by regime, with the targets' ridge points as
 // horizontal dashed lines, so the value where an operator's line crosses a
@@ -423,6 +497,10 @@ func RooflineSweepFigure(s *roofline.SweepResult, title string) (Figure, error) 
 	}
 	if math.IsInf(ymin, 1) {
 		ymin, ymax = 0.1, 10
+	}
+	if len(curves) == 0 {
+		noData(p, "no operator with FLOPs in the sweep")
+		return plotFigure(p, rooflineW, rooflineH), nil
 	}
 	ymin, ymax = ymin/2, ymax*2
 	seen := map[roofline.Regime]bool{}
@@ -508,4 +586,113 @@ func RooflineSweepPNG(w io.Writer, s *roofline.SweepResult, title string) error 
 		return err
 	}
 	return writePNG(w, f)
+}
+
+// rooflineLayers is " (28 layers)" or " (24 dense + 24 moe layers)".
+func rooflineLayers(a *roofline.Analysis) string {
+	var parts []string
+	n := 0
+	for _, l := range a.Layers {
+		n += l.Count
+		parts = append(parts, fmt.Sprintf("%d %s", l.Count, l.Kind))
+	}
+	switch {
+	case n == 0:
+		return ""
+	case len(parts) == 1:
+		return fmt.Sprintf(" (%d layers)", n)
+	}
+	return " (" + strings.Join(parts, " + ") + " layers)"
+}
+
+// rooflineRoofTags tags each extra roof (pts: y the bandwidth in GB/s,
+// label the level, highest bandwidth first) just right of its line at one
+// intensity, the tags at least a line apart and in the same order.
+func rooflineRoofTags(p *plot.Plot, pts []rooflinePoint, xmin, xmax, ymin, ymax float64) error {
+	if len(pts) == 0 {
+		return nil
+	}
+	// The common intensity: the highest roof at about 60 % of the height.
+	x := math.Pow(10, math.Log10(ymin)+0.6*math.Log10(ymax/ymin)) / pts[0].y
+	x = math.Min(math.Max(x, xmin*1.5), xmax/4)
+	gap := math.Pow(ymax/ymin, 1.3*8.0/72/(float64(rooflineH/vg.Inch)-1.0))
+	d := plotter.XYLabels{}
+	prev := math.Inf(1)
+	for _, q := range pts {
+		y := math.Min(q.y*x, prev/gap)
+		prev = y
+		d.XYs = append(d.XYs, plotter.XY{X: x * 1.06, Y: y})
+		d.Labels = append(d.Labels, q.label)
+	}
+	l, err := plotter.NewLabels(d)
+	if err != nil {
+		return err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i].Font.Size = vg.Points(8)
+		l.TextStyle[i].YAlign = draw.YCenter
+		l.TextStyle[i].Color = color.Gray{Y: 90}
+	}
+	p.Add(l)
+	return nil
+}
+
+// noData turns p into a figure that says it has no data (why) instead of
+// drawing empty axes.
+func noData(p *plot.Plot, why string) {
+	p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.ConstantTicks{}, plot.ConstantTicks{}
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 1, 0, 1
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: 0.5, Y: 0.5}}, Labels: []string{"no data: " + why}})
+	if err != nil {
+		return
+	}
+	l.TextStyle[0].Font.Size = vg.Points(14)
+	l.TextStyle[0].XAlign, l.TextStyle[0].YAlign = draw.XCenter, draw.YCenter
+	p.Add(l)
+}
+
+// RooflineSweepTitle is the title of a sweep figure: the model (with its
+// layer count when > 0), the machine and the request with the swept
+// variable given as its range, never at the base request's single value
+// ("decode, batch B = 1..64, T=1 C=1024, weights fp16, act fp16, KV fp16").
+func RooflineSweepTitle(model string, layers int, machine string, r roofline.Request, s *roofline.SweepResult) string {
+	vals := ""
+	if n := len(s.Values); n > 0 {
+		vals = fmt.Sprintf("%d..%d (%d values)", s.Values[0], s.Values[n-1], n)
+	}
+	var fixed []string
+	switch s.Var {
+	case roofline.SweepBatch:
+		vals = "batch B = " + vals
+	case roofline.SweepTokens:
+		vals = "tokens T = " + vals
+	case roofline.SweepContext:
+		vals = "context C = " + vals
+	default:
+		vals = string(s.Var) + " = " + vals
+	}
+	if s.Var != roofline.SweepBatch {
+		fixed = append(fixed, fmt.Sprintf("B=%d", r.Batch))
+	}
+	if s.Var != roofline.SweepTokens {
+		fixed = append(fixed, fmt.Sprintf("T=%d", r.Tokens))
+	}
+	if s.Var != roofline.SweepContext {
+		c := fmt.Sprintf("C=%d", r.Context)
+		if s.Var == roofline.SweepTokens && r.Phase == roofline.Prefill {
+			c = "C=T"
+		}
+		fixed = append(fixed, c)
+	}
+	m := model
+	if layers > 0 {
+		m = fmt.Sprintf("%s (%d layers)", model, layers)
+	}
+	t := fmt.Sprintf("%s on %s: %s, %s swept, %s\nweights %s, activations %s, KV %s (roofline prediction, not measured)",
+		m, machine, r.Phase, vals, strings.Join(fixed, " "), r.Weight, r.Act, r.KV)
+	if r.Routing.Kind != "" && r.Routing.Kind != "uniform" {
+		t += ", routing " + r.Routing.String()
+	}
+	return t
 }

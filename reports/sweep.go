@@ -442,7 +442,53 @@ func (d *sweepData) cellsCaption(idx []int) string {
 	if len(dates) > 2 {
 		dates = []string{dates[0] + " to " + dates[len(dates)-1]}
 	}
-	return plural("machine", srcs) + "; " + plural("date", dates)
+	return plural("machine", srcs) + "; " + plural("date", dates) + "\n" + d.produced(idx)
+}
+
+// produced says what produced the cells idx, for a figure's caption
+// line: models with the layers instantiated, weight and activation
+// precision, the backends that ran, threads and requests per cell
+// ("tiny fp32 (2 layers), activations fp32; 2 threads" and on a second
+// line "backends avx2-bf16, avx2-fp32; 4 requests per cell").
+func (d *sweepData) produced(idx []int) string {
+	var models, backends, threads, reqs []string
+	for _, i := range idx {
+		c := &d.cells[i]
+		m := fmt.Sprintf("%s (%d of %d layers)", d.model[i], c.Layers, c.ModelLayers)
+		if c.ModelLayers == 0 || c.ModelLayers == c.Layers {
+			m = fmt.Sprintf("%s (%d layers)", d.model[i], c.Layers)
+		}
+		addUnique(&models, m)
+		if len(c.Targets) > 0 {
+			for _, t := range c.Targets {
+				if t.Calls > 0 || len(c.Targets) == 1 {
+					addUnique(&backends, t.Backend)
+				}
+			}
+		} else {
+			for _, b := range strings.Split(c.Backends, "+") {
+				if b != "" {
+					addUnique(&backends, b)
+				}
+			}
+		}
+		addUnique(&threads, strconv.Itoa(c.Threads))
+		addUnique(&reqs, strconv.Itoa(c.Config.Requests))
+	}
+	slices.Sort(models)
+	slices.Sort(backends)
+	slices.SortFunc(threads, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	slices.SortFunc(reqs, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	th := strings.Join(threads, ", ") + " threads"
+	if len(threads) == 1 && threads[0] == "1" {
+		th = "1 thread"
+	}
+	s := strings.Join(models, ", ") + ", activations " + d.o.Precision
+	s += "; " + th + "\n"
+	if len(backends) > 0 {
+		s += "backends " + strings.Join(backends, ", ") + "; "
+	}
+	return s + strings.Join(reqs, ", ") + " requests per cell"
 }
 
 var placementRank = map[string]int{"cores": 0, "matrix": 1, "mixed": 2, "auto": 3}

@@ -14,6 +14,10 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -55,7 +59,7 @@ func placementColor(p string, i int) color.Color {
 }
 
 // sweepPanelH is the height of one panel of a sweep figure (96 dpi).
-const sweepPanelH = 4.5 * vg.Inch
+const sweepPanelH = 5 * vg.Inch
 
 // sweepPlot is a panel with a title, the caption line (machines, dates)
 // and axis labels with units, and grid lines as asked.
@@ -214,12 +218,13 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		gs := d.groups(k)
 		var names []string
 		var colors []color.Color
-		var vals [][]float64
+		var vals, cis [][]float64
 		var labels [][]string
 		for pi, p := range d.placements {
 			v := make([]float64, len(gs))
 			l := make([]string, len(gs))
 			found := false
+			ci := make([]float64, len(gs))
 			for gi, g := range gs {
 				c := d.cell(k, g, p)
 				if c == nil {
@@ -227,6 +232,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 				}
 				found = true
 				v[gi] = c.Latency.Mean
+				ci[gi] = meanCI95(c)
 				if base := d.cell(k, g, "cores"); base != nil && c.Latency.Mean > 0 {
 					l[gi] = fmt.Sprintf("%.2f×", base.Latency.Mean/c.Latency.Mean)
 				}
@@ -235,13 +241,33 @@ func latencyPNG(d *sweepData, dir, name string) error {
 				continue
 			}
 			names, colors = append(names, d.legend(p, d.panelCells(k))), append(colors, placementColor(p, pi))
-			vals, labels = append(vals, v), append(labels, l)
+			vals, labels, cis = append(vals, v), append(labels, l), append(cis, ci)
 		}
-		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
+		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k))+"\nbars: mean; error bars: 95% CI of the mean over the requests",
 			"batch size", "mean end-to-end latency per request (s)", horizontalGrid)
-		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(gs), len(names)))
+		bw := barWidthFor(pw, len(gs), len(names))
+		top, err := addGroupedBars(pl, names, colors, vals, labels, bw)
 		if err != nil {
 			return err
+		}
+		for s := range names {
+			var rb rangeBars
+			for g, v := range vals[s] {
+				if v > 0 && cis[s][g] > 0 {
+					rb.XYs = append(rb.XYs, plotter.XY{X: float64(g), Y: v})
+					rb.YErrors = append(rb.YErrors, struct{ Low, High float64 }{cis[s][g], cis[s][g]})
+					top = max(top, v+cis[s][g])
+				}
+			}
+			if len(rb.XYs) == 0 {
+				continue
+			}
+			eb, err := plotter.NewYErrorBars(rb)
+			if err != nil {
+				return err
+			}
+			eb.CapWidth = bw / 3
+			pl.Add(offsetPlotter{eb, bw * vg.Length(float64(s)-float64(len(names)-1)/2)})
 		}
 		var xl []string
 		for _, g := range gs {
@@ -390,11 +416,50 @@ func breakdownPNG(d *sweepData, phase string, bars []breakdownBar, dir, name str
 	pl.NominalX(xl...)
 	pl.X.Tick.Label.Font.Size = vg.Points(8)
 	pl.X.Min, pl.X.Max = -0.7, float64(len(bars))-0.3
-	// Room above 100 % for the legend; ticks stop at 100.
-	pl.Y.Min, pl.Y.Max = 0, 132
+	// The axis ends at 100 %; the legend sits right of the plot.
+	pl.Y.Min, pl.Y.Max = 0, 100
+	pl.Y.Padding = 0
 	pl.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 100, Label: "100"}}
+	pl.Legend.Top, pl.Legend.Left = true, false
+	pl.Legend.XOffs = 1.3 * vg.Inch
 	width := max(6*vg.Inch, vg.Length(len(bars))*0.75*vg.Inch+1.8*vg.Inch)
-	return savePlot(d.ctx, d.o.Figures, pl, width, 5.5*vg.Inch, dir, name)
+	return saveLegendRight(d, pl, width, 5.5*vg.Inch, dir, name)
+}
+
+// saveLegendRight writes a single-panel sweep plot with 1.4 in of room on its
+// right for an outside legend.
+func saveLegendRight(d *sweepData, pl *plot.Plot, w, h vg.Length, dir, name string) error {
+	return d.o.Figures.save(d.ctx, rightMargin(pl, w, h, 1.4*vg.Inch), dir, name)
+}
+
+// rightMargin is pl drawn w × h with margin of it left blank on the right
+// (where a legend with XOffs = margin goes).
+func rightMargin(pl *plot.Plot, w, h, margin vg.Length) Figure {
+	return Figure{W: w + margin, H: h, draw: func(dc draw.Canvas) {
+		dc.SetColor(color.White)
+		dc.Fill(dc.Rectangle.Path())
+		c := dc
+		c.Max.X -= margin
+		pl.Draw(c)
+	}}
+}
+
+// meanCI95 is the half-width of the 95 % confidence interval of a cell's
+// mean end-to-end latency over its requests (Student's t, n − 1 degrees
+// of freedom); 0 with fewer than 2 requests.
+func meanCI95(c *results.SweepCell) float64 {
+	var xs []float64
+	for _, r := range c.Requests {
+		if finite(r.LatencyS) && r.LatencyS > 0 {
+			xs = append(xs, r.LatencyS)
+		}
+	}
+	if len(xs) < 2 {
+		return 0
+	}
+	sd := stat.StdDev(xs, nil)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(len(xs) - 1)}.Quantile(0.975)
+	return t * sd / math.Sqrt(float64(len(xs)))
 }
 
 // predScatterPNG: measured vs predicted seconds per operator sample.
@@ -513,6 +578,13 @@ func tint(c color.Color, f float64) color.Color {
 	return color.RGBA{m(r), m(g), m(b), 255}
 }
 
+// Regime map cells: 9 pt text in rows 0.36 in high and columns 1.6 in wide.
+const (
+	regimeFontPt = 9
+	regimeRowH   = 0.36 * vg.Inch
+	regimeCellW  = 1.6 * vg.Inch
+)
+
 // regimePNG: per machine, operators × batch cells coloured by regime (or
 // measured/predicted, intensity or share) and labeled with their values.
 func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
@@ -606,7 +678,7 @@ func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
 			return err
 		}
 		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font.Size = vg.Points(7)
+			lb.TextStyle[i].Font.Size = vg.Points(regimeFontPt)
 			lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YCenter
 		}
 		pl.Add(lb)
@@ -629,8 +701,8 @@ func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
 			legendW = 1.3 * vg.Inch
 		}
 		pl.X.Padding, pl.Y.Padding = 0, 0
-		pw = max(pw, 2.2*vg.Inch+vg.Length(len(rm.batches))*1.3*vg.Inch+legendW, 6*vg.Inch)
-		ph = max(ph, 1.8*vg.Inch+max(vg.Length(n)*0.27*vg.Inch, vg.Length(len(seen))*0.2*vg.Inch))
+		pw = max(pw, 2.2*vg.Inch+vg.Length(len(rm.batches))*regimeCellW+legendW, 6*vg.Inch)
+		ph = max(ph, 2.1*vg.Inch+max(vg.Length(n)*regimeRowH, vg.Length(len(seen))*0.2*vg.Inch))
 		ps = append(ps, pl)
 	}
 	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, ph, dir, name)

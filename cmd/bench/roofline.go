@@ -276,7 +276,7 @@ func rooflineRun(o *rooflineOptions) error {
 		result = s
 		table = func(w io.Writer) error { return writeSweep(w, m, arch, r, s) }
 		fig = func() (reports.Figure, error) {
-			return reports.RooflineSweepFigure(s, fmt.Sprintf("%s on %s: %s", arch.Name, m.Name, describe(r)))
+			return reports.RooflineSweepFigure(s, reports.RooflineSweepTitle(arch.Name, arch.Layers, m.Name, r, s))
 		}
 	} else {
 		a, err := roofline.Analyze(m, arch, r, prec)
