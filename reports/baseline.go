@@ -257,7 +257,7 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 			vals, labels = append(vals, v), append(labels, l)
 		}
 		pw = max(pw, barPanelWidth(len(threads), len(names)))
-		pl := sweepPlot(fmt.Sprintf("%s: bench beside llama.cpp (%s)", ph.name, src), d.caption(), "threads", ph.unit, horizontalGrid)
+		pl := sweepPlot(fmt.Sprintf("%s: bench beside llama.cpp (%s)", ph.name, src), d.caption()+"\n"+d.produced(d.base), "threads", ph.unit, horizontalGrid)
 		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(threads), len(names)))
 		if err != nil {
 			return err

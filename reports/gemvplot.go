@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -69,8 +70,16 @@ func GEMVBandwidthFigure(title string, rows []results.GEMMResult, roofs []GEMVRo
 		return Figure{}, fmt.Errorf("gemv plot: no M = 1 figures")
 	}
 	shapes, formats, val := gemvGroups(rows)
+	var backends []string
+	var ns []int
+	for _, g := range rows {
+		if g.Backend != "" && !slices.Contains(backends, g.Backend) {
+			backends = append(backends, g.Backend)
+		}
+		ns = append(ns, g.GFLOPS.N)
+	}
 	p := plot.New()
-	p.Title.Text = title
+	p.Title.Text = title + "\nbackends " + strings.Join(backends, ", ") + "; " + spread(ns)
 	p.X.Label.Text = "weight shape N×K (output channels × reduction depth)"
 	p.Y.Label.Text = "attained GEMV bandwidth, GB/s of weights (1e9 bytes/s)"
 	p.Add(plotter.NewGrid())
@@ -95,6 +104,23 @@ func GEMVBandwidthFigure(title string, rows []results.GEMMResult, roofs []GEMVRo
 		b.Offset = vg.Length(float64(i)-float64(len(formats)-1)/2) * barW
 		p.Add(b)
 		p.Legend.Add(f, b)
+		// Min-to-max over the repeats, in weight GB/s.
+		var xs []float64
+		var st []results.Stat
+		for j, sh := range shapes {
+			for _, g := range rows {
+				if gemvShape(g) == sh && g.DType == f && g.GFLOPS.Median > 0 {
+					k := g.WeightGBps / g.GFLOPS.Median
+					xs = append(xs, float64(j))
+					st = append(st, results.Stat{Median: g.WeightGBps, Min: g.GFLOPS.Min * k, Max: g.GFLOPS.Max * k})
+					ymax = math.Max(ymax, g.GFLOPS.Max*k)
+					break
+				}
+			}
+		}
+		if err := addRangeOffset(p, xs, st, color.Black, b.Offset); err != nil {
+			return Figure{}, err
+		}
 	}
 	for i, r := range roofs {
 		if !(r.GBps > 0) {

@@ -447,8 +447,12 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 		st[[2]int{pr.CPUNode, pr.MemNode}] = pr.ReadGBps
 		ns = append(ns, pr.ReadGBps.N)
 	}
-	produced := fmt.Sprintf("node's cores, %s; %s", FormatBytes(p.NUMA.WorkingSetBytes),
-		strings.Replace(spread(ns), "repeats, bars min to max", "[min-max]", 1))
+	nt := 0
+	for _, pr := range p.NUMA.Pairs {
+		nt = max(nt, len(pr.CPUs))
+	}
+	produced := fmt.Sprintf("%d threads (the CPU node's), %s; %s", nt, FormatBytes(p.NUMA.WorkingSetBytes),
+		strings.Replace(spread(ns), "bars min to max", "[min-max]", 1))
 	pl := newPlot(title, "memory node", "CPU node", p, produced)
 	cm := moreland.SmoothBlueRed()
 	pal := cm.Palette(64)

@@ -7,6 +7,7 @@ package reports
 import (
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -394,4 +395,48 @@ func TestRegimeMapSpacing(t *testing.T) {
 			break
 		}
 	}
+}
+
+// Every figure says what produced it (issue 18 part 2): probe figures the
+// machine, date, threads and repeats; sweep figures the model with its
+// layers, precision, backends, threads, machine and date.
+func TestFiguresSayWhatProducedThem(t *testing.T) {
+	figs := profileFigures(t, allSections(t))
+	if len(figs) < 7 {
+		t.Fatalf("%d probe figures", len(figs))
+	}
+	for name, f := range figs {
+		txt := record(t, f).text()
+		for _, want := range []string{"AMD EPYC (vm), 2026-11-21", "thread", "repeats"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("%s: no %q in\n%s", name, want, txt)
+			}
+		}
+	}
+	so := SweepOptions{Baseline: testBaseline(t)}
+	figs = sweepFigures(t, withRequests(synthCells()), so)
+	if len(figs) < 8 {
+		t.Fatalf("%d sweep figures", len(figs))
+	}
+	for name, f := range figs {
+		txt := record(t, f).text()
+		for _, want := range []string{"tiny fp32 (2 layers), activations fp32", "2 threads", "backends avx2-fp32", "requests per cell", "2026-03-0"} {
+			if !strings.Contains(txt, want) {
+				t.Errorf("%s: no %q in\n%s", name, want, txt)
+			}
+		}
+	}
+}
+
+func testBaseline(t *testing.T) *Baseline {
+	t.Helper()
+	data, err := os.ReadFile("testdata/llama-bench-fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := ParseLlamaBench(data, "testdata/llama-bench-fixture.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bl
 }

@@ -40,6 +40,10 @@ type SweepOptions struct {
 	// Figures are the plots' formats and width (zero value: PNG at each
 	// plot's native size); report.md embeds the primary format.
 	Figures FigureOptions
+	// Command is the command line that regenerates the report (e.g.
+	// "bench report results/sweep-x --out report"), given in every
+	// figure's caption; "" for none.
+	Command string
 }
 
 // SweepSummary is what Sweep found and wrote.
@@ -622,7 +626,11 @@ func (r *sweepReport) figure(b *bytes.Buffer, file, title, caption string) {
 	if t := r.d.targetsCaption(r.d.all()); t != "" {
 		fmt.Fprintf(b, " %s.", t)
 	}
-	b.WriteString("*\n\n")
+	b.WriteString("*")
+	if c := r.d.o.Command; c != "" {
+		fmt.Fprintf(b, " Regenerate: `%s`.", c)
+	}
+	b.WriteString("\n\n")
 }
 
 // all is every cell's index.

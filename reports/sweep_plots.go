@@ -250,24 +250,8 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		if err != nil {
 			return err
 		}
-		for s := range names {
-			var rb rangeBars
-			for g, v := range vals[s] {
-				if v > 0 && cis[s][g] > 0 {
-					rb.XYs = append(rb.XYs, plotter.XY{X: float64(g), Y: v})
-					rb.YErrors = append(rb.YErrors, struct{ Low, High float64 }{cis[s][g], cis[s][g]})
-					top = max(top, v+cis[s][g])
-				}
-			}
-			if len(rb.XYs) == 0 {
-				continue
-			}
-			eb, err := plotter.NewYErrorBars(rb)
-			if err != nil {
-				return err
-			}
-			eb.CapWidth = bw / 3
-			pl.Add(offsetPlotter{eb, bw * vg.Length(float64(s)-float64(len(names)-1)/2)})
+		if top, err = addCIBars(pl, vals, cis, bw, top); err != nil {
+			return err
 		}
 		var xl []string
 		for _, g := range gs {
@@ -279,6 +263,32 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		ps = append(ps, pl)
 	}
 	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
+}
+
+// addCIBars draws ± cis[s][g] error bars on the grouped bars vals (as
+// addGroupedBars lays them out, width bw) and returns top raised to the
+// highest bar end.
+func addCIBars(pl *plot.Plot, vals, cis [][]float64, bw vg.Length, top float64) (float64, error) {
+	for s := range vals {
+		var rb rangeBars
+		for g, v := range vals[s] {
+			if v > 0 && cis[s][g] > 0 {
+				rb.XYs = append(rb.XYs, plotter.XY{X: float64(g), Y: v})
+				rb.YErrors = append(rb.YErrors, struct{ Low, High float64 }{cis[s][g], cis[s][g]})
+				top = max(top, v+cis[s][g])
+			}
+		}
+		if len(rb.XYs) == 0 {
+			continue
+		}
+		eb, err := plotter.NewYErrorBars(rb)
+		if err != nil {
+			return top, err
+		}
+		eb.CapWidth = bw / 3
+		pl.Add(offsetPlotter{eb, bw * vg.Length(float64(s)-float64(len(vals)-1)/2)})
+	}
+	return top, nil
 }
 
 // batchTicks labels exactly the batch sizes swept.
@@ -304,7 +314,7 @@ func throughputPNG(d *sweepData, dir, name string) error {
 		if len(bs) < 2 {
 			continue
 		}
-		pl := sweepPlot("Output throughput: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
+		pl := sweepPlot("Output throughput: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k))+"\none replay per cell: output tokens / replay wall time (no repeats, no spread)",
 			"batch size (sequences)", "output tokens/s", fullGrid)
 		if bs[len(bs)-1] >= 8*max(1, bs[0]) && bs[0] > 0 {
 			pl.X.Scale = plot.LogScale{}
@@ -724,11 +734,12 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		}
 		var names []string
 		var colors []color.Color
-		var vals [][]float64
+		var vals, cis [][]float64
 		var labels [][]string
 		var idx []int
 		for si, src := range d.srcs {
 			v := make([]float64, len(placements))
+			ci := make([]float64, len(placements))
 			l := make([]string, len(placements))
 			found := false
 			for pi, p := range placements {
@@ -738,6 +749,7 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 				}
 				found = true
 				v[pi] = c.Latency.Mean
+				ci[pi] = meanCI95(c)
 				if ref := d.machineCell(mp, d.srcs[0], p); ref != nil && c.Latency.Mean > 0 {
 					l[pi] = fmt.Sprintf("%.2f×", ref.Latency.Mean/c.Latency.Mean)
 				}
@@ -751,7 +763,7 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 				continue
 			}
 			names, colors = append(names, src), append(colors, okabeIto[si%len(okabeIto)])
-			vals, labels = append(vals, v), append(labels, l)
+			vals, labels, cis = append(vals, v), append(labels, l), append(cis, ci)
 		}
 		title := mp.workload
 		title += ", " + mp.model
@@ -760,9 +772,13 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		} else {
 			title += ", largest batch per machine"
 		}
-		pl := sweepPlot("Machines compared: "+title, d.cellsCaption(idx), "placement", "mean end-to-end latency per request (s)", horizontalGrid)
-		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(placements), len(names)))
+		pl := sweepPlot("Machines compared: "+title, d.cellsCaption(idx)+"\nbars: mean; error bars: 95% CI of the mean over the requests", "placement", "mean end-to-end latency per request (s)", horizontalGrid)
+		bw := barWidthFor(pw, len(placements), len(names))
+		top, err := addGroupedBars(pl, names, colors, vals, labels, bw)
 		if err != nil {
+			return err
+		}
+		if top, err = addCIBars(pl, vals, cis, bw, top); err != nil {
 			return err
 		}
 		pl.NominalX(placements...)

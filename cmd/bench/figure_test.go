@@ -120,3 +120,26 @@ func TestReportVectorFigures(t *testing.T) {
 		t.Errorf("PNGs without png in --format: %v", m)
 	}
 }
+
+// Every figure's caption in report.md gives the command that regenerates
+// it (issue 18 part 2).
+func TestReportCaptionCommand(t *testing.T) {
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "my sweep")
+	writeCells(t, in, []results.SweepCell{reportCell("a", "h", "2026-03-01T00:00:00Z", "gsm8k", "cores", 1, 2),
+		reportCell("b", "h", "2026-03-01T00:00:00Z", "gsm8k", "matrix", 1, 1)})
+	out := filepath.Join(tmp, "out")
+	code, _, errs := run(t, "report", in, "--out", out, "--format", "png,svg", "--width", "column")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Regenerate: `bench report '" + in + "' --out " + out + " --format png,svg --width column`."
+	figs := strings.Count(string(md), "![")
+	if n := strings.Count(string(md), want); figs == 0 || n != figs {
+		t.Errorf("%d of %d figures give %q:\n%s", n, figs, want, md)
+	}
+}

@@ -170,7 +170,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	// The report first (all or nothing, reports.SweepContext), then the
 	// merged cells beside it: a failed or interrupted report writes
 	// neither.
-	s, err := reports.SweepContext(ctx, cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline, Figures: opts.Fig.opts})
+	s, err := reports.SweepContext(ctx, cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline, Figures: opts.Fig.opts, Command: reportCommand(opts)})
 	if err != nil {
 		return err
 	}
@@ -401,4 +401,48 @@ func reportMachines(cells []results.SweepCell, from []string, opts *ReportOption
 		}
 	}
 	return out, nil
+}
+
+// reportCommand is the bench report command line that regenerates the
+// report from opts, shell-quoted (report.md's captions give it).
+func reportCommand(opts *ReportOptions) string {
+	args := []string{"bench", "report"}
+	args = append(args, opts.Dirs...)
+	args = append(args, "--out", opts.Out)
+	if opts.Merge {
+		args = append(args, "--merge")
+	}
+	if opts.Profile != "" {
+		args = append(args, "--profile", opts.Profile)
+	}
+	if opts.Precision != "" && opts.Precision != "fp32" {
+		args = append(args, "--precision", opts.Precision)
+	}
+	if opts.Baseline != "" {
+		args = append(args, "--baseline", opts.Baseline)
+	}
+	if opts.Fig.Format != "" && opts.Fig.Format != reports.FormatPNG {
+		args = append(args, "--format", opts.Fig.Format)
+	}
+	if opts.Fig.Width != "" {
+		args = append(args, "--width", opts.Fig.Width)
+	}
+	for i, a := range args {
+		args[i] = shellQuote(a)
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and -_./=:,+@%.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }
