@@ -3,4 +3,12 @@
 // embedded) and paper column or page widths on request (FigureOptions,
 // figure.go decides for every plot). It imports results and the pure
 // roofline model, never measurement code (probes, kernels, engine).
+//
+// Every plot kind has a golden SVG in testdata/golden (golden_test.go:
+// drawn from fixed inputs, numbers compared within 0.15 pt, text exactly);
+// after an intended change to a figure, regenerate them with
+//
+//	go test ./reports -update    (or -run TestGoldenFigures -update)
+//
+// and review the diff.
 package reports

@@ -1,0 +1,276 @@
+package reports
+
+// Golden-image tests (issue 18 part 4): every plot kind is drawn from fixed
+// inputs (the fixture profile, synthetic sweep cells, published machines;
+// no clock, no host name) as SVG without embedded fonts, its numbers
+// rounded to 0.1 pt, and compared with testdata/golden/KIND.svg, numbers
+// within 0.15 pt (floating-point differences between machines, e.g. fused
+// multiply-adds on arm64) and everything else exactly. A change to a
+// figure is then a reviewed diff of the SVG text:
+//
+//	go test ./reports -update
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden figures in testdata/golden")
+
+// goldenTol is how far a number may move (points, or the SVG's other
+// numeric attributes) before a figure differs from its golden file.
+const goldenTol = 0.15
+
+// svgNumber matches the numbers of gonum's SVG output.
+var svgNumber = regexp.MustCompile(`-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?`)
+
+// goldenSVG draws f at its native size as SVG (fonts not embedded) with
+// every number rounded to one decimal.
+func goldenSVG(t *testing.T, f Figure) []byte {
+	t.Helper()
+	c := vgsvg.NewWith(vgsvg.UseWH(f.W, f.H))
+	f.draw(draw.New(c))
+	var b bytes.Buffer
+	if _, err := c.WriteTo(&b); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "<?xml") {
+			continue
+		}
+		geom, text := splitText(l)
+		lines[i] = svgNumber.ReplaceAllStringFunc(geom, func(m string) string {
+			v, err := strconv.ParseFloat(m, 64)
+			if err != nil {
+				return m
+			}
+			r := math.Round(v*10) / 10
+			if r == 0 {
+				r = 0 // no "-0"
+			}
+			return strconv.FormatFloat(r, 'f', -1, 64)
+		}) + text
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// splitText splits an SVG line into its geometry (tags, attributes, path
+// data) and the text content of a <text> element ("" for other lines),
+// which is compared exactly.
+func splitText(l string) (geom, text string) {
+	i := strings.Index(l, "<text")
+	if i < 0 {
+		return l, ""
+	}
+	j := strings.Index(l[i:], ">")
+	if j < 0 {
+		return l, ""
+	}
+	return l[:i+j+1], l[i+j+1:]
+}
+
+// svgDiff compares two golden SVGs: the text between numbers must match,
+// the numbers within goldenTol. It returns "" or the first difference with
+// its line.
+func svgDiff(got, want []byte) string {
+	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < max(len(gl), len(wl)); i++ {
+		if i >= len(gl) || i >= len(wl) {
+			return fmt.Sprintf("line %d: %d lines, want %d", i+1, len(gl), len(wl))
+		}
+		g, w := gl[i], wl[i]
+		if g == w {
+			continue
+		}
+		if _, gt := splitText(g); true {
+			if _, wt := splitText(w); gt != wt {
+				return fmt.Sprintf("line %d: text differs:\n got  %s\n want %s", i+1, clip(g), clip(w))
+			}
+		}
+		gs, ws := svgNumber.Split(g, -1), svgNumber.Split(w, -1)
+		gn, wn := svgNumber.FindAllString(g, -1), svgNumber.FindAllString(w, -1)
+		if !slices.Equal(gs, ws) || len(gn) != len(wn) {
+			return fmt.Sprintf("line %d:\n got  %s\n want %s", i+1, clip(g), clip(w))
+		}
+		for k := range gn {
+			a, _ := strconv.ParseFloat(gn[k], 64)
+			b, _ := strconv.ParseFloat(wn[k], 64)
+			if math.Abs(a-b) > goldenTol {
+				return fmt.Sprintf("line %d, number %d: %s, want %s:\n got  %s\n want %s", i+1, k+1, gn[k], wn[k], clip(g), clip(w))
+			}
+		}
+	}
+	return ""
+}
+
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// goldenFigures draws one figure of every plot kind from fixed inputs.
+func goldenFigures(t *testing.T) map[string]Figure {
+	t.Helper()
+	out := map[string]Figure{}
+	p := allSections(t)
+	// One thread count of the bandwidth sweep keeps the file small.
+	for name, f := range profileFigures(t, p) {
+		if name != "bandwidth-vs-working-set-2t" {
+			out["probe-"+name] = f
+		}
+	}
+	cells := withRequests(synthCells())
+	for i := range cells {
+		cells[i].PrefillTokS = 50
+	}
+	m1, err := roofline.Published("m4-pro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	so := SweepOptions{Baseline: testBaseline(t), Machines: map[string]*roofline.Machine{"m1": m1}}
+	for name, f := range sweepFigures(t, cells, so) {
+		if name != "breakdown_prefill" { // the same kind as breakdown_decode
+			out["sweep-"+name] = f
+		}
+	}
+	a := publishedAnalysis(t, "m4-pro", "qwen3-0.6b", decode1, "fp16")
+	if out["roofline-m4-pro"], err = RooflineFigure(a); err != nil {
+		t.Fatal(err)
+	}
+	pm, err := roofline.FromProfile(p, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decode1
+	r.Weight, r.Act = "fp32", "fp32"
+	if out["roofline-profile"], err = RooflineFigure(analysis(t, pm, "qwen3-0.6b", r, "fp32")); err != nil {
+		t.Fatal(err)
+	}
+	arch := roofline.Arch{Name: "llama-3.2-1b", Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
+	s, err := roofline.Sweep(m1, arch, decode1, "fp16", roofline.SweepBatch, []int{1, 2, 4, 8, 16, 32, 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["roofline-sweep"], err = RooflineSweepFigure(s, RooflineSweepTitle(arch.Name, arch.Layers, m1.Name, decode1, s)); err != nil {
+		t.Fatal(err)
+	}
+	lnl, err := roofline.Published("lnl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["ebw-lnl"], err = EBWFigure(lnl); err != nil {
+		t.Fatal(err)
+	}
+	var gemv []results.GEMMResult
+	for _, g := range p.Matrix.GEMV {
+		if g.M == 1 {
+			gemv = append(gemv, g)
+		}
+	}
+	if len(gemv) == 0 {
+		t.Fatal("fixture has no M = 1 GEMV")
+	}
+	if out["gemv"], err = GEMVBandwidthFigure("Attained GEMV bandwidth (fixture)", gemv, []GEMVRoof{{Label: "DRAM read 30.6 GB/s", GBps: 30.6}}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestGoldenFigures(t *testing.T) {
+	figs := goldenFigures(t)
+	dir := filepath.Join("testdata", "golden")
+	if *update {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		old, _ := filepath.Glob(filepath.Join(dir, "*.svg"))
+		for _, f := range old {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var names []string
+	for n := range figs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		got := goldenSVG(t, figs[name])
+		path := filepath.Join(dir, name+".svg")
+		if *update {
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v (go test ./reports -run TestGoldenFigures -update writes it)", name, err)
+			continue
+		}
+		if d := svgDiff(got, want); d != "" {
+			gotPath := filepath.Join(t.TempDir(), name+".svg")
+			_ = os.WriteFile(gotPath, got, 0o644)
+			t.Errorf("%s differs from %s (new drawing in %s; go test ./reports -run TestGoldenFigures -update to accept): %s", name, path, gotPath, d)
+		}
+	}
+	if !*update {
+		// No golden file without a figure.
+		files, _ := filepath.Glob(filepath.Join(dir, "*.svg"))
+		for _, f := range files {
+			if _, ok := figs[strings.TrimSuffix(filepath.Base(f), ".svg")]; !ok {
+				t.Errorf("%s: no figure of that kind any more (-update removes it)", f)
+			}
+		}
+	}
+}
+
+// Drawing a figure twice gives the same SVG (no map order, clock or
+// host in what is drawn).
+func TestGoldenDeterministic(t *testing.T) {
+	a, b := goldenFigures(t), goldenFigures(t)
+	for name := range a {
+		if !bytes.Equal(goldenSVG(t, a[name]), goldenSVG(t, b[name])) {
+			t.Errorf("%s: two drawings differ", name)
+		}
+	}
+}
+
+// svgDiff accepts numbers within the tolerance and nothing else.
+func TestSVGDiff(t *testing.T) {
+	want := []byte("<path d=\"M10.1 20\"/>\n<text>a 1</text>")
+	for _, c := range []struct {
+		got  string
+		same bool
+	}{
+		{"<path d=\"M10.1 20\"/>\n<text>a 1</text>", true},
+		{"<path d=\"M10.2 19.9\"/>\n<text>a 1</text>", true},
+		{"<path d=\"M10.5 20\"/>\n<text>a 1</text>", false},
+		{"<path d=\"M10.1 20\"/>\n<text>b 1</text>", false},
+		{"<path d=\"M10.1 20\"/>", false},
+		{"<path d=\"M10.1 20\"/>\n<text>a 1.1</text>", false},
+	} {
+		if d := svgDiff([]byte(c.got), want); (d == "") != c.same {
+			t.Errorf("%q: diff %q", c.got, d)
+		}
+	}
+}
