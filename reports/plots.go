@@ -189,7 +189,9 @@ func addRange(pl *plot.Plot, xs []float64, st []results.Stat, c color.Color) err
 // working set (cache sizes marked), the measured roofline (the ceilings
 // predictions use solid, FMA peaks dashed), non-linear throughput (log
 // axis, ratios to the first backend, and a panel of ratios to the best
-// vector-core backend) and the NUMA heatmap with its colour bar. Each
+// vector-core backend), two backends alone and together (SMEPilot Fig. 3,
+// from the mixed section) and the NUMA heatmaps of read bandwidth and
+// latency with values and colour bars (ArcLight Table 1). Each
 // title carries the machine, date, threads and how many repeats each
 // median has; measured points carry min-to-max bars.
 func ProfilePlots(p *results.Profile, dir string, o FigureOptions) ([]Plot, error) {
@@ -238,12 +240,19 @@ func ProfilePlots(p *results.Profile, dir string, o FigureOptions) ([]Plot, erro
 		}
 		out = append(out, Plot{title, withExt(name, o.Primary())})
 	}
+	if m := p.Mixed; m != nil && len(m.Experiments) > 0 {
+		name, title := "mixed-additivity.png", "Two backends"
+		if err := mixedAdditivity(p, title, o, dir, name); err != nil {
+			return nil, err
+		}
+		out = append(out, Plot{"Two backends alone and together (SMEPilot Fig. 3)", withExt(name, o.Primary())})
+	}
 	if n := p.NUMA; n != nil && len(n.Pairs) > 0 {
 		name, title := "numa-read-bandwidth.png", "NUMA read bandwidth, CPU node x memory node"
 		if err := numaHeatmap(p, title, o, dir, name); err != nil {
 			return nil, err
 		}
-		out = append(out, Plot{title, withExt(name, o.Primary())})
+		out = append(out, Plot{"NUMA read bandwidth and latency, CPU node x memory node (ArcLight Table 1)", withExt(name, o.Primary())})
 	}
 	return out, nil
 }
@@ -429,34 +438,59 @@ func (g numaGrid) Z(c, r int) float64 { return g.v[[2]int{g.cpu[r], g.mem[c]}] }
 func (g numaGrid) X(c int) float64    { return float64(c) }
 func (g numaGrid) Y(r int) float64    { return float64(r) }
 
-// numaHeatmap draws read bandwidth per CPU node (rows) and memory node
-// (columns), each cell labeled with its median and min-max, and a colour
-// bar in GB/s beside it.
+// numaHeatmap draws ArcLight Table 1 as heatmaps with values: read
+// bandwidth (GB/s) and, where measured, load latency (ns) per CPU node
+// (rows) and memory node (columns), each cell labeled with its median and
+// [min-max], each heatmap with its colour bar.
 func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name string) error {
-	g := numaGrid{v: map[[2]int]float64{}}
-	st := map[[2]int]results.Stat{}
-	var ns []int
-	for _, pr := range p.NUMA.Pairs {
-		if !slices.Contains(g.cpu, pr.CPUNode) {
-			g.cpu = append(g.cpu, pr.CPUNode)
-		}
-		if !slices.Contains(g.mem, pr.MemNode) {
-			g.mem = append(g.mem, pr.MemNode)
-		}
-		g.v[[2]int{pr.CPUNode, pr.MemNode}] = pr.ReadGBps.Median
-		st[[2]int{pr.CPUNode, pr.MemNode}] = pr.ReadGBps
-		ns = append(ns, pr.ReadGBps.N)
-	}
+	var cpu, mem []int
+	bw := map[[2]int]results.Stat{}
+	lat := map[[2]int]results.Stat{}
+	var ns, lns []int
 	nt := 0
+	hasLat := false
 	for _, pr := range p.NUMA.Pairs {
+		if !slices.Contains(cpu, pr.CPUNode) {
+			cpu = append(cpu, pr.CPUNode)
+		}
+		if !slices.Contains(mem, pr.MemNode) {
+			mem = append(mem, pr.MemNode)
+		}
+		bw[[2]int{pr.CPUNode, pr.MemNode}] = pr.ReadGBps
+		lat[[2]int{pr.CPUNode, pr.MemNode}] = pr.LatencyNS
+		hasLat = hasLat || pr.LatencyNS.Median > 0
+		ns = append(ns, pr.ReadGBps.N)
+		lns = append(lns, pr.LatencyNS.N)
 		nt = max(nt, len(pr.CPUs))
 	}
 	produced := fmt.Sprintf("%d threads (the CPU node's), %s; %s", nt, FormatBytes(p.NUMA.WorkingSetBytes),
 		strings.Replace(spread(ns), "bars min to max", "[min-max]", 1))
+	side := vg.Length(max(4, 1.2*float64(len(mem)))) * vg.Inch
+	f, err := numaPanel(p, title, produced, cpu, mem, bw, "GB/s", "read bandwidth (GB/s)", side)
+	if err != nil {
+		return err
+	}
+	if hasLat {
+		lf, err := numaPanel(p, "NUMA load latency, CPU node x memory node", "1 thread, pointer chase; "+strings.Replace(spread(lns), "bars min to max", "[min-max]", 1),
+			cpu, mem, lat, "ns", "latency (ns per dependent load)", side)
+		if err != nil {
+			return err
+		}
+		f = hstack(f, lf)
+	}
+	return o.save(context.Background(), f, dir, name)
+}
+
+// numaPanel is one heatmap of v (CPU node rows, memory node columns) with
+// values in the cells and a colour bar.
+func numaPanel(p *results.Profile, title, produced string, cpu, mem []int, v map[[2]int]results.Stat, unit, barLabel string, side vg.Length) (Figure, error) {
+	g := numaGrid{cpu: cpu, mem: mem, v: map[[2]int]float64{}}
+	for k, s := range v {
+		g.v[k] = s.Median
+	}
 	pl := newPlot(title, "memory node", "CPU node", p, produced)
 	cm := moreland.SmoothBlueRed()
-	pal := cm.Palette(64)
-	hm := plotter.NewHeatMap(g, pal)
+	hm := plotter.NewHeatMap(g, cm.Palette(64))
 	if hm.Min == hm.Max {
 		hm.Min, hm.Max = hm.Min*0.9, hm.Max*1.1+1e-9
 	}
@@ -465,14 +499,14 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 	var labels []string
 	for r, cn := range g.cpu {
 		for c, mn := range g.mem {
-			s := st[[2]int{cn, mn}]
+			s := v[[2]int{cn, mn}]
 			xys = append(xys, plotter.XY{X: float64(c), Y: float64(r)})
-			labels = append(labels, fmt.Sprintf("%.1f GB/s\n[%.1f-%.1f]", s.Median, s.Min, s.Max))
+			labels = append(labels, fmt.Sprintf("%.1f %s\n[%.1f-%.1f]", s.Median, unit, s.Min, s.Max))
 		}
 	}
 	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})
 	if err != nil {
-		return err
+		return Figure{}, err
 	}
 	for i := range lbl.TextStyle {
 		lbl.TextStyle[i].XAlign = draw.XCenter
@@ -484,10 +518,30 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 	pl.Y.Tick.Marker = nodeTicks(g.cpu)
 	pl.Legend.Top = false
 	pl.X.Padding, pl.Y.Padding = 0, 0
-	side := vg.Length(max(4, 1.2*float64(len(g.mem)))) * vg.Inch
 	cm.SetMin(hm.Min)
 	cm.SetMax(hm.Max)
-	return o.save(context.Background(), withColorBar(pl, cm, "read bandwidth (GB/s)", side+1*vg.Inch, side), dir, name)
+	return withColorBar(pl, cm, barLabel, side+1*vg.Inch, side), nil
+}
+
+// hstack draws figures side by side, top-aligned.
+func hstack(fs ...Figure) Figure {
+	var w, h vg.Length
+	for _, f := range fs {
+		w += f.W
+		h = max(h, f.H)
+	}
+	return Figure{W: w, H: h, draw: func(dc draw.Canvas) {
+		dc.SetColor(color.White)
+		dc.Fill(dc.Rectangle.Path())
+		x := dc.Min.X
+		for _, f := range fs {
+			c := dc
+			c.Min.X, c.Max.X = x, x+f.W
+			c.Min.Y = c.Max.Y - f.H
+			f.draw(c)
+			x += f.W
+		}
+	}}
 }
 
 // withColorBar is pl (w × h) with a vertical colour bar of cm right of

@@ -522,3 +522,94 @@ func (o offsetPlotter) DataRange() (xmin, xmax, ymin, ymax float64) {
 	}
 	return math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
 }
+
+// mixedAdditivity draws SMEPilot Fig. 3 from the mixed section: per
+// experiment (one panel each: compute in GFLOP/s, read bandwidth in GB/s)
+// two stacked bars, the groups run alone (summed) and run together, each
+// segment a group's median with its min-to-max bar, and the additivity
+// together / sum alone above the second bar.
+func mixedAdditivity(p *results.Profile, title string, o FigureOptions, dir, name string) error {
+	var ps []*plot.Plot
+	for _, e := range p.Mixed.Experiments {
+		if len(e.Groups) == 0 {
+			continue
+		}
+		var ns []int
+		var names []string
+		nthreads := 0
+		for _, g := range e.Groups {
+			nthreads += len(g.CPUs)
+			ns = append(ns, g.Alone.N, g.Together.N)
+			names = append(names, fmt.Sprintf("%s on CPUs %v", g.Name, g.CPUs))
+		}
+		unit := e.Groups[0].Unit
+		kind := map[string]string{"compute": "compute", "read_bandwidth": "read bandwidth"}[e.Kind]
+		if kind == "" {
+			kind = e.Kind
+		}
+		pl := newPlot(fmt.Sprintf("%s: %s, alone and together (SMEPilot Fig. 3)", title, kind), "", unit, p,
+			fmt.Sprintf("%d pinned threads: ", nthreads)+strings.Join(names, " + ")+"\n"+spread(ns))
+		pl.Title.TextStyle.Font.Size = vg.Points(11)
+		w := vg.Points(50)
+		var prev *plotter.BarChart
+		top := 0.0
+		cum := [2]float64{}
+		for gi, g := range e.Groups {
+			vs := plotter.Values{g.Alone.Median, g.Together.Median}
+			if e.Unit == "fraction" && g.Alone.Median > 0 {
+				vs = plotter.Values{1, g.Together.Median / g.Alone.Median}
+			}
+			bc, err := plotter.NewBarChart(vs, w)
+			if err != nil {
+				return err
+			}
+			bc.Color = okabeIto[gi%len(okabeIto)]
+			bc.LineStyle.Color, bc.LineStyle.Width = color.White, vg.Points(0.5)
+			if prev != nil {
+				bc.StackOn(prev)
+			}
+			prev = bc
+			pl.Add(bc)
+			pl.Legend.Add(g.Name, bc)
+			if e.Unit != "fraction" {
+				var rb rangeBars
+				for i, st := range []results.Stat{g.Alone, g.Together} {
+					rb.XYs = append(rb.XYs, plotter.XY{X: float64(i), Y: cum[i] + st.Median})
+					rb.YErrors = append(rb.YErrors, struct{ Low, High float64 }{max(0, st.Median-st.Min), max(0, st.Max-st.Median)})
+				}
+				eb, err := plotter.NewYErrorBars(rb)
+				if err != nil {
+					return err
+				}
+				eb.CapWidth = vg.Points(6)
+				pl.Add(eb)
+			}
+			cum[0] += vs[0]
+			cum[1] += vs[1]
+		}
+		top = max(cum[0], cum[1])
+		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: 0, Y: cum[0]}, {X: 1, Y: cum[1]}},
+			Labels: []string{fmt.Sprintf("sum alone %.3g", cum[0]), fmt.Sprintf("together %.3g: additivity %.2f", cum[1], e.Additivity)}})
+		if err != nil {
+			return err
+		}
+		lb.Offset = vg.Point{Y: vg.Points(9)}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].XAlign, lb.TextStyle[i].YAlign = draw.XCenter, draw.YBottom
+		}
+		pl.Add(lb)
+		pl.NominalX("run alone (sum)", "run together")
+		pl.X.Min, pl.X.Max = -0.7, 1.7
+		pl.Y.Min, pl.Y.Max = 0, top*1.35
+		if e.Unit == "fraction" {
+			pl.Y.Label.Text = "fraction of each group's alone median (units differ)"
+		}
+		ps = append(ps, pl)
+	}
+	if len(ps) == 0 {
+		pl := newPlot(title, "", "", p, "")
+		noData(pl, "the mixed section has no experiment")
+		ps = append(ps, pl)
+	}
+	return o.save(context.Background(), panelsFigure(context.Background(), ps, 2, 5.5*vg.Inch, 5*vg.Inch), dir, name)
+}

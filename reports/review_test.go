@@ -440,3 +440,21 @@ func testBaseline(t *testing.T) *Baseline {
 	}
 	return bl
 }
+
+// Issue 18 part 5: SMEPilot Fig. 3 (additivity) and ArcLight Table 1
+// (NUMA bandwidth and latency heatmaps with values) from a probe profile.
+func TestPaperFiguresFromProfile(t *testing.T) {
+	figs := profileFigures(t, allSections(t))
+	rec := mustFig(t, figs, "mixed-additivity")
+	for _, s := range []string{"SMEPilot Fig. 3", "additivity 1.00", "additivity 0.64", "run alone (sum)", "run together", "avx2_fma_fp32 on CPUs [0]"} {
+		if len(rec.find(s)) == 0 {
+			t.Errorf("additivity figure: no %q in\n%s", s, rec.text())
+		}
+	}
+	rec = mustFig(t, figs, "numa-read-bandwidth")
+	for _, s := range []string{"32.4 GB/s", "192.9 ns", "latency (ns per dependent load)", "read bandwidth (GB/s)"} {
+		if len(rec.find(s)) != 1 {
+			t.Errorf("NUMA figure: no %q in\n%s", s, rec.text())
+		}
+	}
+}
