@@ -336,7 +336,7 @@ func withRequests(cells []results.SweepCell) []results.SweepCell {
 // and draws the 95 % CI of each mean.
 func TestSweepLatencyProvenance(t *testing.T) {
 	rec := mustFig(t, sweepFigures(t, withRequests(synthCells()), SweepOptions{}), "latency")
-	for _, s := range []string{"tiny fp32 (2 layers), activations fp32; 2 threads", "backends avx2-fp32; 4 requests per cell", "95% CI of the mean"} {
+	for _, s := range []string{"tiny (2 layers), weights fp32, activations fp32; 2 threads", "backends avx2-fp32; 4 requests per cell", "95% CI of the mean"} {
 		if len(rec.find(s)) == 0 {
 			t.Errorf("no %q; texts:\n%s", s, rec.text())
 		}
@@ -420,7 +420,7 @@ func TestFiguresSayWhatProducedThem(t *testing.T) {
 	}
 	for name, f := range figs {
 		txt := record(t, f).text()
-		for _, want := range []string{"tiny fp32 (2 layers), activations fp32", "2 threads", "backends avx2-fp32", "requests per cell", "2026-03-0"} {
+		for _, want := range []string{"tiny (2 layers), weights fp32, activations fp32", "2 threads", "backends avx2-fp32", "requests per cell", "2026-03-0"} {
 			if !strings.Contains(txt, want) {
 				t.Errorf("%s: no %q in\n%s", name, want, txt)
 			}
@@ -456,5 +456,24 @@ func TestPaperFiguresFromProfile(t *testing.T) {
 		if len(rec.find(s)) != 1 {
 			t.Errorf("NUMA figure: no %q in\n%s", s, rec.text())
 		}
+	}
+}
+
+// The caption line names the weight precisions and backends that ran
+// (from the cells' targets) and the activations: fp32, or int8 blocks
+// where kernels/quant ran.
+func TestSweepProducedFromTargets(t *testing.T) {
+	cells := synthCells()[:2]
+	cells[0].Targets = []results.SweepTarget{
+		{Target: "cores", Library: "kernels/gemm", Backend: "avx2-fp32", Unit: "cores", Precision: "fp32", Calls: 10},
+		{Target: "matrix", Library: "kernels/gemm", Backend: "avx2-bf16", Unit: "cores", Precision: "bf16", Calls: 10},
+	}
+	cells[1].Targets = []results.SweepTarget{{Target: "cores", Library: "kernels/quant", Backend: "avx2", Unit: "cores", Precision: "q4_0", Calls: 10}}
+	cells[1].Layers, cells[1].ModelLayers = 1, 28
+	d := newSweepData(cells, SweepOptions{Precision: "fp32"})
+	got := d.produced([]int{0, 1})
+	want := "tiny (1 of 28 layers), tiny (2 layers), weights bf16, fp32, q4_0, activations fp32, int8 per 32-element block; 2 threads\nbackends avx2, avx2-bf16, avx2-fp32; 4 requests per cell"
+	if got != want {
+		t.Errorf("produced:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -450,36 +450,57 @@ func (d *sweepData) cellsCaption(idx []int) string {
 }
 
 // produced says what produced the cells idx, for a figure's caption
-// line: models with the layers instantiated, weight and activation
-// precision, the backends that ran, threads and requests per cell
-// ("tiny fp32 (2 layers), activations fp32; 2 threads" and on a second
-// line "backends avx2-bf16, avx2-fp32; 4 requests per cell").
+// line: models with the layers instantiated, the weight precisions that
+// ran (the cells' targets; else the weight format), the activations
+// (fp32, or int8 per 32-element block where kernels/quant ran), threads,
+// and on a second line the backends that ran and the requests per cell
+// ("qwen3-0.6b (1 of 28 layers), weights bf16, fp32, activations fp32;
+// 1 thread" / "backends avx512-bf16, avx512-fp32; 3 requests per cell").
 func (d *sweepData) produced(idx []int) string {
-	var models, backends, threads, reqs []string
+	var models, weights, acts, backends, threads, reqs []string
 	for _, i := range idx {
 		c := &d.cells[i]
-		m := fmt.Sprintf("%s (%d of %d layers)", d.model[i], c.Layers, c.ModelLayers)
+		m := fmt.Sprintf("%s (%d of %d layers)", c.Model, c.Layers, c.ModelLayers)
 		if c.ModelLayers == 0 || c.ModelLayers == c.Layers {
-			m = fmt.Sprintf("%s (%d layers)", d.model[i], c.Layers)
+			m = fmt.Sprintf("%s (%d layers)", c.Model, c.Layers)
 		}
 		addUnique(&models, m)
-		if len(c.Targets) > 0 {
-			for _, t := range c.Targets {
-				if t.Calls > 0 || len(c.Targets) == 1 {
-					addUnique(&backends, t.Backend)
+		ran := false
+		for _, t := range c.Targets {
+			if t.Calls > 0 || len(c.Targets) == 1 {
+				ran = true
+				addUnique(&backends, t.Backend)
+				if t.Precision != "" {
+					addUnique(&weights, t.Precision)
+				}
+				if t.Library == "kernels/quant" {
+					addUnique(&acts, "int8 per 32-element block")
+				} else {
+					addUnique(&acts, "fp32")
 				}
 			}
-		} else {
+		}
+		if !ran {
 			for _, b := range strings.Split(c.Backends, "+") {
 				if b != "" {
 					addUnique(&backends, b)
 				}
+			}
+			w := strings.TrimPrefix(d.model[i], c.Model+" ")
+			addUnique(&weights, w)
+			switch {
+			case w == "fp32" || w == "bf16" || w == "fp16":
+				addUnique(&acts, "fp32")
+			case strings.HasPrefix(w, "q") || strings.HasPrefix(w, "int") || strings.HasPrefix(w, "tq"):
+				addUnique(&acts, "int8 per 32-element block")
 			}
 		}
 		addUnique(&threads, strconv.Itoa(c.Threads))
 		addUnique(&reqs, strconv.Itoa(c.Config.Requests))
 	}
 	slices.Sort(models)
+	slices.Sort(weights)
+	slices.Sort(acts)
 	slices.Sort(backends)
 	slices.SortFunc(threads, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
 	slices.SortFunc(reqs, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
@@ -487,7 +508,10 @@ func (d *sweepData) produced(idx []int) string {
 	if len(threads) == 1 && threads[0] == "1" {
 		th = "1 thread"
 	}
-	s := strings.Join(models, ", ") + ", activations " + d.o.Precision
+	s := strings.Join(models, ", ") + ", weights " + strings.Join(weights, ", ")
+	if len(acts) > 0 {
+		s += ", activations " + strings.Join(acts, ", ")
+	}
 	s += "; " + th + "\n"
 	if len(backends) > 0 {
 		s += "backends " + strings.Join(backends, ", ") + "; "

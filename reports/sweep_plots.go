@@ -141,6 +141,13 @@ func panelsFigure(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Leng
 // side by side, each labeled above its top with labels[s][g] ("" for
 // none). It returns the largest value.
 func addGroupedBars(pl *plot.Plot, names []string, colors []color.Color, vals [][]float64, labels [][]string, w vg.Length) (float64, error) {
+	return addGroupedBarsCI(pl, names, colors, vals, nil, labels, w)
+}
+
+// addGroupedBarsCI is addGroupedBars with ± cis[s][g] error bars (nil for
+// none), each label above its error bar; it returns the highest bar or
+// error-bar end.
+func addGroupedBarsCI(pl *plot.Plot, names []string, colors []color.Color, vals, cis [][]float64, labels [][]string, w vg.Length) (float64, error) {
 	top := 0.0
 	rotate := w < vg.Points(24)
 	for s := range names {
@@ -163,7 +170,11 @@ func addGroupedBars(pl *plot.Plot, names []string, colors []color.Color, vals []
 		for g, v := range vals[s] {
 			top = max(top, v)
 			if v > 0 && labels[s][g] != "" {
-				xys = append(xys, plotter.XY{X: float64(g), Y: v})
+				y := v
+				if cis != nil && cis[s][g] > 0 {
+					y += cis[s][g]
+				}
+				xys = append(xys, plotter.XY{X: float64(g), Y: y})
 				txt = append(txt, labels[s][g])
 			}
 		}
@@ -246,7 +257,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k))+"\nbars: mean; error bars: 95% CI of the mean over the requests",
 			"batch size", "mean end-to-end latency per request (s)", horizontalGrid)
 		bw := barWidthFor(pw, len(gs), len(names))
-		top, err := addGroupedBars(pl, names, colors, vals, labels, bw)
+		top, err := addGroupedBarsCI(pl, names, colors, vals, cis, labels, bw)
 		if err != nil {
 			return err
 		}
@@ -774,7 +785,7 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		}
 		pl := sweepPlot("Machines compared: "+title, d.cellsCaption(idx)+"\nbars: mean; error bars: 95% CI of the mean over the requests", "placement", "mean end-to-end latency per request (s)", horizontalGrid)
 		bw := barWidthFor(pw, len(placements), len(names))
-		top, err := addGroupedBars(pl, names, colors, vals, labels, bw)
+		top, err := addGroupedBarsCI(pl, names, colors, vals, cis, labels, bw)
 		if err != nil {
 			return err
 		}
