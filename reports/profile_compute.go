@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/cpubench/bench/results"
 )
@@ -28,6 +29,22 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 		}
 		b.WriteString("\n")
 		unavailableList(b, c.Unavailable)
+		if fl, in := probeCeilings(p); len(fl) > 0 {
+			b.WriteString("Ceilings `bench roofline` predicts with (roofline.FromProfile; roofline.png draws them solid): per precision the attained GEMM of the matrix section where measured, else the FMA peak.\n\n")
+			var rows [][]string
+			for _, c := range fl {
+				if c.used {
+					rows = append(rows, []string{c.prec, c.what, fmt.Sprintf("%.1f", c.gflops), c.source})
+				}
+			}
+			if err := MarkdownTable(b, []string{"precision", "ceiling", "GFLOP/s", "from"}, rows); err != nil {
+				return err
+			}
+			if len(in) > 0 {
+				fmt.Fprintf(b, "\nInteger ceilings (GOP/s, not on roofline.png's GFLOP/s axis): %s.\n", strings.Join(in, ", "))
+			}
+			b.WriteString("\n")
+		}
 	}
 	if m := p.Mixed; m != nil {
 		b.WriteString("## Mixed execution (SMEPilot Fig. 3)\n\n")

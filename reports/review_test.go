@@ -477,3 +477,16 @@ func TestSweepProducedFromTargets(t *testing.T) {
 		t.Errorf("produced:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// profile.md names the ceilings predictions use, as roofline.png does.
+func TestProfileMarkdownCeilings(t *testing.T) {
+	var b strings.Builder
+	if err := ProfileMarkdown(&b, allSections(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"Ceilings `bench roofline` predicts with", "| fp32      | attained GEMM", "| fp64      | FMA peak"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("profile.md: no %q", s)
+		}
+	}
+}
