@@ -157,8 +157,10 @@ type rangeBars struct {
 	plotter.YErrors
 }
 
-// addRange adds min-to-max error bars at xs in colour c.
-func addRange(pl *plot.Plot, xs []float64, st []results.Stat, c color.Color) error {
+// addRange adds min-to-max error bars at xs in colour c, and a red ring
+// on each figure the noise check marked NOISY, with a legend entry the
+// first time (*legend false; legend nil: none).
+func addRange(pl *plot.Plot, xs []float64, st []results.Stat, c color.Color, legend *bool) error {
 	var rb rangeBars
 	for i, x := range xs {
 		m := st[i]
@@ -180,7 +182,45 @@ func addRange(pl *plot.Plot, xs []float64, st []results.Stat, c color.Color) err
 		eb.CapWidth = vg.Points(4)
 		pl.Add(eb)
 	}
+	// Figures the probe's noise check marked: a red ring and one legend
+	// entry per plot.
+	var noisy plotter.XYs
+	for i, x := range xs {
+		if st[i].Noisy() && st[i].Median > 0 {
+			noisy = append(noisy, plotter.XY{X: x, Y: st[i].Median})
+		}
+	}
+	if len(noisy) > 0 {
+		sc, err := plotter.NewScatter(noisy)
+		if err != nil {
+			return err
+		}
+		sc.GlyphStyle = draw.GlyphStyle{Color: noisyColor, Radius: vg.Points(6), Shape: draw.RingGlyph{}}
+		pl.Add(sc)
+		if legend != nil && !*legend {
+			*legend = true
+			pl.Legend.Add("NOISY (noise check: CPU share or cv)", sc)
+		}
+	}
 	return nil
+}
+
+// noisyColor rings the figures the noise check marked.
+var noisyColor = color.RGBA{213, 0, 0, 255}
+
+// noisyNote is "; 2 of 14 NOISY" when the noise check marked some of st,
+// else "".
+func noisyNote(st []results.Stat) string {
+	n := 0
+	for _, s := range st {
+		if s.Noisy() {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d of %d NOISY (noise check)", n, len(st))
 }
 
 // ProfilePlots writes the profile's figures into dir, in o's formats and
@@ -300,6 +340,7 @@ func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptio
 		stats[b.Kernel] = append(stats[b.Kernel], b.GBps)
 		ymin, ymax = min(ymin, b.GBps.Min, b.GBps.Median), max(ymax, b.GBps.Max, b.GBps.Median)
 	}
+	noisyLegend := false
 	for i, k := range order {
 		l, pts, err := plotter.NewLinePoints(byKernel[k])
 		if err != nil {
@@ -314,7 +355,7 @@ func bwVsWorkingSet(p *results.Profile, threads int, title string, o FigureOptio
 		for _, q := range byKernel[k] {
 			xs = append(xs, q.X)
 		}
-		if err := addRange(pl, xs, stats[k], plotutil.Color(i)); err != nil {
+		if err := addRange(pl, xs, stats[k], plotutil.Color(i), &noisyLegend); err != nil {
 			return err
 		}
 	}
@@ -373,6 +414,7 @@ func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name st
 		byKernel[b.Kernel] = append(byKernel[b.Kernel], plotter.XY{X: float64(b.Threads), Y: b.GBps.Median})
 		stats[b.Kernel] = append(stats[b.Kernel], b.GBps)
 	}
+	noisyLegend := false
 	for i, k := range order {
 		l, pts, err := plotter.NewLinePoints(byKernel[k])
 		if err != nil {
@@ -385,7 +427,7 @@ func bwVsThreads(p *results.Profile, title string, o FigureOptions, dir, name st
 		for _, q := range byKernel[k] {
 			xs = append(xs, q.X)
 		}
-		if err := addRange(pl, xs, stats[k], plotutil.Color(i)); err != nil {
+		if err := addRange(pl, xs, stats[k], plotutil.Color(i), &noisyLegend); err != nil {
 			return err
 		}
 	}
@@ -417,7 +459,7 @@ func latencyPlot(p *results.Profile, title string, o FigureOptions, dir, name st
 		return err
 	}
 	pl.Add(l, pts)
-	if err := addRange(pl, xs, st, color.Black); err != nil {
+	if err := addRange(pl, xs, st, color.Black, new(bool)); err != nil {
 		return err
 	}
 	if err := addCacheMarkers(pl, p, 1, ymin, ymax); err != nil {
@@ -463,8 +505,12 @@ func numaHeatmap(p *results.Profile, title string, o FigureOptions, dir, name st
 		lns = append(lns, pr.LatencyNS.N)
 		nt = max(nt, len(pr.CPUs))
 	}
+	var bws []results.Stat
+	for _, pr := range p.NUMA.Pairs {
+		bws = append(bws, pr.ReadGBps)
+	}
 	produced := fmt.Sprintf("%d threads (the CPU node's), %s; %s", nt, FormatBytes(p.NUMA.WorkingSetBytes),
-		strings.Replace(spread(ns), "bars min to max", "[min-max]", 1))
+		strings.Replace(spread(ns), "bars min to max", "[min-max]", 1)) + noisyNote(bws)
 	side := vg.Length(max(4, 1.2*float64(len(mem)))) * vg.Inch
 	f, err := numaPanel(p, title, produced, cpu, mem, bw, "GB/s", "read bandwidth (GB/s)", side)
 	if err != nil {
@@ -501,7 +547,11 @@ func numaPanel(p *results.Profile, title, produced string, cpu, mem []int, v map
 		for c, mn := range g.mem {
 			s := v[[2]int{cn, mn}]
 			xys = append(xys, plotter.XY{X: float64(c), Y: float64(r)})
-			labels = append(labels, fmt.Sprintf("%.1f %s\n[%.1f-%.1f]", s.Median, unit, s.Min, s.Max))
+			l := fmt.Sprintf("%.1f %s\n[%.1f-%.1f]", s.Median, unit, s.Min, s.Max)
+			if s.Noisy() {
+				l += "\nNOISY"
+			}
+			labels = append(labels, l)
 		}
 	}
 	lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: labels})

@@ -168,6 +168,14 @@ func measuredRoofline(p *results.Profile, title string, o FigureOptions, dir, na
 	}
 	produced := fmt.Sprintf("%d threads; medians of %s; solid ceiling: used for predictions (bench roofline), dashed: not used", threads, strings.TrimPrefix(spread(ns), "median of "))
 	produced = strings.Replace(produced, ", bars min to max", "", 1)
+	var all []results.Stat
+	for _, l := range levels {
+		all = append(all, l.GBps)
+	}
+	for _, pk := range peaks {
+		all = append(all, pk.Rate)
+	}
+	produced += noisyNote(all)
 	if len(integer) > 0 {
 		produced += "\ninteger ceilings not drawn on this GFLOP/s axis: " + strings.Join(integer, ", ")
 	}
@@ -314,7 +322,11 @@ func nonlinearBars(p *results.Profile, title string, o FigureOptions, dir, name 
 		slices.Sort(ts)
 		th = strings.Join(ts, ", ") + " threads"
 	}
-	produced := fmt.Sprintf("%s, pinned; backends %s; %s", th, strings.Join(backends, ", "), spread(ns))
+	var all []results.Stat
+	for _, pt := range n.Points {
+		all = append(all, pt.GElemsPerSec)
+	}
+	produced := fmt.Sprintf("%s, pinned; backends %s; %s", th, strings.Join(backends, ", "), spread(ns)) + noisyNote(all)
 	pl := newPlot(title, "", "Gelem/s (1e9 elements/s, log scale)", p, produced)
 	pl.Y.Scale, pl.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 	w := vg.Points(float64(min(18, 120/max(1, len(backends)))))
@@ -537,8 +549,10 @@ func mixedAdditivity(p *results.Profile, title string, o FigureOptions, dir, nam
 		var ns []int
 		var names []string
 		nthreads := 0
+		var gst []results.Stat
 		for _, g := range e.Groups {
 			nthreads += len(g.CPUs)
+			gst = append(gst, g.Alone, g.Together)
 			ns = append(ns, g.Alone.N, g.Together.N)
 			names = append(names, fmt.Sprintf("%s on CPUs %v", g.Name, g.CPUs))
 		}
@@ -548,7 +562,7 @@ func mixedAdditivity(p *results.Profile, title string, o FigureOptions, dir, nam
 			kind = e.Kind
 		}
 		pl := newPlot(fmt.Sprintf("%s: %s, alone and together (SMEPilot Fig. 3)", title, kind), "", unit, p,
-			fmt.Sprintf("%d pinned threads: ", nthreads)+strings.Join(names, " + ")+"\n"+spread(ns))
+			fmt.Sprintf("%d pinned threads: ", nthreads)+strings.Join(names, " + ")+"\n"+spread(ns)+noisyNote(gst))
 		pl.Title.TextStyle.Font.Size = vg.Points(11)
 		w := vg.Points(50)
 		var prev *plotter.BarChart

@@ -490,3 +490,24 @@ func TestProfileMarkdownCeilings(t *testing.T) {
 		}
 	}
 }
+
+// Figures the probe's noise check marked are marked on the figure.
+func TestNoisyMarked(t *testing.T) {
+	p := allSections(t)
+	p.Latency.Points[3].NS.Noise = &results.Noise{Noisy: true}
+	p.NUMA.Pairs[0].ReadGBps.Noise = &results.Noise{Noisy: true}
+	p.Nonlinear.Points[0].GElemsPerSec.Noise = &results.Noise{Noisy: true}
+	figs := profileFigures(t, p)
+	if rec := mustFig(t, figs, "latency-vs-working-set"); len(rec.find("NOISY (noise check")) != 1 {
+		t.Errorf("latency: no NOISY legend entry:\n%s", rec.text())
+	}
+	if rec := mustFig(t, figs, "numa-read-bandwidth"); len(rec.find("1 of 1 NOISY")) != 1 || len(rec.find("NOISY")) < 2 {
+		t.Errorf("NUMA: no NOISY mark:\n%s", rec.text())
+	}
+	if rec := mustFig(t, figs, "nonlinear-throughput"); len(rec.find("NOISY")) != 1 {
+		t.Errorf("non-linear: no NOISY note:\n%s", rec.text())
+	}
+	if rec := mustFig(t, profileFigures(t, allSections(t)), "latency-vs-working-set"); len(rec.find("NOISY")) != 0 {
+		t.Error("NOISY without a noisy figure")
+	}
+}
