@@ -311,6 +311,13 @@ func TestNoDataFigures(t *testing.T) {
 	if rec := record(t, f); len(rec.find("no data")) != 1 {
 		t.Errorf("empty roofline figure: %s", rec.text())
 	}
+	cells := synthCells()
+	for i := range cells {
+		cells[i].Latency.Mean = math.NaN()
+	}
+	if rec := mustFig(t, sweepFigures(t, cells, SweepOptions{}), "latency"); len(rec.find("no data")) == 0 {
+		t.Errorf("latency without means: %s", rec.text())
+	}
 	p := allSections(t)
 	for i := range p.Nonlinear.Points {
 		p.Nonlinear.Points[i].GElemsPerSec = results.Stat{}

@@ -271,6 +271,9 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		pl.NominalX(xl...)
 		pl.X.Min, pl.X.Max = -0.6, float64(len(gs))-0.4
 		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
+		if !(top > 0) {
+			noData(pl, "no finite mean latency in these cells")
+		}
 		ps = append(ps, pl)
 	}
 	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
@@ -795,6 +798,9 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		pl.NominalX(placements...)
 		pl.X.Min, pl.X.Max = -0.6, float64(len(placements))-0.4
 		pl.Y.Min, pl.Y.Max = 0, max(top, 1e-9)*1.3
+		if !(top > 0) {
+			noData(pl, "no finite mean latency in these cells")
+		}
 		ps = append(ps, pl)
 	}
 	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
