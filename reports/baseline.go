@@ -257,7 +257,7 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 			vals, labels = append(vals, v), append(labels, l)
 		}
 		pw = max(pw, barPanelWidth(len(threads), len(names)))
-		pl := sweepPlot(fmt.Sprintf("%s: bench beside llama.cpp (%s)", ph.name, src), d.caption()+"\n"+d.produced(d.base), "threads", ph.unit, horizontalGrid)
+		pl := sweepPlot(fmt.Sprintf("%s: bench beside llama.cpp (%s)", ph.name, src), d.caption(), "threads", ph.unit, horizontalGrid)
 		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(threads), len(names)))
 		if err != nil {
 			return err
@@ -275,7 +275,7 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 		r.note(b, fmt.Sprintf("baseline.png: no batch-1 cells with prefill or decode figures and no pp or tg test in %s", bl.Source))
 		return nil
 	}
-	if err := savePanels(r.d.ctx, r.d.o.Figures, ps, 1, pw, sweepPanelH, r.dir, "baseline.png"); err != nil {
+	if err := savePanels(r.d.ctx, r.d.o.Figures, ps, 1, pw, sweepPanelH, r.dir, "baseline.png", d.produced(d.base)); err != nil {
 		return err
 	}
 	r.figure(b, "baseline.png", "Prefill and decode tokens/s beside llama.cpp",

@@ -143,7 +143,7 @@ type Figure struct {
 
 // plotFigure is a single plot drawn at w × h.
 func plotFigure(p *plot.Plot, w, h vg.Length) Figure {
-	return Figure{W: w, H: h, draw: func(dc draw.Canvas) { p.Draw(dc) }}
+	return Figure{W: w, H: h, draw: titled(p)}
 }
 
 // layout returns the size the figure is laid out at and the scale that

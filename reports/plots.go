@@ -604,10 +604,11 @@ func withColorBar(pl *plot.Plot, cm palette.ColorMap, label string, w, h vg.Leng
 	cb.Y.Padding = 0
 	cb.Title.Text = " "
 	barW := 1.3 * vg.Inch
+	drawPl := titled(pl)
 	return Figure{W: w + barW, H: h, draw: func(dc draw.Canvas) {
 		left := dc
 		left.Max.X = dc.Min.X + w
-		pl.Draw(left)
+		drawPl(left)
 		right := dc
 		right.Min.X = dc.Min.X + w
 		// Align the bar with the heatmap's data area.

@@ -237,23 +237,14 @@ func measuredRoofline(p *results.Profile, title string, o FigureOptions, dir, na
 			}
 		}
 	}
-	// Labels right-aligned at the right edge, moved apart (keeping their
-	// order) where ceilings are close.
-	gap := math.Pow(10, 1.3*10.0/72/5.0*math.Log10(top*2/math.Max(1e-9, lowestRoof(levels)*lo*0.8)))
-	for i := 1; i < len(lxy); i++ {
-		lxy[i].Y = math.Min(lxy[i].Y, lxy[i-1].Y/gap)
-	}
+	// Labels right-aligned at the right edge just above their line, moved
+	// apart at draw time (keeping their order) where ceilings are close.
 	if len(lxy) > 0 {
-		lbl, err := plotter.NewLabels(plotter.XYLabels{XYs: lxy, Labels: ltxt})
+		lbl, err := newStackedLabels(lxy, ltxt, 9, draw.XRight)
 		if err != nil {
 			return err
 		}
-		for j := range lbl.TextStyle {
-			lbl.TextStyle[j].XAlign = draw.XRight
-			lbl.TextStyle[j].YAlign = draw.YBottom
-			lbl.TextStyle[j].Font.Size = vg.Points(9)
-		}
-		lbl.Offset = vg.Point{X: -vg.Points(2), Y: vg.Points(2)}
+		lbl.Offset = vg.Point{X: -vg.Points(2), Y: vg.Points(7)}
 		pl.Add(lbl)
 	}
 	pl.Legend.Top, pl.Legend.Left = true, true

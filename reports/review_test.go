@@ -182,7 +182,7 @@ func TestRooflineCoincidentRoofs(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := record(t, f)
-	if len(rec.find("same memory roof as cores")) != 1 {
+	if len(rec.find("same roof as cores")) != 1 {
 		t.Errorf("legend does not say mixed's roof is the cores':\n%s", rec.text())
 	}
 	var mixed int
@@ -228,7 +228,7 @@ func TestRooflineNonlinearOps(t *testing.T) {
 			t.Errorf("label %q groups non-linear and memory-bound operators", tx.S)
 		}
 	}
-	if len(rec.find("timed in elements/s")) != 1 {
+	if len(rec.find("intensity only (elements/s, no FLOP/s)")) != 1 {
 		t.Error("the legend does not say how non-linear operators are drawn")
 	}
 	if len(rec.find("(28 layers)")) != 1 || len(rec.find("weights fp16, activations fp16")) != 1 {

@@ -72,8 +72,10 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 	p.Y.Label.Text = "attainable performance (GFLOP/s)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.XOffs, p.Legend.YOffs = -vg.Points(8), vg.Points(8)
+	// The legend top left: above the roofs, where no operator can be.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(4)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
 	p.Add(plotter.NewGrid())
 
 	// Non-linear operators have no FLOP/s ceiling (they are timed in
@@ -177,7 +179,7 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 			labels = append(labels, rooflinePoint{x: line[len(line)-1].X / 1.3, y: line[len(line)-1].Y / 1.5, label: t.Name + " (no ceiling)"})
 		}
 		if same != "" {
-			name += " (dashed: same memory roof as " + same + ")"
+			name += " (dashed: same roof as " + same + ")"
 		}
 		p.Legend.Add(name, l)
 	}
@@ -243,7 +245,7 @@ func RooflineFigure(a *roofline.Analysis) (Figure, error) {
 		}
 		s.GlyphStyle = draw.GlyphStyle{Color: rooflineRegimeColor[roofline.NonLinear], Radius: vg.Points(4), Shape: draw.PyramidGlyph{}}
 		p.Add(s)
-		p.Legend.Add("non-linear: intensity only (timed in elements/s, no FLOP/s)", s)
+		p.Legend.Add("non-linear: intensity only (elements/s, no FLOP/s)", s)
 		pts = append(pts, rug...)
 	}
 	// Operator labels first so they get the spots next to their points.
@@ -615,24 +617,17 @@ func rooflineRoofTags(p *plot.Plot, pts []rooflinePoint, xmin, xmax, ymin, ymax 
 	// The common intensity: the highest roof at about 60 % of the height.
 	x := math.Pow(10, math.Log10(ymin)+0.6*math.Log10(ymax/ymin)) / pts[0].y
 	x = math.Min(math.Max(x, xmin*1.5), xmax/4)
-	gap := math.Pow(ymax/ymin, 1.3*8.0/72/(float64(rooflineH/vg.Inch)-1.0))
-	d := plotter.XYLabels{}
-	prev := math.Inf(1)
+	var xys plotter.XYs
+	var labels []string
 	for _, q := range pts {
-		y := math.Min(q.y*x, prev/gap)
-		prev = y
-		d.XYs = append(d.XYs, plotter.XY{X: x * 1.06, Y: y})
-		d.Labels = append(d.Labels, q.label)
+		xys = append(xys, plotter.XY{X: x * 1.06, Y: q.y * x})
+		labels = append(labels, q.label)
 	}
-	l, err := plotter.NewLabels(d)
+	l, err := newStackedLabels(xys, labels, 8, draw.XLeft)
 	if err != nil {
 		return err
 	}
-	for i := range l.TextStyle {
-		l.TextStyle[i].Font.Size = vg.Points(8)
-		l.TextStyle[i].YAlign = draw.YCenter
-		l.TextStyle[i].Color = color.Gray{Y: 90}
-	}
+	l.Style.Color = color.Gray{Y: 90}
 	p.Add(l)
 	return nil
 }

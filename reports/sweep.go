@@ -446,7 +446,13 @@ func (d *sweepData) cellsCaption(idx []int) string {
 	if len(dates) > 2 {
 		dates = []string{dates[0] + " to " + dates[len(dates)-1]}
 	}
-	return plural("machine", srcs) + "; " + plural("date", dates) + "\n" + d.produced(idx)
+	return plural("machine", srcs) + "; " + plural("date", dates)
+}
+
+// fullCaption is cellsCaption and, on the next lines, produced: the
+// caption of a single-plot figure.
+func (d *sweepData) fullCaption(idx []int) string {
+	return d.cellsCaption(idx) + "\n" + d.produced(idx)
 }
 
 // produced says what produced the cells idx, for a figure's caption

@@ -99,13 +99,19 @@ func barWidthFor(pw vg.Length, groups, series int) vg.Length {
 // savePanels draws plots in a grid of at most cols columns, each pw × ph,
 // aligned (plot.Align), and writes it atomically to dir/name in o's formats
 // and width, stopped with ctx's error when ctx is done.
-func savePanels(ctx context.Context, o FigureOptions, ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name string) error {
-	return o.save(ctx, panelsFigure(ctx, ps, cols, pw, ph), dir, name)
+func savePanels(ctx context.Context, o FigureOptions, ps []*plot.Plot, cols int, pw, ph vg.Length, dir, name, header string) error {
+	return o.save(ctx, panelsFigureHeader(ctx, ps, cols, pw, ph, header), dir, name)
 }
 
 // panelsFigure is plots in a grid of at most cols columns, each pw × ph,
 // aligned (plot.Align); drawing stops between panels once ctx is done.
 func panelsFigure(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Length) Figure {
+	return panelsFigureHeader(ctx, ps, cols, pw, ph, "")
+}
+
+// panelsFigureHeader is panelsFigure under a header: what produced every
+// panel, in 10 pt across the whole width ("" for none).
+func panelsFigureHeader(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Length, header string) Figure {
 	cols = max(1, min(cols, len(ps)))
 	rows := (len(ps) + cols - 1) / cols
 	grid := make([][]*plot.Plot, rows)
@@ -117,9 +123,31 @@ func panelsFigure(ctx context.Context, ps []*plot.Plot, cols int, pw, ph vg.Leng
 			}
 		}
 	}
-	return Figure{W: pw * vg.Length(cols), H: ph * vg.Length(rows), draw: func(dc draw.Canvas) {
+	titles := make([]string, len(ps))
+	for i, p := range ps {
+		titles[i] = p.Title.Text
+	}
+	hsty := plot.New().Title.TextStyle
+	hsty.Font.Size = vg.Points(10)
+	hsty.XAlign, hsty.YAlign = draw.XCenter, draw.YTop
+	headerH := vg.Length(0)
+	if header != "" {
+		headerH = hsty.Height(header) + 4*vg.Millimeter
+	}
+	return Figure{W: pw * vg.Length(cols), H: ph*vg.Length(rows) + headerH, draw: func(dc draw.Canvas) {
 		dc.SetColor(color.White)
 		dc.Fill(dc.Rectangle.Path())
+		if header != "" {
+			// The header: what produced every panel, wrapped to the width.
+			h := wrapLines(header, dc.Max.X-dc.Min.X-8*vg.Millimeter, hsty.Width)
+			dc.FillText(hsty, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: dc.Max.Y - 2*vg.Millimeter}, h)
+			dc.Max.Y -= hsty.Height(h) + 4*vg.Millimeter
+		}
+		// Titles wrapped to the panel width this drawing gives them.
+		panelW := (dc.Max.X-dc.Min.X)/vg.Length(cols) - 10*vg.Millimeter
+		for i, p := range ps {
+			p.Title.Text = wrapLines(titles[i], panelW, func(s string) vg.Length { return p.Title.TextStyle.Width(s) })
+		}
 		t := draw.Tiles{Rows: rows, Cols: cols,
 			PadX: 8 * vg.Millimeter, PadY: 6 * vg.Millimeter,
 			PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 3 * vg.Millimeter}
@@ -254,7 +282,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 			names, colors = append(names, d.legend(p, d.panelCells(k))), append(colors, placementColor(p, pi))
 			vals, labels, cis = append(vals, v), append(labels, l), append(cis, ci)
 		}
-		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k))+"\nbars: mean; error bars: 95% CI of the mean over the requests",
+		pl := sweepPlot("End-to-end latency: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
 			"batch size", "mean end-to-end latency per request (s)", horizontalGrid)
 		bw := barWidthFor(pw, len(gs), len(names))
 		top, err := addGroupedBarsCI(pl, names, colors, vals, cis, labels, bw)
@@ -276,7 +304,7 @@ func latencyPNG(d *sweepData, dir, name string) error {
 		}
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name, d.produced(d.base)+"\nbars: mean end-to-end latency per request; error bars: 95% CI of the mean over the requests")
 }
 
 // addCIBars draws ± cis[s][g] error bars on the grouped bars vals (as
@@ -328,7 +356,7 @@ func throughputPNG(d *sweepData, dir, name string) error {
 		if len(bs) < 2 {
 			continue
 		}
-		pl := sweepPlot("Output throughput: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k))+"\none replay per cell: output tokens / replay wall time (no repeats, no spread)",
+		pl := sweepPlot("Output throughput: "+d.panelLabel(k, ", "), d.cellsCaption(d.panelCells(k)),
 			"batch size (sequences)", "output tokens/s", fullGrid)
 		if bs[len(bs)-1] >= 8*max(1, bs[0]) && bs[0] > 0 {
 			pl.X.Scale = plot.LogScale{}
@@ -376,7 +404,7 @@ func throughputPNG(d *sweepData, dir, name string) error {
 		pl.Y.Min = 0
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, d.o.Figures, ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, 5.5*vg.Inch, sweepPanelH, dir, name, d.produced(d.base)+"\none replay per cell: output tokens / replay wall time (no repeats, so no spread)")
 }
 
 // breakdownPNG: 100 % stacked bars of the operator groups.
@@ -385,7 +413,7 @@ func breakdownPNG(d *sweepData, phase string, bars []breakdownBar, dir, name str
 	for _, k := range d.panels() {
 		idx = append(idx, d.panelCells(k)...)
 	}
-	pl := sweepPlot(fmt.Sprintf("Operator time breakdown, %s (largest batch per workload)", phase), d.cellsCaption(idx),
+	pl := sweepPlot(fmt.Sprintf("Operator time breakdown, %s (largest batch per workload)", phase), d.fullCaption(idx),
 		"", "share of measured "+phase+" operator time (%)", horizontalGrid)
 	w := vg.Points(26)
 	var prev *plotter.BarChart
@@ -459,12 +487,13 @@ func saveLegendRight(d *sweepData, pl *plot.Plot, w, h vg.Length, dir, name stri
 // rightMargin is pl drawn w × h with margin of it left blank on the right
 // (where a legend with XOffs = margin goes).
 func rightMargin(pl *plot.Plot, w, h, margin vg.Length) Figure {
+	drawPl := titled(pl)
 	return Figure{W: w + margin, H: h, draw: func(dc draw.Canvas) {
 		dc.SetColor(color.White)
 		dc.Fill(dc.Rectangle.Path())
 		c := dc
 		c.Max.X -= margin
-		pl.Draw(c)
+		drawPl(c)
 	}}
 }
 
@@ -489,7 +518,7 @@ func meanCI95(c *results.SweepCell) float64 {
 // predScatterPNG: measured vs predicted seconds per operator sample.
 func predScatterPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, name string) error {
 	pl := sweepPlot(fmt.Sprintf("Measured vs predicted operator time (median |m/p − 1| %.3f, p90 %.3f)", pe.Median, pe.P90),
-		d.cellsCaption(d.base), "roofline-predicted time (s, log scale)", "measured time (s, log scale)", fullGrid)
+		d.fullCaption(d.base), "roofline-predicted time (s, log scale)", "measured time (s, log scale)", fullGrid)
 	pl.X.Scale, pl.Y.Scale = plot.LogScale{}, plot.LogScale{}
 	pl.X.Tick.Marker, pl.Y.Tick.Marker = plot.LogTicks{Prec: 1}, plot.LogTicks{Prec: 1}
 	pl.Legend.Top, pl.Legend.Left = true, true
@@ -554,7 +583,7 @@ func predErrorPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, name 
 		e = append(e, math.Abs(q.measured/q.predicted-1))
 	}
 	slices.Sort(e)
-	pl := sweepPlot(fmt.Sprintf("Operator prediction error, %d samples", len(e)), d.cellsCaption(d.base),
+	pl := sweepPlot(fmt.Sprintf("Operator prediction error, %d samples", len(e)), d.fullCaption(d.base),
 		"|measured/predicted − 1| (fraction; 0.5 = 50 % off)", "fraction of operator samples ≤ x (CDF)", fullGrid)
 	var xys plotter.XYs
 	prev := 0.0
@@ -729,7 +758,7 @@ func regimePNG(d *sweepData, maps []*regimeMap, dir, name string) error {
 		ph = max(ph, 2.1*vg.Inch+max(vg.Length(n)*regimeRowH, vg.Length(len(seen))*0.2*vg.Inch))
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, ph, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, ph, dir, name, d.produced(d.base))
 }
 
 // machinesPNG: per (model, workload), bars per machine grouped by placement,
@@ -786,7 +815,7 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		} else {
 			title += ", largest batch per machine"
 		}
-		pl := sweepPlot("Machines compared: "+title, d.cellsCaption(idx)+"\nbars: mean; error bars: 95% CI of the mean over the requests", "placement", "mean end-to-end latency per request (s)", horizontalGrid)
+		pl := sweepPlot("Machines compared: "+title, d.cellsCaption(idx), "placement", "mean end-to-end latency per request (s)", horizontalGrid)
 		bw := barWidthFor(pw, len(placements), len(names))
 		top, err := addGroupedBarsCI(pl, names, colors, vals, cis, labels, bw)
 		if err != nil {
@@ -803,5 +832,5 @@ func machinesPNG(d *sweepData, mps []machinePanel, dir, name string) error {
 		}
 		ps = append(ps, pl)
 	}
-	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name)
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name, d.produced(d.base)+"\nbars: mean end-to-end latency per request; error bars: 95% CI of the mean over the requests")
 }
