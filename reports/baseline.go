@@ -226,14 +226,16 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 		}
 		var names []string
 		var colors []color.Color
-		var vals [][]float64
+		var vals, cis [][]float64
 		var labels [][]string
 		bench, peer := 0, 0
 		for _, s := range series {
 			v := make([]float64, len(threads))
+			ci := make([]float64, len(threads))
 			l := make([]string, len(threads))
 			for ti, t := range threads {
 				v[ti] = s.vals[t]
+				ci[ti] = s.sd[t]
 				if x, ok := s.vals[t]; ok {
 					l[ti] = fmtSig(x)
 					sd := "—"
@@ -254,12 +256,16 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 				bench++
 			}
 			names, colors = append(names, s.name), append(colors, col)
-			vals, labels = append(vals, v), append(labels, l)
+			vals, labels, cis = append(vals, v), append(labels, l), append(cis, ci)
 		}
 		pw = max(pw, barPanelWidth(len(threads), len(names)))
 		pl := sweepPlot(fmt.Sprintf("%s: bench beside llama.cpp (%s)", ph.name, src), d.caption(), "threads", ph.unit, horizontalGrid)
-		top, err := addGroupedBars(pl, names, colors, vals, labels, barWidthFor(pw, len(threads), len(names)))
+		bw := barWidthFor(pw, len(threads), len(names))
+		top, err := addGroupedBarsCI(pl, names, colors, vals, cis, labels, bw)
 		if err != nil {
+			return err
+		}
+		if top, err = addCIBars(pl, vals, cis, bw, top); err != nil {
 			return err
 		}
 		var xl []string
@@ -275,7 +281,7 @@ func (r *sweepReport) baselineSection(b *bytes.Buffer) error {
 		r.note(b, fmt.Sprintf("baseline.png: no batch-1 cells with prefill or decode figures and no pp or tg test in %s", bl.Source))
 		return nil
 	}
-	if err := savePanels(r.d.ctx, r.d.o.Figures, ps, 1, pw, sweepPanelH, r.dir, "baseline.png", d.produced(d.base)); err != nil {
+	if err := savePanels(r.d.ctx, r.d.o.Figures, ps, 1, pw, sweepPanelH, r.dir, "baseline.png", d.produced(d.base)+"\nllama.cpp: avg_ts ± its stddev over llama-bench's repetitions (error bars); bench: one replay per cell"); err != nil {
 		return err
 	}
 	r.figure(b, "baseline.png", "Prefill and decode tokens/s beside llama.cpp",

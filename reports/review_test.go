@@ -518,3 +518,24 @@ func TestNoisyMarked(t *testing.T) {
 		t.Error("NOISY without a noisy figure")
 	}
 }
+
+// SMEPilot Fig. 9: speedup bars over cores per placement, a 1× line, and
+// error bars from both means' CIs.
+func TestSpeedupFigure(t *testing.T) {
+	figs := sweepFigures(t, withRequests(synthCells()), SweepOptions{})
+	rec := mustFig(t, figs, "speedup")
+	for _, s := range []string{"End-to-end speedup over cores: tiny fp32, m1", "2.00×", "4.00×", "cores (1×)", "error bars: from both means' 95% CIs"} {
+		if len(rec.find(s)) == 0 {
+			t.Errorf("no %q in\n%s", s, rec.text())
+		}
+	}
+	var cores []results.SweepCell
+	for _, c := range synthCells() {
+		if c.Placement != "cores" {
+			cores = append(cores, c)
+		}
+	}
+	if _, ok := sweepFigures(t, cores, SweepOptions{})["speedup"]; ok {
+		t.Error("a speedup figure without cores cells")
+	}
+}

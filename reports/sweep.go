@@ -123,7 +123,8 @@ func ErrorQuantiles(measured, predicted []float64) (median, p90 float64, n int) 
 // Sweep renders a sweep's cells into outDir (created if needed): report.md
 // with the tables and, where the data allows, latency.png (mean end-to-end
 // latency per placement, one panel per workload, bars grouped by batch,
-// speedup vs cores on each bar: SMEPilot Fig. 9), throughput.png (output
+// speedup vs cores on each bar), speedup.png (the speedup over cores per
+// placement with error bars: SMEPilot Fig. 9), throughput.png (output
 // tokens/s vs batch), breakdown_prefill.png and breakdown_decode.png
 // (per-operator-group share of measured time), pred_scatter.png and
 // pred_error.png (measured vs roofline-predicted operator seconds and the
@@ -786,6 +787,12 @@ func (r *sweepReport) latencySection(b *bytes.Buffer) error {
 	if !hasCores {
 		r.s.Notes = append(r.s.Notes, "no cells with placement cores: no speedups")
 		b.WriteString("> No cells with placement `cores`: speedups are not shown.\n\n")
+	} else if len(r.s.Speedups) > 0 && len(d.placements) > 1 {
+		if err := speedupPNG(d, r.dir, "speedup.png"); err != nil {
+			return err
+		}
+		r.figure(b, "speedup.png", "End-to-end speedup over cores",
+			"End-to-end speedup of each placement over the cores placement (mean latency of cores / mean latency), one panel per machine and model, bars grouped by workload and batch size, the dashed line at 1×; error bars combine both means' 95 % confidence intervals over the requests (SMEPilot Fig. 9; llama.cpp beside bench in the baseline figure when --baseline is given).")
 	}
 	header := d.keyHeader()
 	for _, p := range d.placements {

@@ -333,6 +333,113 @@ func addCIBars(pl *plot.Plot, vals, cis [][]float64, bw vg.Length, top float64) 
 	return top, nil
 }
 
+// speedupPNG: SMEPilot Fig. 9 — one panel per machine and model, bars of
+// the end-to-end speedup over the cores placement (mean latency of cores /
+// mean latency) per placement, grouped by workload and batch, a dashed
+// line at 1×, error bars from the two means' 95 % CIs (first-order:
+// s·√((c_cores/l_cores)² + (c/l)²)).
+func speedupPNG(d *sweepData, dir, name string) error {
+	type pm struct{ src, model string }
+	var keys []pm
+	for _, k := range d.panels() {
+		if !slices.Contains(keys, pm{k.src, k.model}) {
+			keys = append(keys, pm{k.src, k.model})
+		}
+	}
+	var placements []string
+	for _, p := range d.placements {
+		if p != "cores" {
+			placements = append(placements, p)
+		}
+	}
+	var ps []*plot.Plot
+	pw := 5 * vg.Inch
+	for _, key := range keys {
+		type grp struct {
+			k panelKey
+			g batchGroup
+		}
+		var groups []grp
+		var idx []int
+		for _, k := range d.panels() {
+			if k.src != key.src || k.model != key.model {
+				continue
+			}
+			idx = append(idx, d.panelCells(k)...)
+			for _, g := range d.groups(k) {
+				if d.cell(k, g, "cores") != nil {
+					groups = append(groups, grp{k, g})
+				}
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		pw = max(pw, barPanelWidth(len(groups), len(placements)))
+		var names []string
+		var colors []color.Color
+		var vals, cis [][]float64
+		var labels [][]string
+		for pi, p := range placements {
+			v := make([]float64, len(groups))
+			ci := make([]float64, len(groups))
+			l := make([]string, len(groups))
+			found := false
+			for gi, gr := range groups {
+				c, base := d.cell(gr.k, gr.g, p), d.cell(gr.k, gr.g, "cores")
+				if c == nil || !(c.Latency.Mean > 0) || !(base.Latency.Mean > 0) {
+					continue
+				}
+				found = true
+				sp := base.Latency.Mean / c.Latency.Mean
+				v[gi], l[gi] = sp, fmt.Sprintf("%.2f×", sp)
+				ci[gi] = sp * math.Hypot(meanCI95(base)/base.Latency.Mean, meanCI95(c)/c.Latency.Mean)
+			}
+			if !found {
+				continue
+			}
+			names, colors = append(names, d.legend(p, idx)), append(colors, placementColor(p, pi+1))
+			vals, cis, labels = append(vals, v), append(cis, ci), append(labels, l)
+		}
+		if len(names) == 0 {
+			continue
+		}
+		title := "End-to-end speedup over cores: " + key.model
+		if len(d.srcs) > 1 {
+			title += ", " + key.src
+		}
+		pl := sweepPlot(title, d.cellsCaption(idx), "workload, batch", "speedup over cores (×, mean latency ratio)", horizontalGrid)
+		bw := barWidthFor(pw, len(groups), len(names))
+		top, err := addGroupedBarsCI(pl, names, colors, vals, cis, labels, bw)
+		if err != nil {
+			return err
+		}
+		if top, err = addCIBars(pl, vals, cis, bw, top); err != nil {
+			return err
+		}
+		one, err := plotter.NewLine(plotter.XYs{{X: -0.6, Y: 1}, {X: float64(len(groups)) - 0.4, Y: 1}})
+		if err != nil {
+			return err
+		}
+		one.Dashes, one.Color = []vg.Length{vg.Points(4), vg.Points(3)}, color.Gray{Y: 80}
+		pl.Add(one)
+		pl.Legend.Add("cores (1×)", one)
+		var xl []string
+		for _, gr := range groups {
+			xl = append(xl, gr.k.workload+" "+d.groupLabel(gr.g))
+		}
+		pl.NominalX(xl...)
+		pl.X.Min, pl.X.Max = -0.6, float64(len(groups))-0.4
+		pl.Y.Min, pl.Y.Max = 0, max(top, 1)*1.3
+		ps = append(ps, pl)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return savePanels(d.ctx, d.o.Figures, ps, 2, pw, sweepPanelH, dir, name,
+		d.produced(d.base)+"\nbars: mean latency of cores / mean latency; error bars: from both means' 95% CIs over the requests")
+}
+
 // batchTicks labels exactly the batch sizes swept.
 type batchTicks []int
 

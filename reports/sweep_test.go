@@ -122,7 +122,7 @@ func TestSweepReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"latency.png", "throughput.png", "breakdown_prefill.png", "breakdown_decode.png",
+	want := []string{"latency.png", "speedup.png", "throughput.png", "breakdown_prefill.png", "breakdown_decode.png",
 		"pred_scatter.png", "pred_error.png", "regime.png", "machines.png"}
 	var got []string
 	for _, p := range s.Plots {

@@ -51,7 +51,7 @@ func newCmdReport(streams IO, runF func(*ReportOptions) error) *cobra.Command {
 		Short: "Render sweep results as PNG plots and a Markdown report",
 		Long: `Reads the cells.jsonl (` + results.SweepSchema + ` lines) of each DIR and writes
 OUT/report.md with PNGs: end-to-end latency per placement with the speedup
-over cores (SMEPilot Fig. 9 style), throughput vs batch, per-operator time
+over cores and the speedup bars (SMEPilot Fig. 9), throughput vs batch, per-operator time
 breakdown of prefill and decode, measured vs roofline-predicted operator
 times with the median and p90 of |measured/predicted − 1|, the regime map
 (operator × batch), ablations (SMEPilot §5.4) and, for cells from several
