@@ -255,7 +255,10 @@ func goColKerns(f Format, mr int) []kern {
 // with U the unsigned value of element e of lane j of chunk 2p+h (at b +
 // (2p+h)·colBytes; colGetU), dw its fp16 scale, half (2p+h)·16 + j of bs,
 // and Q, dx, ac (corrZ, −o·Σq/8), sa4 as in kernGo. The float sum runs
-// over p then h, as the assembly's.
+// over p then h, as the assembly's. The avx512bw q8_0 tiles compute
+// Σ_e (U − 128)·Q (signed weights, no offset) and do not read ac, so they
+// equal this where ac is the activations' corrZ, −16·Σ_e Q (as Activations
+// always holds; colCorrZ makes it for a test's bytes), not for any ac.
 func kernColGo(f Format, mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
 	cb := f.colBytes()
 	sa4 := sa / 32
@@ -331,3 +334,21 @@ func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16, conv pfColConvFn) {
 
 // halfTile is the bytes of one block of 16 rows in a prefill tile.
 const halfTile = 8 * 64
+
+// colCorrZ sets ac to corrZ of format f (−o·Σq/8 per block) for the np
+// pairs × mr rows of int8 activations a (pair stride mr·pairLen bytes, ac
+// pair stride 2·mr), as Activations.Quantize makes it.
+func colCorrZ(f Format, a []byte, ac []int32, np, mr int) {
+	o := f.offset()
+	for p := range np {
+		for r := range mr {
+			for h := range 2 {
+				var s int32
+				for e := range BlockLen {
+					s += int32(int8(a[(p*mr+r)*pairLen+lanePos(h, e)]))
+				}
+				ac[(p*mr+r)*2+h] = -o * s / 8
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ package quant
 import (
 	"fmt"
 	"math"
+	"sync"
 )
 
 // vnniColKerns are the avx512vnni backend's column-order GEMV tiles
@@ -16,11 +17,27 @@ var vnniColKerns = map[Format][]kern{
 	Q4_0: {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
 }
 
-// colSelfTest runs every column-order kernel once on fixed inputs whose
-// result is exact in float32 (scales 1, integer sums) and compares it bit
-// for bit with kernColGo, as vnniSelfTest does for the lane-order tiles:
-// "" on a match, else why not.
-func colSelfTest() string {
+// bwColKerns are the avx512bw backend's column-order GEMV tiles
+// (kernels/_asm/quantcol's genBW: VPMADDUBSW + VPMADDWD), heights 1..4.
+var bwColKerns = map[Format][]kern{
+	Q8_0: {kernColQ8BWm1, kernColQ8BWm2, kernColQ8BWm3, kernColQ8BWm4},
+	Q4_0: {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
+}
+
+// colSelfTest runs every column-order VPDPBUSD kernel once on fixed inputs
+// whose result is exact in float32 (scales 1, integer sums) and compares
+// it bit for bit with kernColGo, as vnniSelfTest does for the lane-order
+// tiles: "" on a match, else why not.
+func colSelfTest() string { return colSelfTestOf(vnniColKerns, "VPDPBUSD") }
+
+// bwSelfTest is colSelfTest for the avx512bw backend's tiles, run once.
+var bwSelfTest = sync.OnceValue(func() string { return colSelfTestOf(bwColKerns, "VPMADDUBSW") })
+
+// colSelfTestOf runs colSelfTest's check on the tiles ks (what names their
+// instruction in the verdict). The activations span −127..127 and the
+// weights every byte; q4_0's corrections are arbitrary, q8_0's those of
+// the activations (colCorrZ, as the avx512bw q8_0 tiles require).
+func colSelfTestOf(ks map[Format][]kern, what string) string {
 	const np, mr = 3, 4
 	seed := uint32(919)
 	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
@@ -39,6 +56,9 @@ func colSelfTest() string {
 		bs[i] = 0x3c003c00 // fp16 1.0 twice
 	}
 	for _, f := range []Format{Q8_0, Q4_0} {
+		if f == Q8_0 {
+			colCorrZ(f, a, ac, np, mr) // the BW kernels' precondition
+		}
 		b := make([]byte, 2*np*f.colBytes())
 		for i := range b {
 			b[i] = byte(next())
@@ -47,10 +67,10 @@ func colSelfTest() string {
 			const ldc = ColRows + 3
 			want, got := make([]float32, m*ldc), make([]float32, m*ldc)
 			kernColGo(f, m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &want[0], ldc)
-			vnniColKerns[f][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &got[0], ldc)
+			ks[f][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs[0], &got[0], ldc)
 			for i := range want {
 				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					return fmt.Sprintf("unavailable: column-order VPDPBUSD self-test failed (%s, m=%d, output %d: %v, want %v)", f, m, i, got[i], want[i])
+					return fmt.Sprintf("unavailable: column-order %s self-test failed (%s, m=%d, output %d: %v, want %v)", what, f, m, i, got[i], want[i])
 				}
 			}
 		}
@@ -69,3 +89,12 @@ func kernColQ4VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, b
 func kernColQ4VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+
+func kernColQ8BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ8BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ8BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ8BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

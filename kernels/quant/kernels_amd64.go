@@ -4,6 +4,7 @@ package quant
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sync"
 
@@ -27,8 +28,23 @@ func archImpls() []*impl {
 		}
 		return vnniSelfTest()
 	}
+	bw := func() string {
+		x := cpu.X86
+		if l := lacks("AVX512F", x.HasAVX512F, "AVX512BW", x.HasAVX512BW, "AVX2", x.HasAVX2, "FMA", x.HasFMA, "F16C", x.HasF16C); l != "" {
+			return l
+		}
+		return bwSelfTest()
+	}
 	return []*impl{
 		{name: "avx2", isa: "avx2", mr: 2, lacks: avx2, corrY: true, k: avx2Kerns},
+		// avx512bw: the column-order q8_0 and q4_0 tiles on zmm without
+		// VPDPBUSD (col_amd64.go bwColKerns, heights 1..4; mulCol takes
+		// its tile height from kc) for AVX-512 CPUs without AVX512_VNNI;
+		// every lane-order format, and q8_0/q4_0 left in lane order, runs
+		// the avx2 tiles (hence mr 2 and the ymm corrections), the
+		// K-quants avx2's (kquant_amd64.go); no prefill path (its tiles
+		// are VPDPBUSD's), so the GEMV tiles run at every M.
+		{name: "avx512bw", isa: "avx512bw", mr: 2, lacks: bw, corrY: true, k: maps.Clone(avx2Kerns), kc: bwColKerns},
 		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns, kc: vnniColKerns},
 	}
 }

@@ -39,7 +39,7 @@ var kquantAVX2 = map[Format][]kern{
 	Q6_K: {kernQ6KAVX2m1, kernQ6KAVX2m2},
 }
 
-// init gives the avx512vnni and avx2 backends the K-quant kernels when
+// init gives the avx512vnni, avx2 and avx512bw (avx2's) backends the K-quant kernels when
 // this CPU runs them and they pass kquantSelfTest (registerKQuant; else a
 // backend keeps the Go tiles that impl.fill gives it). vnniSelfTest, which
 // checks every format on 3 block pairs (no whole super-block), sees
@@ -51,5 +51,6 @@ func init() {
 	}
 	if x.HasAVX2 && x.HasFMA && x.HasF16C {
 		registerKQuant("avx2", "VPMADDUBSW", kquantAVX2)
+		registerKQuant("avx512bw", "VPMADDUBSW", kquantAVX2)
 	}
 }

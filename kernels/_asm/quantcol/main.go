@@ -74,13 +74,28 @@ var (
 	maskF0 = asmutil.Bytes64("colmaskf0", func(int) byte { return 0xf0 })
 )
 
+// The flavours of the GEMV tiles: the integer dot product of a group of
+// 4 weights and 4 activations per 32-bit lane.
+const (
+	// vnni: VPDPBUSD (AVX512_VNNI), kernCol<F>VNNIm<m>.
+	vnni = "VNNI"
+	// bw: VPMADDUBSW + VPMADDWD + VPADDD (AVX512BW), kernCol<F>BWm<m>
+	// (genBW).
+	bw = "BW"
+)
+
 func main() {
 	ConstraintExpr("!purego")
-	for _, f := range []string{"Q8", "Q4"} {
-		for m := 1; m <= 4; m++ {
-			gen(f, m)
+	flavours := map[string]func(f string, m int){vnni: gen, bw: genBW}
+	for _, fl := range []string{vnni, bw} {
+		for _, f := range []string{"Q8", "Q4"} {
+			for m := 1; m <= 4; m++ {
+				flavours[fl](f, m)
+			}
+			if fl == vnni {
+				genConv(f)
+			}
 		}
-		genConv(f)
 	}
 	Generate()
 }
@@ -230,6 +245,157 @@ func genConv(f string) {
 	DECQ(np)
 	JNZ(LabelRef(name + "_loop"))
 	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+var (
+	onesW   = asmutil.Bytes64("colbwones", func(i int) byte { return byte(1 - i%2) }) // int16 1s
+	mask80  = asmutil.Bytes64("colbw80", func(int) byte { return 0x80 })
+	bwMask0 = asmutil.Bytes64("colbw0f", func(int) byte { return 0x0f })
+)
+
+// genBW emits kernCol<F>BWm<m>, the avx512bw backend's column-order tile:
+// the layout, the arguments and the float part of gen, with VPDPBUSD
+// replaced by VPMADDUBSW (u8 × s8 → int16 pair sums, saturating),
+// VPMADDWD by int16 ones (→ int32) and VPADDD, for CPUs with AVX512BW and
+// no AVX512_VNNI (Skylake-SP/X, Cascade Lake without VNNI use). VPMADDUBSW
+// has no embedded broadcast, so each row's 4 activations of a group are
+// VPBROADCASTD from memory into a register (a load, no ALU work).
+//
+//   - q4_0: each 64-byte load gives lo = AND 0x0f and hi = (VPSRLW 4) AND
+//     0x0f, both u in 0..15 (not gen's AND 0xf0 = 16·u: 2·240·127 would
+//     saturate). A VPMADDUBSW pair is at most 2·15·127 = 3810 in
+//     magnitude, so the 8 of a block (4 lo, 4 hi) sum in int16 with VPADDW
+//     to at most 30480 < 2^15 − 1: exact, no saturation anywhere; one
+//     VPMADDWD by ones per block and row widens the sum, VPADDD adds it to
+//     the correction 8·corrZ = −8·Σq (VPSLLD by 3, broadcast).
+//   - q8_0: u = q + 128 is 0..255 and 2·255·127 = 64770 would saturate
+//     int16, so the unsigned-offset form cannot be used. The sign trick of
+//     the avx2 kernels instead: s = u XOR 0x80 = q (int8), the mask of its
+//     negative bytes (VPMOVB2M), |s| (VPABSB; −128 → 0x80, 128 as u8), all
+//     three shared by the rows; per row the broadcast activations negated
+//     where s < 0 (VPSUBB from zero, merge-masked: AVX-512 has no
+//     VPSIGNB), so VPMADDUBSW(|s|, x·sign(s)) = s·x exactly: a pair is at
+//     most 2·128·127 = 32512 < 2^15 − 1 (the activations are in
+//     −127..127: Activations.Quantize's d = max|x|/127, so −(−128) never
+//     arises). No offset, so no correction: the int32 sum of the 8 groups'
+//     VPMADDWD is S of kernColGo (Σu·q − 128·Σq = Σs·q). Every group needs
+//     its own VPMADDWD and VPADDD (two pairs could reach 65024).
+//
+// The int32 sums are as gen's (and as small); the float part is gen's, so
+// the result is kernColGo's bit for bit wherever the float32 products are
+// exact. Per block and 16 rows at mr = 1: q4_0 4 + 8 loads, 12 unpack
+// ops, 8 VPMADDUBSW, 7 VPADDW, 1 VPMADDWD and 5 others; q8_0 8 + 8
+// loads, 24 shared ops, 8 VPSUBB, 8 VPMADDUBSW, 8 VPMADDWD, 8 VPADDD and
+// 3 others.
+//
+// Registers, mr = 4: 4 float and 4 int32 accumulators, 4 int16 sums
+// (q4_0), 4 broadcasts, 4 products, the weights and their unpacks, the
+// constants (0x0f or 0x80, ones, zero), the scales and one temporary; K1
+// the sign mask.
+func genBW(f string, m int) {
+	name := fmt.Sprintf("kernCol%sBWm%d", f, m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order %s tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genBW in the generator.", name, m, f))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	q4 := f == "Q4"
+	cb, nk := 512, 8
+	if q4 {
+		cb, nk = 256, 4
+	}
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	s16 := make([]VecPhysical, m) // q4_0's int16 block sums
+	xb := make([]VecPhysical, m)  // broadcast activations
+	t := make([]VecPhysical, m)   // products
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], s16[r], xb[r], t[r] = zmm(r), zmm(4+r), zmm(8+r), zmm(12+r), zmm(16+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	w, lo, hi := zmm(20), zmm(21), zmm(22)
+	kc, ones, zero := zmm(23), zmm(24), zmm(25) // kc: 0x0f (q4_0) or 0x80 (q8_0)
+	dw, s := zmm(26), zmm(27)
+	VMOVDQU64(onesW(), ones)
+	if q4 {
+		VMOVDQU64(bwMask0(), kc)
+	} else {
+		VMOVDQU64(mask80(), kc)
+		VPXORD(zero, zero, zero)
+	}
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for off := 0; off < 2*cb; off += 64 {
+		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+	}
+	for h := 0; h < 2; h++ {
+		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
+		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+		for k := 0; k < nk; k++ {
+			VMOVDQU64(Mem{Base: g.B, Disp: h*cb + k*64}, w)
+			if q4 {
+				VPANDD(kc, w, lo)
+				VPSRLW(U8(4), w, hi)
+				VPANDD(kc, hi, hi)
+				for r := 0; r < m; r++ {
+					VPBROADCASTD(x(r, k), xb[r])
+					if k == 0 {
+						VPMADDUBSW(xb[r], lo, s16[r])
+					} else {
+						VPMADDUBSW(xb[r], lo, t[r])
+						VPADDW(t[r], s16[r], s16[r])
+					}
+					VPBROADCASTD(x(r, 4+k), xb[r])
+					VPMADDUBSW(xb[r], hi, t[r])
+					VPADDW(t[r], s16[r], s16[r])
+				}
+				continue
+			}
+			VPXORD(kc, w, w) // s = q
+			VPMOVB2M(w, K1)  // s < 0
+			VPABSB(w, w)     // |s| as u8
+			for r := 0; r < m; r++ {
+				VPBROADCASTD(x(r, k), xb[r])
+				VPSUBB(xb[r], zero, K1, xb[r]) // x·sign(s)
+				VPMADDUBSW(xb[r], w, t[r])
+				if k == 0 {
+					VPMADDWD(ones, t[r], iacc[r])
+				} else {
+					VPMADDWD(ones, t[r], t[r])
+					VPADDD(t[r], iacc[r], iacc[r])
+				}
+			}
+		}
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		for r := 0; r < m; r++ {
+			if q4 {
+				VPSLLD_BCST(U8(3), corr(r), iacc[r])
+				VPMADDWD(ones, s16[r], t[r])
+				VPADDD(t[r], iacc[r], iacc[r])
+			}
+			VCVTDQ2PS(iacc[r], iacc[r])
+			VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, dw, s)
+			VFMADD231PS(iacc[r], s, facc[r])
+		}
+	}
+	ADDQ(g.SA, g.A)
+	ADDQ(g.SA8, g.AS)
+	ADDQ(g.SA8, g.AC)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
 	VZEROUPPER()
 	RET()
 }
