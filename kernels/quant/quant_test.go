@@ -245,6 +245,7 @@ func TestMulReference(t *testing.T) {
 						y[i] = -7
 					}
 					ldy := n + 3
+					wm.Repack(be) // the backend's layout, as the engine does (column order on avx512vnni and avx512bw)
 					if err := Mul(be, wm, &a, y, ldy, 0, n); err != nil {
 						t.Fatal(err)
 					}
