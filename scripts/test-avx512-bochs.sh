@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test-avx512-bochs.sh: run the AVX-512 GEMM kernels' tests on an emulated
-# CPU that has AVX-512, for correctness only (emulated timings mean nothing).
+# test-avx512-bochs.sh: run the AVX-512 GEMM and quantized-GEMV kernels'
+# tests on an emulated CPU that has AVX-512, for correctness only (emulated
+# timings mean nothing).
 #
 #   bash scripts/test-avx512-bochs.sh
 #
@@ -14,12 +15,24 @@
 # BENCH_BOCHS_CLEARCPUID list and "nosmap nosmep nopti idle=halt") the Go
 # test binaries crash on corrupted pointers even with the VNNI kernel
 # disabled (BENCH_CPU_DISABLE=vnni on the kernel command line). So
-# avx512vnni-int8 is not run here (it self-tests on first use instead, see
-# kernels/gemm); Bochs 2.7 has no AVX512_BF16, AVX512_FP16, AVX-VNNI or AMX.
+# avx512vnni-int8 and kernels/quant's avx512vnni are not run here (they
+# self-test on first use instead, see kernels/gemm and kernels/quant);
+# Bochs 2.7 has no AVX512_BF16, AVX512_FP16, AVX-VNNI or AMX. On
+# corei7_skylake_x (AVX512BW without VNNI) kernels/quant chooses its
+# avx512bw backend, and the guest asserts that: the kernel command line
+# carries BENCH_QUANT_REQUIRE=avx512bw (Linux hands unknown name=value
+# arguments to /init's environment, and bochsinit to the tests), which
+# TestAVX512BWRequired checks (BENCH_BOCHS_QUANT_REQUIRE replaces the
+# value, empty to drop it; it is empty by default for another
+# BENCH_BOCHS_CPU).
 #
 # Steps: Debian's amd64 kernel (fetched once to the cache directory, like
-# scripts/numa-qemu-test.sh), static test binaries of ./kernels/gemm and
-# ./kernels/peak (with BENCH_BOCHS_FULL=1 also ./kernels, the memory and
+# scripts/numa-qemu-test.sh), static test binaries of ./kernels/gemm,
+# ./kernels/peak and ./kernels/quant (its avx512bw tests and the
+# avx512bw subtests of its column-order and float64-reference tests for
+# q8_0 and q4_0, with -test.short; the other backends' and formats' cases
+# are minutes under emulation and nothing AVX-512 in them) (with
+# BENCH_BOCHS_FULL=1 also ./kernels, the memory and
 # non-linear kernels: Bochs runs about 300x slower than this CPU, so that
 # adds half an hour), and scripts/bochsinit as /init, in an initramfs on an
 # isolinux CD image; Bochs boots it (3-4 minutes to the guest's init on one
@@ -94,7 +107,7 @@ trap cleanup EXIT
 mkdir -p "$work/rootfs/tests" "$work/iso/isolinux"
 cd "$root"
 CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -ldflags='-s -w' -o "$work/rootfs/init" ./scripts/bochsinit
-pkgs=(kernels/gemm kernels/peak)
+pkgs=(kernels/gemm kernels/peak kernels/quant)
 if [ "${BENCH_BOCHS_FULL:-0}" = 1 ]; then
 	pkgs+=(kernels)
 fi
@@ -105,6 +118,14 @@ for p in "${pkgs[@]}"; do
 done
 # The arm64 generator's tests read the repository's files, absent in the guest.
 echo "-test.short -test.v -test.count=1 -test.skip ^TestARM64Asm" >"$work/rootfs/tests/kernels_gemm.test.args"
+# kernels/quant: the avx512bw tests, and of the column-order and reference
+# tests only the avx512bw subtests of q8_0 and q4_0 (the pattern's levels:
+# test, backend, format).
+echo "-test.short -test.v -test.count=1 -test.run ^(TestAVX512BW.*|TestColumnMul|TestColumnSelfTest|TestMulReference|TestKQuantRegistered)\$/^avx512bw\$/^q[48]_0\$" >"$work/rootfs/tests/kernels_quant.test.args"
+quant_require="${BENCH_BOCHS_QUANT_REQUIRE-}"
+if [ -z "${BENCH_BOCHS_QUANT_REQUIRE+set}" ] && [ "${BENCH_BOCHS_CPU:-corei7_skylake_x}" = corei7_skylake_x ]; then
+	quant_require=avx512bw
+fi
 if [ "${BENCH_BOCHS_FULL:-0}" = 1 ]; then
 	echo "-test.short -test.v -test.count=1 -test.skip TestDotRows|TestAxpyRows|TestDotDispatch|TestExpAllFloat32" >"$work/rootfs/tests/kernels.test.args"
 fi
@@ -117,7 +138,7 @@ PROMPT 0
 TIMEOUT 0
 LABEL linux
   KERNEL /vmlinuz
-  APPEND initrd=/initrd.gz console=ttyS0,115200 panic=-1 quiet nokaslr mitigations=off clearcpuid=${BENCH_BOCHS_CLEARCPUID:-pku,ospke,xsaves,xsavec} ${BENCH_BOCHS_CMDLINE:-}
+  APPEND initrd=/initrd.gz console=ttyS0,115200 panic=-1 quiet nokaslr mitigations=off clearcpuid=${BENCH_BOCHS_CLEARCPUID:-pku,ospke,xsaves,xsavec} ${quant_require:+BENCH_QUANT_REQUIRE=$quant_require} ${BENCH_BOCHS_CMDLINE:-}
 CFG
 xorriso -as mkisofs -quiet -o "$work/boot.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
 	-no-emul-boot -boot-load-size 4 -boot-info-table "$work/iso" 2>/dev/null
