@@ -36,7 +36,7 @@ const (
 	// order (the package doc), every format's and every backend's.
 	LaneOrder Layout = "lane"
 	// ColumnOrder is the groups of ColRows rows with one lane per row
-	// (col.go), for q8_0 and q4_0 on the avx512vnni backend.
+	// (col.go), for q8_0 and q4_0 on the avx512vnni and avx512bw backends.
 	ColumnOrder Layout = "column"
 )
 
@@ -119,8 +119,8 @@ func (be Backend) ColumnFormats() []Format {
 }
 
 // Repack converts w in place to the layout be's GEMV kernels read for its
-// format: ColumnOrder where be.ColumnFormats holds it (avx512vnni: q8_0,
-// q4_0), else LaneOrder; a no-op when w is in that layout already. The
+// format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
+// avx512bw: q8_0, q4_0), else LaneOrder; a no-op when w is in that layout already. The
 // weights, Dequantize and AppendGGUF do not change; Mul reads either
 // layout on every backend (a backend without kernels for w's layout runs
 // the Go specification loops). It is meant for load time, once the backend

@@ -9,7 +9,7 @@ import (
 
 // Backend is one implementation of the quantized product, for every format.
 type Backend struct {
-	Name        string // "go", "avx2", "avx512vnni"
+	Name        string // "go", "avx2", "avx512bw", "avx512vnni"
 	ISA         string
 	TileM       int    // rows of X per microkernel call (M ≤ TileM per tile)
 	TileN       int    // rows of W per microkernel call

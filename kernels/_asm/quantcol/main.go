@@ -1,6 +1,8 @@
 // Command quantcol generates kernels/quant/col_amd64.s, the AVX512-VNNI
 // GEMV/small-M GEMM microkernels of package quant on its column-order
-// layout (kernels/quant/col.go), with avo:
+// layout (kernels/quant/col.go), and the same tiles in a second flavour
+// for AVX512BW without VNNI (kernCol<F>BWm<m>: VPMADDUBSW + VPMADDWD +
+// VPADDD, see genBW), with avo:
 //
 //	cd kernels/_asm && go run ./quantcol -out ../quant/col_amd64.s
 //
