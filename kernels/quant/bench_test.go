@@ -38,9 +38,10 @@ func BenchmarkUpconvert(b *testing.B) {
 	}
 }
 
-// BenchmarkGEMV is the decode GEMV (M = 1, one thread, Best's backend) on
-// both layouts (lane order, and column order where the backend has its
-// kernels), at an L2-resident shape (N 1024 × K 512), N 8192 × K 4096
+// BenchmarkGEMV is the decode GEMV (M = 1, one thread, every available
+// backend with column-order kernels) on both layouts (lane order, and
+// column order; on avx512bw the lane order runs avx2's tiles, so its
+// column/lane is the ratio to the avx2 backend), at an L2-resident shape (N 1024 × K 512), N 8192 × K 4096
 // (18 MiB of q4_0, 35 MiB of q8_0: within or about a Zen 5 CCD's 32 MiB
 // L3) and a DRAM-sized one (N 16384 × K 8192: 72 MiB of q4_0, 136 MiB of
 // q8_0). Each iteration runs both layouts, one call each, alternately, so
@@ -50,12 +51,19 @@ func BenchmarkUpconvert(b *testing.B) {
 // order's time per 32-weight block of W.
 // go test -run '^$' -bench GEMV ./kernels/quant
 func BenchmarkGEMV(b *testing.B) {
-	be := Best()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, f := range []Format{Q8_0, Q4_0} {
-		if !slices.Contains(be.ColumnFormats(), f) {
-			continue
+	for _, be := range Backends() {
+		for _, f := range []Format{Q8_0, Q4_0} {
+			if !slices.Contains(be.ColumnFormats(), f) {
+				continue
+			}
+			benchGEMV(b, be, f, rng)
 		}
+	}
+}
+
+func benchGEMV(b *testing.B, be Backend, f Format, rng *rand.Rand) {
+	{
 		for _, sh := range [][2]int{{1024, 512}, {8192, 4096}, {16384, 8192}} {
 			n, k := sh[0], sh[1]
 			b.Run(fmt.Sprintf("%s/%s/N=%d/K=%d", be.Name, f, n, k), func(b *testing.B) {
