@@ -11,6 +11,7 @@ import (
 	"github.com/cpubench/bench/internal/cpu"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/sweep"
 )
 
 // targetsByRole indexes a run's targets of kernels/gemm by placement
@@ -172,7 +173,7 @@ func TestSweepBackendsRecorded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	cells, _, err := results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
+	cells, _, err := results.ReadSweepCells(filepath.Join(dir, sweep.CellsFile))
 	if err != nil || len(cells) != 2 {
 		t.Fatalf("%d cells, %v", len(cells), err)
 	}

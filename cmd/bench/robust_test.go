@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/sweep"
 	"github.com/cpubench/bench/workloads"
 )
 
@@ -138,13 +139,13 @@ func TestSweepLocked(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sw")
 	os.MkdirAll(dir, 0o755)
 	ran := 0
-	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
+	withCellEngine(t, func(c workloads.Cell, _ *sweep.Options) (sweep.CellEngine, error) {
 		ran++
 		return &fakeCellEngine{cell: c}, nil
 	})
 	args := []string{"sweep", "--workloads", "gsm8k", "--batch", "1,2", "--threads", "1", "--placement", "cores", "--requests", "2",
 		"--max-gen-tokens", "2", "--profile", "none", "--out", dir}
-	held, err := results.LockDir(dir, sweepLockFile) // another sweep, as far as the lock can tell
+	held, err := results.LockDir(dir, sweep.LockFile) // another sweep, as far as the lock can tell
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +160,7 @@ func TestSweepLocked(t *testing.T) {
 	if code != 0 || ran != 2 {
 		t.Fatalf("after the lock was released: exit %d, %d cells: %s", code, ran, errs)
 	}
-	if _, err := os.Stat(filepath.Join(dir, sweepLockFile)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, sweep.LockFile)); err == nil {
 		t.Error("the finished sweep left its lock file")
 	}
 }
@@ -177,7 +178,7 @@ func TestSweepLockedByProcess(t *testing.T) {
 		p.cmd.Process.Signal(syscall.SIGINT)
 		p.wait(t, exitDeadline, "the first sweep")
 	}()
-	lock := filepath.Join(dir, "sw", sweepLockFile)
+	lock := filepath.Join(dir, "sw", sweep.LockFile)
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		if b, err := os.ReadFile(lock); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(p.cmd.Process.Pid) {
 			break
@@ -307,7 +308,7 @@ func TestStdoutFull(t *testing.T) {
 // cannot be read after --merge (it left OUT with cells.jsonl).
 func TestFailuresLeaveNoDirectory(t *testing.T) {
 	tmp := t.TempDir()
-	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
+	withCellEngine(t, func(c workloads.Cell, _ *sweep.Options) (sweep.CellEngine, error) {
 		return nil, errors.New("the engine broke")
 	})
 	sw := filepath.Join(tmp, "new", "sw")

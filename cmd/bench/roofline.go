@@ -20,6 +20,7 @@ import (
 	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
+	"github.com/cpubench/bench/sweep"
 )
 
 func init() { subcommands = append(subcommands, newRooflineCmd) }
@@ -376,19 +377,8 @@ func fmtSI(v float64, unit string) string {
 	return fmt.Sprintf("%.3g %s", v, unit)
 }
 
-func fmtTime(s float64) string {
-	switch {
-	case s == 0:
-		return "0"
-	case s >= 1:
-		return fmt.Sprintf("%.3g s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.3g ms", s*1e3)
-	case s >= 1e-6:
-		return fmt.Sprintf("%.3g µs", s*1e6)
-	}
-	return fmt.Sprintf("%.3g ns", s*1e9)
-}
+// fmtTime prints seconds as bench's tables do (sweep.FormatSeconds).
+func fmtTime(s float64) string { return sweep.FormatSeconds(s) }
 
 func fmtAI(i float64) string {
 	if i >= 100 {

@@ -16,10 +16,10 @@ import (
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/internal/perfcount"
-	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
+	"github.com/cpubench/bench/sweep"
 	"github.com/cpubench/bench/workloads"
 )
 
@@ -188,7 +188,7 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	if _, err := engine.ParsePlacement(o.Placement); err != nil {
 		return fmt.Errorf("run: --placement: %w", err)
 	}
-	if err := checkBackends("run", o.CoresBackend, o.MatrixBackend); err != nil {
+	if err := sweep.CheckBackends("run", o.CoresBackend, o.MatrixBackend); err != nil {
 		return err
 	}
 	if o.WeightDType != "" {
@@ -264,210 +264,6 @@ type runResult struct {
 	Targets []results.SweepTarget `json:"targets"`
 }
 
-// runWeights builds the weights the options ask for, and the model's full
-// layer count.
-func runWeights(o *runOptions) (*engine.Weights, int, []string, error) {
-	var notes []string
-	dt := o.WeightDType
-	if dt != "" {
-		var err error
-		if dt, err = engine.ParseWeightDType(dt); err != nil {
-			return nil, 0, nil, fmt.Errorf("--weight-dtype: %w", err)
-		}
-	}
-	if o.Weights != "synthetic" {
-		var w *engine.Weights
-		var full int
-		if strings.HasSuffix(strings.ToLower(o.Weights), ".gguf") {
-			h, err := engine.LoadGGUFHeader(o.Weights)
-			if err != nil {
-				return nil, 0, nil, fmt.Errorf("--weights: %w", err)
-			}
-			full = h.Config.Layers
-			if o.Layers > full {
-				return nil, 0, nil, fmt.Errorf("--layers %d: the model has %d", o.Layers, full)
-			}
-			if err := checkBytes(o.Weights, h.Config.Layers, o.Layers, float64(h.ResidentBytes(o.Layers)), "weights as stored, float matrices with their packed copies"); err != nil {
-				return nil, 0, nil, err
-			}
-			if w, err = engine.LoadGGUFLayers(o.Weights, o.Layers); err != nil {
-				return nil, 0, nil, fmt.Errorf("--weights: %w", err)
-			}
-		} else {
-			var err error
-			if w, err = engine.LoadLlama2C(o.Weights); err != nil {
-				return nil, 0, nil, fmt.Errorf("--weights: %w", err)
-			}
-			full = w.Config.Layers
-			if o.Layers > full {
-				return nil, 0, nil, fmt.Errorf("--layers %d: the model has %d", o.Layers, full)
-			}
-			if o.Layers > 0 {
-				w.Layers = w.Layers[:o.Layers]
-				w.Config.Layers = o.Layers
-			}
-		}
-		switch dt {
-		case "":
-		case engine.FormatFP32:
-			if fs := w.WeightFormats(); len(fs) > 1 || fs[engine.FormatFP32] == 0 {
-				w.Dequantize()
-				notes = append(notes, "--weight-dtype fp32: the file's quantized matrices dequantized to fp32")
-			}
-		default:
-			if err := w.Quantize(quant.Format(dt)); err != nil {
-				return nil, 0, nil, fmt.Errorf("--weight-dtype %s: %w", dt, err)
-			}
-			if u := w.Unquantizable(); len(u) > 0 {
-				notes = append(notes, fmt.Sprintf("--weight-dtype %s: kept fp32, K not a multiple of the block length %d (as llama.cpp's quantizer falls back): %s",
-					dt, quant.BlockLen, strings.Join(u, ", ")))
-			}
-		}
-		return w, full, notes, nil
-	}
-	if dt == "" {
-		dt = engine.FormatFP32
-	}
-	var cfg engine.Config
-	if strings.HasSuffix(strings.ToLower(o.Model), ".gguf") {
-		// Shapes from a GGUF file's metadata, synthetic values.
-		h, err := engine.LoadGGUFHeader(o.Model)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
-		}
-		cfg = h.Config
-	} else {
-		data, name, err := models.ReadConfig(o.Model)
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
-		}
-		cfg, err = engine.FromHF(data, name)
-		if mk := (*engine.MissingKeyError)(nil); errors.As(err, &mk) && mk.Key == "max_position_embeddings" {
-			// A config whose context differs by variant (null key): size the
-			// positions to this run.
-			mc, perr := models.Parse(data, name)
-			if perr != nil {
-				return nil, 0, nil, fmt.Errorf("--model: %w", perr)
-			}
-			ex := engine.HFExtras{RoPETheta: 1e6, RMSEps: 1e-6, MaxSeq: o.PromptTokens + o.GenTokens}
-			if cfg, err = engine.FromModel(mc, ex); err == nil {
-				notes = append(notes, "config has no max_position_embeddings, rope_theta or rms_norm_eps usable here: positions sized to this run, θ 1e6, ε 1e-6 (timing-neutral)")
-			}
-		}
-		if err != nil {
-			return nil, 0, nil, fmt.Errorf("--model: %w", err)
-		}
-	}
-	if o.Layers > cfg.Layers {
-		return nil, 0, nil, fmt.Errorf("--layers %d: model %s has %d", o.Layers, cfg.Name, cfg.Layers)
-	}
-	if err := checkMemory(cfg, o.Layers, o.Placement, dt); err != nil {
-		return nil, 0, nil, err
-	}
-	w, err := engine.SyntheticAs(cfg, o.Layers, o.Seed, dt)
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	return w, cfg.Layers, notes, nil
-}
-
-// checkMemory refuses synthetic weights that would not fit in the memory
-// this process may use (checkBytes). fp32: the weights plus
-// the packed copies (a second fp32 copy; bf16 adds half of one more).
-// q8_0 and q4_0: the fp32 embedding table, every linear weight (LM head
-// included, a tied one as a quantized copy) at the format's bytes per
-// weight, and the float32 draw of one layer or of the untied LM head,
-// whichever is larger, before it is quantized.
-func checkMemory(cfg engine.Config, layers int, placement, dtype string) error {
-	if layers > 0 {
-		cfg.Layers = layers
-	}
-	need := float64(cfg.Params()) * 4 * 2
-	what := "synthetic fp32 weights and packed copies"
-	if dtype != "" && dtype != engine.FormatFP32 {
-		embed := float64(cfg.Vocab) * float64(cfg.Dim)
-		one := cfg
-		one.Layers = 1
-		layer := float64(one.Params()) - embed - float64(cfg.Dim)
-		if !cfg.TiedEmbeddings {
-			layer -= embed
-		}
-		linear := float64(cfg.Params()) - embed // norms counted as linears: negligible
-		if cfg.TiedEmbeddings {
-			linear += embed
-		}
-		transient := layer
-		if !cfg.TiedEmbeddings {
-			transient = max(layer, embed)
-		}
-		need = 4*embed + quant.Format(dtype).BytesPerWeight()*linear + 4*transient
-		what = "synthetic " + dtype + " weights (fp32 embedding table)"
-	} else if placement != "" && placement != string(engine.PlaceCores) {
-		need += float64(cfg.Params()) * 2
-	}
-	return checkBytes("--model "+cfg.Name, cfg.Layers, 0, need, what)
-}
-
-// checkBytes refuses need bytes that would not fit in the memory this
-// process may use (memlimit.Check: the cgroup, rlimit or MemAvailable
-// headroom, the smallest): what (flag and value) with layers layers (of
-// full) needs about need bytes.
-func checkBytes(what string, full, layers int, need float64, kind string) error {
-	if layers == 0 {
-		layers = full
-	}
-	if err := memlimit.Check(fmt.Sprintf("%s: %d layers' %s", what, layers, kind), memlimit.Mul(1).TimesFloat(need)); err != nil {
-		return fmt.Errorf("%w: pass --layers N to instantiate fewer", err)
-	}
-	return nil
-}
-
-// runPredict adds the roofline's predicted seconds of every engine
-// operator, per phase, for the layers run: B prefills of T tokens, and G
-// decode steps of B sequences at contexts T+1..T+G. It returns the
-// predicted prefill of one sequence and the mean decode step.
-func runPredict(m *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int) (map[[2]string]float64, float64, float64, error) {
-	pred := map[[2]string]float64{}
-	add := func(phase string, b, tokens, context int, k float64) (float64, error) {
-		p, err := engine.PredictOpsAs(m, c, phase, b, tokens, context, prec)
-		if err != nil {
-			return 0, err
-		}
-		total := 0.0
-		for op, t := range p {
-			pred[[2]string{phase, op}] += t.Seconds * k
-			total += t.Seconds
-		}
-		return total, nil
-	}
-	ttft, err := add(roofline.Prefill, 1, T, T, float64(B))
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	var dec float64
-	for i := 1; i <= G; i++ {
-		t, err := add(roofline.Decode, B, 1, T+i, 1)
-		if err != nil {
-			return nil, 0, 0, err
-		}
-		dec += t
-	}
-	if G > 0 {
-		dec /= float64(G)
-	}
-	return pred, ttft, dec, nil
-}
-
-// runCheck is one of the issue's speed checks: a measured time against a
-// bound or a standalone run, and their ratio.
-type runCheck struct {
-	What      string  `json:"what"`
-	MeasuredS float64 `json:"measured_s"`
-	RefS      float64 `json:"reference_s"`
-	Ratio     float64 `json:"ratio"` // RefS / MeasuredS: 1 is at the bound
-	Detail    string  `json:"detail"`
-}
-
 func runRun(ctx context.Context, o *runOptions) error {
 	// The model or weights first: a bad --model is the error to give, not
 	// one of the profile's.
@@ -486,7 +282,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	var full int
 	var notes []string
 	err := untilDone(ctx, func() (err error) {
-		w, full, notes, err = runWeights(o)
+		w, full, notes, err = sweep.ResolveWeights(o.weightSpec())
 		return err
 	})
 	if ctx.Err() != nil {
@@ -582,7 +378,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
 		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
-		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweepTargets(b.Use()),
+		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweep.Targets(b.Use()),
 		Counters: ctr.Report()}
 	if m.Quant != nil {
 		res.QuantBackend = m.Quant.Name
@@ -598,7 +394,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	var pred map[[2]string]float64
 	if machine != nil {
 		var pt, pd float64
-		if pred, pt, pd, err = runPredict(machine, c, prec, B, T, G); err != nil {
+		if pred, pt, pd, err = sweep.Predict(machine, c, prec, B, T, G); err != nil {
 			return fmt.Errorf("run: --profile %s: %w", o.Profile, err)
 		}
 		res.Profile, res.Machine, res.PredictedTTFT = o.Profile, machine.Name, &pt
@@ -653,7 +449,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			Detail: "ratio = (wall − Σ operator timers) / wall over the decode steps; target < 0.05"})
 	}
 	if machine != nil && G > 0 {
-		if ck, ok := runRoofCheck(machine, c, prec, B, T, G, res.TPOTS); ok {
+		if ck, ok := sweep.RoofCheck(machine, c, prec, B, T, G, res.TPOTS); ok {
 			res.Checks = append(res.Checks, ck)
 		}
 	}
@@ -693,68 +489,21 @@ func runRun(ctx context.Context, o *runOptions) error {
 	return res.Counters.WriteText(o.IO.Out)
 }
 
-// runRoofCheck compares the mean decode step with the memory-roof bound:
-// the bytes one step must read (every weight once: the embedding rows
-// gathered aside; the KV cache at the mean context) over the probed DRAM
-// read bandwidth of the cores target. MoE steps read only the routed
-// experts; the roofline catalog's byte count (uniform routing) is used,
-// with the weights and KV cache at prec's dtypes (q8_0 at 34/32 bytes per
-// weight, q4_0 at 18/32).
-func runRoofCheck(mach *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int, tpot float64) (runCheck, bool) {
-	cores, ok := mach.Target(roofline.KindCores)
-	if !ok || cores.BandwidthGBps <= 0 {
-		return runCheck{}, false
-	}
-	var bytes float64
-	for i := 1; i <= G; i++ {
-		r := roofline.Request{Phase: roofline.Decode, Batch: B, Tokens: 1, Context: T + i, Weight: prec.Weight, Act: prec.Act, KV: prec.KV,
-			Routing: roofline.Routing{Kind: "uniform"}}
-		cat, err := roofline.BuildCatalog(c.Arch(), r)
-		if err != nil {
-			return runCheck{}, false
-		}
-		for _, l := range cat.Layers {
-			for _, o := range l.Ops {
-				bytes += (o.Bytes.Weights + o.Bytes.KVRead + o.Bytes.KVWrite) * float64(l.Count)
-			}
-		}
-		for _, o := range cat.Head {
-			if o.Name != "embed" {
-				bytes += o.Bytes.Weights
-			}
-		}
-	}
-	bytes /= float64(G)
-	bound := bytes / (cores.BandwidthGBps * 1e9)
-	return runCheck{What: "decode step vs memory-roof bound", MeasuredS: tpot, RefS: bound, Ratio: bound / tpot,
-		Detail: fmt.Sprintf("bound = %.4g MB (%s weights + KV per step) / %.4g GB/s (%s DRAM read); target ≥ 0.85 for a model larger than the LLC",
-			bytes/1e6, prec.Weight, cores.BandwidthGBps, mach.Name)}, true
+// runCheck is one of the speed checks (sweep.RoofCheck,
+// sweep.StandaloneChecks).
+type runCheck = sweep.Check
+
+// weightSpec is the weights the flags ask for.
+func (o *runOptions) weightSpec() sweep.WeightSpec {
+	return sweep.WeightSpec{Model: o.Model, Weights: o.Weights, WeightDType: o.WeightDType, Layers: o.Layers, Seed: o.Seed,
+		PromptTokens: o.PromptTokens, GenTokens: o.GenTokens, Placement: o.Placement}
 }
 
-// runStandaloneChecks times each prefill GEMM of the first layer run
-// standalone (the same packed weights, placement and workers, outside the
-// forward pass) and compares the engine's per-call time with it.
+// runStandaloneChecks adds sweep.StandaloneChecks to res.
 func runStandaloneChecks(m *engine.Model, res *runResult, ts []engine.Timing, T, B int) error {
-	for _, op := range []string{engine.OpQProj, engine.OpOProj, engine.OpGateProj, engine.OpDownProj} {
-		var in float64
-		calls := 0
-		for _, t := range ts {
-			if t.Phase == roofline.Prefill && t.Op == op && t.Layer == 0 {
-				in, calls = t.Seconds, t.Calls
-			}
-		}
-		if calls == 0 {
-			continue
-		}
-		alone, err := m.TimeLinear(0, op, T, 5)
-		if err != nil {
-			return err
-		}
-		per := in / float64(calls)
-		res.Checks = append(res.Checks, runCheck{What: "prefill " + op + " (layer 0) vs standalone GEMM", MeasuredS: per, RefS: alone,
-			Ratio: alone / per, Detail: fmt.Sprintf("standalone: median of 5 runs of the same M=%d GEMM on the same workers; target ≥ 0.85", T)})
-	}
-	return nil
+	cs, err := sweep.StandaloneChecks(m, ts, T)
+	res.Checks = append(res.Checks, cs...)
+	return err
 }
 
 func writeRun(w io.Writer, r *runResult) error {
@@ -767,7 +516,7 @@ func writeRun(w io.Writer, r *runResult) error {
 	pl := (&results.SweepCell{Placement: r.Placement, Targets: r.Targets}).PlacementLabel()
 	fmt.Fprintf(w, "batch %d, %d threads, placement %s, ablations %s\n\n", r.Batch, r.Threads, pl, abl)
 	if len(r.Targets) > 0 {
-		fmt.Fprintf(w, "linear operators: %s\n\n", targetsLine(r.Targets))
+		fmt.Fprintf(w, "linear operators: %s\n\n", sweep.TargetsLine(r.Targets))
 	}
 	fmt.Fprintf(w, "weights: %s", r.WeightDType)
 	if r.QuantBackend != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/roofline"
+	"github.com/cpubench/bench/sweep"
 )
 
 // runAmdahl is the low-bit GEMV paper's Eq. 4 (§IV-D) measured on this
@@ -85,7 +86,7 @@ func decodeTimed(m *engine.Model, prompts [][]int, G int) (float64, []engine.Tim
 // backend on the same number of threads, and fills Eq. 4 from the two
 // runs. decode and ts are this run's decode wall seconds and timings.
 func measureAmdahl(ctx context.Context, cfg engine.Config, seed uint64, threads int, prompts [][]int, G int, decode float64, ts []engine.Timing) (*runAmdahl, error) {
-	if err := checkMemory(cfg, cfg.Layers, string(engine.PlaceMatrix), engine.FormatFP32); err != nil {
+	if err := sweep.CheckMemory(cfg, cfg.Layers, string(engine.PlaceMatrix), engine.FormatFP32); err != nil {
 		return nil, fmt.Errorf("bf16 reference: %w", err)
 	}
 	bf, err := gemm.Best(gemm.BF16)

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/sweep"
+
 	"github.com/spf13/cobra"
 )
 
@@ -119,7 +121,7 @@ func checkNoLeftovers(t *testing.T, dir string, before map[string]bool) {
 	t.Helper()
 	for p := range tree(t, dir) {
 		base := filepath.Base(p)
-		if strings.Contains(base, ".tmp") || strings.HasPrefix(base, ".write-test") || strings.HasPrefix(base, ".report-tmp") || base == sweepLockFile {
+		if strings.Contains(base, ".tmp") || strings.HasPrefix(base, ".write-test") || strings.HasPrefix(base, ".report-tmp") || base == sweep.LockFile {
 			t.Errorf("left behind: %s", p)
 		}
 		if before[p] {
@@ -204,7 +206,7 @@ var signalCases = []signalCase{
 		return []string{"sweep", "--models", tinyConfigFile(t, dir), "--layers", "0", "--workloads", "longwriter", "--requests", "64",
 			"--max-gen-tokens", "0", "--max-prompt-tokens", "0", "--batch", "1", "--threads", "1", "--placement", "cores", "--profile", "none", "--out", "sw"}
 	}, func(t *testing.T, dir string, _ *benchProc) {
-		cells, bad, err := results.ReadSweepCells(filepath.Join(dir, "sw", sweepCellsFile))
+		cells, bad, err := results.ReadSweepCells(filepath.Join(dir, "sw", sweep.CellsFile))
 		if err == nil && (len(bad) > 0 || len(cells) > 0) {
 			t.Errorf("cells.jsonl after the interrupt: %d cells, bad lines %v", len(cells), bad)
 		}

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/sweep"
 	"github.com/cpubench/bench/workloads"
 )
 
@@ -54,27 +53,6 @@ func TestSweepFlagErrors(t *testing.T) {
 	}
 }
 
-func TestSweepDefaults(t *testing.T) {
-	var got *sweepOptions
-	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweepOptions) error { got = o; return nil })
-	cmd.SetArgs(nil)
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	if err := got.prepare(); err != nil {
-		t.Fatal(err)
-	}
-	cells, skipped, err := got.sweepCells()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := got.grid
-	if len(cells) != 16 || len(skipped) != 0 || g.Requests != 4 || g.MaxGenTokens != 32 || g.MaxPromptTokens != 2048 || g.Layers != 2 ||
-		len(g.Threads) != 1 || g.Threads[0] < 1 || got.SLOTTFT != 2 || got.SLOTPOT != 0.28 {
-		t.Errorf("default grid: %d cells, skipped %v, %+v, SLO %v/%v", len(cells), skipped, g, got.SLOTTFT, got.SLOTPOT)
-	}
-}
-
 // tinySweep are the flags of a small real sweep on the llama2.c stories260K
 // checkpoint: 1 workload × batch 1,2 = 2 cells of 2 requests.
 func tinySweep(out string, extra ...string) []string {
@@ -96,7 +74,7 @@ func TestSweepTinyRealResumeAndCorrupt(t *testing.T) {
 	if !strings.Contains(errs, "sweep: cell 2/2 (stories260K gsm8k b2 t1 cores): done in") {
 		t.Errorf("no per-cell lines on a non-terminal stderr:\n%s", errs)
 	}
-	cellsPath := filepath.Join(dir, sweepCellsFile)
+	cellsPath := filepath.Join(dir, sweep.CellsFile)
 	cells, bad, err := results.ReadSweepCells(cellsPath)
 	if err != nil || len(bad) != 0 || len(cells) != 2 {
 		t.Fatalf("cells %d, bad %v, err %v", len(cells), bad, err)
@@ -115,11 +93,11 @@ func TestSweepTinyRealResumeAndCorrupt(t *testing.T) {
 	if !strings.Contains(strings.Join(c.Notes, "\n"), "untimed warm-up") {
 		t.Errorf("notes %q", c.Notes)
 	}
-	bench, _ := os.ReadFile(filepath.Join(dir, sweepBenchFile))
+	bench, _ := os.ReadFile(filepath.Join(dir, sweep.BenchFile))
 	if n := strings.Count(string(bench), "\nBenchmarkSweep/model=stories260K/layers=2/workload=gsm8k/arrival=closed/batch="); n != 2 {
 		t.Errorf("bench.txt has %d result lines:\n%s", n, bench)
 	}
-	if _, err := os.Stat(filepath.Join(dir, sweepRunFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, sweep.RunFile)); err != nil {
 		t.Error(err)
 	}
 
@@ -212,8 +190,8 @@ func TestSweepEmitSlurmProfile(t *testing.T) {
 		if i < 0 || i+1 >= len(line) || line[i+1] != c.flag {
 			t.Fatalf("--profile %s: job line %q", c.flag, line)
 		}
-		var got *sweepOptions
-		cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweepOptions) error { got = o; return nil })
+		var got *sweep.Options
+		cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweep.Options) error { got = o; return nil })
 		cmd.SetArgs(line[:slices.Index(line, "--cell")])
 		if err := cmd.Execute(); err != nil {
 			t.Fatalf("--profile %s: the job line: %v", c.flag, err)
@@ -262,23 +240,23 @@ func TestSweepEmitSlurm(t *testing.T) {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, sweepCellsFile)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, sweep.CellsFile)); !os.IsNotExist(err) {
 		t.Error("--emit-jobs ran cells")
 	}
 	// The task of cell 3 runs exactly that cell.
-	var got *sweepOptions
-	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweepOptions) error { got = o; return nil })
+	var got *sweep.Options
+	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, func(_ context.Context, o *sweep.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--workloads", "gsm8k,longwriter", "--batch", "1,4", "--threads", "1", "--placement", "cores", "--cell", "3"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	cells, _, err := got.sweepCells()
+	cells, _, err := got.Cells()
 	if err != nil || len(cells) != 1 || cells[0].Index != 3 || cells[0].Workload != "longwriter" || cells[0].Batch != 4 {
 		t.Errorf("--cell 3: %+v, %v", cells, err)
 	}
 }
 
-// fakeCellEngine is a cellEngine on no engine: each forward pass takes a
+// fakeCellEngine is a sweep.CellEngine on no engine: each forward pass takes a
 // millisecond; onDecode runs before each decode step.
 type fakeCellEngine struct {
 	cell     workloads.Cell
@@ -308,70 +286,20 @@ func (f *fakeCellEngine) Backends() string     { return "fake" }
 func (f *fakeCellEngine) PackSeconds() float64 { return 0 }
 func (f *fakeCellEngine) Close() error         { return nil }
 
-func withCellEngine(t *testing.T, f func(workloads.Cell, *sweepOptions) (cellEngine, error)) {
-	old := newCellEngine
-	newCellEngine = f
-	t.Cleanup(func() { newCellEngine = old })
+func withCellEngine(t *testing.T, f func(workloads.Cell, *sweep.Options) (sweep.CellEngine, error)) {
+	old := sweep.NewCellEngine
+	sweep.NewCellEngine = f
+	t.Cleanup(func() { sweep.NewCellEngine = old })
 }
 
-// TestSweepInterruptResumes: Ctrl-C during the second cell stops the sweep
-// with context.Canceled (exit 130), keeps the first cell whole, and a rerun
-// runs only the rest; a cell the machine cannot run is skipped with a note.
-func TestSweepInterruptResumes(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sw")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
-		return &fakeCellEngine{cell: c, onDecode: func(c workloads.Cell) {
-			if c.Batch == 2 {
-				cancel()
-			}
-		}}, nil
-	})
-	args := []string{"--workloads", "gsm8k", "--batch", "1,2,3", "--threads", "1", "--placement", "cores", "--requests", "3",
-		"--max-gen-tokens", "3", "--out", dir}
-	var opts *sweepOptions
-	var errb bytes.Buffer
-	cmd := newCmdSweep(IO{Out: &bytes.Buffer{}, Err: &errb}, func(_ context.Context, o *sweepOptions) error { opts = o; return nil })
-	cmd.SetArgs(args)
-	if err := cmd.Execute(); err != nil {
-		t.Fatal(err)
-	}
-	err := sweepRun(ctx, opts)
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted sweep returned %v", err)
-	}
-	if !strings.Contains(errb.String(), "interrupted: 1 of 3 cells done") {
-		t.Errorf("stderr %q", errb.String())
-	}
-	cells, bad, _ := results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
-	if len(cells) != 1 || len(bad) != 0 || cells[0].Batch != 1 {
-		t.Fatalf("after the interrupt: %d cells, bad %v", len(cells), bad)
-	}
-
-	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
-		if c.Batch == 3 {
-			return nil, fmt.Errorf("batch 3 is odd: %w", errCellUnavailable)
-		}
-		return &fakeCellEngine{cell: c}, nil
-	})
-	code, out, errs := run(t, append([]string{"sweep"}, args...)...)
-	if code != 0 || !strings.Contains(errs, "resuming: 1 of 3 cells done") || !strings.Contains(errs, "skipped: batch 3 is odd: not available on this machine") {
-		t.Fatalf("rerun: exit %d, stderr %q", code, errs)
-	}
-	if strings.Count(out, "| gsm8k") != 1 {
-		t.Errorf("the rerun ran other cells than batch 2:\n%s", out)
-	}
-	cells, _, _ = results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
-	if len(cells) != 2 || cells[1].Batch != 2 || cells[1].Backends != "fake" || cells[1].Ops[0].Calls == 0 {
-		t.Errorf("after the rerun: %+v", cells)
-	}
-
-	// Through Execute, an interrupt exits 130.
-	withCellEngine(t, func(c workloads.Cell, _ *sweepOptions) (cellEngine, error) {
+// TestSweepInterruptExit: through Execute, a sweep interrupted (its
+// engine returns context.Canceled) exits 130; sweep's tests cover what is
+// kept and resumed.
+func TestSweepInterruptExit(t *testing.T) {
+	withCellEngine(t, func(c workloads.Cell, _ *sweep.Options) (sweep.CellEngine, error) {
 		return nil, context.Canceled
 	})
-	code, _, _ = run(t, "sweep", "--workloads", "gsm8k", "--batch", "4", "--threads", "1", "--placement", "cores", "--out", filepath.Join(t.TempDir(), "x"))
+	code, _, _ := run(t, "sweep", "--workloads", "gsm8k", "--batch", "4", "--threads", "1", "--placement", "cores", "--out", filepath.Join(t.TempDir(), "x"))
 	if code != 130 {
 		t.Errorf("exit %d, want 130", code)
 	}
@@ -434,7 +362,7 @@ func TestSweepWeightDType(t *testing.T) {
 	if !strings.Contains(errs, "wdtype=q8_0 with placement=mixed: skipped") || !strings.Contains(out, "llama-160m-chat-v1 q8_0") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out, errs)
 	}
-	cells, bad, err := results.ReadSweepCells(filepath.Join(dir, sweepCellsFile))
+	cells, bad, err := results.ReadSweepCells(filepath.Join(dir, sweep.CellsFile))
 	if err != nil || len(bad) != 0 || len(cells) != 2 {
 		t.Fatalf("cells %d, bad %v, err %v", len(cells), bad, err)
 	}

@@ -7,12 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/spf13/cobra"
 
-	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/reports"
+	"github.com/cpubench/bench/sweep"
 	"github.com/cpubench/bench/workloads"
 )
 
@@ -74,7 +73,7 @@ GSM8K's calculator annotations, RULER's budget fill) and quoted otherwise.`,
 			case traces == 0:
 				traces = len(workloads.Names())
 			}
-			if err := checkRequests(opts.Requests, traces); err != nil {
+			if err := sweep.CheckRequests(opts.Requests, traces); err != nil {
 				return fmt.Errorf("workloads: %w", err)
 			}
 			a, err := workloads.ParseArrival(arrival)
@@ -194,17 +193,4 @@ func paperTable(opts *WorkloadsOptions, paper [][]workloads.PaperRow) error {
 	}
 	_, err := fmt.Fprint(opts.IO.Out, "\nWhy they differ:\n"+why.String())
 	return err
-}
-
-// checkRequests refuses --requests n whose traces (workloads.Build: n
-// Requests each, traces of them built at once, and workloads.Stats' two
-// float64 per request) do not fit in the memory this process may use
-// (memlimit.Check), before they are built.
-func checkRequests(n, traces int) error {
-	size := int(unsafe.Sizeof(workloads.Request{})) + 16
-	what := fmt.Sprintf("--requests %d: a trace's requests (%d bytes each)", n, size)
-	if traces > 1 {
-		what = fmt.Sprintf("--requests %d: %d traces' requests (%d bytes each)", n, traces, size)
-	}
-	return memlimit.Check(what, memlimit.Mul(n, traces, size))
 }

@@ -1,4 +1,4 @@
-package main
+package sweep
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func shJoin(args []string) string {
 // run after the array with --dependency=afterok), submit.sh (submits both)
 // and cells.txt (index and key of each cell). Paths in the scripts are absolute; the bench binary
 // is this one unless $BENCH is set when the jobs run.
-func emitSlurm(o *sweepOptions, cells []workloads.Cell, dir string) error {
+func emitSlurm(o *Options, cells []workloads.Cell, dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("sweep: --out %s: %w", dir, err)
@@ -113,10 +113,10 @@ echo "bench sweep: array job $array (%[2]d cells), merge job ${merge%%%%;*}"
 			return fmt.Errorf("sweep: %w", err)
 		}
 	}
-	if !o.threadsGiven {
-		fmt.Fprintf(o.IO.Err, "sweep: --threads not given: every task uses %d threads, this machine's CPUs; pass --threads for the fleet's nodes\n", threads)
+	if !o.ThreadsGiven {
+		fmt.Fprintf(o.Stderr, "sweep: --threads not given: every task uses %d threads, this machine's CPUs; pass --threads for the fleet's nodes\n", threads)
 	}
-	fmt.Fprintf(o.IO.Err, "sweep: wrote %s (sweep.sbatch: %d array tasks; merge.sbatch; submit.sh; cells.txt); submit with: sh %s\n",
+	fmt.Fprintf(o.Stderr, "sweep: wrote %s (sweep.sbatch: %d array tasks; merge.sbatch; submit.sh; cells.txt); submit with: sh %s\n",
 		jobs, len(cells), filepath.Join(jobs, "submit.sh"))
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package sweep
 
 import (
 	"fmt"
@@ -12,16 +12,10 @@ import (
 // The placements' backends: the --cores-backend and --matrix-backend flags
 // of bench run and bench sweep, and the record of what ran.
 
-// Help of the two flags.
-const (
-	coresBackendHelp  = "gemm backend of the cores target, fp32 weights on the vector units (default: the most capable one, e.g. avx512-fp32, neon-fp32)"
-	matrixBackendHelp = "gemm backend of the matrix target of placements matrix, mixed and auto (default: the matrix unit's, e.g. sme-fp32; without one a second backend on the cores, the best bf16 one)"
-)
-
-// checkBackends checks the backend names of the two flags ("" is the
+// CheckBackends checks the backend names of the two flags ("" is the
 // default choice): one error line, prefixed by cmd and the flag, naming
 // the backend and the available ones.
-func checkBackends(cmd, cores, matrix string) error {
+func CheckBackends(cmd, cores, matrix string) error {
 	if cores != "" {
 		if _, err := gemm.ChoosePair(cores, ""); err != nil {
 			return fmt.Errorf("%s: --cores-backend: %w", cmd, err)
@@ -35,8 +29,8 @@ func checkBackends(cmd, cores, matrix string) error {
 	return nil
 }
 
-// sweepTargets records what ran each placement target (engine.Batch.Use).
-func sweepTargets(us []engine.TargetUse) []results.SweepTarget {
+// Targets records what ran each placement target (engine.Batch.Use).
+func Targets(us []engine.TargetUse) []results.SweepTarget {
 	out := make([]results.SweepTarget, len(us))
 	for i, u := range us {
 		out[i] = results.SweepTarget{Target: string(u.Target), Library: u.Library, Backend: u.Backend, Unit: string(u.Unit),
@@ -45,10 +39,10 @@ func sweepTargets(us []engine.TargetUse) []results.SweepTarget {
 	return out
 }
 
-// targetsLine lists the targets' labels and calls: "cores = avx2-fp32
+// TargetsLine lists the targets' labels and calls: "cores = avx2-fp32
 // (fp32 weights) on the cores, 0 calls; matrix = avx2-bf16 (bf16 weights)
 // on the cores, no matrix unit, 41 calls".
-func targetsLine(ts []results.SweepTarget) string {
+func TargetsLine(ts []results.SweepTarget) string {
 	parts := make([]string, len(ts))
 	for i, t := range ts {
 		parts[i] = fmt.Sprintf("%s = %s, %d calls", t.Target, t.Label, t.Calls)

@@ -1,6 +1,6 @@
-package main
+package sweep
 
-// The cellEngine of `bench sweep`: one engine.Model per cell and one
+// The CellEngine of a sweep: one engine.Model per cell and one
 // engine.Batch whose slots are the replay's slots, so that a decode step
 // over several slots is one batched forward call (GEMMs with M =
 // len(slots)), as continuous batching runs it.
@@ -16,7 +16,7 @@ import (
 	"github.com/cpubench/bench/workloads"
 )
 
-func init() { newCellEngine = newEngineCell }
+func init() { NewCellEngine = newEngineCell }
 
 // cellWeightCache caches the last model's weights: the cells of one model
 // share them (synthesizing Qwen3-0.6B's takes seconds).
@@ -36,9 +36,8 @@ func cellWeights(cell workloads.Cell, maxSeq int) (*engine.Weights, int, []strin
 		return cellWeightCache.w, cellWeightCache.full, cellWeightCache.notes, nil
 	}
 	cellWeightCache.key, cellWeightCache.w = "", nil // let the old weights go first
-	ro := &runOptions{Model: cell.Model, Weights: cell.Weights, WeightDType: cell.WeightDType, Layers: cell.Layers, Seed: cell.Seed,
-		PromptTokens: maxSeq, Placement: cell.Placement}
-	w, full, notes, err := runWeights(ro)
+	w, full, notes, err := ResolveWeights(WeightSpec{Model: cell.Model, Weights: cell.Weights, WeightDType: cell.WeightDType, Layers: cell.Layers, Seed: cell.Seed,
+		PromptTokens: maxSeq, Placement: cell.Placement})
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -52,16 +51,16 @@ type engineCell struct {
 	full    int
 	next    []int // each slot's next input token: the argmax of its last logits
 	rng     *rand.Rand
-	o       *sweepOptions
+	o       *Options
 	pred    map[[2]string]engine.OpPrediction // (phase, op) → predicted seconds, FLOPs, bytes since ResetOps
 	prec    engine.Precision                  // the predictions' dtypes and ceilings
 	predErr error
 	notes   []string
 }
 
-func newEngineCell(cell workloads.Cell, o *sweepOptions) (cellEngine, error) {
+func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
 	if cell.Placement == "mixed" && cell.Threads < 2 {
-		return nil, fmt.Errorf("placement mixed with %d thread: needs ≥ 2 (one group each for the cores and the matrix backend): %w", cell.Threads, errCellUnavailable)
+		return nil, fmt.Errorf("placement mixed with %d thread: needs ≥ 2 (one group each for the cores and the matrix backend): %w", cell.Threads, ErrCellUnavailable)
 	}
 	tr, err := cell.Trace()
 	if err != nil {
@@ -202,7 +201,7 @@ func (e *engineCell) PackSeconds() float64 { return e.m.PackSeconds }
 func (e *engineCell) Close() error         { e.m.Close(); return nil }
 
 // Targets is what ran each placement target since ResetOps.
-func (e *engineCell) Targets() []results.SweepTarget { return sweepTargets(e.b.Use()) }
+func (e *engineCell) Targets() []results.SweepTarget { return Targets(e.b.Use()) }
 
 func (e *engineCell) Layers() (run, model int) { return e.m.Config.Layers, e.full }
 
