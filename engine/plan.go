@@ -66,7 +66,7 @@ func (m *Model) plan(p, T int, segs []segment, b *Batch) (opPlan, error) {
 				continue
 			}
 			name := o.Name
-			if strings.HasPrefix(name, "expert ") {
+			if _, ok := roofline.ParseExpertOp(name); ok {
 				name = OpExperts
 			}
 			pl := PlaceCores
@@ -238,10 +238,13 @@ func Predict(mach *roofline.Machine, c Config, phase string, B, T, C int, prec s
 // EngineOp maps a roofline catalog operator name to the engine operator
 // that runs it (see Predict).
 func EngineOp(name string) string {
-	switch {
-	case name == "qk" || name == "softmax" || name == "pv":
+	if _, ok := roofline.ParseExpertOp(name); ok {
+		return OpExperts
+	}
+	switch name {
+	case roofline.OpQK, roofline.OpSoftmax, roofline.OpPV:
 		return OpAttention
-	case strings.HasPrefix(name, "expert ") || name == "expert_silu_mul":
+	case roofline.OpExpertSiLUMul:
 		return OpExperts
 	}
 	return name

@@ -7,37 +7,38 @@ import (
 	"github.com/cpubench/bench/roofline"
 )
 
-// Operator names, as in roofline's catalog (roofline.BuildCatalog), so
-// that measured and predicted times join on (phase, name).
+// Operator names: roofline's vocabulary (roofline/ops.go), which its
+// catalog (roofline.BuildCatalog) also uses, so that measured and
+// predicted times join on (phase, name).
 const (
-	OpEmbed    = "embed"
-	OpAttnNorm = "attn_norm"
-	OpQProj    = "q_proj"
-	OpKProj    = "k_proj"
-	OpVProj    = "v_proj"
-	OpQKNorm   = "qk_norm"
-	OpRoPE     = "rope"
+	OpEmbed    = roofline.OpEmbed
+	OpAttnNorm = roofline.OpAttnNorm
+	OpQProj    = roofline.OpQProj
+	OpKProj    = roofline.OpKProj
+	OpVProj    = roofline.OpVProj
+	OpQKNorm   = roofline.OpQKNorm
+	OpRoPE     = roofline.OpRoPE
 	// OpAttention is the fused causal attention (scores, online softmax and
 	// the weighted sum of V in one tiled kernel); roofline's catalog splits
 	// it into qk, softmax and pv (AttentionParts).
-	OpAttention    = "attention"
-	OpOProj        = "o_proj"
-	OpAttnResidual = "attn_residual"
-	OpFFNNorm      = "ffn_norm"
-	OpGateProj     = "gate_proj"
-	OpUpProj       = "up_proj"
-	OpSiLUMul      = "silu_mul"
-	OpDownProj     = "down_proj"
+	OpAttention    = roofline.OpAttention
+	OpOProj        = roofline.OpOProj
+	OpAttnResidual = roofline.OpAttnResidual
+	OpFFNNorm      = roofline.OpFFNNorm
+	OpGateProj     = roofline.OpGateProj
+	OpUpProj       = roofline.OpUpProj
+	OpSiLUMul      = roofline.OpSiLUMul
+	OpDownProj     = roofline.OpDownProj
 	// MoE FFN operators (roofline's catalog names, except OpExperts: the
 	// routed experts' gate, up, SiLU-mul and down together, which the
 	// catalog lists per expert as "expert N" plus expert_silu_mul).
-	OpRouter      = "router"
-	OpRouterTopK  = "router_softmax_topk"
-	OpExperts     = "experts"
-	OpMoECombine  = "moe_combine"
-	OpFFNResidual = "ffn_residual"
-	OpFinalNorm   = "final_norm"
-	OpLMHead      = "lm_head"
+	OpRouter      = roofline.OpRouter
+	OpRouterTopK  = roofline.OpRouterTopK
+	OpExperts     = roofline.OpExperts
+	OpMoECombine  = roofline.OpMoECombine
+	OpFFNResidual = roofline.OpFFNResidual
+	OpFinalNorm   = roofline.OpFinalNorm
+	OpLMHead      = roofline.OpLMHead
 )
 
 // layerOps are the per-layer operators in execution order; headOps the

@@ -474,7 +474,7 @@ func RooflineSweepFigure(s *roofline.SweepResult, title string) (Figure, error) 
 	var curves []*curve
 	byKey := map[string]*curve{}
 	for _, sr := range s.Series {
-		if strings.HasPrefix(sr.Operator, "expert ") || sr.Operator == "embed" || len(sr.Points) == 0 || sr.Points[0].Intensity <= 0 {
+		if _, expert := roofline.ParseExpertOp(sr.Operator); expert || sr.Operator == roofline.OpEmbed || len(sr.Points) == 0 || sr.Points[0].Intensity <= 0 {
 			continue
 		}
 		var key strings.Builder

@@ -949,36 +949,23 @@ func batchesOf(gs []batchGroup) []int {
 	return out
 }
 
-// Operator groups of the breakdown, in stacking order.
-var opGroups = []string{"attention", "projections", "FFN", "norms", "LM head", "other"}
-
-// OpGroup puts an operator in a breakdown group: attention (qk, softmax,
-// pv or a fused attention op), projections (q/k/v/o_proj), FFN
-// (gate/up/down_proj, silu_mul, router and experts), norms (any *norm) or
-// LM head; other (embed, rope, residuals, ...).
-func OpGroup(op string) string {
-	switch {
-	case op == "qk" || op == "softmax" || op == "pv" || strings.Contains(op, "attention") || op == "attn":
-		return "attention"
-	case op == "q_proj" || op == "k_proj" || op == "v_proj" || op == "o_proj" || op == "qkv_proj":
-		return "projections"
-	case op == "gate_proj" || op == "up_proj" || op == "down_proj" || op == "gate_up_proj" || op == "silu_mul" ||
-		op == "router" || strings.HasPrefix(op, "router_") || strings.HasPrefix(op, "expert") || op == "moe_combine":
-		return "FFN"
-	case strings.HasSuffix(op, "norm"):
-		return "norms"
-	case op == "lm_head":
-		return "LM head"
+// Operator groups of the breakdown, in stacking order (roofline.OpGroups).
+var opGroups = func() []string {
+	var gs []string
+	for _, g := range roofline.OpGroups() {
+		gs = append(gs, string(g))
 	}
-	return "other"
-}
+	return gs
+}()
+
+// OpGroup puts an operator in a breakdown group (roofline.Group: attention,
+// projections, FFN, norms, LM head; other for embed, rope, residuals and
+// names the vocabulary does not know).
+func OpGroup(op string) string { return string(roofline.Group(op)) }
 
 // isNonlinearOp reports the operators roofline's catalog marks non-linear
 // (always on the cores, SMEPilot §3.2).
-func isNonlinearOp(op string) bool {
-	return strings.HasSuffix(op, "norm") || op == "softmax" || strings.HasSuffix(op, "silu_mul") ||
-		op == "rope" || op == "router_softmax_topk"
-}
+func isNonlinearOp(op string) bool { return roofline.Kind(op) == roofline.KindNonlinear }
 
 // breakdownBar is one stacked bar: a cell's share of measured operator
 // time per group in one phase.

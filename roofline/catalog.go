@@ -228,14 +228,6 @@ func fmtProduct(xs []int) string {
 	return strings.Join(s, "·")
 }
 
-// Operator kinds.
-const (
-	KindLinear      = "linear"      // GEMM against a weight matrix
-	KindAttention   = "attention"   // matmul of activations against the KV cache
-	KindNonlinear   = "nonlinear"   // norm, softmax, activation: vector work with exp/rsqrt
-	KindElementwise = "elementwise" // residual add, MoE combine, embedding gather
-)
-
 // Bytes is the memory traffic of one operator, split by origin. Every
 // tensor is counted once per operator (perfect on-chip reuse within the
 // operator, none across operators: an unfused execution).
@@ -260,7 +252,7 @@ func (b Bytes) add(o Bytes, k float64) Bytes {
 // element-wise operators have Elems instead.
 type Operator struct {
 	Name  string `json:"name"`
-	Kind  string `json:"kind"`
+	Kind  OpKind `json:"kind"`
 	Shape string `json:"shape"`
 	M     int    `json:"m,omitempty"`
 	N     int    `json:"n,omitempty"`
@@ -385,7 +377,7 @@ func linear(name string, m, n, k int, w, a float64) Operator {
 
 // vector is an element-wise operator over rows×width elements reading `in`
 // tensors of that size and writing one.
-func vector(name, kind string, rows, width int, flopsPerElem, in float64, a float64) Operator {
+func vector(name string, kind OpKind, rows, width int, flopsPerElem, in float64, a float64) Operator {
 	e := float64(rows) * float64(width)
 	return Operator{
 		Name: name, Kind: kind, Elems: e, Expert: -1,
@@ -435,19 +427,19 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 
 	attn := func() []Operator {
 		var ops []Operator
-		n := vector("attn_norm", KindNonlinear, M, h, rmsnormFLOPs, 1, a)
+		n := vector(OpAttnNorm, KindNonlinear, M, h, rmsnormFLOPs, 1, a)
 		n.Bytes.Weights = float64(h) * a
 		ops = append(ops, n,
-			linear("q_proj", M, H*d, h, w, a),
-			linear("k_proj", M, Hkv*d, h, w, a),
-			linear("v_proj", M, Hkv*d, h, w, a))
+			linear(OpQProj, M, H*d, h, w, a),
+			linear(OpKProj, M, Hkv*d, h, w, a),
+			linear(OpVProj, M, Hkv*d, h, w, a))
 		ops[len(ops)-1].Bytes.KVWrite, ops[len(ops)-1].Bytes.ActOut = ops[len(ops)-1].Bytes.ActOut/a*kvb, 0
 		if arch.QKNorm {
-			qn := vector("qk_norm", KindNonlinear, M*(H+Hkv), d, rmsnormFLOPs, 1, a)
+			qn := vector(OpQKNorm, KindNonlinear, M*(H+Hkv), d, rmsnormFLOPs, 1, a)
 			qn.Bytes.Weights = 2 * float64(d) * a
 			ops = append(ops, qn)
 		}
-		rope := vector("rope", KindNonlinear, M*(H+Hkv), d, ropeFLOPs, 1, a)
+		rope := vector(OpRoPE, KindNonlinear, M*(H+Hkv), d, ropeFLOPs, 1, a)
 		kElems := float64(M * Hkv * d)
 		rope.Bytes.ActOut -= kElems * a
 		rope.Bytes.KVWrite = kElems * kvb
@@ -456,27 +448,27 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 		pairs := float64(B) * float64(H) * CausalPairs(T, C)
 		kv := float64(B) * float64(C) * float64(Hkv) * float64(d) * kvb
 		qk := Operator{
-			Name: "qk", Kind: KindAttention, M: B * H * T, N: C, K: d, Expert: -1,
+			Name: OpQK, Kind: KindAttention, M: B * H * T, N: C, K: d, Expert: -1,
 			Shape: fmt.Sprintf("%d×(%d×%d · %d×%d) causal", B*Hkv, g*T, d, d, C),
 			FLOPs: 2 * float64(d) * pairs,
 			Bytes: Bytes{ActIn: float64(M*H*d) * a, KVRead: kv, ActOut: pairs * a},
 		}
 		sm := Operator{
-			Name: "softmax", Kind: KindNonlinear, Elems: pairs, Expert: -1,
+			Name: OpSoftmax, Kind: KindNonlinear, Elems: pairs, Expert: -1,
 			Shape: fmt.Sprintf("%d×%d causal", B*H*T, C),
 			FLOPs: softmaxFLOPs * pairs,
 			Bytes: Bytes{ActIn: pairs * a, ActOut: pairs * a},
 		}
 		pv := Operator{
-			Name: "pv", Kind: KindAttention, M: B * H * T, N: d, K: C, Expert: -1,
+			Name: OpPV, Kind: KindAttention, M: B * H * T, N: d, K: C, Expert: -1,
 			Shape: fmt.Sprintf("%d×(%d×%d · %d×%d) causal", B*Hkv, g*T, C, C, d),
 			FLOPs: 2 * float64(d) * pairs,
 			Bytes: Bytes{ActIn: pairs * a, KVRead: kv, ActOut: float64(M*H*d) * a},
 		}
 		ops = append(ops, qk, sm, pv,
-			linear("o_proj", M, h, H*d, w, a),
-			vector("attn_residual", KindElementwise, M, h, residualFLOPs, 2, a))
-		n2 := vector("ffn_norm", KindNonlinear, M, h, rmsnormFLOPs, 1, a)
+			linear(OpOProj, M, h, H*d, w, a),
+			vector(OpAttnResidual, KindElementwise, M, h, residualFLOPs, 2, a))
+		n2 := vector(OpFFNNorm, KindNonlinear, M, h, rmsnormFLOPs, 1, a)
 		n2.Bytes.Weights = float64(h) * a
 		return append(ops, n2)
 	}
@@ -485,13 +477,13 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 	if dense := arch.Layers - arch.MoELayers; dense > 0 {
 		ops := attn()
 		fi := arch.Intermediate
-		sm := vector("silu_mul", KindNonlinear, M, fi, siluMulFLOPs, 2, a)
+		sm := vector(OpSiLUMul, KindNonlinear, M, fi, siluMulFLOPs, 2, a)
 		ops = append(ops,
-			linear("gate_proj", M, fi, h, w, a),
-			linear("up_proj", M, fi, h, w, a),
+			linear(OpGateProj, M, fi, h, w, a),
+			linear(OpUpProj, M, fi, h, w, a),
 			sm,
-			linear("down_proj", M, h, fi, w, a),
-			vector("ffn_residual", KindElementwise, M, h, residualFLOPs, 2, a))
+			linear(OpDownProj, M, h, fi, w, a),
+			vector(OpFFNResidual, KindElementwise, M, h, residualFLOPs, 2, a))
 		c.Layers = append(c.Layers, Layer{Kind: "dense", Count: dense, Ops: ops})
 	}
 	if arch.MoELayers > 0 {
@@ -501,8 +493,8 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 		if err != nil {
 			return nil, err
 		}
-		ops = append(ops, linear("router", M, E, h, w, a))
-		rs := vector("router_softmax_topk", KindNonlinear, M, E, softmaxFLOPs, 1, a)
+		ops = append(ops, linear(OpRouter, M, E, h, w, a))
+		rs := vector(OpRouterTopK, KindNonlinear, M, E, softmaxFLOPs, 1, a)
 		rs.Bytes.ActOut = float64(M*k) * (a + 4) // top-k weights and int32 indices
 		ops = append(ops, rs)
 		idle, routed := 0, 0
@@ -514,28 +506,28 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 			routed += n
 			N, Hd, MI := float64(n), float64(h), float64(mi)
 			ops = append(ops, Operator{
-				Name: fmt.Sprintf("expert %d", e), Kind: KindLinear, M: n, N: 2 * mi, K: h,
+				Name: ExpertOp(e), Kind: KindLinear, M: n, N: 2 * mi, K: h,
 				Expert: e, RoutedTokens: n,
 				Shape: fmt.Sprintf("%d×%d · %d×%d, %d×%d · %d×%d", n, h, h, 2*mi, n, mi, mi, h),
 				FLOPs: 6 * N * Hd * MI,
 				Bytes: Bytes{Weights: 3 * Hd * MI * w, ActIn: (N*Hd + N*MI) * a, ActOut: (2*N*MI + N*Hd) * a},
 			})
 		}
-		ops = append(ops, vector("expert_silu_mul", KindNonlinear, routed, mi, siluMulFLOPs, 2, a))
-		comb := vector("moe_combine", KindElementwise, M, h, float64(2*k), float64(k), a)
+		ops = append(ops, vector(OpExpertSiLUMul, KindNonlinear, routed, mi, siluMulFLOPs, 2, a))
+		comb := vector(OpMoECombine, KindElementwise, M, h, float64(2*k), float64(k), a)
 		comb.Bytes.ActIn += float64(M*k) * a // the routing weights
 		ops = append(ops, comb,
-			vector("ffn_residual", KindElementwise, M, h, residualFLOPs, 2, a))
+			vector(OpFFNResidual, KindElementwise, M, h, residualFLOPs, 2, a))
 		c.Layers = append(c.Layers, Layer{Kind: "moe", Count: arch.MoELayers, Ops: ops, IdleExperts: idle})
 	}
 
 	R := r.LogitRows()
-	emb := Operator{Name: "embed", Kind: KindElementwise, Elems: float64(M * h), Expert: -1,
+	emb := Operator{Name: OpEmbed, Kind: KindElementwise, Elems: float64(M * h), Expert: -1,
 		Shape: fmt.Sprintf("gather %d of %d×%d", M, arch.Vocab, h),
 		Bytes: Bytes{Weights: float64(M*h) * w, ActOut: float64(M*h) * a}}
-	fn := vector("final_norm", KindNonlinear, R, h, rmsnormFLOPs, 1, a)
+	fn := vector(OpFinalNorm, KindNonlinear, R, h, rmsnormFLOPs, 1, a)
 	fn.Bytes.Weights = float64(h) * a
-	c.Head = []Operator{emb, fn, linear("lm_head", R, arch.Vocab, h, w, a)}
+	c.Head = []Operator{emb, fn, linear(OpLMHead, R, arch.Vocab, h, w, a)}
 	return c, nil
 }
 

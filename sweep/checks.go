@@ -84,7 +84,7 @@ func RoofCheck(mach *roofline.Machine, c engine.Config, prec engine.Precision, B
 			}
 		}
 		for _, o := range cat.Head {
-			if o.Name != "embed" {
+			if o.Name != roofline.OpEmbed {
 				bytes += o.Bytes.Weights
 			}
 		}
