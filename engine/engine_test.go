@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/cpubench/bench/roofline"
 )
 
 var (
@@ -286,14 +288,14 @@ func TestTimings(t *testing.T) {
 	ts := s.Timings()
 	got := map[string]Timing{}
 	for _, tm := range ts {
-		got[tm.Phase+"/"+tm.Op+"/"+strconv.Itoa(tm.Layer)] = tm
+		got[string(tm.Phase)+"/"+tm.Op+"/"+strconv.Itoa(tm.Layer)] = tm
 	}
 	for _, ph := range []struct {
-		name          string
+		name          roofline.Phase
 		calls, tokens int
 	}{{Prefill, 1, 16}, {Decode, 4, 4}} {
 		for _, op := range headOps {
-			tm, ok := got[ph.name+"/"+op+"/-1"]
+			tm, ok := got[string(ph.name)+"/"+op+"/-1"]
 			wantTok := ph.tokens
 			if op != OpEmbed && ph.name == Prefill {
 				wantTok = 1 // Prefill computes logits of the last row only
@@ -304,7 +306,7 @@ func TestTimings(t *testing.T) {
 		}
 		for l := range m.Config.Layers {
 			for _, op := range layerOps {
-				tm, ok := got[ph.name+"/"+op+"/"+strconv.Itoa(l)]
+				tm, ok := got[string(ph.name)+"/"+op+"/"+strconv.Itoa(l)]
 				if op == OpQKNorm || moeOp[op] {
 					if ok {
 						t.Errorf("%s layer %d: %s timed for a dense model without QK-norm", ph.name, l, op)
@@ -322,7 +324,7 @@ func TestTimings(t *testing.T) {
 		t.Errorf("Totals: %d rows, want %d", len(tot), want)
 	}
 	for _, tm := range tot {
-		if tm.Op == OpQProj && tm.Calls != 5*map[string]int{Prefill: 1, Decode: 4}[tm.Phase] {
+		if tm.Op == OpQProj && tm.Calls != 5*map[roofline.Phase]int{Prefill: 1, Decode: 4}[tm.Phase] {
 			t.Errorf("Totals %s q_proj: %d calls, want one per layer per call", tm.Phase, tm.Calls)
 		}
 	}

@@ -450,7 +450,7 @@ func TestPlacementTargets(t *testing.T) {
 			{Name: "matrix", Kind: roofline.KindMatrix, BandwidthGBps: 20, CeilingsGFLOPS: map[string]float64{"fp32": 1000, prec: 1000}},
 		}}
 		m, b := run(t, Options{Placement: PlaceAuto, Machine: mach})
-		check := func(phase string, rows int) {
+		check := func(phase roofline.Phase, rows int) {
 			t.Helper()
 			plan := m.Plan(phase, rows, 1)
 			want := map[Placement]int{}

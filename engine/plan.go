@@ -122,7 +122,7 @@ func (m *Model) planPrecision() string {
 // forward call of the given phase, rows and sequences (the fixed
 // placement's name for every operator otherwise); nil before such a call
 // has run under auto.
-func (m *Model) Plan(phase string, rows, seqs int) map[string]Placement {
+func (m *Model) Plan(phase roofline.Phase, rows, seqs int) map[string]Placement {
 	if m.Placement != PlaceAuto {
 		return nil
 	}
@@ -192,12 +192,12 @@ func (m *Model) PredictionPrecision(mach *roofline.Machine) (Precision, string) 
 // softmax and pv into attention; every "expert N" and expert_silu_mul
 // into experts. Errors: those of roofline.Analyze (bad shape, no ceiling
 // for prec).
-func PredictOps(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]OpPrediction, error) {
+func PredictOps(mach *roofline.Machine, c Config, phase roofline.Phase, B, T, C int, prec string) (map[string]OpPrediction, error) {
 	return PredictOpsAs(mach, c, phase, B, T, C, UniformPrecision(prec))
 }
 
 // PredictOpsAs is PredictOps with the dtypes and ceilings of p.
-func PredictOpsAs(mach *roofline.Machine, c Config, phase string, B, T, C int, p Precision) (map[string]OpPrediction, error) {
+func PredictOpsAs(mach *roofline.Machine, c Config, phase roofline.Phase, B, T, C int, p Precision) (map[string]OpPrediction, error) {
 	r := roofline.Request{Phase: phase, Batch: B, Tokens: T, Context: C,
 		Weight: p.Weight, Act: p.Act, KV: p.KV, Routing: roofline.Routing{Kind: "uniform"}}
 	a, err := roofline.Analyze(mach, c.Arch(), r, p.Ceiling)
@@ -223,7 +223,7 @@ func PredictOpsAs(mach *roofline.Machine, c Config, phase string, B, T, C int, p
 }
 
 // Predict is PredictOps' predicted seconds alone.
-func Predict(mach *roofline.Machine, c Config, phase string, B, T, C int, prec string) (map[string]float64, error) {
+func Predict(mach *roofline.Machine, c Config, phase roofline.Phase, B, T, C int, prec string) (map[string]float64, error) {
 	ops, err := PredictOps(mach, c, phase, B, T, C, prec)
 	if err != nil {
 		return nil, err

@@ -89,12 +89,12 @@ const (
 
 // Timing is one operator's measured time in one phase and layer.
 type Timing struct {
-	Phase   string  // Prefill or Decode
-	Op      string  // roofline catalog name
-	Layer   int     // decoder layer, or -1 for embed, final_norm, lm_head
-	Seconds float64 // wall-clock seconds, summed over calls
-	Calls   int     // forward calls (Prefill or Decode) that ran the operator
-	Tokens  int     // tokens processed, summed over calls (M of the GEMMs)
+	Phase   roofline.Phase // Prefill or Decode
+	Op      string         // roofline catalog name
+	Layer   int            // decoder layer, or -1 for embed, final_norm, lm_head
+	Seconds float64        // wall-clock seconds, summed over calls
+	Calls   int            // forward calls (Prefill or Decode) that ran the operator
+	Tokens  int            // tokens processed, summed over calls (M of the GEMMs)
 }
 
 type cell struct {
@@ -118,7 +118,7 @@ func newTimers(layers int) *timers {
 	return t
 }
 
-func phaseName(p int) string {
+func phaseName(p int) roofline.Phase {
 	if p == 0 {
 		return Prefill
 	}
@@ -155,7 +155,10 @@ func (t *timers) list() []Timing {
 // Totals sums timings over layers: one Timing per (phase, op) with Layer
 // -1, sorted by phase then by descending seconds.
 func Totals(ts []Timing) []Timing {
-	type key struct{ phase, op string }
+	type key struct {
+		phase roofline.Phase
+		op    string
+	}
 	idx := map[key]int{}
 	var out []Timing
 	for _, t := range ts {
@@ -194,7 +197,7 @@ func IsLinear(op string) bool {
 
 // LinearSeconds sums the measured seconds of the linear operators
 // (IsLinear) of one phase, over layers and calls.
-func LinearSeconds(ts []Timing, phase string) float64 {
+func LinearSeconds(ts []Timing, phase roofline.Phase) float64 {
 	s := 0.0
 	for _, t := range ts {
 		if t.Phase == phase && IsLinear(t.Op) {

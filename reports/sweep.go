@@ -1019,7 +1019,7 @@ func (d *sweepData) breakdownBars(phase string) []breakdownBar {
 func (r *sweepReport) breakdownSection(b *bytes.Buffer) error {
 	d := r.d
 	b.WriteString("## Operator time breakdown\n\n")
-	for _, phase := range []string{roofline.Prefill, roofline.Decode} {
+	for _, phase := range []string{string(roofline.Prefill), string(roofline.Decode)} {
 		bars := d.breakdownBars(phase)
 		file := "breakdown_" + phase + ".png"
 		fmt.Fprintf(b, "### %s\n\n", phase)
@@ -1115,9 +1115,9 @@ func predictionError(pts []predPoint) *PredictionError {
 
 func phaseRank(p string) int {
 	switch p {
-	case roofline.Prefill:
+	case string(roofline.Prefill):
 		return 0
-	case roofline.Decode:
+	case string(roofline.Decode):
 		return 1
 	}
 	return 2

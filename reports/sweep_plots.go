@@ -649,12 +649,12 @@ func predScatterPNG(d *sweepData, pts []predPoint, pe *PredictionError, dir, nam
 		}
 		pl.Add(l)
 	}
-	shapes := map[string]draw.GlyphDrawer{roofline.Prefill: draw.CircleGlyph{}, roofline.Decode: draw.TriangleGlyph{}}
-	for _, phase := range []string{roofline.Prefill, roofline.Decode, ""} {
+	shapes := map[string]draw.GlyphDrawer{string(roofline.Prefill): draw.CircleGlyph{}, string(roofline.Decode): draw.TriangleGlyph{}}
+	for _, phase := range []string{string(roofline.Prefill), string(roofline.Decode), ""} {
 		for _, g := range opGroups {
 			var xys plotter.XYs
 			for _, q := range pts {
-				known := q.phase == roofline.Prefill || q.phase == roofline.Decode
+				known := q.phase == string(roofline.Prefill) || q.phase == string(roofline.Decode)
 				if q.group == g && (q.phase == phase || (phase == "" && !known)) {
 					xys = append(xys, plotter.XY{X: q.predicted, Y: q.measured})
 				}

@@ -62,11 +62,18 @@ func (a Arch) Validate() error {
 	return nil
 }
 
+// Phase is a phase of a request: Prefill (the prompt's tokens in one
+// forward call) or Decode (one new token per sequence per call).
+type Phase string
+
 // Phases of a request.
 const (
-	Prefill = "prefill"
-	Decode  = "decode"
+	Prefill Phase = "prefill"
+	Decode  Phase = "decode"
 )
+
+// Phases lists the phases in request order.
+func Phases() []Phase { return []Phase{Prefill, Decode} }
 
 // Routing is how an MoE router spreads tokens over experts in the model:
 // "uniform" (every expert gets ⌊A/E⌋ or ⌈A/E⌉ of the A = tokens·top-k
@@ -107,7 +114,7 @@ func ParseRouting(s string) (Routing, error) {
 // earlier positions). Prefill of a fresh prompt has C = T; one decode step
 // has T = 1.
 type Request struct {
-	Phase   string  `json:"phase"`
+	Phase   Phase   `json:"phase"`
 	Batch   int     `json:"batch"`
 	Tokens  int     `json:"tokens"`
 	Context int     `json:"context"`

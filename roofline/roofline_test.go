@@ -15,7 +15,7 @@ var (
 		HeadDim: 128, Vocab: 151936, QKNorm: true, Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 768, MoELayers: 48}
 )
 
-func req(phase string, b, t, c int) Request {
+func req(phase Phase, b, t, c int) Request {
 	return Request{Phase: phase, Batch: b, Tokens: t, Context: c, Weight: "fp16", Act: "fp16", KV: "fp16", Routing: Routing{Kind: "uniform"}}
 }
 

@@ -18,14 +18,14 @@ import (
 // predicted prefill of one sequence and the mean decode step.
 func Predict(m *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int) (map[[2]string]float64, float64, float64, error) {
 	pred := map[[2]string]float64{}
-	add := func(phase string, b, tokens, context int, k float64) (float64, error) {
+	add := func(phase roofline.Phase, b, tokens, context int, k float64) (float64, error) {
 		p, err := engine.PredictOpsAs(m, c, phase, b, tokens, context, prec)
 		if err != nil {
 			return 0, err
 		}
 		total := 0.0
 		for op, t := range p {
-			pred[[2]string{phase, op}] += t.Seconds * k
+			pred[[2]string{string(phase), op}] += t.Seconds * k
 			total += t.Seconds
 		}
 		return total, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
 	"github.com/cpubench/bench/workloads"
 )
 
@@ -103,7 +104,7 @@ func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
 
 // predict adds the roofline's times of one forward call (B sequences of T
 // new tokens at context C) to the predictions.
-func (e *engineCell) predict(phase string, B, T, C int) {
+func (e *engineCell) predict(phase roofline.Phase, B, T, C int) {
 	if e.o.machine == nil || e.predErr != nil {
 		return
 	}
@@ -113,7 +114,7 @@ func (e *engineCell) predict(phase string, B, T, C int) {
 		return
 	}
 	for op, t := range p {
-		k := [2]string{phase, op}
+		k := [2]string{string(phase), op}
 		q := e.pred[k]
 		q.Seconds += t.Seconds
 		q.FLOPs += t.FLOPs
@@ -167,12 +168,12 @@ func (e *engineCell) Ops() []results.SweepOp {
 	var ops []results.SweepOp
 	calls := map[[2]string]int{}
 	for _, t := range e.b.Timings() {
-		k := [2]string{t.Phase, t.Op}
+		k := [2]string{string(t.Phase), t.Op}
 		i, ok := idx[k]
 		if !ok {
 			i = len(ops)
 			idx[k] = i
-			ops = append(ops, results.SweepOp{Phase: t.Phase, Op: t.Op})
+			ops = append(ops, results.SweepOp{Phase: string(t.Phase), Op: t.Op})
 		}
 		ops[i].MeasuredS += t.Seconds
 		calls[k] = max(calls[k], t.Calls) // calls per layer

@@ -95,7 +95,7 @@ seconds scaled for display.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Profile, "profile", "", "machine: profile.json path, bench.machine/v1 path, or published profile name (required)")
 	f.StringVar(&opts.Model, "model", "", "model: shipped config name or path to a HuggingFace config.json (required)")
-	f.StringVar(&opts.Phase, "phase", roofline.Decode, "prefill or decode")
+	f.StringVar(&opts.Phase, "phase", string(roofline.Decode), "prefill or decode")
 	f.IntVar(&opts.Batch, "batch", 1, "sequences in the batch (B)")
 	f.IntVar(&opts.Tokens, "tokens", 0, "new tokens per sequence (T); default 1 for decode, 512 for prefill")
 	f.IntVar(&opts.Context, "context", 0, "positions attended to, including the new tokens (C ≥ T); default 1024 for decode, T for prefill")
@@ -129,7 +129,7 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	if o.Model == "" && o.EBWPlot == "" {
 		return errors.New("roofline: --model: required (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
 	}
-	if o.Phase != roofline.Prefill && o.Phase != roofline.Decode {
+	if p := roofline.Phase(o.Phase); p != roofline.Prefill && p != roofline.Decode {
 		return fmt.Errorf("roofline: --phase %q: must be prefill or decode", o.Phase)
 	}
 	if o.Batch < 1 {
@@ -138,7 +138,7 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	o.actDefault = !cmd.Flags().Changed("act-dtype")
 	if !cmd.Flags().Changed("tokens") {
 		o.Tokens = 1
-		if o.Phase == roofline.Prefill {
+		if roofline.Phase(o.Phase) == roofline.Prefill {
 			o.Tokens = 512
 		}
 	}
@@ -147,7 +147,7 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 	}
 	if !cmd.Flags().Changed("context") {
 		o.Context = o.Tokens
-		if o.Phase == roofline.Decode && o.Tokens < 1024 {
+		if roofline.Phase(o.Phase) == roofline.Decode && o.Tokens < 1024 {
 			o.Context = 1024
 		}
 	}
@@ -258,7 +258,7 @@ func rooflineRun(o *rooflineOptions) error {
 			}
 		}
 	}
-	r := roofline.Request{Phase: o.Phase, Batch: o.Batch, Tokens: o.Tokens, Context: o.Context,
+	r := roofline.Request{Phase: roofline.Phase(o.Phase), Batch: o.Batch, Tokens: o.Tokens, Context: o.Context,
 		Weight: o.Weight, Act: o.Act, KV: o.KV, Routing: o.routing}
 	if err := checkRooflineCounts(o, r, arch); err != nil {
 		return err

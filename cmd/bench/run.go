@@ -209,8 +209,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 
 // runOp is one operator's measured and predicted time in one phase.
 type runOp struct {
-	Phase string `json:"phase"`
-	Op    string `json:"op"`
+	Phase roofline.Phase `json:"phase"`
+	Op    string         `json:"op"`
 	// PerLayer is true for decoder-layer operators (false for embed,
 	// final_norm, lm_head).
 	PerLayer bool `json:"per_layer"`
@@ -410,9 +410,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 
 	idx := map[[2]string]int{}
-	opSum := map[string]float64{}
+	opSum := map[roofline.Phase]float64{}
 	for _, t := range b.Timings() {
-		k := [2]string{t.Phase, t.Op}
+		k := [2]string{string(t.Phase), t.Op}
 		opSum[t.Phase] += t.Seconds
 		i, ok := idx[k]
 		if !ok {
@@ -429,7 +429,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if op.PerLayer {
 			op.MeasuredLayerS = op.MeasuredS / float64(c.Layers)
 		}
-		p, ok := pred[[2]string{op.Phase, op.Op}]
+		p, ok := pred[[2]string{string(op.Phase), op.Op}]
 		if !ok {
 			continue
 		}
@@ -561,7 +561,7 @@ func writeRun(w io.Writer, r *runResult) error {
 		if op.PerLayer {
 			ml = fmtTime(op.MeasuredLayerS)
 		}
-		t.Append([]string{op.Phase, op.Op, fmt.Sprint(op.Calls), fmtTime(op.MeasuredS), ml,
+		t.Append([]string{string(op.Phase), op.Op, fmt.Sprint(op.Calls), fmtTime(op.MeasuredS), ml,
 			opt(op.PredictedS, fmtTime), opt(op.PredictedLayerS, fmtTime), opt(op.MeasuredPredicted, ratio)})
 	}
 	if err := t.Render(); err != nil {

@@ -58,7 +58,7 @@ func TestRunJSONWithProfile(t *testing.T) {
 			if !op.PerLayer || op.PredictedLayerS == nil || op.MeasuredLayerS != op.MeasuredS/2 {
 				t.Errorf("%s down_proj: %+v", op.Phase, op)
 			}
-			if want := map[string]int{"prefill": 1, "decode": 2}[op.Phase]; op.Calls != want {
+			if want := map[roofline.Phase]int{roofline.Prefill: 1, roofline.Decode: 2}[op.Phase]; op.Calls != want {
 				t.Errorf("%s down_proj: %d calls, want %d", op.Phase, op.Calls, want)
 			}
 		}
