@@ -60,7 +60,7 @@ type engineCell struct {
 }
 
 func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
-	if cell.Placement == "mixed" && cell.Threads < 2 {
+	if engine.Placement(cell.Placement) == engine.PlaceMixed && cell.Threads < 2 {
 		return nil, fmt.Errorf("placement mixed with %d thread: needs ≥ 2 (one group each for the cores and the matrix backend): %w", cell.Threads, ErrCellUnavailable)
 	}
 	tr, err := cell.Trace()
@@ -75,9 +75,10 @@ func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
 	if c := w.Config; maxSeq > c.MaxSeq {
 		return nil, fmt.Errorf("the trace needs %d positions per slot (prompt + output), model %s has %d: lower --max-prompt-tokens or --max-gen-tokens", maxSeq, c.Name, c.MaxSeq)
 	}
-	m, err := engine.New(w, engine.Options{Context: o.ctx, Threads: cell.Threads, Placement: engine.Placement(cell.Placement), Machine: o.machine,
-		NoPartition: cell.Ablation == "partition", PackPerCall: cell.Ablation == "packing", KVPackPerCall: cell.Ablation == "kv-packing",
-		Backend: cell.CoresBackend, MatrixBackend: cell.MatrixBackend})
+	eo := engine.Options{Context: o.ctx, Threads: cell.Threads, Placement: engine.Placement(cell.Placement), Machine: o.machine,
+		Backend: cell.CoresBackend, MatrixBackend: cell.MatrixBackend}
+	engine.Ablation(cell.Ablation).Apply(&eo)
+	m, err := engine.New(w, eo)
 	if err != nil {
 		return nil, err
 	}

@@ -221,8 +221,8 @@ func (o *Options) Validate() error {
 		}
 	}
 	for _, p := range g.Placements {
-		if !slices.Contains(workloads.Placements, p) {
-			return fmt.Errorf("sweep: --placement: unknown placement %q (valid: %s)", p, strings.Join(workloads.Placements, ", "))
+		if !slices.Contains(engine.PlacementNames(), p) {
+			return fmt.Errorf("sweep: --placement: unknown placement %q (valid: %s)", p, strings.Join(engine.PlacementNames(), ", "))
 		}
 	}
 	if err := CheckBackends("sweep", o.CoresBackend, o.MatrixBackend); err != nil {
@@ -232,7 +232,7 @@ func (o *Options) Validate() error {
 	if o.ResolveProfile != nil {
 		o.Profile = o.ResolveProfile(o.Profile)
 	}
-	if slices.Contains(g.Placements, "auto") && o.Profile == "" {
+	if slices.Contains(g.Placements, string(engine.PlaceAuto)) && o.Profile == "" {
 		return errors.New("sweep: --placement auto: needs --profile (auto plans each operator from the roofline of a probed machine; run 'bench probe' or name a published profile)")
 	}
 	g.Ablations = []string{""}
@@ -242,8 +242,8 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("sweep: --ablate: %w", err)
 		}
 		for _, a := range abl {
-			if !slices.Contains(workloads.Ablations, a) {
-				return fmt.Errorf("sweep: --ablate: unknown ablation %q (valid: %s)", a, strings.Join(workloads.Ablations, ", "))
+			if _, err := engine.ParseAblation(a); err != nil {
+				return fmt.Errorf("sweep: --ablate: %w", err)
 			}
 		}
 		g.Ablations = append(g.Ablations, abl...)
@@ -278,6 +278,7 @@ func (o *Options) Validate() error {
 	if err := CheckRequests(o.Requests, 1); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
+	g.Skip = skipCell
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}

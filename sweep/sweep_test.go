@@ -162,3 +162,32 @@ func TestTargetsLine(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestSkipCell: the grid leaves out what the engine does not run, one line
+// per reason: partition outside mixed and auto, quantized weights on the
+// matrix target or with the weight ablations (kv-packing applies).
+func TestSkipCell(t *testing.T) {
+	o := defaults(&bytes.Buffer{}, &bytes.Buffer{})
+	o.Workloads, o.Batch, o.Threads, o.ThreadsGiven = "gsm8k", "2", "2", true
+	o.Placement, o.Ablate, o.WeightDType, o.Profile = "cores,matrix,mixed,auto", "partition,packing,kv-packing", "fp32,q4_0", "m4-pro"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells, skipped := o.Grid().Cells()
+	// fp32: cores and matrix 3 each (no partition), mixed and auto 4 each;
+	// q4_0: cores (none, kv-packing) and auto (none, kv-packing).
+	if len(cells) != 14+4 {
+		t.Errorf("%d cells, want 18", len(cells))
+	}
+	want := []string{
+		"ablate=partition with placement=cores: skipped (only placements mixed and auto partition a GEMM between the matrix unit and the cores)",
+		"ablate=partition with placement=matrix: skipped (only placements mixed and auto partition a GEMM between the matrix unit and the cores)",
+		"wdtype=q4_0 with ablate=packing: skipped (quantized weights are packed once, by their loader, and never partitioned)",
+		"wdtype=q4_0 with placement=matrix: skipped (quantized weights run on the cores' quant backend)",
+		"wdtype=q4_0 with placement=mixed: skipped (quantized weights run on the cores' quant backend)",
+		"wdtype=q4_0 with ablate=partition: skipped (quantized weights are packed once, by their loader, and never partitioned)",
+	}
+	if strings.Join(skipped, "\n") != strings.Join(want, "\n") {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(skipped, "\n"), strings.Join(want, "\n"))
+	}
+}

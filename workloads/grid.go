@@ -7,19 +7,6 @@ import (
 	"strings"
 )
 
-// Placements are where a sweep cell runs its linear operators: on the
-// vector cores, on the matrix unit, split between the two (SMEPilot §4.1)
-// or chosen per operator from the roofline (SMEPilot §3).
-var Placements = []string{"cores", "matrix", "mixed", "auto"}
-
-// Ablations are the variants a sweep can run besides the full system
-// (SMEPilot §5.4): "partition" turns tile partitioning off (a GEMM placed
-// on mixed runs whole on one group), "packing" packs weights on every
-// call instead of once at load, and "kv-packing" keeps the KV cache
-// row-major and packs every K/V tile inside attention instead of the
-// producer writing the cache packed (SMEPilot §4.3).
-var Ablations = []string{"partition", "packing", "kv-packing"}
-
 // Grid is the cartesian product a sweep runs: every model × workload ×
 // batch × threads × placement × ablation, with the fixed settings below
 // shared by every cell.
@@ -28,9 +15,11 @@ type Grid struct {
 	Workloads  []string // workload names (see Lookup)
 	Batches    []int    // decode slots (ReplayOptions.Batch)
 	Threads    []int    // worker threads
-	Placements []string // see Placements
+	// Placements are where a cell runs its linear operators (engine
+	// placement names, checked by the caller).
+	Placements []string
 	// Ablations lists the variants: "" is none (the full system), else
-	// one of Ablations.
+	// an engine ablation name (checked by the caller).
 	Ablations []string
 	// WeightDTypes lists the linear weights' formats to run each model in
 	// (bench run's --weight-dtype names, checked by the caller: fp32,
@@ -48,6 +37,10 @@ type Grid struct {
 	// placements' cores and matrix targets ("": the engine's choice by
 	// capability), checked by the caller.
 	CoresBackend, MatrixBackend string
+	// Skip, when set, leaves combinations out of Cells: given a cell (its
+	// Index not yet set) it returns why it is left out, one line that is
+	// the same for every cell left out for one reason, or "" to keep it.
+	Skip func(Cell) string
 }
 
 // Cell is one point of a Grid.
@@ -157,8 +150,8 @@ func EscapeKeyValue(s string) string {
 }
 
 // Validate checks the grid: every axis non-empty without repeats, batch and
-// threads ≥ 1, known workloads, placements and ablations, and sane fixed
-// settings. Errors name the value.
+// threads ≥ 1, known workloads, and sane fixed settings (placement and
+// ablation names are the caller's to check). Errors name the value.
 func (g Grid) Validate() error {
 	axes := []struct {
 		name string
@@ -201,16 +194,6 @@ func (g Grid) Validate() error {
 			return fmt.Errorf("grid: %w", err)
 		}
 	}
-	for _, p := range g.Placements {
-		if !slices.Contains(Placements, p) {
-			return fmt.Errorf("grid: unknown placement %q (valid: %s)", p, strings.Join(Placements, ", "))
-		}
-	}
-	for _, a := range g.Ablations {
-		if a != "" && !slices.Contains(Ablations, a) {
-			return fmt.Errorf("grid: unknown ablation %q (valid: %s)", a, strings.Join(Ablations, ", "))
-		}
-	}
 	switch {
 	case g.Layers < 0:
 		return fmt.Errorf("grid: layers %d: must be ≥ 0 (0: all)", g.Layers)
@@ -235,19 +218,11 @@ func firstDup[T comparable](vals []T) int {
 	return -1
 }
 
-// PartitionPlacements are the placements the "partition" ablation applies
-// to: only they split a GEMM between the matrix unit and the cores.
-var PartitionPlacements = []string{"mixed", "auto"}
-
 // Cells lists the grid's cells in a deterministic order: models outermost,
 // then weight dtypes, workloads, batches, threads, placements and
-// ablations, each in the order given. The "partition" ablation is skipped
-// with placements other than mixed and auto (they never partition a GEMM);
-// a quantized weight dtype (not "" or fp32) is skipped with placements
-// matrix and mixed and with the weight ablations partition and packing
-// (the engine refuses them; kv-packing applies); skipped says which
-// combinations were left out, one line each. Index is the position in
-// cells. Cells assumes Validate passed.
+// ablations, each in the order given, less those g.Skip leaves out;
+// skipped says why, one line per reason. Index is the position in cells.
+// Cells assumes Validate passed.
 func (g Grid) Cells() (cells []Cell, skipped []string) {
 	weights := g.Weights
 	if weights == "" {
@@ -266,29 +241,23 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 	}
 	for _, m := range g.Models {
 		for _, d := range dtypes {
-			quantized := d != "" && d != "fp32"
 			for _, w := range g.Workloads {
 				for _, b := range g.Batches {
 					for _, t := range g.Threads {
 						for _, p := range g.Placements {
-							if quantized && (p == "matrix" || p == "mixed") {
-								skip(fmt.Sprintf("wdtype=%s with placement=%s: skipped (quantized weights run on the cores' quant backend)", d, p))
-								continue
-							}
 							for _, a := range g.Ablations {
-								if a == "partition" && !slices.Contains(PartitionPlacements, p) {
-									skip(fmt.Sprintf("ablate=partition with placement=%s: skipped (only placements %s partition a GEMM between the matrix unit and the cores)",
-										p, strings.Join(PartitionPlacements, " and ")))
-									continue
-								}
-								if quantized && (a == "partition" || a == "packing") {
-									skip(fmt.Sprintf("wdtype=%s with ablate=%s: skipped (quantized weights are packed once, by their loader, and never partitioned)", d, a))
-									continue
-								}
-								cells = append(cells, Cell{Index: len(cells), Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
+								c := Cell{Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
 									Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: g.Arrival,
 									Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
-									CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend})
+									CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend}
+								if g.Skip != nil {
+									if why := g.Skip(c); why != "" {
+										skip(why)
+										continue
+									}
+								}
+								c.Index = len(cells)
+								cells = append(cells, c)
 							}
 						}
 					}

@@ -20,7 +20,6 @@ import (
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 	"github.com/cpubench/bench/sweep"
-	"github.com/cpubench/bench/workloads"
 )
 
 func init() { subcommands = append(subcommands, newRunCmd) }
@@ -149,7 +148,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.Placement, "placement", "cores", "where GEMMs run: cores, matrix, mixed or auto (auto needs --profile)")
 	f.StringVar(&opts.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&opts.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
-	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: "+strings.Join(workloads.Ablations, ", ")+" (comma-separated)")
+	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: "+strings.Join(engine.AblationNames(), ", ")+" (comma-separated)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
@@ -200,8 +199,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return errors.New("run: --placement auto: needs --profile (the roofline plans from a machine profile)")
 	}
 	for _, a := range o.Ablate {
-		if !slices.Contains(workloads.Ablations, a) {
-			return fmt.Errorf("run: --ablate %q: want one of %s", a, strings.Join(workloads.Ablations, ", "))
+		if _, err := engine.ParseAblation(a); err != nil {
+			return fmt.Errorf("run: --ablate %q: want one of %s", a, strings.Join(engine.AblationNames(), ", "))
 		}
 	}
 	return o.validateLayout()
