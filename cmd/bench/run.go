@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -300,8 +299,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	place, _ := engine.ParsePlacement(o.Placement)
 	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
-		NoPartition: slices.Contains(o.Ablate, "partition"), PackPerCall: slices.Contains(o.Ablate, "packing"),
-		KVPackPerCall: slices.Contains(o.Ablate, "kv-packing"), WeightLayout: engine.WeightLayout(o.WeightLayout), CopyThreads: o.CopyThreads}
+		WeightLayout: engine.WeightLayout(o.WeightLayout), CopyThreads: o.CopyThreads}
+	for _, a := range o.Ablate {
+		engine.Ablation(a).Apply(&eo)
+	}
 	m, err := engine.New(w, eo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
