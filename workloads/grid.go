@@ -11,10 +11,10 @@ import (
 // batch × threads × placement × ablation, with the fixed settings below
 // shared by every cell.
 type Grid struct {
-	Models     []string // shipped model names or config.json paths; with a checkpoint in Weights, a label for it
-	Workloads  []string // workload names (see Lookup)
-	Batches    []int    // decode slots (ReplayOptions.Batch)
-	Threads    []int    // worker threads
+	Models    []string // shipped model names or config.json paths; with a checkpoint in Weights, a label for it
+	Workloads []string // workload names (see Lookup)
+	Batches   []int    // decode slots (ReplayOptions.Batch)
+	Threads   []int    // worker threads
 	// Placements are where a cell runs its linear operators (engine
 	// placement names, checked by the caller).
 	Placements []string
