@@ -35,7 +35,8 @@
 //     the groups' co-running rates, re-planned after every call per weight
 //     shape and M bucket) and auto (the roofline plan per operator shape,
 //     plan.go); the ablations NoPartition, PackPerCall and KVPackPerCall
-//     (SMEPilot §5.4). Batch.Use counts the linear calls each target's
+//     (SMEPilot §5.4), named by Ablation (ablation.go, with which
+//     placements and weight formats each combines). Batch.Use counts the linear calls each target's
 //     backend ran (targets.go).
 //   - Weight layout policies (layout.go; PIM-SHERPA §3.2–3.3, §4):
 //     Options.WeightLayout duplicate (row-major decode layout and gemm

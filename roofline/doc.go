@@ -6,7 +6,10 @@
 // analytic models of the seed papers: the low-bit paper's effective-bandwidth
 // roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model
 // with its machine form, crossover length and per-policy weight capacity
-// (sherpa.go).
+// (sherpa.go). It owns the vocabulary of what it models, typed: the
+// request phases (Phase) and the operator names with their kinds and
+// breakdown groups (ops.go: LookupOp, Group, Kind), which the engine's
+// timers, the sweep and the reports use.
 //
 // It is pure math on plain structs: no I/O, no measurement, no clocks. It
 // imports results only for the profile types and internal/split for the
