@@ -351,7 +351,7 @@ func TestAttendBlockEmptyAndMismatch(t *testing.T) {
 // to the packed cache's bit for bit (the same kernels on the same panels:
 // the ablation changes who packs, hence time only).
 func TestKVCacheLogits(t *testing.T) {
-	c := Config{Name: "gqa2-hd16", Dim: 32, Hidden: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 320,
+	c := Config{Name: "gqa2-hd16", Dim: 32, Intermediate: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 320,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ func balanceModel(t *testing.T, o Options) *Model {
 	if len(allowedCPUs(t)) < 2 {
 		t.Skip("needs 2 CPUs")
 	}
-	c := Config{Name: "tiny-balance", Dim: 256, Hidden: 768, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 300, MaxSeq: 64,
+	c := Config{Name: "tiny-balance", Dim: 256, Intermediate: 768, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 300, MaxSeq: 64,
 		RoPETheta: 1e4, RoPELayout: 1, RMSEps: 1e-5}
 	w, err := Synthetic(c, 0, 11)
 	if err != nil {

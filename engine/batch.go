@@ -177,8 +177,8 @@ func (b *Batch) grow(T int) {
 	b.kn = make([]float32, T*c.KVDim())
 	b.vn = make([]float32, T*c.KVDim())
 	b.ob = make([]float32, T*c.Dim)
-	b.hb = make([]float32, T*c.Hidden)
-	b.hb2 = make([]float32, T*c.Hidden)
+	b.hb = make([]float32, T*c.Intermediate)
+	b.hb2 = make([]float32, T*c.Intermediate)
 }
 
 // segment is a run of consecutive rows of one slot (a prefill is one
@@ -292,7 +292,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	m := b.m
 	c := m.Config
 	T := len(tokens)
-	d, qd, kvd, hd, hid := c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.Hidden
+	d, qd, kvd, hd, hid := c.Dim, c.QDim(), c.KVDim(), c.HeadDim, c.Intermediate
 	x, xb, q, att, ob := b.x[:T*d], b.xb[:T*d], b.q[:T*qd], b.att[:T*qd], b.ob[:T*d]
 	kn, vn := b.kn[:T*kvd], b.vn[:T*kvd]
 	eps := c.RMSEps

@@ -13,15 +13,15 @@ import (
 // Config is the shape and numerics of a Llama-family decoder-only model,
 // independent of the file format it was read from.
 type Config struct {
-	Name    string
-	Dim     int // hidden_size (llama2.c dim)
-	Hidden  int // intermediate_size of the SiLU-gated FFN (llama2.c hidden_dim)
-	Layers  int
-	Heads   int // query heads
-	KVHeads int // key/value heads (grouped-query attention: Heads % KVHeads == 0)
-	HeadDim int
-	Vocab   int
-	MaxSeq  int // positions the model supports (llama2.c seq_len, HF max_position_embeddings)
+	Name         string
+	Dim          int // hidden_size: the model (residual stream) width (llama2.c dim)
+	Intermediate int // intermediate_size of the SiLU-gated FFN (llama2.c hidden_dim)
+	Layers       int
+	Heads        int // query heads
+	KVHeads      int // key/value heads (grouped-query attention: Heads % KVHeads == 0)
+	HeadDim      int
+	Vocab        int
+	MaxSeq       int // positions the model supports (llama2.c seq_len, HF max_position_embeddings)
 
 	RoPETheta   float64
 	RoPELayout  kernels.RoPELayout   // RoPEAdjacent for llama2.c, RoPEHalf for HF Llama/Qwen
@@ -32,10 +32,10 @@ type Config struct {
 	QKNorm         bool // Qwen3: per-head RMSNorm on q and k before RoPE
 
 	// Mixture of experts (Qwen3-MoE); Experts = 0 is a dense model.
-	Experts   int  // num_experts
-	TopK      int  // num_experts_per_tok
-	MoEHidden int  // moe_intermediate_size: each expert's SiLU-gated FFN width
-	NormTopK  bool // norm_topk_prob: renormalize the top-k routing weights to sum 1
+	Experts         int  // num_experts
+	TopK            int  // num_experts_per_tok
+	MoEIntermediate int  // moe_intermediate_size: each expert's SiLU-gated FFN width
+	NormTopK        bool // norm_topk_prob: renormalize the top-k routing weights to sum 1
 	// SparseStep and DenseLayers say which layers are MoE, as transformers'
 	// Qwen3-MoE: layer i is MoE iff i ∉ DenseLayers and (i+1) % SparseStep
 	// == 0 (SparseStep 0 means 1).
@@ -70,9 +70,9 @@ func (c Config) ParamCount() memlimit.Size {
 	}
 	moe := c.MoELayers()
 	n = n.Plus(layer.Times(c.Layers))
-	n = n.Plus(memlimit.Mul(c.Layers-moe, 3, d, c.Hidden))
+	n = n.Plus(memlimit.Mul(c.Layers-moe, 3, d, c.Intermediate))
 	if moe > 0 {
-		n = n.Plus(memlimit.Mul(c.Experts, d).Plus(memlimit.Mul(c.Experts, 3, d, c.MoEHidden)).Times(moe))
+		n = n.Plus(memlimit.Mul(c.Experts, d).Plus(memlimit.Mul(c.Experts, 3, d, c.MoEIntermediate)).Times(moe))
 	}
 	return n
 }
@@ -130,7 +130,7 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"dim", c.Dim}, {"hidden", c.Hidden}, {"layers", c.Layers}, {"heads", c.Heads},
+	}{{"dim", c.Dim}, {"hidden", c.Intermediate}, {"layers", c.Layers}, {"heads", c.Heads},
 		{"kv heads", c.KVHeads}, {"head dim", c.HeadDim}, {"vocab", c.Vocab}, {"max seq", c.MaxSeq}} {
 		if f.name == "hidden" && f.v == 0 && c.Experts > 0 && c.MoELayers() == c.Layers {
 			continue // every layer is MoE: no dense FFN width needed
@@ -151,13 +151,13 @@ func (c Config) Validate() error {
 	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
 		return fmt.Errorf("engine: model %s: rms eps %v: must be finite and positive", c.Name, c.RMSEps)
 	}
-	if c.Experts < 0 || c.Experts > 0 && (c.TopK < 1 || c.TopK > c.Experts || c.MoEHidden < 1 || c.SparseStep < 0) {
+	if c.Experts < 0 || c.Experts > 0 && (c.TopK < 1 || c.TopK > c.Experts || c.MoEIntermediate < 1 || c.SparseStep < 0) {
 		return fmt.Errorf("engine: model %s: MoE needs experts ≥ top-k ≥ 1, moe hidden ≥ 1 and sparse step ≥ 0 (have %d, %d, %d, %d)",
-			c.Name, c.Experts, c.TopK, c.MoEHidden, c.SparseStep)
+			c.Name, c.Experts, c.TopK, c.MoEIntermediate, c.SparseStep)
 	}
 	if _, ok := c.ParamCount().Times(8).Bytes(); !ok {
 		return fmt.Errorf("engine: model %s: dim %d, hidden %d, %d layers, %d heads of %d, vocab %d: %s parameters, more than a 64-bit byte count of their fp32 copies holds",
-			c.Name, c.Dim, c.Hidden, c.Layers, c.Heads, c.HeadDim, c.Vocab, c.ParamCount())
+			c.Name, c.Dim, c.Intermediate, c.Layers, c.Heads, c.HeadDim, c.Vocab, c.ParamCount())
 	}
 	if s := c.RoPEScaling; s != nil {
 		if _, err := kernels.NewRoPETable(c.HeadDim, c.RoPETheta, 1, s); err != nil {
@@ -260,13 +260,13 @@ func FromModel(mc *models.Config, ex HFExtras) (Config, error) {
 		return Config{}, fmt.Errorf("engine: %w", err)
 	}
 	c := Config{
-		Name: a.Name, Dim: a.Hidden, Hidden: a.Intermediate, Layers: a.Layers, Heads: a.Heads,
+		Name: a.Name, Dim: a.Dim, Intermediate: a.Intermediate, Layers: a.Layers, Heads: a.Heads,
 		KVHeads: a.KVHeads, HeadDim: a.HeadDim, Vocab: a.Vocab, MaxSeq: ex.MaxSeq,
 		RoPETheta: ex.RoPETheta, RoPELayout: kernels.RoPEHalf, RoPEScaling: ex.RoPEScaling,
 		RMSEps: float32(ex.RMSEps), TiedEmbeddings: a.TiedEmbeddings, QKNorm: a.QKNorm,
 	}
 	if a.Experts > 0 {
-		c.Experts, c.TopK, c.MoEHidden, c.NormTopK = a.Experts, a.ExpertsPerToken, a.MoEIntermediate, ex.NormTopK
+		c.Experts, c.TopK, c.MoEIntermediate, c.NormTopK = a.Experts, a.ExpertsPerToken, a.MoEIntermediate, ex.NormTopK
 		c.SparseStep, c.DenseLayers = 1, append([]int(nil), mc.MLPOnlyLayers...)
 		if mc.DecoderSparseStep != nil {
 			c.SparseStep = *mc.DecoderSparseStep

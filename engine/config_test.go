@@ -26,7 +26,7 @@ func TestFromHF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.Dim != 1024 || q.Hidden != 3072 || q.Layers != 28 || q.Heads != 16 || q.KVHeads != 8 || q.HeadDim != 128 ||
+	if q.Dim != 1024 || q.Intermediate != 3072 || q.Layers != 28 || q.Heads != 16 || q.KVHeads != 8 || q.HeadDim != 128 ||
 		q.QDim() != 2048 || q.KVDim() != 1024 || q.Vocab != 151936 || q.MaxSeq != 40960 || q.RoPETheta != 1e6 ||
 		q.RoPELayout != kernels.RoPEHalf || q.RoPEScaling != nil || q.RMSEps != 1e-6 || !q.TiedEmbeddings || !q.QKNorm {
 		t.Errorf("qwen3-0.6b: %+v", q)
@@ -53,7 +53,7 @@ func TestFromHF(t *testing.T) {
 				t.Errorf("%s: %v, want a max_position_embeddings error", name, err)
 			}
 		} else if strings.Contains(name, "a3b") {
-			if err != nil || c.Experts != 128 || c.TopK != 8 || c.MoEHidden != 768 || !c.NormTopK || c.MoELayers() != 48 {
+			if err != nil || c.Experts != 128 || c.TopK != 8 || c.MoEIntermediate != 768 || !c.NormTopK || c.MoELayers() != 48 {
 				t.Errorf("%s: %+v, %v; want 128 experts, top-8, moe hidden 768, norm_topk_prob, 48 MoE layers", name, c, err)
 			}
 		} else if err != nil {
@@ -88,7 +88,7 @@ func TestFromHFErrors(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	ok := Config{Name: "m", Dim: 8, Hidden: 8, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 4, MaxSeq: 4, RoPETheta: 10000, RMSEps: 1e-5}
+	ok := Config{Name: "m", Dim: 8, Intermediate: 8, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 4, MaxSeq: 4, RoPETheta: 10000, RMSEps: 1e-5}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}

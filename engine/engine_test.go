@@ -111,9 +111,9 @@ func maxAbsDiff(a, b []float32) (float64, int) {
 
 func TestStoriesConfig(t *testing.T) {
 	c := loadStories(t).Config
-	want := Config{Name: "stories260K.bin", Dim: 64, Hidden: 172, Layers: 5, Heads: 8, KVHeads: 4, HeadDim: 8,
+	want := Config{Name: "stories260K.bin", Dim: 64, Intermediate: 172, Layers: 5, Heads: 8, KVHeads: 4, HeadDim: 8,
 		Vocab: 512, MaxSeq: 512, RoPETheta: 10000, RMSEps: 1e-5, TiedEmbeddings: true}
-	if c.Name != want.Name || c.Dim != want.Dim || c.Hidden != want.Hidden || c.Layers != want.Layers ||
+	if c.Name != want.Name || c.Dim != want.Dim || c.Intermediate != want.Intermediate || c.Layers != want.Layers ||
 		c.Heads != want.Heads || c.KVHeads != want.KVHeads || c.HeadDim != want.HeadDim || c.Vocab != want.Vocab ||
 		c.MaxSeq != want.MaxSeq || c.RoPETheta != want.RoPETheta || c.RMSEps != want.RMSEps ||
 		c.TiedEmbeddings != want.TiedEmbeddings || c.RoPELayout != want.RoPELayout || c.QKNorm || c.RoPEScaling != nil {

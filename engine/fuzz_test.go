@@ -46,9 +46,9 @@ func fuzzGGUF(arch string, typ ggmlType) []byte {
 	}
 	switch arch {
 	case "qwen3":
-		c.Hidden = 8
+		c.Intermediate = 8
 	case "qwen3moe":
-		c.Experts, c.TopK, c.MoEHidden = 2, 1, min(c.Dim, 32)
+		c.Experts, c.TopK, c.MoEIntermediate = 2, 1, min(c.Dim, 32)
 	}
 	return ggufFromWeights(tinyWeights(c, 5), arch, allAs(typ)).bytes()
 }
@@ -56,7 +56,7 @@ func fuzzGGUF(arch string, typ ggmlType) []byte {
 // fuzzSuperGGUF is a one-layer qwen3 file with every matrix in a 256-weight
 // type (rows of 256: the smallest such model, about 100 KiB in TQ1_0).
 func fuzzSuperGGUF(typ ggmlType) []byte {
-	c := Config{Name: "fuzz-super", Dim: 256, Hidden: 256, Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 256, Vocab: 4, MaxSeq: 8,
+	c := Config{Name: "fuzz-super", Dim: 256, Intermediate: 256, Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 256, Vocab: 4, MaxSeq: 8,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true, TiedEmbeddings: true}
 	return ggufFromWeights(tinyWeights(c, 5), "qwen3", allAs(typ)).bytes()
 }

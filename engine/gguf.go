@@ -343,7 +343,7 @@ func (h *GGUFHeader) ResidentBytes(layers int) int64 {
 //
 // Architectures (general.architecture) llama, qwen3 and qwen3moe are
 // supported; the config comes from the keys <arch>.embedding_length (Dim),
-// .feed_forward_length (Hidden; optional for qwen3moe), .block_count,
+// .feed_forward_length (Intermediate; optional for qwen3moe), .block_count,
 // .attention.head_count, .attention.head_count_kv (default head_count),
 // .attention.key_length (HeadDim; default embedding_length/head_count),
 // .context_length (MaxSeq), .rope.freq_base (default 10000 for llama, 1e6
@@ -382,9 +382,9 @@ func (h *GGUFHeader) ResidentBytes(layers int) int64 {
 // head is tied, kept quantized as LMHeadQ. A GGUF matrix of ne = [in,
 // out] is our [out][in] row-major matrix as stored: token_embd and output
 // [Dim, Vocab], attn_q [Dim, QDim], attn_k and attn_v [Dim, KVDim],
-// attn_output [QDim, Dim], ffn_gate and ffn_up [Dim, Hidden], ffn_down
-// [Hidden, Dim], ffn_gate_inp [Dim, Experts], ffn_gate_exps and
-// ffn_up_exps [Dim, MoEHidden, Experts], ffn_down_exps [MoEHidden, Dim,
+// attn_output [QDim, Dim], ffn_gate and ffn_up [Dim, Intermediate], ffn_down
+// [Intermediate, Dim], ffn_gate_inp [Dim, Experts], ffn_gate_exps and
+// ffn_up_exps [Dim, MoEIntermediate, Experts], ffn_down_exps [MoEIntermediate, Dim,
 // Experts], norms [Dim] or [HeadDim]. The model is read into memory: 4
 // bytes per value of the float types, 34/32 (Q8_0) or 18/32 (Q4_0) per
 // weight of the quantized matrices (GGUFHeader.ResidentBytes estimates
@@ -819,7 +819,7 @@ func (f *ggufFile) config() (Config, error) {
 		required bool
 	}{
 		{&c.Dim, "embedding_length", true},
-		{&c.Hidden, "feed_forward_length", arch != "qwen3moe"},
+		{&c.Intermediate, "feed_forward_length", arch != "qwen3moe"},
 		{&c.Layers, "block_count", true},
 		{&c.Heads, "attention.head_count", true},
 		{&c.MaxSeq, "context_length", true},
@@ -871,7 +871,7 @@ func (f *ggufFile) config() (Config, error) {
 		for _, x := range []struct {
 			dst *int
 			key string
-		}{{&c.Experts, "expert_count"}, {&c.TopK, "expert_used_count"}, {&c.MoEHidden, "expert_feed_forward_length"}} {
+		}{{&c.Experts, "expert_count"}, {&c.TopK, "expert_used_count"}, {&c.MoEIntermediate, "expert_feed_forward_length"}} {
 			if *x.dst, err = f.metaInt(k(x.key), 0, true); err != nil {
 				return Config{}, err
 			}
@@ -964,12 +964,12 @@ func (f *ggufFile) weights(c Config, layers int) (*Weights, error) {
 		}
 		l.FFNNorm = ld.get(b("ffn_norm"), "dim", d)
 		if !c.IsMoE(i) {
-			l.Gate, l.GateQ = ld.linear(b("ffn_gate"), "dim, hidden", d, c.Hidden)
-			l.Up, l.UpQ = ld.linear(b("ffn_up"), "dim, hidden", d, c.Hidden)
-			l.Down, l.DownQ = ld.linear(b("ffn_down"), "hidden, dim", c.Hidden, d)
+			l.Gate, l.GateQ = ld.linear(b("ffn_gate"), "dim, hidden", d, c.Intermediate)
+			l.Up, l.UpQ = ld.linear(b("ffn_up"), "dim, hidden", d, c.Intermediate)
+			l.Down, l.DownQ = ld.linear(b("ffn_down"), "hidden, dim", c.Intermediate, d)
 			continue
 		}
-		e, mh := c.Experts, c.MoEHidden
+		e, mh := c.Experts, c.MoEIntermediate
 		l.Router, l.RouterQ = ld.linear(b("ffn_gate_inp"), "dim, experts", d, e)
 		gate, gateQ := ld.slabs(b("ffn_gate_exps"), "dim, expert hidden, experts", d, mh, e)
 		up, upQ := ld.slabs(b("ffn_up_exps"), "dim, expert hidden, experts", d, mh, e)

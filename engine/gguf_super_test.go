@@ -16,7 +16,7 @@ import (
 // superConfig is a small dense model whose row lengths (dim, hidden, heads
 // × head dim) are multiples of GGUF's 256-weight super-blocks.
 func superConfig() Config {
-	return Config{Name: "tiny-super", Dim: 256, Hidden: 512, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 40, MaxSeq: 64,
+	return Config{Name: "tiny-super", Dim: 256, Intermediate: 512, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 40, MaxSeq: 64,
 		RoPETheta: 1e6, RMSEps: 1e-6, QKNorm: true, TiedEmbeddings: true}
 }
 

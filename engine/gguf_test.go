@@ -328,13 +328,13 @@ func ggufTensorsOf(w *Weights) []namedTensor {
 		}
 		add("ffn_norm", l.FFNNorm, d)
 		if !c.IsMoE(i) {
-			h := uint64(c.Hidden)
+			h := uint64(c.Intermediate)
 			add("ffn_gate", l.Gate, d, h)
 			add("ffn_up", l.Up, d, h)
 			add("ffn_down", l.Down, h, d)
 			continue
 		}
-		e, mh := uint64(c.Experts), uint64(c.MoEHidden)
+		e, mh := uint64(c.Experts), uint64(c.MoEIntermediate)
 		var gate, up, down []float32
 		for _, x := range l.Experts {
 			gate, up, down = append(gate, x.Gate...), append(up, x.Up...), append(down, x.Down...)
@@ -363,8 +363,8 @@ func ggufFromWeights(w *Weights, arch string, typ func(namedTensor) ggmlType) *g
 	g.set(k("context_length"), uint32(c.MaxSeq))
 	g.set(k("embedding_length"), uint32(c.Dim))
 	g.set(k("block_count"), uint32(c.Layers))
-	if c.Hidden > 0 {
-		g.set(k("feed_forward_length"), uint32(c.Hidden))
+	if c.Intermediate > 0 {
+		g.set(k("feed_forward_length"), uint32(c.Intermediate))
 	}
 	g.set(k("attention.head_count"), uint32(c.Heads))
 	g.set(k("attention.head_count_kv"), uint32(c.KVHeads))
@@ -377,7 +377,7 @@ func ggufFromWeights(w *Weights, arch string, typ func(namedTensor) ggmlType) *g
 	if c.Experts > 0 {
 		g.set(k("expert_count"), uint32(c.Experts))
 		g.set(k("expert_used_count"), uint32(c.TopK))
-		g.set(k("expert_feed_forward_length"), uint32(c.MoEHidden))
+		g.set(k("expert_feed_forward_length"), uint32(c.MoEIntermediate))
 	}
 	g.set("general.file_type", uint32(1))
 	toks := make([]string, c.Vocab)
@@ -531,16 +531,16 @@ func TestGGUFStories(t *testing.T) {
 func tinyConfig(arch string) Config {
 	switch arch {
 	case "llama":
-		return Config{Name: "tiny-llama", Dim: 8, Hidden: 12, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 16, MaxSeq: 8,
+		return Config{Name: "tiny-llama", Dim: 8, Intermediate: 12, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 16, MaxSeq: 8,
 			RoPETheta: 10000, RoPELayout: kernels.RoPEAdjacent, RMSEps: 1e-5, TiedEmbeddings: true}
 	case "qwen3":
 		// HeadDim·Heads ≠ Dim, as in Qwen3 (key_length is needed).
-		return Config{Name: "tiny-qwen3", Dim: 32, Hidden: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 24, MaxSeq: 64,
+		return Config{Name: "tiny-qwen3", Dim: 32, Intermediate: 64, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 24, MaxSeq: 64,
 			RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
 	case "qwen3moe":
 		return Config{Name: "tiny-qwen3moe", Dim: 32, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 16, Vocab: 24, MaxSeq: 64,
 			RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true,
-			Experts: 4, TopK: 2, MoEHidden: 64, NormTopK: true, SparseStep: 1}
+			Experts: 4, TopK: 2, MoEIntermediate: 64, NormTopK: true, SparseStep: 1}
 	}
 	panic(arch)
 }
@@ -565,7 +565,7 @@ func tinyWeights(c Config, seed uint64) *Weights {
 		l.Router = mat(c.Experts * c.Dim)
 		l.Experts = make([]ExpertWeights, c.Experts)
 		for e := range l.Experts {
-			n := c.MoEHidden * c.Dim
+			n := c.MoEIntermediate * c.Dim
 			l.Experts[e] = ExpertWeights{Gate: mat(n), Up: mat(n), Down: mat(n)}
 		}
 	}

@@ -66,8 +66,8 @@ func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, forma
 		return fmt.Errorf("engine: gguf: format %q: want one of %s", format, strings.Join(GGUFFormats, ", "))
 	}
 	if qf, ok := typ.quantFormat(); ok {
-		if bl := qf.GGUFBlockLen(); c.Dim%bl != 0 || c.Hidden%bl != 0 || c.QDim()%bl != 0 {
-			return fmt.Errorf("engine: gguf: %s needs every row length a multiple of %d (dim %d, hidden %d, q dim %d)", format, bl, c.Dim, c.Hidden, c.QDim())
+		if bl := qf.GGUFBlockLen(); c.Dim%bl != 0 || c.Intermediate%bl != 0 || c.QDim()%bl != 0 {
+			return fmt.Errorf("engine: gguf: %s needs every row length a multiple of %d (dim %d, hidden %d, q dim %d)", format, bl, c.Dim, c.Intermediate, c.QDim())
 		}
 	}
 	type tinfo struct {
@@ -81,7 +81,7 @@ func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, forma
 		ts = append(ts, tinfo{name, []uint64{uint64(in), uint64(out)}, typ, false})
 	}
 	vec := func(name string, n int) { ts = append(ts, tinfo{name, []uint64{uint64(n)}, ggmlF32, true}) }
-	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
+	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	mat("token_embd.weight", d, c.Vocab)
 	vec("output_norm.weight", d)
 	if !c.TiedEmbeddings {

@@ -13,7 +13,7 @@ import (
 // in the format written (the quantized formats kept quantized), norms 1, and the
 // tokenizer's size checked.
 func TestWriteSyntheticGGUF(t *testing.T) {
-	c := Config{Name: "tiny", Dim: 64, Hidden: 96, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 40, MaxSeq: 128,
+	c := Config{Name: "tiny", Dim: 64, Intermediate: 96, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 40, MaxSeq: 128,
 		RoPETheta: 1e6, RMSEps: 1e-6, QKNorm: true, TiedEmbeddings: true}
 	v := GGUFVocab{Model: "gpt2", Pre: "qwen2", BOS: 0, EOS: 1}
 	for i := range c.Vocab {
@@ -24,8 +24,8 @@ func TestWriteSyntheticGGUF(t *testing.T) {
 		c := c
 		if qf, err := quant.ParseFormat(f); err == nil && qf.GGUFBlockLen() > quant.BlockLen {
 			// Rows of whole 256-weight blocks.
-			c.Dim, c.Hidden, c.HeadDim = 256, 512, 64
-			if err := WriteSyntheticGGUF(filepath.Join(t.TempDir(), "x.gguf"), Config{Dim: 64, Hidden: 96, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40}, f, v, 3); err == nil ||
+			c.Dim, c.Intermediate, c.HeadDim = 256, 512, 64
+			if err := WriteSyntheticGGUF(filepath.Join(t.TempDir(), "x.gguf"), Config{Dim: 64, Intermediate: 96, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40}, f, v, 3); err == nil ||
 				!strings.Contains(err.Error(), "multiple of 256") {
 				t.Errorf("%s at dim 64: %v", f, err)
 			}
@@ -39,7 +39,7 @@ func TestWriteSyntheticGGUF(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		g := w.Config
-		if g.Dim != c.Dim || g.Hidden != c.Hidden || g.Layers != 2 || g.Heads != 4 || g.KVHeads != 2 || g.HeadDim != c.HeadDim || g.Vocab != c.Vocab || !g.QKNorm || !g.TiedEmbeddings {
+		if g.Dim != c.Dim || g.Intermediate != c.Intermediate || g.Layers != 2 || g.Heads != 4 || g.KVHeads != 2 || g.HeadDim != c.HeadDim || g.Vocab != c.Vocab || !g.QKNorm || !g.TiedEmbeddings {
 			t.Fatalf("%s: config %+v", f, g)
 		}
 		l := w.Layers[1]

@@ -60,7 +60,7 @@ func layoutRun(t *testing.T, w *Weights, o Options, tokens []int, T int) ([]floa
 // default engine within rounding; on stories260K and on a tiny synthetic
 // Qwen3 (QK-norm, untied head, shapes not multiples of the tiles).
 func TestLayoutLogitsIdentical(t *testing.T) {
-	tiny := Config{Name: "tiny-qwen", Dim: 40, Hidden: 72, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 12, Vocab: 53, MaxSeq: 48,
+	tiny := Config{Name: "tiny-qwen", Dim: 40, Intermediate: 72, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 12, Vocab: 53, MaxSeq: 48,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
 	tw, err := Synthetic(tiny, 0, 5)
 	if err != nil {
@@ -231,14 +231,14 @@ func TestLayoutErrors(t *testing.T) {
 		t.Errorf(`ParseWeightLayout("") = %q, %v`, p, err)
 	}
 	w := loadStories(t)
-	qc := Config{Name: "tiny-q", Dim: 64, Hidden: 96, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 50, MaxSeq: 16,
+	qc := Config{Name: "tiny-q", Dim: 64, Intermediate: 96, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 50, MaxSeq: 16,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6}
 	q, err := SyntheticAs(qc, 0, 1, "q8_0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	moe := Config{Name: "tiny-moe", Dim: 32, Hidden: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Vocab: 50, MaxSeq: 16,
-		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, Experts: 4, TopK: 2, MoEHidden: 24, SparseStep: 1}
+	moe := Config{Name: "tiny-moe", Dim: 32, Intermediate: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 8, Vocab: 50, MaxSeq: 16,
+		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, Experts: 4, TopK: 2, MoEIntermediate: 24, SparseStep: 1}
 	mw, err := Synthetic(moe, 0, 1)
 	if err != nil {
 		t.Fatal(err)

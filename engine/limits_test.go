@@ -25,9 +25,9 @@ func paramsByLoop(c Config) int64 {
 			n += 2 * int64(c.HeadDim)
 		}
 		if c.IsMoE(i) {
-			n += int64(c.Experts)*d + int64(c.Experts)*3*d*int64(c.MoEHidden)
+			n += int64(c.Experts)*d + int64(c.Experts)*3*d*int64(c.MoEIntermediate)
 		} else {
-			n += 3 * d * int64(c.Hidden)
+			n += 3 * d * int64(c.Intermediate)
 		}
 	}
 	return n
@@ -36,19 +36,19 @@ func paramsByLoop(c Config) int64 {
 // TestParamCountClosedForm: the closed-form counts (no loop over the
 // layers) equal the layer-by-layer ones, dense and MoE.
 func TestParamCountClosedForm(t *testing.T) {
-	base := Config{Name: "m", Dim: 64, Hidden: 96, Layers: 7, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100, MaxSeq: 8,
+	base := Config{Name: "m", Dim: 64, Intermediate: 96, Layers: 7, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100, MaxSeq: 8,
 		RoPETheta: 1e4, RMSEps: 1e-6, QKNorm: true}
 	cases := []func(*Config){
 		func(c *Config) {},
 		func(c *Config) { c.TiedEmbeddings = true },
-		func(c *Config) { c.Experts, c.TopK, c.MoEHidden, c.SparseStep = 8, 2, 32, 1 },
-		func(c *Config) { c.Experts, c.TopK, c.MoEHidden, c.SparseStep = 8, 2, 32, 2 },
-		func(c *Config) { c.Experts, c.TopK, c.MoEHidden, c.SparseStep = 8, 2, 32, 0 },
+		func(c *Config) { c.Experts, c.TopK, c.MoEIntermediate, c.SparseStep = 8, 2, 32, 1 },
+		func(c *Config) { c.Experts, c.TopK, c.MoEIntermediate, c.SparseStep = 8, 2, 32, 2 },
+		func(c *Config) { c.Experts, c.TopK, c.MoEIntermediate, c.SparseStep = 8, 2, 32, 0 },
 		func(c *Config) {
-			c.Experts, c.TopK, c.MoEHidden, c.SparseStep, c.DenseLayers = 8, 2, 32, 1, []int{0, 3, 3, 9, -1}
+			c.Experts, c.TopK, c.MoEIntermediate, c.SparseStep, c.DenseLayers = 8, 2, 32, 1, []int{0, 3, 3, 9, -1}
 		},
 		func(c *Config) {
-			c.Experts, c.TopK, c.MoEHidden, c.SparseStep, c.DenseLayers = 8, 2, 32, 3, []int{1, 2, 5}
+			c.Experts, c.TopK, c.MoEIntermediate, c.SparseStep, c.DenseLayers = 8, 2, 32, 3, []int{1, 2, 5}
 		},
 	}
 	for i, edit := range cases {
@@ -72,7 +72,7 @@ func TestParamCountClosedForm(t *testing.T) {
 // TestValidateOverflow: a config whose sizes overflow is refused by
 // Validate, and counting it takes no loop over its layers.
 func TestValidateOverflow(t *testing.T) {
-	c := Config{Name: "huge", Dim: 1 << 20, Hidden: 1 << 22, Layers: 1 << 40, Heads: 1 << 10, KVHeads: 1 << 10, HeadDim: 1 << 10,
+	c := Config{Name: "huge", Dim: 1 << 20, Intermediate: 1 << 22, Layers: 1 << 40, Heads: 1 << 10, KVHeads: 1 << 10, HeadDim: 1 << 10,
 		Vocab: 1 << 20, MaxSeq: 8, RoPETheta: 1e4, RMSEps: 1e-6}
 	err := c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "more than a 64-bit byte count of their fp32 copies holds") {

@@ -78,7 +78,7 @@ func ReadLlama2C(r io.Reader, name string) (*Weights, error) {
 		return nil, fmt.Errorf("engine: %s: header head size dim/n_heads = %d: must be even", name, dim/heads)
 	}
 	c := Config{
-		Name: name, Dim: dim, Hidden: hidden, Layers: layers, Heads: heads, KVHeads: kvHeads,
+		Name: name, Dim: dim, Intermediate: hidden, Layers: layers, Heads: heads, KVHeads: kvHeads,
 		HeadDim: dim / heads, Vocab: vocab, MaxSeq: seq,
 		RoPETheta: 10000, RoPELayout: kernels.RoPEAdjacent, RMSEps: 1e-5, TiedEmbeddings: shared,
 	}

@@ -18,7 +18,7 @@ func encodeLlama2C(w *Weights) []byte {
 	if !c.TiedEmbeddings {
 		vocab = -vocab
 	}
-	for _, v := range []int32{int32(c.Dim), int32(c.Hidden), int32(c.Layers), int32(c.Heads), int32(c.KVHeads), vocab, int32(c.MaxSeq)} {
+	for _, v := range []int32{int32(c.Dim), int32(c.Intermediate), int32(c.Layers), int32(c.Heads), int32(c.KVHeads), vocab, int32(c.MaxSeq)} {
 		binary.Write(&buf, binary.LittleEndian, v)
 	}
 	put := func(fs []float32) { binary.Write(&buf, binary.LittleEndian, fs) }
@@ -141,7 +141,7 @@ func TestLlama2CUnshared(t *testing.T) {
 
 // tinyLlama2C is a small random checkpoint for fuzz seeds.
 func tinyLlama2C(tied bool) []byte {
-	c := Config{Name: "tiny", Dim: 8, Hidden: 12, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 16, MaxSeq: 8,
+	c := Config{Name: "tiny", Dim: 8, Intermediate: 12, Layers: 2, Heads: 2, KVHeads: 1, HeadDim: 4, Vocab: 16, MaxSeq: 8,
 		RoPETheta: 10000, RMSEps: 1e-5, TiedEmbeddings: tied}
 	return encodeLlama2C(randomWeights(c, rand.New(rand.NewPCG(1, 2))))
 }

@@ -339,7 +339,7 @@ func New(w *Weights, o Options) (*Model, error) {
 		m.WeightBytes += 4*int64(len(data)) + l.packedBytes()
 		return l
 	}
-	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
+	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	for i := range m.layers {
 		if err == nil {
 			err = o.ctxErr()
@@ -357,9 +357,9 @@ func New(w *Weights, o Options) (*Model, error) {
 			for e := range l.experts {
 				x := &lw.Experts[e]
 				l.experts[e] = expert{
-					gate: mk(OpExperts, fmt.Sprintf("expert %d gate", e), i, x.Gate, x.GateQ, c.MoEHidden, d),
-					up:   mk(OpExperts, fmt.Sprintf("expert %d up", e), i, x.Up, x.UpQ, c.MoEHidden, d),
-					down: mk(OpExperts, fmt.Sprintf("expert %d down", e), i, x.Down, x.DownQ, d, c.MoEHidden),
+					gate: mk(OpExperts, fmt.Sprintf("expert %d gate", e), i, x.Gate, x.GateQ, c.MoEIntermediate, d),
+					up:   mk(OpExperts, fmt.Sprintf("expert %d up", e), i, x.Up, x.UpQ, c.MoEIntermediate, d),
+					down: mk(OpExperts, fmt.Sprintf("expert %d down", e), i, x.Down, x.DownQ, d, c.MoEIntermediate),
 				}
 			}
 		} else {

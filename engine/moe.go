@@ -12,8 +12,8 @@ type moeBuffers struct {
 	logits []float32 // [T][Experts] router logits, then probabilities
 	rows   [][]int   // per expert: the rows routed to it
 	wts    [][]float32
-	xg, hg []float32 // gathered rows [n][Dim], gate [n][MoEHidden]
-	ug, yg []float32 // up [n][MoEHidden], down [n][Dim]
+	xg, hg []float32 // gathered rows [n][Dim], gate [n][MoEIntermediate]
+	ug, yg []float32 // up [n][MoEIntermediate], down [n][Dim]
 }
 
 func growF(s []float32, n int) []float32 {
@@ -37,7 +37,7 @@ func growF(s []float32, n int) []float32 {
 func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]cell, out, xb []float32, T int) error {
 	m := b.m
 	c := m.Config
-	d, E, K, mi := c.Dim, c.Experts, c.TopK, c.MoEHidden
+	d, E, K, mi := c.Dim, c.Experts, c.TopK, c.MoEIntermediate
 	bf := &b.moe
 	bf.logits = growF(bf.logits, T*E)
 	if len(bf.rows) != E {

@@ -244,8 +244,8 @@ func TestBatchedDecode(t *testing.T) {
 // TestMoEPlacements: an MoE model computes the same logits under cores
 // and mixed (within bf16), batched decode included.
 func TestMoEPlacements(t *testing.T) {
-	c := Config{Name: "tiny-moe", Dim: 64, Hidden: 80, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 70, MaxSeq: 32,
-		RoPETheta: 1e6, RoPELayout: 1, RMSEps: 1e-6, QKNorm: true, Experts: 8, TopK: 2, MoEHidden: 32, NormTopK: true}
+	c := Config{Name: "tiny-moe", Dim: 64, Intermediate: 80, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 70, MaxSeq: 32,
+		RoPETheta: 1e6, RoPELayout: 1, RMSEps: 1e-6, QKNorm: true, Experts: 8, TopK: 2, MoEIntermediate: 32, NormTopK: true}
 	w, err := Synthetic(c, 0, 5)
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 
 // Arch is the roofline architecture of c (the layers instantiated).
 func (c Config) Arch() roofline.Arch {
-	return roofline.Arch{Name: c.Name, Hidden: c.Dim, Intermediate: c.Hidden, Layers: c.Layers, Heads: c.Heads,
+	return roofline.Arch{Name: c.Name, Dim: c.Dim, Intermediate: c.Intermediate, Layers: c.Layers, Heads: c.Heads,
 		KVHeads: c.KVHeads, HeadDim: c.HeadDim, Vocab: c.Vocab, QKNorm: c.QKNorm, TiedEmbeddings: c.TiedEmbeddings,
-		Experts: c.Experts, ExpertsPerToken: c.TopK, MoEIntermediate: c.MoEHidden, MoELayers: c.MoELayers()}
+		Experts: c.Experts, ExpertsPerToken: c.TopK, MoEIntermediate: c.MoEIntermediate, MoELayers: c.MoELayers()}
 }
 
 // opPlan is the placement of each linear operator for one forward call.

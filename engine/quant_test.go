@@ -34,10 +34,10 @@ func quantConfigs() []Config {
 	for _, c := range refConfigs() {
 		switch c.Name {
 		case "llama-adjacent-gqa4", "qwen3-dense":
-			c.Hidden = 64
+			c.Intermediate = 64
 			out = append(out, c)
 		case "qwen3-moe-norm":
-			c.MoEHidden = 32
+			c.MoEIntermediate = 32
 			out = append(out, c)
 			// Every expert routed: the routing weights are continuous in
 			// the router logits, so activation rounding cannot flip an
@@ -281,7 +281,7 @@ func TestQuantErrors(t *testing.T) {
 	if _, err := ParseWeightDType("q3_k"); err == nil || err.Error() != `engine: weight dtype "q3_k": want fp32, q8_0, q4_0, int2, int1, q4_k, q6_k, tq2_0, tq1_0` {
 		t.Errorf("ParseWeightDType(q3_k) = %v", err)
 	}
-	bad := refConfigs()[0] // Hidden 48: down's K is not a multiple of 32
+	bad := refConfigs()[0] // Intermediate 48: down's K is not a multiple of 32
 	if _, err := SyntheticAs(bad, 0, 1, "q8_0"); err == nil || !strings.Contains(err.Error(), "tensor w2 layer 0") {
 		t.Errorf("SyntheticAs with K = 48: %v, want an error naming tensor w2 layer 0", err)
 	}

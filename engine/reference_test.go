@@ -287,10 +287,10 @@ func refWeights(c Config, seed uint64) *Weights {
 			l.Router = mat(c.Experts, d)
 			l.Experts = make([]ExpertWeights, c.Experts)
 			for e := range l.Experts {
-				l.Experts[e] = ExpertWeights{Gate: mat(c.MoEHidden, d), Up: mat(c.MoEHidden, d), Down: mat(d, c.MoEHidden)}
+				l.Experts[e] = ExpertWeights{Gate: mat(c.MoEIntermediate, d), Up: mat(c.MoEIntermediate, d), Down: mat(d, c.MoEIntermediate)}
 			}
 		} else {
-			l.Gate, l.Up, l.Down = mat(c.Hidden, d), mat(c.Hidden, d), mat(d, c.Hidden)
+			l.Gate, l.Up, l.Down = mat(c.Intermediate, d), mat(c.Intermediate, d), mat(d, c.Intermediate)
 		}
 	}
 	if !c.TiedEmbeddings {
@@ -310,16 +310,16 @@ func refConfigs() []Config {
 	// frequency 0 is kept, 1 smoothed and 2-7 divided by the factor, so
 	// all three regimes turn the 24 positions by measurable angles.
 	scaling := &kernels.RoPEScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 32}
-	llama := Config{Dim: 32, Hidden: 48, Layers: 2, Heads: 8, KVHeads: 2, HeadDim: 8, Vocab: 40, MaxSeq: 64,
+	llama := Config{Dim: 32, Intermediate: 48, Layers: 2, Heads: 8, KVHeads: 2, HeadDim: 8, Vocab: 40, MaxSeq: 64,
 		RoPETheta: 10000, RMSEps: 1e-5}
 	with := func(c Config, f func(*Config)) Config {
 		f(&c)
 		return c
 	}
-	qwen := Config{Dim: 32, Hidden: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 64,
+	qwen := Config{Dim: 32, Intermediate: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 64,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, TiedEmbeddings: true, QKNorm: true}
 	moe := with(qwen, func(c *Config) {
-		c.Layers, c.Hidden, c.Experts, c.TopK, c.MoEHidden, c.NormTopK = 3, 0, 8, 2, 16, true
+		c.Layers, c.Intermediate, c.Experts, c.TopK, c.MoEIntermediate, c.NormTopK = 3, 0, 8, 2, 16, true
 	})
 	return []Config{
 		with(llama, func(c *Config) { c.Name, c.RoPELayout = "llama-adjacent-gqa4", kernels.RoPEAdjacent }),
@@ -338,9 +338,9 @@ func refConfigs() []Config {
 		with(qwen, func(c *Config) { c.Name = "qwen3-dense" }),
 		with(moe, func(c *Config) { c.Name = "qwen3-moe-norm" }),
 		with(moe, func(c *Config) { c.Name, c.NormTopK = "qwen3-moe-no-norm", false }),
-		with(moe, func(c *Config) { c.Name, c.Hidden, c.DenseLayers = "qwen3-moe-dense-layer0", 40, []int{0} }),
+		with(moe, func(c *Config) { c.Name, c.Intermediate, c.DenseLayers = "qwen3-moe-dense-layer0", 40, []int{0} }),
 		with(moe, func(c *Config) {
-			c.Name, c.Layers, c.Hidden, c.SparseStep, c.NormTopK = "qwen3-moe-sparse-step2", 4, 40, 2, false
+			c.Name, c.Layers, c.Intermediate, c.SparseStep, c.NormTopK = "qwen3-moe-sparse-step2", 4, 40, 2, false
 		}),
 		// More positions than two attention tiles (refLong).
 		with(llama, func(c *Config) {

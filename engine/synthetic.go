@@ -121,7 +121,7 @@ func SyntheticAs(cfg Config, layers int, seed uint64, dtype string) (*Weights, e
 		}
 		return w.quantizeSlots(slots, qf)
 	}
-	d, q, kv, h := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.Hidden
+	d, q, kv, h := cfg.Dim, cfg.QDim(), cfg.KVDim(), cfg.Intermediate
 	w = &Weights{Config: cfg, Embed: mat(cfg.Vocab, d), Layers: make([]LayerWeights, layers)}
 	for i := range w.Layers {
 		l := &w.Layers[i]
@@ -135,7 +135,7 @@ func SyntheticAs(cfg Config, layers int, seed uint64, dtype string) (*Weights, e
 			l.Router = mat(cfg.Experts, d)
 			l.Experts = make([]ExpertWeights, cfg.Experts)
 			for e := range l.Experts {
-				mi := cfg.MoEHidden
+				mi := cfg.MoEIntermediate
 				l.Experts[e] = ExpertWeights{Gate: mat(mi, d), Up: mat(mi, d), Down: mat(d, mi)}
 			}
 		} else {

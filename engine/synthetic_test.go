@@ -30,7 +30,7 @@ func randomWeights(c Config, rng *rand.Rand) *Weights {
 		}
 		return out
 	}
-	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
+	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	w := &Weights{Config: c, Embed: mat(c.Vocab, d), FinalNorm: norm(d), Layers: make([]LayerWeights, c.Layers)}
 	for i := range w.Layers {
 		w.Layers[i] = LayerWeights{AttnNorm: norm(d), Wq: mat(q, d), Wk: mat(kv, d), Wv: mat(kv, d), Wo: mat(d, q),
@@ -53,11 +53,11 @@ func randomWeights(c Config, rng *rand.Rand) *Weights {
 func TestSyntheticShapes(t *testing.T) {
 	scaling := &kernels.RoPEScaling{Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 16}
 	cases := []Config{
-		{Name: "qwen3-like", Dim: 48, Hidden: 80, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 64,
+		{Name: "qwen3-like", Dim: 48, Intermediate: 80, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 64,
 			RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, TiedEmbeddings: true, QKNorm: true},
-		{Name: "llama3-like", Dim: 32, Hidden: 64, Layers: 3, Heads: 4, KVHeads: 1, HeadDim: 8, Vocab: 50, MaxSeq: 64,
+		{Name: "llama3-like", Dim: 32, Intermediate: 64, Layers: 3, Heads: 4, KVHeads: 1, HeadDim: 8, Vocab: 50, MaxSeq: 64,
 			RoPETheta: 500000, RoPELayout: kernels.RoPEHalf, RoPEScaling: scaling, RMSEps: 1e-5},
-		{Name: "llama2c-like", Dim: 24, Hidden: 40, Layers: 2, Heads: 3, KVHeads: 3, HeadDim: 8, Vocab: 30, MaxSeq: 64,
+		{Name: "llama2c-like", Dim: 24, Intermediate: 40, Layers: 2, Heads: 3, KVHeads: 3, HeadDim: 8, Vocab: 30, MaxSeq: 64,
 			RoPETheta: 10000, RoPELayout: kernels.RoPEAdjacent, RMSEps: 1e-5},
 	}
 	for i, c := range cases {
@@ -107,7 +107,7 @@ func TestSyntheticShapes(t *testing.T) {
 // and a prefix), determinism by seed, norms of 1, small entries, and that a
 // short prefill and decode give finite logits.
 func TestSynthetic(t *testing.T) {
-	c := Config{Name: "tiny-qwen", Dim: 32, Hidden: 48, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 37, MaxSeq: 32,
+	c := Config{Name: "tiny-qwen", Dim: 32, Intermediate: 48, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 37, MaxSeq: 32,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
 	w, err := Synthetic(c, 0, 1)
 	if err != nil {
@@ -205,9 +205,9 @@ func TestSyntheticMoE(t *testing.T) {
 	if err != nil || big.Experts != 128 || big.TopK != 8 || big.MoELayers() != 48 || !big.NormTopK {
 		t.Fatalf("qwen3-30b-a3b: %+v, %v", big, err)
 	}
-	c := Config{Name: "tiny-moe", Dim: 32, Hidden: 40, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 8, Vocab: 50, MaxSeq: 16,
+	c := Config{Name: "tiny-moe", Dim: 32, Intermediate: 40, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 8, Vocab: 50, MaxSeq: 16,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true,
-		Experts: 6, TopK: 2, MoEHidden: 24, NormTopK: true, SparseStep: 1, DenseLayers: []int{1}}
+		Experts: 6, TopK: 2, MoEIntermediate: 24, NormTopK: true, SparseStep: 1, DenseLayers: []int{1}}
 	w, err := Synthetic(c, 0, 3)
 	if err != nil {
 		t.Fatal(err)

@@ -47,9 +47,9 @@ type LayerWeights struct {
 	KNorm    []float32 // [HeadDim], only with Config.QKNorm
 	FFNNorm  []float32 // [Dim]
 	// Dense FFN (nil in an MoE layer).
-	Gate []float32 // [Hidden][Dim] (llama2.c w1)
-	Up   []float32 // [Hidden][Dim] (llama2.c w3)
-	Down []float32 // [Dim][Hidden] (llama2.c w2)
+	Gate []float32 // [Intermediate][Dim] (llama2.c w1)
+	Up   []float32 // [Intermediate][Dim] (llama2.c w3)
+	Down []float32 // [Dim][Intermediate] (llama2.c w2)
 	// MoE FFN (nil in a dense layer, see Config.IsMoE).
 	Router  []float32       // [Experts][Dim]: routing logits = Router·x
 	Experts []ExpertWeights // [Experts]
@@ -61,9 +61,9 @@ type LayerWeights struct {
 
 // ExpertWeights are one expert's SiLU-gated FFN.
 type ExpertWeights struct {
-	Gate []float32 // [MoEHidden][Dim]
-	Up   []float32 // [MoEHidden][Dim]
-	Down []float32 // [Dim][MoEHidden]
+	Gate []float32 // [MoEIntermediate][Dim]
+	Up   []float32 // [MoEIntermediate][Dim]
+	Down []float32 // [Dim][MoEIntermediate]
 	// GateQ, UpQ, DownQ are the same matrices block-quantized (see Weights).
 	GateQ, UpQ, DownQ *quant.Matrix
 }
@@ -94,7 +94,7 @@ func (t tensor) String() string {
 // tensors lists every tensor of w with the length its config implies.
 func (w *Weights) tensors() []tensor {
 	c := w.Config
-	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
+	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	vec := func(name string, layer int, data []float32, n int) tensor {
 		return tensor{name: name, layer: layer, data: data, want: n}
 	}
@@ -114,7 +114,7 @@ func (w *Weights) tensors() []tensor {
 				// Reported by Validate; list the experts present.
 				ts = append(ts, vec("experts", i, make([]float32, len(l.Experts)), c.Experts))
 			}
-			mi := c.MoEHidden
+			mi := c.MoEIntermediate
 			for e := range l.Experts {
 				x := &l.Experts[e]
 				ts = append(ts,
@@ -176,7 +176,7 @@ type linearSlot struct {
 // LM head last (the tied head with f pointing at Embed).
 func (w *Weights) linearSlots() []linearSlot {
 	c := w.Config
-	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Hidden
+	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	var out []linearSlot
 	add := func(name string, li int, f *[]float32, qm **quant.Matrix, n, k int) {
 		out = append(out, linearSlot{t: mat(name, li, *f, *qm, n, k), f: f, q: qm})
@@ -191,9 +191,9 @@ func (w *Weights) linearSlots() []linearSlot {
 			add("router", i, &l.Router, &l.RouterQ, c.Experts, d)
 			for e := range l.Experts {
 				x := &l.Experts[e]
-				add(fmt.Sprintf("expert %d gate", e), i, &x.Gate, &x.GateQ, c.MoEHidden, d)
-				add(fmt.Sprintf("expert %d down", e), i, &x.Down, &x.DownQ, d, c.MoEHidden)
-				add(fmt.Sprintf("expert %d up", e), i, &x.Up, &x.UpQ, c.MoEHidden, d)
+				add(fmt.Sprintf("expert %d gate", e), i, &x.Gate, &x.GateQ, c.MoEIntermediate, d)
+				add(fmt.Sprintf("expert %d down", e), i, &x.Down, &x.DownQ, d, c.MoEIntermediate)
+				add(fmt.Sprintf("expert %d up", e), i, &x.Up, &x.UpQ, c.MoEIntermediate, d)
 			}
 		} else {
 			add("w1", i, &l.Gate, &l.GateQ, h, d)

@@ -385,7 +385,7 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 		return fmt.Errorf("layout: %w", err)
 	}
 	r.Model, r.Layers = cfg.Name, layers
-	d, q, kv, h := float64(cfg.Dim), float64(cfg.QDim()), float64(cfg.KVDim()), float64(cfg.Hidden)
+	d, q, kv, h := float64(cfg.Dim), float64(cfg.QDim()), float64(cfg.KVDim()), float64(cfg.Intermediate)
 	params := float64(layers) * (2*q*d + 2*kv*d + 3*h*d)
 	r.WeightBytes = 4 * params
 	rng := rand.New(rand.NewPCG(o.Seed, 0x1a70))

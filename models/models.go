@@ -137,7 +137,7 @@ func (c *Config) Arch() (roofline.Arch, error) {
 		return *p, nil
 	}
 	var err error
-	if a.Hidden, err = need("hidden_size", c.HiddenSize); err != nil {
+	if a.Dim, err = need("hidden_size", c.HiddenSize); err != nil {
 		return a, err
 	}
 	if a.Layers, err = need("num_hidden_layers", c.NumHiddenLayers); err != nil {
@@ -163,10 +163,10 @@ func (c *Config) Arch() (roofline.Arch, error) {
 			return a, err
 		}
 	} else {
-		if a.Hidden%a.Heads != 0 {
-			return a, fmt.Errorf("model config %s: missing key \"head_dim\" and hidden_size %d is not a multiple of num_attention_heads %d", c.Name, a.Hidden, a.Heads)
+		if a.Dim%a.Heads != 0 {
+			return a, fmt.Errorf("model config %s: missing key \"head_dim\" and hidden_size %d is not a multiple of num_attention_heads %d", c.Name, a.Dim, a.Heads)
 		}
-		a.HeadDim = a.Hidden / a.Heads
+		a.HeadDim = a.Dim / a.Heads
 	}
 	if c.TieWordEmbeddings != nil {
 		a.TiedEmbeddings = *c.TieWordEmbeddings

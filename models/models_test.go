@@ -44,7 +44,7 @@ func TestWeightsMatchParameterCounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := float64(a.Hidden) // final norm
+		got := float64(a.Dim) // final norm
 		for _, l := range cat.Layers {
 			got += float64(l.Count) * roofline.Sum(l.Ops).Bytes.Weights / 2
 		}

@@ -80,7 +80,7 @@ type GEMMSweepReport struct {
 
 // ffnShapes are the sweep's weight shapes: name, N, K.
 func (c *GEMMSweepConfig) ffnShapes() ([]ffnShape, string) {
-	h, f, note := c.Arch.Hidden, c.Arch.Intermediate, ""
+	h, f, note := c.Arch.Dim, c.Arch.Intermediate, ""
 	if f <= 0 || (c.Arch.MoELayers >= c.Arch.Layers && c.Arch.MoEIntermediate > 0) {
 		f, note = c.Arch.MoEIntermediate, fmt.Sprintf("every layer of %s is MoE: one expert's FFN shapes (moe_intermediate_size %d), at M = the rows routed to it", c.Arch.Name, c.Arch.MoEIntermediate)
 	}
@@ -96,8 +96,8 @@ type ffnShape struct {
 // and value.
 func (c *GEMMSweepConfig) Validate() error {
 	switch {
-	case c.Arch.Hidden < 1:
-		return fmt.Errorf("model %s: hidden size %d: must be ≥ 1", c.Arch.Name, c.Arch.Hidden)
+	case c.Arch.Dim < 1:
+		return fmt.Errorf("model %s: hidden size %d: must be ≥ 1", c.Arch.Name, c.Arch.Dim)
 	case c.Arch.Intermediate < 1 && c.Arch.MoEIntermediate < 1:
 		return fmt.Errorf("model %s: no FFN intermediate size", c.Arch.Name)
 	case len(c.Lengths) == 0 && len(c.Batches) == 0:

@@ -12,7 +12,7 @@ import (
 )
 
 // testArch is a small GQA model: 4 query heads, 2 KV heads of 16.
-var testArch = roofline.Arch{Name: "tiny", Hidden: 64, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 96, Vocab: 100}
+var testArch = roofline.Arch{Name: "tiny", Dim: 64, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Intermediate: 96, Vocab: 100}
 
 func testCPUs(t *testing.T, n int) []int {
 	cpus, err := affinity.Allowed()

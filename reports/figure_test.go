@@ -156,7 +156,7 @@ func TestFigureKindsVector(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := roofline.Published("m4-pro")
-	arch := roofline.Arch{Name: "llama-3.2-1b", Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
+	arch := roofline.Arch{Name: "llama-3.2-1b", Dim: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
 	s, err := roofline.Sweep(m, arch, r, "fp16", roofline.SweepBatch, []int{1, 8, 64})
 	if err != nil {
 		t.Fatal(err)

@@ -164,7 +164,7 @@ func goldenFigures(t *testing.T) map[string]Figure {
 	if out["roofline-profile"], err = RooflineFigure(analysis(t, pm, "qwen3-0.6b", r, "fp32")); err != nil {
 		t.Fatal(err)
 	}
-	arch := roofline.Arch{Name: "llama-3.2-1b", Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
+	arch := roofline.Arch{Name: "llama-3.2-1b", Dim: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
 	s, err := roofline.Sweep(m1, arch, decode1, "fp16", roofline.SweepBatch, []int{1, 2, 4, 8, 16, 32, 64})
 	if err != nil {
 		t.Fatal(err)

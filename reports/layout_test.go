@@ -11,7 +11,7 @@ import (
 // TestLayoutFigures: the three PIM-SHERPA figures render as PNG and SVG,
 // and empty or bad input is one error line.
 func TestLayoutFigures(t *testing.T) {
-	a := roofline.Arch{Name: "tiny", Hidden: 64, Intermediate: 128, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100}
+	a := roofline.Arch{Name: "tiny", Dim: 64, Intermediate: 128, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100}
 	c, err := roofline.LayoutCapacityOf(a, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,7 @@ func publishedAnalysis(t *testing.T, machine, model string, r roofline.Request, 
 
 func analysis(t *testing.T, m *roofline.Machine, model string, r roofline.Request, prec string) *roofline.Analysis {
 	t.Helper()
-	arch := roofline.Arch{Name: model, Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8,
+	arch := roofline.Arch{Name: model, Dim: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8,
 		HeadDim: 128, Vocab: 151936, QKNorm: true}
 	a, err := roofline.Analyze(m, arch, r, prec)
 	if err != nil {
@@ -277,7 +277,7 @@ func TestRooflineSweepTitle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arch := roofline.Arch{Name: "x", Hidden: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 1000}
+	arch := roofline.Arch{Name: "x", Dim: 1024, Intermediate: 3072, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 1000}
 	s, err := roofline.Sweep(m, arch, decode1, "fp16", roofline.SweepBatch, []int{1, 2, 4, 8, 16, 32, 64})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func rooflineTestAnalysis(t *testing.T, r roofline.Request) *roofline.Analysis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	arch := roofline.Arch{Name: "qwen3-30b-a3b", Hidden: 2048, Intermediate: 6144, Layers: 48, Heads: 32, KVHeads: 4,
+	arch := roofline.Arch{Name: "qwen3-30b-a3b", Dim: 2048, Intermediate: 6144, Layers: 48, Heads: 32, KVHeads: 4,
 		HeadDim: 128, Vocab: 151936, QKNorm: true, Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 768, MoELayers: 48}
 	a, err := roofline.Analyze(m, arch, r, "fp16")
 	if err != nil {
@@ -63,7 +63,7 @@ func TestRooflinePNG(t *testing.T) {
 
 func TestRooflineSweepPNG(t *testing.T) {
 	m, _ := roofline.Published("m4-pro")
-	arch := roofline.Arch{Name: "llama-3.2-1b", Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
+	arch := roofline.Arch{Name: "llama-3.2-1b", Dim: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8, HeadDim: 64, Vocab: 128256}
 	r := roofline.Request{Phase: roofline.Decode, Batch: 1, Tokens: 1, Context: 1024, Weight: "fp16", Act: "fp16", KV: "fp16", Routing: roofline.Routing{Kind: "uniform"}}
 	for _, vals := range [][]int{{1, 2, 4, 8, 16, 32, 64}, {4, 5, 6}, {8}} {
 		s, err := roofline.Sweep(m, arch, r, "fp16", roofline.SweepBatch, vals)
@@ -83,7 +83,7 @@ func TestRooflineSweepPNG(t *testing.T) {
 // A machine without ceilings (a bench.profile/v1 profile) still plots.
 func TestRooflinePNGNoCeiling(t *testing.T) {
 	m, _ := roofline.Published("kunpeng-920")
-	arch := roofline.Arch{Name: "tiny", Hidden: 64, Intermediate: 128, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100}
+	arch := roofline.Arch{Name: "tiny", Dim: 64, Intermediate: 128, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100}
 	a, err := roofline.Analyze(m, arch, roofline.Request{Phase: roofline.Decode, Batch: 1, Tokens: 1, Context: 8,
 		Weight: "fp16", Act: "fp16", KV: "fp16", Routing: roofline.Routing{Kind: "uniform"}}, "fp16")
 	if err != nil {

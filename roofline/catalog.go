@@ -14,7 +14,7 @@ import (
 // loads it from JSON; it is plain data here.
 type Arch struct {
 	Name           string
-	Hidden         int  // hidden_size
+	Dim            int  // hidden_size: the model (residual stream) width
 	Intermediate   int  // intermediate_size (dense MLP)
 	Layers         int  // num_hidden_layers
 	Heads          int  // num_attention_heads
@@ -37,7 +37,7 @@ func (a Arch) Validate() error {
 	pos := []struct {
 		key string
 		v   int
-	}{{"hidden_size", a.Hidden}, {"num_hidden_layers", a.Layers}, {"num_attention_heads", a.Heads},
+	}{{"hidden_size", a.Dim}, {"num_hidden_layers", a.Layers}, {"num_attention_heads", a.Heads},
 		{"num_key_value_heads", a.KVHeads}, {"head_dim", a.HeadDim}, {"vocab_size", a.Vocab}}
 	for _, p := range pos {
 		if p.v <= 0 {
@@ -196,7 +196,7 @@ func (r Request) CheckCounts(arch Arch) error {
 		what string
 		xs   []int
 	}{
-		{"B·T·hidden", []int{r.Batch, r.Tokens, arch.Hidden}},
+		{"B·T·hidden", []int{r.Batch, r.Tokens, arch.Dim}},
 		{"B·T·intermediate", []int{r.Batch, r.Tokens, arch.Intermediate}},
 		{"B·T·experts", []int{r.Batch, r.Tokens, arch.Experts}},
 		{"B·T·moe intermediate", []int{r.Batch, r.Tokens, arch.MoEIntermediate}},
@@ -429,7 +429,7 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 	kvb, _ := DTypeBytes(r.KV)
 	B, T, C := r.Batch, r.Tokens, r.Context
 	M := B * T
-	h, H, Hkv, d := arch.Hidden, arch.Heads, arch.KVHeads, arch.HeadDim
+	h, H, Hkv, d := arch.Dim, arch.Heads, arch.KVHeads, arch.HeadDim
 	g := H / Hkv
 
 	attn := func() []Operator {

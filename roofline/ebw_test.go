@@ -26,7 +26,7 @@ func TestEffectiveBandwidth(t *testing.T) {
 	if got := m.Targets[0].EffectiveGWeightsPerS; math.Abs(got["int1"]-26/0.1875) > 1e-9 || math.Abs(got["q8_0"]-60/(34.0/32)) > 1e-9 {
 		t.Fatalf("effective bandwidth %v", got)
 	}
-	arch := Arch{Name: "x", Hidden: 1024, Intermediate: 3072, Layers: 1, Heads: 8, KVHeads: 8, HeadDim: 128, Vocab: 1000}
+	arch := Arch{Name: "x", Dim: 1024, Intermediate: 3072, Layers: 1, Heads: 8, KVHeads: 8, HeadDim: 128, Vocab: 1000}
 	for _, tc := range []struct {
 		dtype string
 		gbps  float64
@@ -100,7 +100,7 @@ func TestPublishedQuantRoof(t *testing.T) {
 			t.Errorf("%s %s roof %.3f GB/s (%s), want %v (%s)", c.name, c.format, q.GBps, q.Limit, c.want, c.limit)
 		}
 	}
-	arch := Arch{Name: "x", Hidden: 2048, Intermediate: 8192, Layers: 1, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 1000}
+	arch := Arch{Name: "x", Dim: 2048, Intermediate: 8192, Layers: 1, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 1000}
 	for _, c := range []struct {
 		dtype  string
 		regime Regime

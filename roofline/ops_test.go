@@ -5,7 +5,7 @@ import "testing"
 // TestOpVocabulary: every operator the catalog builds, dense and MoE, in
 // both phases, is in the vocabulary with the kind the catalog gives it.
 func TestOpVocabulary(t *testing.T) {
-	moe := Arch{Name: "moe", Hidden: 256, Intermediate: 512, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 1000, QKNorm: true,
+	moe := Arch{Name: "moe", Dim: 256, Intermediate: 512, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 64, Vocab: 1000, QKNorm: true,
 		Experts: 8, ExpertsPerToken: 2, MoEIntermediate: 128, MoELayers: 1}
 	for _, phase := range Phases() {
 		r := Request{Phase: phase, Batch: 2, Tokens: 4, Context: 8, Weight: "fp32", Act: "fp32", KV: "fp32", Routing: Routing{Kind: "uniform"}}

@@ -9,9 +9,9 @@ import (
 // Architectures written out by hand so these tests do not depend on the
 // models package (values from models/configs).
 var (
-	llama1B = Arch{Name: "llama-3.2-1b", Hidden: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8,
+	llama1B = Arch{Name: "llama-3.2-1b", Dim: 2048, Intermediate: 8192, Layers: 16, Heads: 32, KVHeads: 8,
 		HeadDim: 64, Vocab: 128256, TiedEmbeddings: true}
-	qwen30B = Arch{Name: "qwen3-30b-a3b", Hidden: 2048, Intermediate: 6144, Layers: 48, Heads: 32, KVHeads: 4,
+	qwen30B = Arch{Name: "qwen3-30b-a3b", Dim: 2048, Intermediate: 6144, Layers: 48, Heads: 32, KVHeads: 4,
 		HeadDim: 128, Vocab: 151936, QKNorm: true, Experts: 128, ExpertsPerToken: 8, MoEIntermediate: 768, MoELayers: 48}
 )
 
@@ -218,7 +218,7 @@ func TestRegimeBoundaries(t *testing.T) {
 // memory-bound at any batch; non-linear operators stay on the cores.
 func TestSMEPilotFindings(t *testing.T) {
 	m := m4(t)
-	arch := Arch{Name: "llama-3.2-3b", Hidden: 3072, Intermediate: 8192, Layers: 28, Heads: 24, KVHeads: 8, HeadDim: 128, Vocab: 128256, TiedEmbeddings: true}
+	arch := Arch{Name: "llama-3.2-3b", Dim: 3072, Intermediate: 8192, Layers: 28, Heads: 24, KVHeads: 8, HeadDim: 128, Vocab: 128256, TiedEmbeddings: true}
 	check := func(r Request, name string, regime Regime, target string) {
 		t.Helper()
 		a, err := Analyze(m, arch, r, "fp16")

@@ -144,7 +144,7 @@ func LayoutCapacityOf(a Arch, bytesPerWeight float64) (LayoutCapacity, error) {
 	if !(bytesPerWeight > 0) {
 		return LayoutCapacity{}, fmt.Errorf("layout capacity: %v bytes per weight: must be > 0", bytesPerWeight)
 	}
-	h, hd := float64(a.Hidden), float64(a.HeadDim)
+	h, hd := float64(a.Dim), float64(a.HeadDim)
 	q, kv := float64(a.Heads)*hd, float64(a.KVHeads)*hd
 	attn := []float64{q * h, kv * h, kv * h, h * q}
 	dense := []float64{float64(a.Intermediate) * h, float64(a.Intermediate) * h, h * float64(a.Intermediate)}
