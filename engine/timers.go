@@ -18,6 +18,9 @@ const (
 	OpVProj    = roofline.OpVProj
 	OpQKNorm   = roofline.OpQKNorm
 	OpRoPE     = roofline.OpRoPE
+	// OpKVWrite stores the new K and V rows into the KV cache (timed apart
+	// from RoPE, issue #16).
+	OpKVWrite = roofline.OpKVWrite
 	// OpAttention is the fused causal attention (scores, online softmax and
 	// the weighted sum of V in one tiled kernel); roofline's catalog splits
 	// it into qk, softmax and pv (AttentionParts).
@@ -44,7 +47,7 @@ const (
 // layerOps are the per-layer operators in execution order; headOps the
 // model-level ones (Layer -1 in Timing).
 var (
-	layerOps = []string{OpAttnNorm, OpQProj, OpKProj, OpVProj, OpQKNorm, OpRoPE, OpAttention,
+	layerOps = []string{OpAttnNorm, OpQProj, OpKProj, OpVProj, OpQKNorm, OpRoPE, OpKVWrite, OpAttention,
 		OpOProj, OpAttnResidual, OpFFNNorm, OpGateProj, OpUpProj, OpSiLUMul, OpDownProj,
 		OpRouter, OpRouterTopK, OpExperts, OpMoECombine, OpFFNResidual}
 	headOps = []string{OpEmbed, OpFinalNorm, OpLMHead}
@@ -58,6 +61,7 @@ const (
 	iVProj
 	iQKNorm
 	iRoPE
+	iKVWrite
 	iAttention
 	iOProj
 	iAttnResidual

@@ -400,9 +400,9 @@ func vector(name string, kind OpKind, rows, width int, flopsPerElem, in float64,
 //   - M = B·T token rows. Projections are linear(M, out, in).
 //   - RMSNorm reads x and its weight (hidden values, activation dtype) and writes y.
 //   - QK-norm (Qwen3) is one RMSNorm per head on q and k: M·(H+Hkv) rows of head_dim.
-//   - RoPE rotates q and k (cos/sin tables are not counted); rotated k is
-//     written to the KV cache (KVWrite, kv dtype); v_proj writes its output
-//     to the KV cache directly.
+//   - RoPE rotates q and k in place (cos/sin tables are not counted);
+//     kv_write then reads the rotated k and v_proj's output and stores both
+//     in the KV cache (KVWrite, kv dtype), as the engine does.
 //   - QKᵀ and P·V count causal masking (CausalPairs per sequence and head)
 //     and GQA: each KV head is read once per sequence for its H/Hkv query
 //     heads. Scores and probabilities are materialized in the activation
@@ -440,17 +440,16 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 			linear(OpQProj, M, H*d, h, w, a),
 			linear(OpKProj, M, Hkv*d, h, w, a),
 			linear(OpVProj, M, Hkv*d, h, w, a))
-		ops[len(ops)-1].Bytes.KVWrite, ops[len(ops)-1].Bytes.ActOut = ops[len(ops)-1].Bytes.ActOut/a*kvb, 0
 		if arch.QKNorm {
 			qn := vector(OpQKNorm, KindNonlinear, M*(H+Hkv), d, rmsnormFLOPs, 1, a)
 			qn.Bytes.Weights = 2 * float64(d) * a
 			ops = append(ops, qn)
 		}
 		rope := vector(OpRoPE, KindNonlinear, M*(H+Hkv), d, ropeFLOPs, 1, a)
-		kElems := float64(M * Hkv * d)
-		rope.Bytes.ActOut -= kElems * a
-		rope.Bytes.KVWrite = kElems * kvb
 		ops = append(ops, rope)
+		kvw := vector(OpKVWrite, KindElementwise, M*2*Hkv, d, 0, 1, a)
+		kvw.Bytes.ActOut, kvw.Bytes.KVWrite = 0, kvw.Elems*kvb
+		ops = append(ops, kvw)
 
 		pairs := float64(B) * float64(H) * CausalPairs(T, C)
 		kv := float64(B) * float64(C) * float64(Hkv) * float64(d) * kvb

@@ -20,6 +20,9 @@ const (
 	OpVProj        = "v_proj"
 	OpQKNorm       = "qk_norm"
 	OpRoPE         = "rope"
+	// OpKVWrite stores the new tokens' K and V rows into the KV cache, in
+	// the cache's layout and precision (issue #16: timed apart from RoPE).
+	OpKVWrite = "kv_write"
 	OpQK           = "qk"      // attention scores Q·Kᵀ
 	OpSoftmax      = "softmax" // attention softmax
 	OpPV           = "pv"      // attention-weighted sum of V
@@ -99,6 +102,7 @@ var opInfo = map[string]OpInfo{
 	OpQKVProj:       {KindLinear, GroupProjections},
 	OpQKNorm:        {KindNonlinear, GroupNorms},
 	OpRoPE:          {KindNonlinear, GroupOther},
+	OpKVWrite:       {KindElementwise, GroupOther},
 	OpQK:            {KindAttention, GroupAttention},
 	OpSoftmax:       {KindNonlinear, GroupAttention},
 	OpPV:            {KindAttention, GroupAttention},
