@@ -13,16 +13,16 @@ import (
 
 // Operator names.
 const (
-	OpEmbed        = "embed"
-	OpAttnNorm     = "attn_norm"
-	OpQProj        = "q_proj"
-	OpKProj        = "k_proj"
-	OpVProj        = "v_proj"
-	OpQKNorm       = "qk_norm"
-	OpRoPE         = "rope"
+	OpEmbed    = "embed"
+	OpAttnNorm = "attn_norm"
+	OpQProj    = "q_proj"
+	OpKProj    = "k_proj"
+	OpVProj    = "v_proj"
+	OpQKNorm   = "qk_norm"
+	OpRoPE     = "rope"
 	// OpKVWrite stores the new tokens' K and V rows into the KV cache, in
 	// the cache's layout and precision (issue #16: timed apart from RoPE).
-	OpKVWrite = "kv_write"
+	OpKVWrite      = "kv_write"
 	OpQK           = "qk"      // attention scores Q·Kᵀ
 	OpSoftmax      = "softmax" // attention softmax
 	OpPV           = "pv"      // attention-weighted sum of V
