@@ -77,6 +77,12 @@ type Options struct {
 	MatrixBackend string
 	// Threads is the number of pinned workers (0: one per allowed CPU).
 	Threads int
+	// WorkerSpin is how long an idle worker polls for its next operator
+	// before it parks (kernels/pool Options.Spin; 0: the pool's default,
+	// 200 µs). A decode loop whose work between steps (sampling, the next
+	// token's bookkeeping) outlasts it makes the first parallel operator of
+	// the next step pay the workers' wake-up.
+	WorkerSpin time.Duration
 	// Placement is where the linear operators run ("": cores).
 	Placement Placement
 	// Machine is the roofline model PlaceAuto plans with (required for
@@ -402,7 +408,7 @@ func New(w *Weights, o Options) (*Model, error) {
 
 // startPool starts Threads pinned workers and cuts the groups.
 func (m *Model) startPool(o Options) error {
-	var po pool.Options
+	po := pool.Options{Spin: o.WorkerSpin}
 	if o.Threads > 0 {
 		cpus, err := poolCPUs(o.Threads)
 		if err != nil {
