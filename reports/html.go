@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,6 +122,7 @@ type htmlBlock struct {
 
 type htmlPage struct {
 	Title    string
+	Fonts    template.CSS // the figures' @font-face rules, each once
 	Blocks   []htmlBlock
 	Commands []string
 }
@@ -146,6 +148,7 @@ func renderHTML(title string, md []byte, figs map[string]Figure, command string)
 	if command != "" {
 		addCmd(command)
 	}
+	var fontRules []string
 	lines := strings.Split(strings.ReplaceAll(string(md), "\r\n", "\n"), "\n")
 	for i := 0; i < len(lines); {
 		l := lines[i]
@@ -199,11 +202,16 @@ func renderHTML(title string, md []byte, figs map[string]Figure, command string)
 			base := strings.TrimSuffix(filepath.Base(m[2]), filepath.Ext(m[2]))
 			b := htmlBlock{Kind: "figure", Title: m[1], Command: command}
 			if f, ok := figs[base]; ok {
-				svg, err := inlineSVG(f)
+				svg, fonts, err := inlineSVG(f)
 				if err != nil {
 					return nil, fmt.Errorf("report.html: figure %s: %w", base, err)
 				}
 				b.SVG = svg
+				for _, ff := range fonts {
+					if !slices.Contains(fontRules, ff) {
+						fontRules = append(fontRules, ff)
+					}
+				}
 			}
 			page.Blocks = append(page.Blocks, b)
 			i++
@@ -219,6 +227,7 @@ func renderHTML(title string, md []byte, figs map[string]Figure, command string)
 			page.Blocks = append(page.Blocks, htmlBlock{Kind: "p", Inl: parseInline(text)})
 		}
 	}
+	page.Fonts = template.CSS(strings.Join(fontRules, "\n"))
 	var out bytes.Buffer
 	if err := htmlTemplate.Execute(&out, page); err != nil {
 		return nil, fmt.Errorf("report.html: %w", err)
@@ -297,23 +306,36 @@ func parseInline(s string) []htmlInline {
 // inlineSVG draws f as SVG at its native size and returns the <svg>
 // element alone: no XML prolog or comment, no namespace declarations
 // (HTML's parser puts <svg> in the SVG namespace), so that the page
-// names no URL.
-func inlineSVG(f Figure) (template.HTML, error) {
+// names no URL; and, apart, the @font-face rules that embed its fonts
+// (the page states each once, not once per figure).
+func inlineSVG(f Figure) (template.HTML, []string, error) {
 	data, err := f.Encode(FormatSVG, "")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	s := string(data)
 	i := strings.Index(s, "<svg")
 	if i < 0 {
-		return "", fmt.Errorf("no <svg> element in the SVG backend's output")
+		return "", nil, fmt.Errorf("no <svg> element in the SVG backend's output")
 	}
 	s = s[i:]
+	var fonts []string
+	if m := svgFontsRE.FindStringSubmatchIndex(s); m != nil {
+		fonts = fontFaceRE.FindAllString(s[m[2]:m[3]], -1)
+		s = s[:m[0]] + s[m[1]:]
+	}
 	for _, ns := range []string{`xmlns="http://www.w3.org/2000/svg"`, `xmlns:xlink="http://www.w3.org/1999/xlink"`} {
 		s = strings.Replace(s, ns, "", 1)
 	}
-	return template.HTML(s), nil
+	return template.HTML(s), fonts, nil
 }
+
+// svgFontsRE is the <defs> block in which gonum's SVG backend embeds the
+// fonts, each an @font-face rule (fontFaceRE) with the font as a data URL.
+var (
+	svgFontsRE = regexp.MustCompile(`(?s)<defs>\s*<style>(.*?)</style>\s*</defs>`)
+	fontFaceRE = regexp.MustCompile(`(?s)@font-face\{.*?\}`)
+)
 
 var htmlTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -334,6 +356,7 @@ pre, code { font-family: monospace; background: #f3f3f3; }
 pre { padding: 0.5rem; overflow-x: auto; }
 blockquote { border-left: 4px solid #ccc; margin: 0.5rem 0; padding: 0.2rem 1rem; color: #333; }
 .missing { color: #a00; }
+{{.Fonts}}
 </style>
 </head>
 <body>
