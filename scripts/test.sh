@@ -12,7 +12,10 @@
 # placement tests there, with SME and without: BENCH_ENGINE_REQUIRE_MATRIX
 # says which matrix backend must be chosen), the NUMA test in a qemu-system
 # guest, a 2-cell sweep's Slurm job array on a one-node Slurm on localhost
-# (scripts/slurm-test.sh, under a minute; BENCH_SKIP_SLURM=1 skips it), and the
+# (scripts/slurm-test.sh, under a minute; BENCH_SKIP_SLURM=1 skips it), the
+# fixture report.html pages rendered in headless Chromium (scripts/test-html.sh,
+# which installs Debian's chromium when missing; under a minute, about 40 s
+# more to install; BENCH_SKIP_HTML=1 skips it), and the
 # avo-generated assembly must match its generator. The AVX-512 GEMM kernels'
 # tests run meanwhile in a Bochs guest with AVX-512 (one core, about 3
 # minutes; BENCH_SKIP_BOCHS=1 skips them), and the script waits for them at
@@ -91,6 +94,13 @@ if [ "${BENCH_SKIP_SLURM:-0}" != 1 ]; then
 	bash scripts/slurm-test.sh
 else
 	step "Slurm: skipped (BENCH_SKIP_SLURM=1)"
+fi
+
+if [ "${BENCH_SKIP_HTML:-0}" != 1 ]; then
+	step "report.html of the fixture profile and sweep rendered in headless Chromium"
+	bash scripts/test-html.sh
+else
+	step "report.html in Chromium: skipped (BENCH_SKIP_HTML=1)"
 fi
 
 step "generated assembly matches its generator"

@@ -92,7 +92,7 @@ func TestProbeWritesDirectory(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, f := range []string{"profile.json", "profile.md", "bandwidth-vs-working-set-1t.png", "bandwidth-vs-threads.png", "numa-read-bandwidth.png"} {
+	for _, f := range []string{"profile.json", "profile.md", "report.html", "bandwidth-vs-working-set-1t.png", "bandwidth-vs-threads.png", "numa-read-bandwidth.png"} {
 		st, err := os.Stat(filepath.Join(dir, f))
 		if err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)

@@ -63,7 +63,8 @@ buffers are mapped with mmap. GB/s = 1e9 bytes/s, bytes counted as STREAM does.
 
 Writes results/<host>-<yyyymmdd-hhmmss>/ (a new directory each run: -2, -3,
 ... is added when probes start in the same second; or --out DIR) with
-profile.json, profile.md and PNG plots (--format png,pdf,svg and --width
+profile.json, profile.md, report.html (one self-contained page, figures as
+SVG) and PNG plots (--format png,pdf,svg and --width
 column|page for a paper). --json FILE also writes the profile
 to FILE (its directory is checked before measuring); --json - prints it on
 stdout instead (the directory is then written only if --out is given).`,
@@ -253,7 +254,7 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	if err := writeProfileDir(dir, p, opts.Fig.opts); err != nil {
 		return fmt.Errorf("probe: %w", err)
 	}
-	fmt.Fprintf(opts.IO.Err, "bench: wrote %s (profile.json, profile.md, plots)\n", dir)
+	fmt.Fprintf(opts.IO.Err, "bench: wrote %s (profile.json, profile.md, report.html, plots)\n", dir)
 	return nil
 }
 
@@ -275,7 +276,8 @@ func prepareDir(dir string) (undo func(), err error) {
 }
 
 // writeProfileDir writes profile.json, the plots (in fig's formats and
-// width) and profile.md, each atomically.
+// width), profile.md and report.html (the same page with the figures
+// inlined as SVG), each atomically.
 func writeProfileDir(dir string, p *results.Profile, fig reports.FigureOptions) error {
 	if err := results.WriteProfile(filepath.Join(dir, "profile.json"), p); err != nil {
 		return err
@@ -288,7 +290,10 @@ func writeProfileDir(dir string, p *results.Profile, fig reports.FigureOptions) 
 	if err := reports.ProfileMarkdown(&md, p, plots); err != nil {
 		return err
 	}
-	return results.WriteFileAtomic(filepath.Join(dir, "profile.md"), []byte(md.String()), 0o644)
+	if err := results.WriteFileAtomic(filepath.Join(dir, "profile.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	return reports.WriteProfileHTML(dir, p, reports.ProbeCommand(p, dir))
 }
 
 func listKernels(w io.Writer) error {

@@ -50,7 +50,8 @@ func newCmdReport(streams IO, runF func(*ReportOptions) error) *cobra.Command {
 		Use:   "report DIR... --out DIR [--merge]",
 		Short: "Render sweep results as PNG plots and a Markdown report",
 		Long: `Reads the cells.jsonl (` + results.SweepSchema + ` lines) of each DIR and writes
-OUT/report.md with PNGs: end-to-end latency per placement with the speedup
+OUT/report.md with PNGs, and OUT/report.html (the same report on one
+self-contained page, figures inlined as SVG): end-to-end latency per placement with the speedup
 over cores and the speedup bars (SMEPilot Fig. 9), throughput vs batch, per-operator time
 breakdown of prefill and decode, measured vs roofline-predicted operator
 times with the median and p90 of |measured/predicted − 1|, the regime map
@@ -170,8 +171,12 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	// The report first (all or nothing, reports.SweepContext), then the
 	// merged cells beside it: a failed or interrupted report writes
 	// neither.
-	s, err := reports.SweepContext(ctx, cells, opts.Out, reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline, Figures: opts.Fig.opts, Command: reportCommand(opts)})
+	so := reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline, Figures: opts.Fig.opts, Command: reportCommand(opts)}
+	s, err := reports.SweepContext(ctx, cells, opts.Out, so)
 	if err != nil {
+		return err
+	}
+	if err := reports.SweepHTMLContext(ctx, cells, opts.Out, so); err != nil {
 		return err
 	}
 	if opts.Merge {
@@ -185,7 +190,7 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	for _, p := range s.Plots {
 		names = append(names, p.File)
 	}
-	fmt.Fprintf(opts.IO.Out, "wrote %s with %d cell(s) and %d plot(s): %s\n", filepath.Join(opts.Out, "report.md"), s.Cells, len(names), strings.Join(names, ", "))
+	fmt.Fprintf(opts.IO.Out, "wrote %s (and %s) with %d cell(s) and %d plot(s): %s\n", filepath.Join(opts.Out, "report.md"), reports.HTMLFile, s.Cells, len(names), strings.Join(names, ", "))
 	if pe := s.PredError; pe != nil {
 		fmt.Fprintf(opts.IO.Out, "operator prediction error |measured/predicted − 1| over %d samples: median %.3f, p90 %.3f\n", pe.N, pe.Median, pe.P90)
 	}

@@ -237,4 +237,8 @@ func TestReportBaseline(t *testing.T) {
 	if err != nil || !strings.Contains(string(md), "llama.cpp tg16 · q8_0 (llama-bench-fixture.jsonl)") || !strings.Contains(string(md), fix) {
 		t.Errorf("report.md: %v\n%s", err, md)
 	}
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	if err != nil || !strings.Contains(string(page), "<title>bench sweep report</title>") || strings.Count(string(page), "<svg") < 2 {
+		t.Errorf("report.html: %v", err)
+	}
 }
