@@ -1,6 +1,6 @@
 // Package reports renders profiles and results as Markdown tables, as
 // report.html (html.go: one self-contained page per probe or sweep, the
-// same tables with the figures inlined as SVG, through html/template) and
+// same Markdown rendered by goldmark, the figures inlined as SVG) and
 // as figures: PNG by default, PDF and SVG (gonum/plot's vector backends, fonts
 // embedded) and paper column or page widths on request (FigureOptions,
 // figure.go decides for every plot). It imports results and the pure

@@ -12,6 +12,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	"github.com/yuin/goldmark/renderer"
+	"github.com/yuin/goldmark/util"
+
 	"github.com/cpubench/bench/results"
 )
 
@@ -101,133 +107,48 @@ func SweepHTMLContext(ctx context.Context, cells []results.SweepCell, outDir str
 	return nil
 }
 
-// htmlInline is a run of text: plain, `code`, **strong** or *emphasis*.
-type htmlInline struct {
-	Text               string
-	Code, Strong, Emph bool
-}
-
-// htmlBlock is one block of the page; Kind picks the template branch.
-type htmlBlock struct {
-	Kind    string // h1, h2, h3, p, quote, list, table, code, figure
-	Inl     []htmlInline
-	Items   [][]htmlInline   // list
-	Header  [][]htmlInline   // table
-	Rows    [][][]htmlInline // table
-	Text    string           // code
-	Title   string           // figure
-	SVG     template.HTML    // figure: trusted, drawn by gonum's SVG backend
-	Command string           // figure: the command that regenerates it
-}
-
 type htmlPage struct {
 	Title    string
-	Fonts    template.CSS // the figures' @font-face rules, each once
-	Blocks   []htmlBlock
+	Fonts    template.CSS  // the figures' @font-face rules, each once
+	Body     template.HTML // goldmark's rendering of the Markdown, figures inlined
 	Commands []string
 }
 
-var imageRE = regexp.MustCompile(`^!\[(.*)\]\(([^)]*)\)$`)
-
 var regenRE = regexp.MustCompile("Regenerate: `([^`]+)`")
 
-// renderHTML turns the suite's own Markdown (headings, paragraphs, block
-// quotes, lists, pipe tables as MarkdownTable writes them, fenced code and
-// images) into a page, each image replaced by the figure of the same base
-// name drawn as SVG. command, when not "", is shown under each figure.
+// renderHTML turns the suite's own Markdown into a page with goldmark
+// (CommonMark plus GFM tables; raw HTML in the Markdown is not passed
+// through), each image replaced by the figure of the same base name drawn
+// as SVG (figureRenderer). command, when not "", is shown under each
+// figure; it and every "Regenerate: `…`" command of the Markdown are listed
+// once in a closing "Commands" section.
 func renderHTML(title string, md []byte, figs map[string]Figure, command string) ([]byte, error) {
 	page := htmlPage{Title: title}
 	addCmd := func(c string) {
-		for _, x := range page.Commands {
-			if x == c {
-				return
-			}
+		if !slices.Contains(page.Commands, c) {
+			page.Commands = append(page.Commands, c)
 		}
-		page.Commands = append(page.Commands, c)
 	}
 	if command != "" {
 		addCmd(command)
 	}
-	var fontRules []string
-	lines := strings.Split(strings.ReplaceAll(string(md), "\r\n", "\n"), "\n")
-	for i := 0; i < len(lines); {
-		l := lines[i]
-		switch {
-		case strings.TrimSpace(l) == "":
-			i++
-		case strings.HasPrefix(l, "```"):
-			var code []string
-			for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
-				code = append(code, lines[i])
-			}
-			i++
-			page.Blocks = append(page.Blocks, htmlBlock{Kind: "code", Text: strings.Join(code, "\n")})
-		case strings.HasPrefix(l, "#"):
-			n := len(l) - len(strings.TrimLeft(l, "#"))
-			page.Blocks = append(page.Blocks, htmlBlock{Kind: "h" + strconv.Itoa(min(n, 4)), Inl: parseInline(strings.TrimSpace(l[n:]))})
-			i++
-		case strings.HasPrefix(l, "|"):
-			var rows [][][]htmlInline
-			var hdr [][]htmlInline
-			for ; i < len(lines) && strings.HasPrefix(lines[i], "|"); i++ {
-				if isSeparatorRow(lines[i]) {
-					continue
-				}
-				cells := splitRow(lines[i])
-				var row [][]htmlInline
-				for _, c := range cells {
-					row = append(row, parseInline(c))
-				}
-				if hdr == nil {
-					hdr = row
-				} else {
-					rows = append(rows, row)
-				}
-			}
-			page.Blocks = append(page.Blocks, htmlBlock{Kind: "table", Header: hdr, Rows: rows})
-		case strings.HasPrefix(l, "- "):
-			var items [][]htmlInline
-			for ; i < len(lines) && strings.HasPrefix(lines[i], "- "); i++ {
-				items = append(items, parseInline(lines[i][2:]))
-			}
-			page.Blocks = append(page.Blocks, htmlBlock{Kind: "list", Items: items})
-		case strings.HasPrefix(l, "> "):
-			var q []string
-			for ; i < len(lines) && strings.HasPrefix(lines[i], "> "); i++ {
-				q = append(q, lines[i][2:])
-			}
-			page.Blocks = append(page.Blocks, htmlBlock{Kind: "quote", Inl: parseInline(strings.Join(q, " "))})
-		case imageRE.MatchString(strings.TrimSpace(l)):
-			m := imageRE.FindStringSubmatch(strings.TrimSpace(l))
-			base := strings.TrimSuffix(filepath.Base(m[2]), filepath.Ext(m[2]))
-			b := htmlBlock{Kind: "figure", Title: m[1], Command: command}
-			if f, ok := figs[base]; ok {
-				svg, fonts, err := inlineSVG(f)
-				if err != nil {
-					return nil, fmt.Errorf("report.html: figure %s: %w", base, err)
-				}
-				b.SVG = svg
-				for _, ff := range fonts {
-					if !slices.Contains(fontRules, ff) {
-						fontRules = append(fontRules, ff)
-					}
-				}
-			}
-			page.Blocks = append(page.Blocks, b)
-			i++
-		default:
-			var para []string
-			for ; i < len(lines) && strings.TrimSpace(lines[i]) != "" && !blockStart(lines[i]); i++ {
-				para = append(para, lines[i])
-			}
-			text := strings.Join(para, " ")
-			for _, m := range regenRE.FindAllStringSubmatch(text, -1) {
-				addCmd(m[1])
-			}
-			page.Blocks = append(page.Blocks, htmlBlock{Kind: "p", Inl: parseInline(text)})
-		}
+	for _, m := range regenRE.FindAllSubmatch(md, -1) {
+		addCmd(string(m[1]))
 	}
-	page.Fonts = template.CSS(strings.Join(fontRules, "\n"))
+	fr := &figureRenderer{figs: figs, command: command}
+	gm := goldmark.New(
+		goldmark.WithExtensions(extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignNone))),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(fr, 100))),
+	)
+	var body bytes.Buffer
+	if err := gm.Convert(md, &body); err != nil {
+		return nil, fmt.Errorf("report.html: %w", err)
+	}
+	if fr.err != nil {
+		return nil, fr.err
+	}
+	page.Body = template.HTML(body.String())
+	page.Fonts = template.CSS(strings.Join(fr.fonts, "\n"))
 	var out bytes.Buffer
 	if err := htmlTemplate.Execute(&out, page); err != nil {
 		return nil, fmt.Errorf("report.html: %w", err)
@@ -235,72 +156,63 @@ func renderHTML(title string, md []byte, figs map[string]Figure, command string)
 	return out.Bytes(), nil
 }
 
-// blockStart says whether l starts a block other than a paragraph.
-func blockStart(l string) bool {
-	for _, p := range []string{"#", "|", "```", "- ", "> "} {
-		if strings.HasPrefix(l, p) {
-			return true
+// figureRenderer renders a Markdown image whose file's base name is a
+// drawn figure as the figure's inline SVG with its caption (the image's
+// alt text) and regenerating command; other images as their alt text
+// marked missing (the page loads no file).
+type figureRenderer struct {
+	figs    map[string]Figure
+	command string
+	fonts   []string // @font-face rules, each once
+	err     error
+}
+
+// RegisterFuncs implements goldmark's renderer.NodeRenderer.
+func (r *figureRenderer) RegisterFuncs(reg renderer.NodeRendererFuncRegisterer) {
+	reg.Register(ast.KindImage, r.image)
+}
+
+func (r *figureRenderer) image(w util.BufWriter, source []byte, node ast.Node, entering bool) (ast.WalkStatus, error) {
+	if !entering {
+		return ast.WalkContinue, nil
+	}
+	n := node.(*ast.Image)
+	var alt bytes.Buffer
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		if t, ok := c.(*ast.Text); ok {
+			alt.Write(t.Value(source))
 		}
 	}
-	return imageRE.MatchString(strings.TrimSpace(l))
-}
-
-// splitRow splits a MarkdownTable row ("| a | b |", cells padded by at
-// least one space each side) into trimmed cells.
-func splitRow(l string) []string {
-	l = strings.TrimSpace(l)
-	l = strings.TrimPrefix(l, "|")
-	l = strings.TrimSuffix(l, "|")
-	parts := strings.Split(" "+l+" ", " | ")
-	for i := range parts {
-		parts[i] = strings.TrimSpace(parts[i])
-	}
-	return parts
-}
-
-// isSeparatorRow says whether l is a table's header separator ("|:---|---:|").
-func isSeparatorRow(l string) bool {
-	return strings.Contains(l, "-") && strings.Trim(strings.TrimSpace(l), "|:- ") == ""
-}
-
-// parseInline splits s into `code` spans (verbatim), **strong** and
-// *emphasis* runs and plain text.
-func parseInline(s string) []htmlInline {
-	var out []htmlInline
-	var cur strings.Builder
-	strong, emph := false, false
-	flush := func() {
-		if cur.Len() > 0 {
-			out = append(out, htmlInline{Text: cur.String(), Strong: strong, Emph: emph})
-			cur.Reset()
+	dest := string(n.Destination)
+	base := strings.TrimSuffix(filepath.Base(dest), filepath.Ext(dest))
+	// The figure sits inside the paragraph goldmark makes of the image
+	// line, so it is phrasing content: spans styled as blocks.
+	w.WriteString(`<span class="figure">`)
+	if f, ok := r.figs[base]; ok {
+		svg, fonts, err := inlineSVG(f)
+		if err != nil && r.err == nil {
+			r.err = fmt.Errorf("report.html: figure %s: %w", base, err)
 		}
-	}
-	for i := 0; i < len(s); {
-		switch {
-		case s[i] == '`':
-			if j := strings.IndexByte(s[i+1:], '`'); j >= 0 {
-				flush()
-				out = append(out, htmlInline{Text: s[i+1 : i+1+j], Code: true, Strong: strong, Emph: emph})
-				i += j + 2
-				continue
+		w.WriteString(string(svg))
+		for _, ff := range fonts {
+			if !slices.Contains(r.fonts, ff) {
+				r.fonts = append(r.fonts, ff)
 			}
-			cur.WriteByte(s[i])
-			i++
-		case strings.HasPrefix(s[i:], "**"):
-			flush()
-			strong = !strong
-			i += 2
-		case s[i] == '*':
-			flush()
-			emph = !emph
-			i++
-		default:
-			cur.WriteByte(s[i])
-			i++
 		}
+	} else {
+		w.WriteString(`<span class="missing">Figure not drawn: `)
+		template.HTMLEscape(w, alt.Bytes())
+		w.WriteString(`</span>`)
 	}
-	flush()
-	return out
+	w.WriteString(`<span class="figcaption">`)
+	template.HTMLEscape(w, alt.Bytes())
+	if r.command != "" {
+		w.WriteString(`. Regenerate: <code>`)
+		template.HTMLEscape(w, []byte(r.command))
+		w.WriteString(`</code>`)
+	}
+	w.WriteString(`</span></span>`)
+	return ast.WalkSkipChildren, nil
 }
 
 // inlineSVG draws f as SVG at its native size and returns the <svg>
@@ -349,9 +261,9 @@ table { border-collapse: collapse; margin: 0.5rem 0 1rem; font-size: 0.85rem; }
 th, td { border: 1px solid #bbb; padding: 0.2rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #eee; }
 tbody tr:nth-child(even) { background: #f7f7f7; }
-figure { margin: 1rem 0; }
-figure svg { max-width: 100%; height: auto; }
-figcaption { font-size: 0.85rem; color: #333; }
+.figure { display: block; margin: 1rem 0; }
+.figure svg { display: block; max-width: 100%; height: auto; }
+.figcaption { display: block; font-size: 0.85rem; color: #333; }
 pre, code { font-family: monospace; background: #f3f3f3; }
 pre { padding: 0.5rem; overflow-x: auto; }
 blockquote { border-left: 4px solid #ccc; margin: 0.5rem 0; padding: 0.2rem 1rem; color: #333; }
@@ -361,43 +273,7 @@ blockquote { border-left: 4px solid #ccc; margin: 0.5rem 0; padding: 0.2rem 1rem
 </head>
 <body>
 <main>
-{{- range .Blocks}}
-{{- if eq .Kind "h1"}}
-<h1>{{template "inl" .Inl}}</h1>
-{{- else if eq .Kind "h2"}}
-<h2>{{template "inl" .Inl}}</h2>
-{{- else if eq .Kind "h3"}}
-<h3>{{template "inl" .Inl}}</h3>
-{{- else if eq .Kind "h4"}}
-<h4>{{template "inl" .Inl}}</h4>
-{{- else if eq .Kind "p"}}
-<p>{{template "inl" .Inl}}</p>
-{{- else if eq .Kind "quote"}}
-<blockquote>{{template "inl" .Inl}}</blockquote>
-{{- else if eq .Kind "list"}}
-<ul>{{range .Items}}<li>{{template "inl" .}}</li>{{end}}</ul>
-{{- else if eq .Kind "code"}}
-<pre><code>{{.Text}}</code></pre>
-{{- else if eq .Kind "table"}}
-<table>
-<thead><tr>{{range .Header}}<th>{{template "inl" .}}</th>{{end}}</tr></thead>
-<tbody>
-{{- range .Rows}}
-<tr>{{range .}}<td>{{template "inl" .}}</td>{{end}}</tr>
-{{- end}}
-</tbody>
-</table>
-{{- else if eq .Kind "figure"}}
-<figure>
-{{- if .SVG}}
-{{.SVG}}
-{{- else}}
-<p class="missing">Figure not drawn: {{.Title}}</p>
-{{- end}}
-<figcaption>{{.Title}}{{if .Command}}. Regenerate: <code>{{.Command}}</code>{{end}}</figcaption>
-</figure>
-{{- end}}
-{{- end}}
+{{.Body}}
 {{- if .Commands}}
 <h2>Commands</h2>
 <p>The commands that regenerate this page's figures and tables:</p>
@@ -406,5 +282,4 @@ blockquote { border-left: 4px solid #ccc; margin: 0.5rem 0; padding: 0.2rem 1rem
 </main>
 </body>
 </html>
-{{define "inl"}}{{range .}}{{if .Code}}<code>{{.Text}}</code>{{else if and .Strong .Emph}}<strong><em>{{.Text}}</em></strong>{{else if .Strong}}<strong>{{.Text}}</strong>{{else if .Emph}}<em>{{.Text}}</em>{{else}}{{.Text}}{{end}}{{end}}{{end}}
 `))

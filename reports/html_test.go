@@ -129,16 +129,23 @@ func TestSweepHTML(t *testing.T) {
 	}
 }
 
-func TestParseInline(t *testing.T) {
-	got := parseInline("a `x*y` **b** *c* d")
-	want := []htmlInline{{Text: "a "}, {Text: "x*y", Code: true}, {Text: " "}, {Text: "b", Strong: true}, {Text: " "}, {Text: "c", Emph: true}, {Text: " d"}}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v", got)
+// TestRenderMarkdown: the Markdown goes through goldmark (inline code,
+// strong, emphasis, GFM tables), raw HTML in it is not passed through, and
+// an image whose figure was not drawn says so.
+func TestRenderMarkdown(t *testing.T) {
+	md := "a `x*y` **b** *c* d\n\n| h1 | h2 |\n|:---|---:|\n| 1 | 2 |\n\n<script>alert(1)</script>\n\n![Lost figure](lost.png)\n"
+	page, err := renderHTML("t", []byte(md), nil, "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("run %d: got %+v, want %+v", i, got[i], want[i])
+	s := string(page)
+	for _, want := range []string{"<code>x*y</code>", "<strong>b</strong>", "<em>c</em>", "<th>h1</th>", "<td>1</td>", "Figure not drawn: Lost figure"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("page lacks %q:\n%s", want, s)
 		}
+	}
+	if strings.Contains(s, "<script>") {
+		t.Errorf("raw HTML passed through:\n%s", s)
 	}
 }
 
