@@ -191,6 +191,41 @@ func goldenFigures(t *testing.T) map[string]Figure {
 	if out["gemv"], err = GEMVBandwidthFigure("Attained GEMV bandwidth (fixture)", gemv, []GEMVRoof{{Label: "DRAM read 30.6 GB/s", GBps: 30.6}}); err != nil {
 		t.Fatal(err)
 	}
+	// bench attention and bench gemm --sweep (SMEPilot Figs. 10, 11).
+	if out["opsweep"], err = OpSweepFigure([]OpPanel{
+		{Title: "prefill attention", XLabel: "context", YLabel: "GFLOP/s", LogX: true, Series: []OpSeries{
+			{Label: "cores (avx512-fp32)", Group: "cores", X: []float64{256, 512, 1024}, Y: []float64{40, 70, 90}, Lo: []float64{38, 66, 85}, Hi: []float64{42, 73, 93}},
+			{Label: "cores roofline", Group: "cores", Predicted: true, X: []float64{256, 512, 1024}, Y: []float64{160, 160, 160}},
+		}},
+		{Title: "decode attention", XLabel: "batch", YLabel: "GB/s of KV", LogX: true, Series: []OpSeries{
+			{Label: "cores (avx512-fp32)", Group: "cores", X: []float64{1, 4, 16}, Y: []float64{30, 28, 26}},
+			{Label: "cores roofline", Group: "cores", Predicted: true, X: []float64{1, 4, 16}, Y: []float64{23, 23, 23}},
+		}},
+	}, 2); err != nil {
+		t.Fatal(err)
+	}
+	// bench layout (PIM-SHERPA Figs. 4/9, 10, 11).
+	tiny := roofline.Arch{Name: "tiny", Dim: 64, Intermediate: 128, Layers: 4, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 100}
+	c1, err := roofline.LayoutCapacityOf(tiny, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiny.Name, tiny.Layers = "tiny-8", 8
+	c2, err := roofline.LayoutCapacityOf(tiny, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out["layout-capacity"], err = LayoutCapacityFigure([]roofline.LayoutCapacity{c1, c2}, "bf16"); err != nil {
+		t.Fatal(err)
+	}
+	if out["layout-ttft"], err = LayoutTTFTFigure([]LayoutTTFT{{"duplicate", 8, 0.01, 0.009}, {"duplicate", 64, 0.05, 0.04},
+		{"owr", 8, 0.03, 0.02}, {"owr", 64, 0.08, 0.07}, {"ddb", 8, 0.02, 0.02}, {"ddb", 64, 0.06, 0.05}}, 20, "TTFT vs input length (fixture)"); err != nil {
+		t.Fatal(err)
+	}
+	if out["layout-timeline"], err = LayoutGanttFigure([]LayoutSpan{{"compute 0", "preload", "", 0, 0, 0.001}, {"compute 0", "gemm", "q_proj", 0, 0.001, 0.002},
+		{"copy 0", "copy", "layer 1", 1, 0.001, 0.003}, {"compute 1", "gemm", "q_proj", 0, 0.001, 0.0021}}, "per-thread timeline (fixture)"); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 
