@@ -82,7 +82,9 @@ type Options struct {
 type Measured struct {
 	Policy         string  `json:"policy"`
 	InputSL        int     `json:"input_sl"`
-	TTFTS          float64 `json:"ttft_s"`
+	TTFTS          float64 `json:"ttft_s"` // median of the repetitions
+	TTFTMinS       float64 `json:"ttft_min_s"`
+	TTFTMaxS       float64 `json:"ttft_max_s"`
 	LinearS        float64 `json:"linear_s"`
 	CopyS          float64 `json:"copy_s"`
 	CopyBytes      float64 `json:"copy_bytes"`
@@ -111,6 +113,7 @@ type Result struct {
 	Capacity    []roofline.LayoutCapacity `json:"capacity"`
 	Model       string                    `json:"model,omitempty"`
 	Layers      int                       `json:"layers,omitempty"`
+	Backend     string                    `json:"backend,omitempty"` // the gemm backend of the prefill GEMMs
 	WeightBytes float64                   `json:"prefill_weight_bytes,omitempty"`
 	Measured    []Measured                `json:"measured,omitempty"`
 	Models      []PolicyModel             `json:"models,omitempty"`
@@ -403,6 +406,7 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 		if err != nil {
 			return fmt.Errorf("layout: %s: %w", p, err)
 		}
+		r.Backend = m.Backend.Name
 		ms, tr, err := measurePolicy(o, m, p, prompt)
 		m.Close()
 		debug.FreeOSMemory() // the next policy's VmRSS without this one's freed panels
@@ -426,9 +430,10 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 	}
 	var pts []reports.LayoutTTFT
 	for _, x := range r.Measured {
-		pts = append(pts, reports.LayoutTTFT{Policy: x.Policy, InputSL: x.InputSL, MeasuredS: x.TTFTS, PredictedS: x.PredictedS})
+		pts = append(pts, reports.LayoutTTFT{Policy: x.Policy, InputSL: x.InputSL, MeasuredS: x.TTFTS, PredictedS: x.PredictedS, MinS: x.TTFTMinS, MaxS: x.TTFTMaxS})
 	}
-	fig, err := reports.LayoutTTFTFigure(pts, r.Crossover, fmt.Sprintf("TTFT vs input length per weight layout (PIM-SHERPA Fig. 10), %s, %d layer(s), synthetic fp32", r.Model, r.Layers))
+	fig, err := reports.LayoutTTFTFigure(pts, r.Crossover, fmt.Sprintf("TTFT vs input length per weight layout (PIM-SHERPA Fig. 10), %s, %d layer(s), synthetic fp32, backend %s; %s; median of %d prefills, bars min–max; %s",
+		r.Model, r.Layers, r.Backend, threadsLabel(r.Measured), o.Reps, provenance()))
 	if err != nil {
 		return fmt.Errorf("layout: %w", err)
 	}
@@ -436,7 +441,7 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 		return err
 	}
 	if len(r.Trace) > 0 {
-		fig, err := reports.LayoutGanttFigure(r.Trace, fmt.Sprintf("%s prefill of %d tokens, per thread (PIM-SHERPA Fig. 11), %s, %d layer(s)", o.GanttPolicy, o.GanttTokens, r.Model, r.Layers))
+		fig, err := reports.LayoutGanttFigure(r.Trace, fmt.Sprintf("%s prefill of %d tokens, per thread (PIM-SHERPA Fig. 11), %s, %d layer(s), synthetic fp32, backend %s; %s", o.GanttPolicy, o.GanttTokens, r.Model, r.Layers, r.Backend, provenance()))
 		if err != nil {
 			return fmt.Errorf("layout: %w", err)
 		}
@@ -483,7 +488,7 @@ func measurePolicy(o *Options, m *engine.Model, p engine.WeightLayout, prompt []
 			}
 		}
 		s := m.Layout()
-		x := Measured{Policy: string(p), InputSL: sl, TTFTS: times[len(times)/2], LinearS: lin / n, CopyS: s.CopySeconds / n,
+		x := Measured{Policy: string(p), InputSL: sl, TTFTS: times[len(times)/2], TTFTMinS: times[0], TTFTMaxS: times[len(times)-1], LinearS: lin / n, CopyS: s.CopySeconds / n,
 			CopyBytes: float64(s.CopyBytes) / n, WaitS: s.WaitSeconds / n, PreloadS: s.PreloadSeconds / n,
 			ResidentBytes: s.ResidentBytes, ComputeThreads: s.ComputeThreads, CopyThreads: s.CopyThreads}
 		if rss, err := engine.ResidentSetBytes(); err == nil {
@@ -654,4 +659,32 @@ func writeMeasured(w io.Writer, r *Result, o *Options) error {
 	}
 	fmt.Fprintln(w, "\nTimes are wall-clock on this machine as loaded when measured; ddb's compute runs on the threads its copy threads leave.")
 	return nil
+}
+
+// threadsLabel says the threads each policy ran with, e.g. "threads:
+// duplicate 2, owr 2, ddb 1 + 1 copy".
+func threadsLabel(ms []Measured) string {
+	var parts []string
+	seen := map[string]bool{}
+	for _, x := range ms {
+		if seen[x.Policy] {
+			continue
+		}
+		seen[x.Policy] = true
+		t := fmt.Sprintf("%s %d", x.Policy, x.ComputeThreads)
+		if x.CopyThreads > 0 {
+			t += fmt.Sprintf(" + %d copy", x.CopyThreads)
+		}
+		parts = append(parts, t)
+	}
+	return "threads: " + strings.Join(parts, ", ")
+}
+
+// provenance is the machine and the date a figure was measured on.
+func provenance() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown host"
+	}
+	return host + ", " + time.Now().Format("2006-01-02")
 }

@@ -37,7 +37,10 @@ type OpPanel struct {
 // OpSweepFigure draws panels side by side (at most cols per row), each a
 // line plot of its series: measured lines with markers and min-max error
 // bars, predictions dashed. Errors: no panel, or a panel without a point.
-func OpSweepFigure(panels []OpPanel, cols int) (Figure, error) {
+//
+// header, when not "", is drawn once above the panels: what produced them
+// (model, precision, threads, backends, machine, date; issue #18 part 2).
+func OpSweepFigure(panels []OpPanel, cols int, header string) (Figure, error) {
 	if len(panels) == 0 {
 		return Figure{}, fmt.Errorf("operator sweep plot: no panels")
 	}
@@ -49,7 +52,7 @@ func OpSweepFigure(panels []OpPanel, cols int) (Figure, error) {
 		}
 		ps = append(ps, p)
 	}
-	return panelsFigure(context.Background(), ps, cols, 6*vg.Inch, sweepPanelH), nil
+	return panelsFigureHeader(context.Background(), ps, cols, 6*vg.Inch, sweepPanelH, header), nil
 }
 
 func opPanel(pn OpPanel) (*plot.Plot, error) {

@@ -16,7 +16,7 @@ func TestOpSweepFigure(t *testing.T) {
 			{Label: "mixed", Group: "mixed", X: []float64{1}, Y: []float64{3}},
 		}},
 	}
-	f, err := OpSweepFigure(panels, 2)
+	f, err := OpSweepFigure(panels, 2, "fixture")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestOpSweepFigure(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("png: %v", err)
 	}
-	if _, err := OpSweepFigure([]OpPanel{{Title: "empty"}}, 1); err == nil {
+	if _, err := OpSweepFigure([]OpPanel{{Title: "empty"}}, 1, ""); err == nil {
 		t.Error("a panel without points drew")
 	}
 	md, err := OpSweepMarkdown("Attention", "attention.png", []string{"threads 2"}, []string{"a", "b"}, [][]string{{"1", "2"}}, []string{"note"})

@@ -201,7 +201,7 @@ func goldenFigures(t *testing.T) map[string]Figure {
 			{Label: "cores (avx512-fp32)", Group: "cores", X: []float64{1, 4, 16}, Y: []float64{30, 28, 26}},
 			{Label: "cores roofline", Group: "cores", Predicted: true, X: []float64{1, 4, 16}, Y: []float64{23, 23, 23}},
 		}},
-	}, 2); err != nil {
+	}, 2, "model qwen3-0.6b, fp32; threads 2; cores = avx512-fp32; fixture machine, 2026-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	// bench layout (PIM-SHERPA Figs. 4/9, 10, 11).
@@ -218,8 +218,8 @@ func goldenFigures(t *testing.T) map[string]Figure {
 	if out["layout-capacity"], err = LayoutCapacityFigure([]roofline.LayoutCapacity{c1, c2}, "bf16"); err != nil {
 		t.Fatal(err)
 	}
-	if out["layout-ttft"], err = LayoutTTFTFigure([]LayoutTTFT{{"duplicate", 8, 0.01, 0.009}, {"duplicate", 64, 0.05, 0.04},
-		{"owr", 8, 0.03, 0.02}, {"owr", 64, 0.08, 0.07}, {"ddb", 8, 0.02, 0.02}, {"ddb", 64, 0.06, 0.05}}, 20, "TTFT vs input length (fixture)"); err != nil {
+	if out["layout-ttft"], err = LayoutTTFTFigure([]LayoutTTFT{{"duplicate", 8, 0.01, 0.009, 0.0095, 0.011}, {"duplicate", 64, 0.05, 0.04, 0.0475, 0.055},
+		{"owr", 8, 0.03, 0.02, 0.0285, 0.033}, {"owr", 64, 0.08, 0.07, 0.076, 0.088}, {"ddb", 8, 0.02, 0.02, 0.019, 0.022}, {"ddb", 64, 0.06, 0.05, 0.057, 0.066}}, 20, "TTFT vs input length (fixture)"); err != nil {
 		t.Fatal(err)
 	}
 	if out["layout-timeline"], err = LayoutGanttFigure([]LayoutSpan{{"compute 0", "preload", "", 0, 0, 0.001}, {"compute 0", "gemm", "q_proj", 0, 0.001, 0.002},

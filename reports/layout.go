@@ -113,8 +113,11 @@ func LayoutCapacityFigure(caps []roofline.LayoutCapacity, dtype string) (Figure,
 type LayoutTTFT struct {
 	Policy     string
 	InputSL    int
-	MeasuredS  float64
+	MeasuredS  float64 // median of the repetitions
 	PredictedS float64
+	// MinS and MaxS are the repetitions' spread, drawn as error bars
+	// (0: none).
+	MinS, MaxS float64
 }
 
 // LayoutTTFTFigure draws PIM-SHERPA Fig. 10 for this machine: TTFT
@@ -162,6 +165,21 @@ func LayoutTTFTFigure(pts []LayoutTTFT, crossover float64, title string) (Figure
 		}
 		l.Color, s.Color, l.Width = layoutCol(pol), layoutCol(pol), vg.Points(1.8)
 		p.Add(l, s)
+		var bars layoutBars
+		for _, q := range pts {
+			if q.Policy == pol && q.MinS > 0 && q.MaxS >= q.MinS {
+				bars = append(bars, layoutBar{x: float64(q.InputSL), y: q.MeasuredS, lo: q.MeasuredS - q.MinS, hi: q.MaxS - q.MeasuredS})
+				ylo, yhi = math.Min(ylo, q.MinS), math.Max(yhi, q.MaxS)
+			}
+		}
+		if len(bars) > 0 {
+			eb, err := plotter.NewYErrorBars(bars)
+			if err != nil {
+				return Figure{}, err
+			}
+			eb.Color = layoutCol(pol)
+			p.Add(eb)
+		}
 		p.Legend.Add(pol+" measured", l, s)
 		if len(pred) > 0 {
 			pl, err := plotter.NewLine(pred)
@@ -254,3 +272,13 @@ func LayoutGanttFigure(spans []LayoutSpan, title string) (Figure, error) {
 	p.Legend.Top = true
 	return plotFigure(p, 8*vg.Inch, vg.Length(1.2+0.5*float64(len(lanes)))*vg.Inch+1.5*vg.Inch), nil
 }
+
+// layoutBar is one measured point's spread (min to max of the repetitions)
+// for plotter.YErrorBars.
+type layoutBar struct{ x, y, lo, hi float64 }
+
+type layoutBars []layoutBar
+
+func (b layoutBars) Len() int                        { return len(b) }
+func (b layoutBars) XY(i int) (float64, float64)     { return b[i].x, b[i].y }
+func (b layoutBars) YError(i int) (float64, float64) { return b[i].lo, b[i].hi }

@@ -22,8 +22,8 @@ func TestLayoutFigures(t *testing.T) {
 	figs := map[string]func() (Figure, error){
 		"capacity": func() (Figure, error) { return LayoutCapacityFigure([]roofline.LayoutCapacity{c, c2}, "bf16") },
 		"ttft": func() (Figure, error) {
-			return LayoutTTFTFigure([]LayoutTTFT{{"duplicate", 8, 0.01, 0.009}, {"duplicate", 64, 0.05, 0.04},
-				{"owr", 8, 0.03, 0.02}, {"owr", 64, 0.08, 0.07}, {"ddb", 8, 0.02, 0.02}, {"ddb", 64, 0.06, 0.05}}, 20, "TTFT")
+			return LayoutTTFTFigure([]LayoutTTFT{{"duplicate", 8, 0.01, 0.009, 0.0095, 0.011}, {"duplicate", 64, 0.05, 0.04, 0.0475, 0.055},
+				{"owr", 8, 0.03, 0.02, 0.0285, 0.033}, {"owr", 64, 0.08, 0.07, 0.076, 0.088}, {"ddb", 8, 0.02, 0.02, 0.019, 0.022}, {"ddb", 64, 0.06, 0.05, 0.057, 0.066}}, 20, "TTFT")
 		},
 		"gantt": func() (Figure, error) {
 			return LayoutGanttFigure([]LayoutSpan{{"compute 0", "preload", "", 0, 0, 0.001}, {"compute 0", "gemm", "q_proj", 0, 0.001, 0.002},
@@ -45,7 +45,7 @@ func TestLayoutFigures(t *testing.T) {
 	for name, err := range map[string]error{
 		"capacity":  second(LayoutCapacityFigure(nil, "bf16")),
 		"ttft":      second(LayoutTTFTFigure(nil, 0, "")),
-		"ttft bad":  second(LayoutTTFTFigure([]LayoutTTFT{{"owr", 0, 1, 1}}, 0, "")),
+		"ttft bad":  second(LayoutTTFTFigure([]LayoutTTFT{{"owr", 0, 1, 1, 0.95, 1.1}}, 0, "")),
 		"gantt":     second(LayoutGanttFigure(nil, "")),
 		"gantt bad": second(LayoutGanttFigure([]LayoutSpan{{"compute 0", "gemm", "", 0, 2, 1}}, "")),
 	} {

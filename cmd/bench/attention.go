@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -293,7 +294,9 @@ func writeOpOutputs(dir, name, title string, fo reports.FigureOptions, panels []
 	var written []string
 	image := ""
 	if len(panels) > 0 {
-		f, err := reports.OpSweepFigure(panels, cols)
+		host, _ := os.Hostname()
+		head := strings.Join(append(slices.Clone(ctxLines[:min(2, len(ctxLines))]), host+", "+time.Now().Format("2006-01-02")), "; ")
+		f, err := reports.OpSweepFigure(panels, cols, head)
 		if err != nil {
 			return nil, err
 		}
