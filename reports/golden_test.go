@@ -23,9 +23,11 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
+	"github.com/cpubench/bench/internal/perfcount"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
@@ -226,6 +228,15 @@ func goldenFigures(t *testing.T) map[string]Figure {
 		{"copy 0", "copy", "layer 1", 1, 0.001, 0.003}, {"compute 1", "gemm", "q_proj", 0, 0.001, 0.0021}}, "per-thread timeline (fixture)"); err != nil {
 		t.Fatal(err)
 	}
+	// bench run --counters-plot (Sandwich Fig. 1): prefill vs decode
+	// counters, from a made-up report (this VM has no PMU).
+	mk := func(name string, cyc, ins, llc, miss float64) perfcount.Phase {
+		c := perfcount.Counts{Values: map[string]float64{"cycles": cyc, "instructions": ins, "LLC-loads": llc, "LLC-load-misses": miss},
+			RunningFraction: map[string]float64{"cycles": 1, "instructions": 1, "LLC-loads": 0.5, "LLC-load-misses": 0.5}}
+		return perfcount.Phase{Name: name, Counts: c, Metrics: c.Metrics()}
+	}
+	rep := &perfcount.Report{Scope: "fixture", Phases: []perfcount.Phase{mk("prefill", 1e9, 2.5e9, 1e6, 1e5), mk("decode", 1e9, 0.6e9, 8e6, 4e6)}}
+	out["counters"] = plotFigure(rep.Plot(), 6*vg.Inch, 4*vg.Inch)
 	return out
 }
 
