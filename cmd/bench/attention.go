@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,14 +237,8 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	}
 	done = true
 	out := o.IO.Out
-	for _, l := range ctxLines {
-		fmt.Fprintln(out, l)
-	}
-	if err := reports.TextTable(out, header, rows); err != nil {
+	if err := printOpTable(out, ctxLines, header, rows, notes); err != nil {
 		return err
-	}
-	for i, n := range notes {
-		fmt.Fprintf(out, "[%d] %s\n", i+1, n)
 	}
 	for _, p := range r.Points {
 		if p.Fraction > 0 {
@@ -276,6 +271,21 @@ func attentionContext(r *opbench.AttentionReport, profile string) []string {
 		l = append(l, "skipped "+s)
 	}
 	return append(l, r.Notes...)
+}
+
+// printOpTable prints an operator sweep's context lines, table and
+// numbered notes (bench attention, bench gemm --sweep).
+func printOpTable(out io.Writer, ctxLines, header []string, rows [][]string, notes []string) error {
+	for _, l := range ctxLines {
+		fmt.Fprintln(out, l)
+	}
+	if err := reports.TextTable(out, header, rows); err != nil {
+		return err
+	}
+	for i, n := range notes {
+		fmt.Fprintf(out, "[%d] %s\n", i+1, n)
+	}
+	return nil
 }
 
 // opSeries converts opbench's plot lines to reports'.

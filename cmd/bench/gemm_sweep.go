@@ -173,14 +173,8 @@ func gemmSweepRun(ctx context.Context, o *GEMMOptions) error {
 	}
 	done = true
 	out := o.IO.Out
-	for _, l := range lines {
-		fmt.Fprintln(out, l)
-	}
-	if err := reports.TextTable(out, header, rows); err != nil {
+	if err := printOpTable(out, lines, header, rows, notes); err != nil {
 		return err
-	}
-	for i, n := range notes {
-		fmt.Fprintf(out, "[%d] %s\n", i+1, n)
 	}
 	fmt.Fprintf(out, "wrote %s\n", strings.Join(written, ", "))
 	return nil
