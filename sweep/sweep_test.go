@@ -2,16 +2,10 @@ package sweep
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cpubench/bench/results"
-	"github.com/cpubench/bench/workloads"
 )
 
 // defaults are the options of `bench sweep` without flags.
@@ -62,97 +56,6 @@ func TestValidateErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "sweep: ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v, want one line containing %q", err, c.want)
 		}
-	}
-}
-
-// fakeCellEngine is a CellEngine on no engine: each forward pass takes a
-// millisecond; onDecode runs before each decode step.
-type fakeCellEngine struct {
-	cell     workloads.Cell
-	onDecode func(cell workloads.Cell)
-	calls    int
-}
-
-func (f *fakeCellEngine) Prefill(slot, n int) error {
-	f.calls++
-	time.Sleep(time.Millisecond)
-	return nil
-}
-func (f *fakeCellEngine) Decode(slots []int) error {
-	f.calls++
-	if f.onDecode != nil {
-		f.onDecode(f.cell)
-	}
-	time.Sleep(time.Millisecond)
-	return nil
-}
-func (f *fakeCellEngine) Reset(slot int) error { return nil }
-func (f *fakeCellEngine) Ops() []results.SweepOp {
-	return []results.SweepOp{{Phase: "decode", Op: "lm_head", Calls: f.calls, MeasuredS: 0.001}}
-}
-func (f *fakeCellEngine) ResetOps()            { f.calls = 0 }
-func (f *fakeCellEngine) Backends() string     { return "fake" }
-func (f *fakeCellEngine) PackSeconds() float64 { return 0 }
-func (f *fakeCellEngine) Close() error         { return nil }
-
-func withCellEngine(t *testing.T, f func(workloads.Cell, *Options) (CellEngine, error)) {
-	old := NewCellEngine
-	NewCellEngine = f
-	t.Cleanup(func() { NewCellEngine = old })
-}
-
-// TestInterruptResumes: a context cancelled during the second cell stops
-// the sweep with context.Canceled, keeps the first cell whole, and a rerun
-// runs only the rest; a cell the machine cannot run is skipped with a note.
-func TestInterruptResumes(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "sw")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	withCellEngine(t, func(c workloads.Cell, _ *Options) (CellEngine, error) {
-		return &fakeCellEngine{cell: c, onDecode: func(c workloads.Cell) {
-			if c.Batch == 2 {
-				cancel()
-			}
-		}}, nil
-	})
-	opts := func(out, errw *bytes.Buffer) *Options {
-		o := defaults(out, errw)
-		o.Workloads, o.Batch, o.Threads, o.ThreadsGiven, o.Placement, o.Requests, o.MaxGen, o.Out = "gsm8k", "1,2,3", "1", true, "cores", 3, 3, dir
-		return o
-	}
-	var errb bytes.Buffer
-	err := Run(ctx, opts(&bytes.Buffer{}, &errb))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted sweep returned %v", err)
-	}
-	if !strings.Contains(errb.String(), "interrupted: 1 of 3 cells done") {
-		t.Errorf("stderr %q", errb.String())
-	}
-	cells, bad, _ := results.ReadSweepCells(filepath.Join(dir, CellsFile))
-	if len(cells) != 1 || len(bad) != 0 || cells[0].Batch != 1 {
-		t.Fatalf("after the interrupt: %d cells, bad %v", len(cells), bad)
-	}
-
-	withCellEngine(t, func(c workloads.Cell, _ *Options) (CellEngine, error) {
-		if c.Batch == 3 {
-			return nil, fmt.Errorf("batch 3 is odd: %w", ErrCellUnavailable)
-		}
-		return &fakeCellEngine{cell: c}, nil
-	})
-	var out bytes.Buffer
-	errb.Reset()
-	if err := Run(context.Background(), opts(&out, &errb)); err != nil {
-		t.Fatal(err)
-	}
-	if errs := errb.String(); !strings.Contains(errs, "resuming: 1 of 3 cells done") || !strings.Contains(errs, "skipped: batch 3 is odd: not available on this machine") {
-		t.Fatalf("rerun: stderr %q", errs)
-	}
-	if strings.Count(out.String(), "| gsm8k") != 1 {
-		t.Errorf("the rerun ran other cells than batch 2:\n%s", out.String())
-	}
-	cells, _, _ = results.ReadSweepCells(filepath.Join(dir, CellsFile))
-	if len(cells) != 2 || cells[1].Batch != 2 || cells[1].Backends != "fake" || cells[1].Ops[0].Calls == 0 {
-		t.Errorf("after the rerun: %+v", cells)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/sweep"
+	"github.com/cpubench/bench/sweep/sweeptest"
 	"github.com/cpubench/bench/workloads"
 )
 
@@ -141,7 +142,7 @@ func TestSweepLocked(t *testing.T) {
 	ran := 0
 	withCellEngine(t, func(c workloads.Cell, _ *sweep.Options) (sweep.CellEngine, error) {
 		ran++
-		return &fakeCellEngine{cell: c}, nil
+		return &sweeptest.FakeCellEngine{Cell: c}, nil
 	})
 	args := []string{"sweep", "--workloads", "gsm8k", "--batch", "1,2", "--threads", "1", "--placement", "cores", "--requests", "2",
 		"--max-gen-tokens", "2", "--profile", "none", "--out", dir}

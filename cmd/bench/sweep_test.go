@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/sweep"
@@ -255,36 +254,6 @@ func TestSweepEmitSlurm(t *testing.T) {
 		t.Errorf("--cell 3: %+v, %v", cells, err)
 	}
 }
-
-// fakeCellEngine is a sweep.CellEngine on no engine: each forward pass takes a
-// millisecond; onDecode runs before each decode step.
-type fakeCellEngine struct {
-	cell     workloads.Cell
-	onDecode func(cell workloads.Cell)
-	calls    int
-}
-
-func (f *fakeCellEngine) Prefill(slot, n int) error {
-	f.calls++
-	time.Sleep(time.Millisecond)
-	return nil
-}
-func (f *fakeCellEngine) Decode(slots []int) error {
-	f.calls++
-	if f.onDecode != nil {
-		f.onDecode(f.cell)
-	}
-	time.Sleep(time.Millisecond)
-	return nil
-}
-func (f *fakeCellEngine) Reset(slot int) error { return nil }
-func (f *fakeCellEngine) Ops() []results.SweepOp {
-	return []results.SweepOp{{Phase: "decode", Op: "lm_head", Calls: f.calls, MeasuredS: 0.001}}
-}
-func (f *fakeCellEngine) ResetOps()            { f.calls = 0 }
-func (f *fakeCellEngine) Backends() string     { return "fake" }
-func (f *fakeCellEngine) PackSeconds() float64 { return 0 }
-func (f *fakeCellEngine) Close() error         { return nil }
 
 func withCellEngine(t *testing.T, f func(workloads.Cell, *sweep.Options) (sweep.CellEngine, error)) {
 	old := sweep.NewCellEngine

@@ -64,6 +64,7 @@ var rules = map[string]rule{
 	"results/schema":        {noDoc: true},
 	"roofline":              {only: []string{"results", "internal/split"}, deny: []string{"probes", "kernels/...", "engine"}},
 	"scripts/bochsinit":     {noDoc: true},
+	"sweep/sweeptest":       {only: []string{"sweep", "workloads", "results"}},
 	"sweep": {only: []string{"engine", "workloads", "results", "roofline", "models", "reports", "kernels/gemm", "kernels/quant",
 		"internal/affinity", "internal/topology", "internal/memlimit"}, deny: []string{"probes"}},
 	"workloads": {only: none},

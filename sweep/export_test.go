@@ -1,0 +1,4 @@
+package sweep
+
+// Defaults is the test options helper, for the external tests.
+var Defaults = defaults
