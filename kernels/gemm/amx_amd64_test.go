@@ -5,7 +5,9 @@ package gemm
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,9 @@ import (
 // missing or too old for AMX (binutils < 2.36).
 func TestAMXEncodings(t *testing.T) {
 	src, err := os.ReadFile("amx_amd64.s")
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skip("amx_amd64.s not here: the test binary runs away from its source (e.g. the Bochs guest)")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
