@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/cpubench/bench/internal/cpu"
 )
 
 // pfImpls are the prefill kernels by backend name: the avx512vnni
@@ -31,6 +33,12 @@ var pfVNNI = []pfKern{kernPFVNNIm1, kernPFVNNIm2, kernPFVNNIm3, kernPFVNNIm4, ke
 // is exact in float32 and compares it bit for bit with kernPFGo, as
 // vnniSelfTest does for the GEMV tiles: "" on a match, else why not.
 var pfSelfTest = sync.OnceValue(func() string {
+	// The kernels are VPDPBUSD: never run them where the CPU lacks it (the
+	// check runs from tests too, not only behind the backend's own).
+	x := cpu.X86
+	if l := lacks("AVX512F", x.HasAVX512F, "AVX512BW", x.HasAVX512BW, "AVX512VL", x.HasAVX512VL, "AVX512VNNI", x.HasAVX512VNNI); l != "" {
+		return l
+	}
 	const np, mr = 3, 6
 	seed := uint32(4242)
 	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }

@@ -144,8 +144,8 @@ func TestPrefillTwin(t *testing.T) {
 func TestPrefillSelfTest(t *testing.T) {
 	for name, pf := range pfImpls {
 		be, err := BackendByName(name)
-		if err != nil {
-			t.Logf("%s: %v", name, err)
+		if err != nil || be.Unavailable != "" {
+			t.Logf("%s: %v %s", name, err, be.Unavailable)
 			continue
 		}
 		if u := pf.unavailable(); u != "" || be.PrefillTileM != len(pf.k) {
