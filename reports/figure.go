@@ -57,12 +57,24 @@ type FigureOptions struct {
 	// capture, when set (tests), receives every figure instead of the
 	// files being written.
 	capture *figureCapture
+	// record, when set, receives every figure as well as the files being
+	// written (a report's page drawn from the same figures).
+	record *figureCapture
 }
 
 // figureCapture collects figures by base name (without extension).
 type figureCapture struct {
 	figs  map[string]Figure
 	order []string
+}
+
+// add keeps f under path's base name (without extension).
+func (c *figureCapture) add(path string, f Figure) {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if _, ok := c.figs[base]; !ok {
+		c.order = append(c.order, base)
+	}
+	c.figs[base] = f
 }
 
 // ParseFigureOptions reads --format (comma-separated png, pdf, svg; "" for
@@ -241,12 +253,11 @@ func (o FigureOptions) Write(f Figure, path string) ([]string, error) {
 func (o FigureOptions) write(ctx context.Context, f Figure, path string) ([]string, error) {
 	var out []string
 	if c := o.capture; c != nil {
-		base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-		if _, ok := c.figs[base]; !ok {
-			c.order = append(c.order, base)
-		}
-		c.figs[base] = f
+		c.add(path, f)
 		return []string{withExt(path, o.Primary())}, nil
+	}
+	if c := o.record; c != nil {
+		c.add(path, f)
 	}
 	for _, format := range o.formats() {
 		data, err := f.encode(ctx, format, o.Width)

@@ -89,7 +89,29 @@ func SweepHTMLContext(ctx context.Context, cells []results.SweepCell, outDir str
 	if _, err := SweepContext(ctx, cells, tmp, o); err != nil {
 		return err
 	}
-	md, err := os.ReadFile(filepath.Join(tmp, "report.md"))
+	return writeSweepHTML(tmp, outDir, o, o.Figures.capture.figs)
+}
+
+// SweepWithHTMLContext is SweepContext followed by its page: the report
+// (report.md and the figure files) is drawn once into outDir, and
+// report.html is made from that report.md and the same figures.
+func SweepWithHTMLContext(ctx context.Context, cells []results.SweepCell, outDir string, o SweepOptions) (*SweepSummary, error) {
+	rec := &figureCapture{figs: map[string]Figure{}}
+	o.Figures.record = rec
+	s, err := SweepContext(ctx, cells, outDir, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return s, writeSweepHTML(outDir, outDir, o, rec.figs)
+}
+
+// writeSweepHTML renders mdDir/report.md with figs as the sweep's page and
+// writes it to outDir/report.html atomically.
+func writeSweepHTML(mdDir, outDir string, o SweepOptions, figs map[string]Figure) error {
+	md, err := os.ReadFile(filepath.Join(mdDir, "report.md"))
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -97,7 +119,7 @@ func SweepHTMLContext(ctx context.Context, cells []results.SweepCell, outDir str
 	if title == "" {
 		title = "bench sweep report"
 	}
-	page, err := renderHTML(title, md, o.Figures.capture.figs, "")
+	page, err := renderHTML(title, md, figs, "")
 	if err != nil {
 		return err
 	}

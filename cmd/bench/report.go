@@ -172,11 +172,8 @@ func reportRun(ctx context.Context, opts *ReportOptions) error {
 	// merged cells beside it: a failed or interrupted report writes
 	// neither.
 	so := reports.SweepOptions{Machines: machines, Precision: opts.Precision, Sources: files, Baseline: baseline, Figures: opts.Fig.opts, Command: reportCommand(opts)}
-	s, err := reports.SweepContext(ctx, cells, opts.Out, so)
+	s, err := reports.SweepWithHTMLContext(ctx, cells, opts.Out, so)
 	if err != nil {
-		return err
-	}
-	if err := reports.SweepHTMLContext(ctx, cells, opts.Out, so); err != nil {
 		return err
 	}
 	if opts.Merge {
