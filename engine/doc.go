@@ -42,8 +42,9 @@
 //     Options.WeightLayout duplicate (row-major decode layout and gemm
 //     panels both resident), owr (only the decode layout; each prefill
 //     GEMM's weight rearranged into one buffer first) and ddb (only the
-//     decode layout; Options.CopyThreads copy threads rearrange layer l+1
-//     into one of two buffers while layer l computes), with their
+//     decode layout; Options.CopyThreads copy threads rearrange the next
+//     group of matrices into one of two buffers, each the largest
+//     matrix, while the current group computes), with their
 //     resident bytes, copy and wait timings (Model.Layout), a per-thread
 //     trace of the last prefill (Model.LayoutTrace) and the process's
 //     resident set (ResidentSetBytes).

@@ -41,17 +41,22 @@ import (
 //     then run the GEMM on it: copy and compute serial (§4.3, SUM of
 //     Table 2).
 //   - LayoutDDB keeps only the decode layout: Options.CopyThreads
-//     dedicated, pinned copy threads rearrange layer l+1's matrices into
-//     one of two buffers (each sized for the largest layer) while the
-//     compute workers run layer l from the other (§4.1, DRAM double
-//     buffering; MAX of Table 2). The synchronization is §4.4's, once per
-//     layer: at the first linear of layer l the compute side waits for
-//     the copy of layer l (timed; layer 0 is the preload, which nothing
-//     hides) and hands the buffer it finished with (layer l−1's) to the
-//     copy of layer l+1. When the copy is hidden the wait is empty.
-//     Unlike the paper's Fig. 5 schedule (per matrix group, no copies
-//     during attention), the copy of a whole layer runs during the whole
-//     previous layer, attention and norms included.
+//     dedicated, pinned copy threads rearrange the next matrix group into
+//     one of two buffers while the compute workers run the current group
+//     from the other (§4.1, DRAM double buffering; MAX of Table 2). As in
+//     the paper's Fig. 5, each buffer is the size of the largest matrix
+//     (its FF layer) and a group is consecutive matrices of one layer
+//     that fit one buffer together (Llama 3.2: Q, K, V and O in one, then
+//     each FF matrix; qwen3-0.6b, whose Q is twice its width: Q+K, V+O,
+//     then gate, up, down). The groups run in forward order across
+//     layers, so the last group of layer l (FF2) hides the copy of layer
+//     l+1's first, as in the paper. The synchronization is §4.4's, once
+//     per group: at a group's first linear the compute side waits for its
+//     copy (timed; the first group of a prefill is the preload, which
+//     nothing hides) and hands the buffer it finished with (the previous
+//     group's) to the copy of the next group. When the copy is hidden the
+//     wait is empty. Unlike Fig. 5, copies also run during attention and
+//     the norms (a copy thread has nothing else to do).
 //
 // The arithmetic of a call does not depend on the policy: the same
 // kernels on the same values with the same partition over the compute
@@ -114,8 +119,8 @@ type LayoutStats struct {
 	// the embedding table and the norms. PrefillBytes is the resident
 	// prefill layout (duplicate: every decoder-layer matrix's panels; 0
 	// for owr and ddb). BufferBytes the rearrangement buffers (owr: one,
-	// for the largest decoder-layer matrix; ddb: two, each for the
-	// largest layer's matrices). ResidentBytes is their sum.
+	// for the largest decoder-layer matrix; ddb: two of that size, §4.1).
+	// ResidentBytes is their sum.
 	DecodeBytes, PrefillBytes, BufferBytes, ResidentBytes int64
 	// Prefills is the prefill calls counted since the last reset.
 	Prefills int
@@ -127,9 +132,10 @@ type LayoutStats struct {
 	// CopyBytes is the panel bytes written.
 	CopySeconds, CopyBusySeconds float64
 	CopyBytes                    int64
-	// PreloadSeconds is ddb's wait for layer 0 (nothing hides it);
-	// WaitSeconds the compute side's waits for layers 1.. (0 when every
-	// copy is hidden), Waits the number of those waits over 10 µs.
+	// PreloadSeconds is ddb's wait for the first copy group of a prefill
+	// (layer 0's first matrices: nothing hides it); WaitSeconds the
+	// compute side's waits for the groups after it (0 when every copy is
+	// hidden), Waits the number of those waits over 10 µs.
 	PreloadSeconds, WaitSeconds float64
 	Waits                       int
 }
@@ -148,9 +154,10 @@ func (s LayoutStats) CopyGBps() float64 {
 // (Model.LayoutTrace), for a per-thread timeline (PIM-SHERPA Fig. 11):
 // Thread is "compute N" (pool worker N) or "copy N" (ddb copy thread N);
 // Kind is "gemm" (the thread's block of a prefill GEMM), "pack" (owr's
-// rearrangement, or a standalone pack), "copy" (ddb's rearrangement of
-// Layer) or "wait" (compute worker 0 waiting for Layer's buffer; "preload"
-// for layer 0). Start and End are seconds since the prefill began.
+// rearrangement, or a standalone pack), "copy" (ddb's rearrangement of a
+// copy group of Layer, Op naming its matrices) or "wait" (compute worker
+// 0 waiting for that group's buffer; "preload" for the first group).
+// Start and End are seconds since the prefill began.
 type LayoutEvent struct {
 	Thread     string
 	Kind       string
@@ -165,7 +172,10 @@ type layoutState struct {
 	policy WeightLayout
 	b      gemm.Backend
 	nr     int
-	layers [][]*linear // each decoder layer's matrices in forward order
+	// units are ddb's copy groups in forward order (layoutInit), unitOf
+	// each decoder-layer matrix's group.
+	units  []copyUnit
+	unitOf map[*linear]int
 
 	owrBuf []float32
 	bufs   [2][]float32
@@ -180,16 +190,38 @@ type layoutState struct {
 
 	// Per forward call (only inside Pool.Do, one at a time).
 	phase int // 0 prefill, 1 decode, -1 outside a forward (TimeLinear)
-	cur   int // the layer whose buffer is in use (prefill)
+	cur   int // ddb: the copy group whose buffer is in use (prefill)
 	start time.Time
 	jobs  [2]*copyJob // by buffer: the last copy dispatched into it
 	spans [][2]time.Time
 	tmp   [][]float32 // per worker: an 8-row tail of a GEMV
 }
 
-// copyJob is the rearrangement of one layer into one buffer by every copy
-// thread, each its share of the layer's panels.
+// copyUnit is one ddb copy group: consecutive matrices of decoder layer
+// layer whose panels fit one buffer together, each at its offset (the
+// linear's off) in the buffer.
+type copyUnit struct {
+	layer int
+	mats  []*linear
+}
+
+// name is the group as the per-thread timeline shows it ("layer 3
+// q_proj+k_proj").
+func (u copyUnit) name() string {
+	s := fmt.Sprintf("layer %d ", u.layer)
+	for i, l := range u.mats {
+		if i > 0 {
+			s += "+"
+		}
+		s += l.op
+	}
+	return s
+}
+
+// copyJob is the rearrangement of one copy group into one buffer by every
+// copy thread, each its share of the group's panels.
 type copyJob struct {
+	unit  int
 	layer int
 	parts [][]packPart   // per copy thread
 	spans [][2]time.Time // per copy thread, written by that thread only
@@ -322,16 +354,14 @@ func (m *Model) layoutInit() error {
 	s := m.lay
 	s.stats.ComputeThreads = m.pool.Size()
 	s.stats.DecodeBytes = m.WeightBytes
-	maxMat, maxLayer := 0, 0
+	maxMat := 0
+	var layers [][]*linear
 	for i := range m.layers {
 		l := &m.layers[i]
 		ls := []*linear{l.wq, l.wk, l.wv, l.wo, l.gate, l.up, l.down}
-		s.layers = append(s.layers, ls)
-		off := 0
+		layers = append(layers, ls)
 		for _, x := range ls {
 			_, f := s.panels(x)
-			x.off = off
-			off += f
 			maxMat = max(maxMat, f)
 			if s.policy == LayoutDuplicate {
 				if err := m.opts.ctxErr(); err != nil {
@@ -343,17 +373,17 @@ func (m *Model) layoutInit() error {
 				s.stats.PrefillBytes += 4 * int64(f)
 			}
 		}
-		maxLayer = max(maxLayer, off)
 	}
 	switch s.policy {
 	case LayoutOWR:
 		s.owrBuf = make([]float32, maxMat)
 		s.stats.BufferBytes = 4 * int64(maxMat)
 	case LayoutDDB:
+		s.group(layers, maxMat)
 		for i := range s.bufs {
-			s.bufs[i] = make([]float32, maxLayer)
+			s.bufs[i] = make([]float32, maxMat)
 		}
-		s.stats.BufferBytes = 2 * 4 * int64(maxLayer)
+		s.stats.BufferBytes = 2 * 4 * int64(maxMat)
 		pinErr := make(chan error, s.stats.CopyThreads)
 		for i := range s.stats.CopyThreads {
 			ch := make(chan *copyJob, 1)
@@ -383,13 +413,36 @@ func (m *Model) layoutInit() error {
 	note := map[WeightLayout]string{
 		LayoutDuplicate: "both layouts resident",
 		LayoutOWR:       "decode layout resident; prefill GEMMs rearrange each weight into one buffer first (serial)",
-		LayoutDDB:       fmt.Sprintf("decode layout resident; %d copy thread(s) rearrange layer l+1 into one of two buffers while layer l computes", s.stats.CopyThreads),
+		LayoutDDB: fmt.Sprintf("decode layout resident; %d copy thread(s) rearrange the next of %d matrix groups into one of two buffers (each the largest matrix) while the current group computes",
+			s.stats.CopyThreads, len(s.units)),
 	}[s.policy]
 	m.Notes = append(m.Notes, fmt.Sprintf("weight layout %s (PIM-SHERPA): %s; decode and the LM head read row-major rows (kernels.DotRows), prefill GEMMs gemm panels", s.policy, note))
 	if s.stats.CopyNote != "" {
 		m.Notes = append(m.Notes, s.stats.CopyNote)
 	}
 	return nil
+}
+
+// group splits each layer's matrices (forward order) into ddb's copy
+// groups: consecutive matrices whose panels total at most slot floats (a
+// matrix is never split), each matrix's off its offset in the group.
+func (s *layoutState) group(layers [][]*linear, slot int) {
+	s.unitOf = map[*linear]int{}
+	for li, ls := range layers {
+		off := slot + 1 // start a group at each layer
+		for _, x := range ls {
+			_, f := s.panels(x)
+			if off+f > slot {
+				s.units = append(s.units, copyUnit{layer: li})
+				off = 0
+			}
+			u := len(s.units) - 1
+			s.units[u].mats = append(s.units[u].mats, x)
+			x.off = off
+			off += f
+			s.unitOf[x] = u
+		}
+	}
 }
 
 // copier is ddb copy thread i: pinned to cpu (≥ 0), it runs the jobs sent
@@ -423,33 +476,33 @@ func (s *layoutState) stop() {
 	})
 }
 
-// dispatch sends the copy of layer li into buffer li%2 to the copy
-// threads, each an equal share of the layer's panels.
-func (s *layoutState) dispatch(li int) {
+// dispatch sends the copy of group u into buffer u%2 to the copy
+// threads, each an equal share of the group's panels.
+func (s *layoutState) dispatch(u int) {
 	nc := len(s.copiers)
-	buf := s.bufs[li%2]
-	j := &copyJob{layer: li, parts: make([][]packPart, nc), spans: make([][2]time.Time, nc), done: make(chan struct{})}
+	buf := s.bufs[u%2]
+	j := &copyJob{unit: u, layer: s.units[u].layer, parts: make([][]packPart, nc), spans: make([][2]time.Time, nc), done: make(chan struct{})}
 	total := 0
-	for _, l := range s.layers[li] {
+	for _, l := range s.units[u].mats {
 		np, f := s.panels(l)
 		total += np
 		j.bytes += 4 * int64(f)
 	}
-	u := 0 // running panel index over the layer
-	for _, l := range s.layers[li] {
+	run := 0 // running panel index over the group
+	for _, l := range s.units[u].mats {
 		np, f := s.panels(l)
 		dst := buf[l.off : l.off+f]
 		for c := range nc {
 			lo, hi := c*total/nc, (c+1)*total/nc
-			p0, p1 := max(lo-u, 0), min(hi-u, np)
+			p0, p1 := max(lo-run, 0), min(hi-run, np)
 			if p0 < p1 {
 				j.parts[c] = append(j.parts[c], packPart{l: l, dst: dst, p0: p0, p1: p1})
 			}
 		}
-		u += np
+		run += np
 	}
 	j.left.Store(int32(nc))
-	s.jobs[li%2] = j
+	s.jobs[u%2] = j
 	for _, ch := range s.copiers {
 		ch <- j
 	}
@@ -473,7 +526,7 @@ func (s *layoutState) begin(p int) {
 	s.trace = s.trace[:0]
 	s.stats.Prefills++
 	s.mu.Unlock()
-	if s.policy == LayoutDDB && len(s.layers) > 0 {
+	if s.policy == LayoutDDB && len(s.units) > 0 {
 		s.dispatch(0)
 	}
 }
@@ -484,19 +537,16 @@ func (s *layoutState) end() { s.phase = -1 }
 // since is seconds since the prefill began.
 func (s *layoutState) since(t time.Time) float64 { return t.Sub(s.start).Seconds() }
 
-// enter is the per-layer synchronization of ddb (§4.4) at layer li's
-// first linear of a prefill: wait for li's buffer, then hand the other
-// buffer (layer li−1's, whose compute is done) to the copy of layer li+1.
-func (s *layoutState) enter(li int) {
-	s.cur = li
-	if s.policy != LayoutDDB {
-		return
-	}
-	j := s.jobs[li%2]
-	if j == nil || j.layer != li {
-		// Not dispatched (a layer skipped): copy it now, unhidden.
-		s.dispatch(li)
-		j = s.jobs[li%2]
+// enter is ddb's synchronization (§4.4) at the first linear of copy
+// group u in a prefill: wait for u's buffer, then hand the other buffer
+// (group u−1's, whose compute is done) to the copy of group u+1.
+func (s *layoutState) enter(u int) {
+	s.cur = u
+	j := s.jobs[u%2]
+	if j == nil || j.unit != u {
+		// Not dispatched (a group skipped): copy it now, unhidden.
+		s.dispatch(u)
+		j = s.jobs[u%2]
 	}
 	st := time.Now()
 	<-j.done
@@ -504,7 +554,7 @@ func (s *layoutState) enter(li int) {
 	w := en.Sub(st).Seconds()
 	s.mu.Lock()
 	kind := "wait"
-	if li == 0 {
+	if u == 0 {
 		kind = "preload"
 		s.stats.PreloadSeconds += w
 	} else {
@@ -513,11 +563,11 @@ func (s *layoutState) enter(li int) {
 			s.stats.Waits++
 		}
 	}
-	s.trace = append(s.trace, LayoutEvent{Thread: "compute 0", Kind: kind, Layer: li, Start: s.since(st), End: s.since(en)})
+	s.trace = append(s.trace, LayoutEvent{Thread: "compute 0", Kind: kind, Op: s.units[u].name(), Layer: s.units[u].layer, Start: s.since(st), End: s.since(en)})
 	s.countJob(j)
 	s.mu.Unlock()
-	if li+1 < len(s.layers) {
-		s.dispatch(li + 1)
+	if u+1 < len(s.units) {
+		s.dispatch(u + 1)
 	}
 }
 
@@ -540,7 +590,7 @@ func (s *layoutState) countJob(j *copyJob) {
 			last = sp[1]
 		}
 		s.stats.CopyBusySeconds += sp[1].Sub(sp[0]).Seconds()
-		s.trace = append(s.trace, LayoutEvent{Thread: fmt.Sprintf("copy %d", c), Kind: "copy", Op: fmt.Sprintf("layer %d", j.layer),
+		s.trace = append(s.trace, LayoutEvent{Thread: fmt.Sprintf("copy %d", c), Kind: "copy", Op: s.units[j.unit].name(),
 			Layer: j.layer, Start: s.since(sp[0]), End: s.since(sp[1])})
 	}
 	if !first.IsZero() {
@@ -557,8 +607,9 @@ func (m *Model) layoutLinear(ms *pool.Master, l *linear, y, x []float32, M int, 
 	if l.li < 0 || s.phase == 1 {
 		return s.gemv(ms, m.all, l, y, x, M)
 	}
-	if s.phase == 0 && l.li != s.cur {
-		s.enter(l.li)
+	u := s.unitOf[l]
+	if s.phase == 0 && s.policy == LayoutDDB && u != s.cur {
+		s.enter(u)
 	}
 	_, f := s.panels(l)
 	var pan []float32
@@ -566,7 +617,7 @@ func (m *Model) layoutLinear(ms *pool.Master, l *linear, y, x []float32, M int, 
 	case s.policy == LayoutDuplicate:
 		pan = l.pan
 	case s.policy == LayoutDDB && s.phase == 0:
-		pan = s.bufs[l.li%2][l.off : l.off+f]
+		pan = s.bufs[u%2][l.off : l.off+f]
 	default: // owr; ddb outside a forward (TimeLinear): rearrange, then compute
 		if s.policy == LayoutOWR {
 			pan = s.owrBuf[:f]

@@ -130,6 +130,7 @@ func TestLayoutStats(t *testing.T) {
 	ref := loadReference(t)
 	stats := map[WeightLayout]LayoutStats{}
 	traces := map[WeightLayout][]LayoutEvent{}
+	var lay *layoutState // ddb's
 	for _, p := range WeightLayouts() {
 		o := Options{Threads: 1, WeightLayout: p}
 		if p == LayoutDDB {
@@ -140,6 +141,9 @@ func TestLayoutStats(t *testing.T) {
 		}
 		_, m := layoutRun(t, w, o, ref.input[:24], 20)
 		stats[p], traces[p] = m.Layout(), m.LayoutTrace()
+		if p == LayoutDDB {
+			lay = m.lay
+		}
 		if m.WeightBytes != stats[p].ResidentBytes {
 			t.Errorf("%s: WeightBytes %d, Layout().ResidentBytes %d", p, m.WeightBytes, stats[p].ResidentBytes)
 		}
@@ -169,12 +173,46 @@ func TestLayoutStats(t *testing.T) {
 	}
 	if ddb, ok := stats[LayoutDDB]; ok {
 		c := w.Config.Layers
-		if ddb.BufferBytes <= owr.BufferBytes || ddb.CopyThreads != 1 || ddb.ComputeThreads != 1 || ddb.ResidentBytes >= dup.ResidentBytes {
+		// §4.1: two buffers, each the largest matrix (owr's one buffer).
+		if ddb.BufferBytes != 2*owr.BufferBytes || ddb.CopyThreads != 1 || ddb.ComputeThreads != 1 || ddb.ResidentBytes >= dup.ResidentBytes {
 			t.Errorf("ddb %+v", ddb)
 		}
+		// Copy groups: each layer's 7 matrices in forward order, in groups
+		// of consecutive matrices of one layer that fit one buffer.
+		units := lay.units
+		var order []*linear
+		for i := range units {
+			var floats int
+			for _, l := range units[i].mats {
+				_, f := lay.panels(l)
+				floats += f
+				order = append(order, l)
+				if l.li != units[i].layer {
+					t.Errorf("group %d (%s) holds layer %d's %s", i, units[i].name(), l.li, l.op)
+				}
+			}
+			if 4*int64(floats) > owr.BufferBytes {
+				t.Errorf("group %d (%s): %d floats overflow the %d-byte buffer", i, units[i].name(), floats, owr.BufferBytes)
+			}
+			if i > 0 && units[i].layer == units[i-1].layer {
+				_, f := lay.panels(units[i].mats[0])
+				var prev int
+				for _, l := range units[i-1].mats {
+					_, pf := lay.panels(l)
+					prev += pf
+				}
+				if 4*int64(prev+f) <= owr.BufferBytes {
+					t.Errorf("group %d (%s) would fit in group %d (%s)", i, units[i].name(), i-1, units[i-1].name())
+				}
+			}
+		}
+		if len(order) != 7*c || len(units) < c || len(units) >= 7*c {
+			t.Errorf("%d matrices in %d groups for %d layers", len(order), len(units), c)
+		}
+		g := len(units)
 		k := kinds(traces[LayoutDDB])
-		if k["copy"] != c || k["preload"] != 1 || k["wait"] != c-1 || k["gemm"] != 7*c {
-			t.Errorf("ddb trace kinds %v, want %d copies, 1 preload, %d waits, %d gemms", k, c, c-1, 7*c)
+		if k["copy"] != g || k["preload"] != 1 || k["wait"] != g-1 || k["gemm"] != 7*c {
+			t.Errorf("ddb trace kinds %v, want %d copies, 1 preload, %d waits, %d gemms", k, g, g-1, 7*c)
 		}
 	}
 	if runtime.GOOS == "linux" {

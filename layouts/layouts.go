@@ -339,7 +339,7 @@ func writeCapacity(w io.Writer, caps []roofline.LayoutCapacity, dt string) error
 		return err
 	}
 	fmt.Fprintln(w, "\nduplicate = decode layout (every weight) + prefill layout (the decoder layers' linears; the LM head and embedding stay in the decode layout); "+
-		"owr adds one buffer for the largest decoder-layer matrix, ddb two buffers of the largest layer (this engine's per-layer double buffering). "+
+		"owr adds one buffer for the largest decoder-layer matrix, ddb two buffers of the largest matrix (§4.1: twice the FF layer; copy groups of consecutive matrices that fit one buffer, Fig. 5). "+
 		"The paper's WD keeps every weight twice; panel padding not counted.")
 	return nil
 }

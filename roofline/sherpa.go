@@ -113,9 +113,9 @@ func (m LayoutModel) Crossover() float64 {
 //
 //	Duplicate = Decode + Prefill   (both layouts: the paper's WD)
 //	OWR       = Decode + OWRBuffer (one buffer: the largest decoder-layer matrix)
-//	DDB       = Decode + DDBBuffer (two buffers, each the largest decoder layer's
-//	                                matrices: this engine's per-layer double buffering;
-//	                                the paper's Fig. 5 uses 2× the FF matrix)
+//	DDB       = Decode + DDBBuffer (two buffers, each the largest matrix: §4.1's
+//	                                "twice the FF layer"; the engine double-buffers
+//	                                groups of matrices that fit one buffer, Fig. 5)
 type LayoutCapacity struct {
 	Model string
 	// Decode is every weight once (embedding, every linear, an untied LM
@@ -166,12 +166,10 @@ func LayoutCapacityOf(a Arch, bytesPerWeight float64) (LayoutCapacity, error) {
 	nDense := float64(a.Layers) - nMoE
 	prefill := nDense*(as+ds) + nMoE*(as+ms)
 	largestMat := math.Max(am, dm)
-	largestLayer := as + ds
 	if a.MoELayers > 0 {
 		largestMat = math.Max(largestMat, mm)
-		largestLayer = math.Max(largestLayer, as+ms)
 		if a.MoELayers == a.Layers {
-			largestMat, largestLayer = math.Max(am, mm), as+ms
+			largestMat = math.Max(am, mm)
 		}
 	}
 	norms := float64(a.Layers)*2*h + h
@@ -185,7 +183,7 @@ func LayoutCapacityOf(a Arch, bytesPerWeight float64) (LayoutCapacity, error) {
 	}
 	b := bytesPerWeight
 	c := LayoutCapacity{Model: a.Name, Decode: b * (embed + head + prefill + norms), Prefill: b * prefill,
-		OWRBuffer: b * largestMat, DDBBuffer: 2 * b * largestLayer}
+		OWRBuffer: b * largestMat, DDBBuffer: 2 * b * largestMat}
 	c.Duplicate, c.OWR, c.DDB = c.Decode+c.Prefill, c.Decode+c.OWRBuffer, c.Decode+c.DDBBuffer
 	c.OWRSaving, c.DDBSaving = 1-c.OWR/c.Duplicate, 1-c.DDB/c.Duplicate
 	c.PaperWD = 2 * c.Decode

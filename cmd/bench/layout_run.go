@@ -13,7 +13,7 @@ import (
 // The PIM-SHERPA weight layout flags of `bench run` (engine/layout.go).
 
 func addLayoutFlags(f *pflag.FlagSet, o *runOptions) {
-	f.StringVar(&o.WeightLayout, "weight-layout", "", "PIM-SHERPA weight layout policy: duplicate (row-major decode layout and gemm panels both resident), owr (decode layout only; each prefill GEMM's weight rearranged into one buffer first) or ddb (decode layout only; copy threads rearrange layer l+1 into one of two buffers while layer l computes); default: the packed engine (fp32 weights, placement cores, dense models only)")
+	f.StringVar(&o.WeightLayout, "weight-layout", "", "PIM-SHERPA weight layout policy: duplicate (row-major decode layout and gemm panels both resident), owr (decode layout only; each prefill GEMM's weight rearranged into one buffer first) or ddb (decode layout only; copy threads rearrange the next group of matrices into one of two buffers, each the largest matrix, while the current group computes); default: the packed engine (fp32 weights, placement cores, dense models only)")
 	f.IntVar(&o.CopyThreads, "copy-threads", 0, "ddb: dedicated copy threads, taken out of --threads (0: 1)")
 }
 
