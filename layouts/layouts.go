@@ -332,15 +332,16 @@ func writeCapacity(w io.Writer, caps []roofline.LayoutCapacity, dt string) error
 	var body [][]string
 	for _, c := range caps {
 		body = append(body, []string{c.Model, gb(c.Decode), gb(c.Prefill), gb(c.Duplicate), gb(c.OWR), gb(c.DDB), pct(c.OWRSaving), pct(c.DDBSaving),
-			gb(c.PaperWD), pct(c.OWRSavingWD), pct(c.DDBSavingWD)})
+			gb(c.PaperWD), pct(c.OWRSavingWD), pct(c.DDBSavingWD), fmt.Sprintf("%.3f", c.OWRLinears), fmt.Sprintf("%.3f", c.DDBLinears)})
 	}
 	if err := reports.MarkdownTable(w, []string{"model", "decode layout GB", "prefill layout GB", "duplicate GB", "owr GB", "ddb GB",
-		"owr saves", "ddb saves", "paper's WD GB", "owr saves vs WD", "ddb saves vs WD"}, body); err != nil {
+		"owr saves", "ddb saves", "paper's WD GB", "owr saves vs WD", "ddb saves vs WD", "owr/duplicate, linears", "ddb/duplicate, linears"}, body); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nduplicate = decode layout (every weight) + prefill layout (the decoder layers' linears; the LM head and embedding stay in the decode layout); "+
 		"owr adds one buffer for the largest decoder-layer matrix, ddb two buffers of the largest matrix (§4.1: twice the FF layer; copy groups of consecutive matrices that fit one buffer, Fig. 5). "+
-		"The paper's WD keeps every weight twice; panel padding not counted.")
+		"The paper's WD keeps every weight twice; panel padding not counted. "+
+		"The linears columns are the resident bytes of the decoder layers' linears (the weights with two layouts) over duplicate's: (prefill layout + buffers) / (2 × prefill layout).")
 	return nil
 }
 

@@ -132,6 +132,13 @@ type LayoutCapacity struct {
 	// copies); OWRSavingWD and DDBSavingWD are the savings against it,
 	// the figures comparable to the paper's 48–50 %.
 	PaperWD, OWRSavingWD, DDBSavingWD float64
+	// OWRLinears and DDBLinears are the resident bytes of the weights
+	// that have two layouts (the decoder layers' linears) under owr and
+	// ddb over duplicate's: (Prefill + buffer) / (2·Prefill). They leave
+	// out what every policy keeps once (embedding, LM head, norms), which
+	// makes OWR/Duplicate of a small model with a large tied embedding
+	// (qwen3-0.6b) well above 0.5.
+	OWRLinears, DDBLinears float64
 }
 
 // LayoutCapacityOf counts a's weights for LayoutCapacity at bytesPerWeight
@@ -188,5 +195,7 @@ func LayoutCapacityOf(a Arch, bytesPerWeight float64) (LayoutCapacity, error) {
 	c.OWRSaving, c.DDBSaving = 1-c.OWR/c.Duplicate, 1-c.DDB/c.Duplicate
 	c.PaperWD = 2 * c.Decode
 	c.OWRSavingWD, c.DDBSavingWD = 1-c.OWR/c.PaperWD, 1-c.DDB/c.PaperWD
+	c.OWRLinears = (c.Prefill + c.OWRBuffer) / (2 * c.Prefill)
+	c.DDBLinears = (c.Prefill + c.DDBBuffer) / (2 * c.Prefill)
 	return c, nil
 }
