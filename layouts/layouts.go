@@ -116,7 +116,11 @@ type Result struct {
 	Backend     string                    `json:"backend,omitempty"` // the gemm backend of the prefill GEMMs
 	WeightBytes float64                   `json:"prefill_weight_bytes,omitempty"`
 	Measured    []Measured                `json:"measured,omitempty"`
-	Models      []PolicyModel             `json:"models,omitempty"`
+	// EqualThreads is duplicate measured on ddb's compute thread count
+	// (the issue's ddb-vs-duplicate check: same compute, ddb's copy
+	// threads extra), when that differs from Measured's duplicate.
+	EqualThreads []Measured    `json:"duplicate_at_ddb_compute_threads,omitempty"`
+	Models       []PolicyModel `json:"models,omitempty"`
 	// Crossover is the input length from which ddb's copy is hidden
 	// (ddb's model), CrossoverNC the same with a non-cacheable source
 	// modelled (0: no write_nt figure in the profile).
@@ -408,7 +412,7 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 			return fmt.Errorf("layout: %s: %w", p, err)
 		}
 		r.Backend = m.Backend.Name
-		ms, tr, err := measurePolicy(o, m, p, prompt)
+		ms, tr, err := measurePolicy(o, m, p, prompt, p == o.GanttPolicy)
 		m.Close()
 		debug.FreeOSMemory() // the next policy's VmRSS without this one's freed panels
 		if err != nil {
@@ -419,8 +423,14 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 			trace = tr
 		}
 	}
+	if err := equalThreads(o, r, w, prompt); err != nil {
+		return err
+	}
 	model(o, r, layers, params)
 	if err := writeMeasured(md, r, o); err != nil {
+		return err
+	}
+	if err := writeEqualThreads(md, r); err != nil {
 		return err
 	}
 	for _, e := range trace {
@@ -453,9 +463,89 @@ func measure(o *Options, r *Result, md *bytes.Buffer) error {
 	return nil
 }
 
+// equalThreads measures duplicate on ddb's compute thread count when
+// both ran and duplicate ran on more (r.EqualThreads): ddb's copy
+// threads are extra cores, so the comparison of the two at equal compute
+// is what says whether the copy is hidden.
+func equalThreads(o *Options, r *Result, w *engine.Weights, prompt []int) error {
+	ct, dt := policyThreads(r.Measured, engine.LayoutDDB), policyThreads(r.Measured, engine.LayoutDuplicate)
+	if ct == 0 || dt == 0 || ct == dt {
+		return nil
+	}
+	m, err := engine.New(w, engine.Options{Threads: ct, WeightLayout: engine.LayoutDuplicate, Context: o.Context})
+	if err != nil {
+		return fmt.Errorf("layout: duplicate at %d threads: %w", ct, err)
+	}
+	defer m.Close()
+	ms, _, err := measurePolicy(o, m, engine.LayoutDuplicate, prompt, false)
+	if err != nil {
+		return fmt.Errorf("layout: duplicate at %d threads: %w", ct, err)
+	}
+	r.EqualThreads = ms
+	return nil
+}
+
+// policyThreads is the compute threads policy p ran with in ms (0: not
+// measured).
+func policyThreads(ms []Measured, p engine.WeightLayout) int {
+	for _, x := range ms {
+		if x.Policy == string(p) {
+			return x.ComputeThreads
+		}
+	}
+	return 0
+}
+
+// writeEqualThreads prints ddb's TTFT over duplicate's at equal compute
+// threads per input length, and whether it is within 10% from the
+// model's crossover on (the issue's target).
+func writeEqualThreads(w io.Writer, r *Result) error {
+	dup := map[int]Measured{}
+	base := r.EqualThreads
+	if len(base) == 0 && policyThreads(r.Measured, engine.LayoutDDB) == policyThreads(r.Measured, engine.LayoutDuplicate) {
+		base = r.Measured
+	}
+	for _, x := range base {
+		if x.Policy == string(engine.LayoutDuplicate) {
+			dup[x.InputSL] = x
+		}
+	}
+	var body [][]string
+	met, counted := 0, 0
+	for _, x := range r.Measured {
+		d, ok := dup[x.InputSL]
+		if x.Policy != string(engine.LayoutDDB) || !ok || d.TTFTS <= 0 {
+			continue
+		}
+		ratio := x.TTFTS / d.TTFTS
+		hidden, within := "no", "—"
+		if r.Crossover > 0 && float64(x.InputSL) >= r.Crossover {
+			hidden, within = "yes", "no"
+			counted++
+			if ratio <= 1.10 {
+				within = "yes"
+				met++
+			}
+		}
+		body = append(body, []string{fmt.Sprint(x.InputSL), fmt.Sprint(x.ComputeThreads), fmt.Sprintf("%.4g", 1e3*d.TTFTS), fmt.Sprintf("%.4g", 1e3*x.TTFTS),
+			fmt.Sprintf("%.3f", ratio), hidden, within})
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\n## ddb against duplicate at equal compute threads\n\nddb's copy threads are extra cores; duplicate here runs on ddb's compute threads (measured again when it ran on more above). Medians of the same number of prefills.\n\n")
+	if err := reports.MarkdownTable(w, []string{"input SL", "compute threads", "duplicate TTFT ms", "ddb TTFT ms", "ddb/duplicate", "SL ≥ crossover", "within 10%"}, body); err != nil {
+		return err
+	}
+	if counted > 0 {
+		fmt.Fprintf(w, "\nddb within 10%% of duplicate at %d of %d input lengths from the model's crossover (%.4g tokens) on.\n", met, counted, r.Crossover)
+	}
+	return nil
+}
+
 // measurePolicy times the prefills of one policy and, for the Gantt
 // policy, traces one more.
-func measurePolicy(o *Options, m *engine.Model, p engine.WeightLayout, prompt []int) ([]Measured, []engine.LayoutEvent, error) {
+func measurePolicy(o *Options, m *engine.Model, p engine.WeightLayout, prompt []int, gantt bool) ([]Measured, []engine.LayoutEvent, error) {
 	b, err := m.NewBatch(1, len(prompt))
 	if err != nil {
 		return nil, nil, err
@@ -498,7 +588,7 @@ func measurePolicy(o *Options, m *engine.Model, p engine.WeightLayout, prompt []
 		out = append(out, x)
 	}
 	var trace []engine.LayoutEvent
-	if p == o.GanttPolicy {
+	if gantt {
 		if err := b.Reset(0); err != nil {
 			return nil, nil, err
 		}

@@ -80,6 +80,16 @@ func TestRunMeasured(t *testing.T) {
 	if !strings.Contains(out.String(), "measured/model") {
 		t.Errorf("no TTFT table:\n%s", out.String())
 	}
+	// ddb ran on one compute thread, duplicate on two: duplicate is
+	// measured again on one for the equal-compute comparison.
+	if n >= 2 {
+		if len(r.EqualThreads) != 3 || r.EqualThreads[0].ComputeThreads != 1 || r.EqualThreads[0].Policy != string(engine.LayoutDuplicate) {
+			t.Errorf("equal-threads duplicate: %+v", r.EqualThreads)
+		}
+		if !strings.Contains(out.String(), "ddb against duplicate at equal compute threads") {
+			t.Errorf("no equal-threads table:\n%s", out.String())
+		}
+	}
 }
 
 // TestRunErrors: bad options are one error line naming the value.
