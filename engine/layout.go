@@ -113,7 +113,10 @@ type LayoutStats struct {
 	// why not).
 	ComputeThreads, CopyThreads int
 	CopyCPUs                    []int
-	CopyNote                    string
+	// CopyGroups is ddb's number of copy groups over all layers (each
+	// copied while the one before it computes), 0 otherwise.
+	CopyGroups int
+	CopyNote   string
 	// DecodeBytes is the decode layout: every linear row-major (the LM
 	// head included; a tied head is the embedding table, counted once),
 	// the embedding table and the norms. PrefillBytes is the resident
@@ -380,6 +383,7 @@ func (m *Model) layoutInit() error {
 		s.stats.BufferBytes = 4 * int64(maxMat)
 	case LayoutDDB:
 		s.group(layers, maxMat)
+		s.stats.CopyGroups = len(s.units)
 		for i := range s.bufs {
 			s.bufs[i] = make([]float32, maxMat)
 		}
@@ -764,7 +768,7 @@ func (m *Model) ResetLayout() {
 	defer s.mu.Unlock()
 	st := s.stats
 	s.stats = LayoutStats{Policy: st.Policy, ComputeThreads: st.ComputeThreads, CopyThreads: st.CopyThreads, CopyCPUs: st.CopyCPUs,
-		CopyNote: st.CopyNote, DecodeBytes: st.DecodeBytes, PrefillBytes: st.PrefillBytes, BufferBytes: st.BufferBytes, ResidentBytes: st.ResidentBytes}
+		CopyGroups: st.CopyGroups, CopyNote: st.CopyNote, DecodeBytes: st.DecodeBytes, PrefillBytes: st.PrefillBytes, BufferBytes: st.BufferBytes, ResidentBytes: st.ResidentBytes}
 }
 
 // LayoutTrace returns the per-thread intervals of the last prefill under a
