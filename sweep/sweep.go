@@ -248,7 +248,7 @@ func (o *Options) Validate() error {
 		}
 		g.Ablations = append(g.Ablations, abl...)
 	}
-	if g.Arrival, err = workloads.ParseArrival(o.Arrival); err != nil {
+	if g.Arrivals, err = workloads.ParseArrivals(o.Arrival); err != nil {
 		return fmt.Errorf("sweep: --arrival %w", err)
 	}
 	for _, s := range []struct {
@@ -705,7 +705,7 @@ type sweepGrid struct {
 	Placements      []string `json:"placements"`
 	Ablations       []string `json:"ablations"` // "" is the full system
 	Requests        int      `json:"requests"`
-	Arrival         string   `json:"arrival"`
+	Arrival         string   `json:"arrival"` // comma-separated: closed or poisson:RATE each
 	Seed            uint64   `json:"seed"`
 	MaxGenTokens    int      `json:"max_gen_tokens"`
 	MaxPromptTokens int      `json:"max_prompt_tokens"`
@@ -721,7 +721,7 @@ func writeSweepRecord(o *Options, dir string, host hostInfo, cells []workloads.C
 		BenchVersion: o.BenchVersion, GoVersion: runtime.Version(), Args: o.args(false), Skipped: skipped,
 		Grid: sweepGrid{Models: g.Models, Weights: o.Weights, WeightDTypes: g.WeightDTypes, Layers: g.Layers, Workloads: g.Workloads, Batches: g.Batches,
 			Threads: g.Threads, Placements: g.Placements, Ablations: g.Ablations, Requests: g.Requests,
-			Arrival: g.Arrival.String(), Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
+			Arrival: arrivalList(g.Arrivals), Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
 			SLOTTFTS: o.SLOTTFT, SLOTPOTS: o.SLOTPOT, Profile: o.Profile}}
 	if o.Cell >= 0 {
 		c := o.Cell
@@ -738,6 +738,15 @@ func writeSweepRecord(o *Options, dir string, host hostInfo, cells []workloads.C
 		return fmt.Errorf("sweep: %w", err)
 	}
 	return nil
+}
+
+// arrivalList is the --arrival value of arrivals.
+func arrivalList(arrivals []workloads.Arrival) string {
+	s := make([]string, len(arrivals))
+	for i, a := range arrivals {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
 }
 
 // args are the resolved flags that reproduce this grid (without --out,
@@ -783,7 +792,7 @@ func (o *Options) args(abs bool) []string {
 	}
 	ff := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	a = append(a, "--requests", strconv.Itoa(g.Requests), "--max-gen-tokens", strconv.Itoa(g.MaxGenTokens),
-		"--max-prompt-tokens", strconv.Itoa(g.MaxPromptTokens), "--arrival", g.Arrival.String(),
+		"--max-prompt-tokens", strconv.Itoa(g.MaxPromptTokens), "--arrival", arrivalList(g.Arrivals),
 		"--slo-ttft", ff(o.SLOTTFT), "--slo-tpot", ff(o.SLOTPOT), "--seed", strconv.FormatUint(g.Seed, 10))
 	// Without a profile the line says so: a bare one would take the
 	// newest probe profile of wherever it reruns (a Slurm node's).

@@ -8,8 +8,8 @@ import (
 )
 
 // Grid is the cartesian product a sweep runs: every model × workload ×
-// batch × threads × placement × ablation, with the fixed settings below
-// shared by every cell.
+// batch × threads × placement × ablation × arrival process, with the
+// fixed settings below shared by every cell.
 type Grid struct {
 	Models    []string // shipped model names or config.json paths; with a checkpoint in Weights, a label for it
 	Workloads []string // workload names (see Lookup)
@@ -26,13 +26,16 @@ type Grid struct {
 	// q8_0, q4_0, int2, int1, ...); empty means one run as loaded.
 	WeightDTypes []string
 
-	Weights         string  // "synthetic" or a checkpoint path ("" means synthetic)
-	Layers          int     // decoder layers instantiated (0: all)
-	Requests        int     // requests per cell's trace
-	Arrival         Arrival // arrival process of the traces
-	Seed            uint64  // trace and weight seed
-	MaxGenTokens    int     // output cap per request (0: none)
-	MaxPromptTokens int     // prompt cap per request (0: none)
+	Weights  string // "synthetic" or a checkpoint path ("" means synthetic)
+	Layers   int    // decoder layers instantiated (0: all)
+	Requests int    // requests per cell's trace
+	// Arrivals are the traces' arrival processes (closed, or Poisson at
+	// several rates: a rate sweep for serving curves, Sandwich §8.1); empty
+	// means closed.
+	Arrivals        []Arrival
+	Seed            uint64 // trace and weight seed
+	MaxGenTokens    int    // output cap per request (0: none)
+	MaxPromptTokens int    // prompt cap per request (0: none)
 	// CoresBackend and MatrixBackend name the gemm backends of the
 	// placements' cores and matrix targets ("": the engine's choice by
 	// capability), checked by the caller.
@@ -203,8 +206,14 @@ func (g Grid) Validate() error {
 		return fmt.Errorf("grid: max gen tokens %d: must be ≥ 0 (0: no cap)", g.MaxGenTokens)
 	case g.MaxPromptTokens < 0:
 		return fmt.Errorf("grid: max prompt tokens %d: must be ≥ 0 (0: no cap)", g.MaxPromptTokens)
-	case g.Arrival.Rate < 0:
-		return fmt.Errorf("grid: arrival rate %v: must be ≥ 0", g.Arrival.Rate)
+	}
+	for _, a := range g.Arrivals {
+		if a.Rate < 0 {
+			return fmt.Errorf("grid: arrival rate %v: must be ≥ 0", a.Rate)
+		}
+	}
+	if d := firstDup(g.Arrivals); d >= 0 {
+		return fmt.Errorf("grid: arrivals: %s is listed twice", g.Arrivals[d])
 	}
 	return nil
 }
@@ -219,8 +228,8 @@ func firstDup[T comparable](vals []T) int {
 }
 
 // Cells lists the grid's cells in a deterministic order: models outermost,
-// then weight dtypes, workloads, batches, threads, placements and
-// ablations, each in the order given, less those g.Skip leaves out;
+// then weight dtypes, workloads, batches, threads, placements, ablations
+// and arrivals, each in the order given, less those g.Skip leaves out;
 // skipped says why, one line per reason. Index is the position in cells.
 // Cells assumes Validate passed.
 func (g Grid) Cells() (cells []Cell, skipped []string) {
@@ -232,6 +241,10 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 	dtypes := g.WeightDTypes
 	if len(dtypes) == 0 {
 		dtypes = []string{""}
+	}
+	arrivals := g.Arrivals
+	if len(arrivals) == 0 {
+		arrivals = []Arrival{Closed}
 	}
 	skip := func(why string) {
 		if !noted[why] {
@@ -246,18 +259,20 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 					for _, t := range g.Threads {
 						for _, p := range g.Placements {
 							for _, a := range g.Ablations {
-								c := Cell{Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
-									Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: g.Arrival,
-									Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
-									CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend}
-								if g.Skip != nil {
-									if why := g.Skip(c); why != "" {
-										skip(why)
-										continue
+								for _, arr := range arrivals {
+									c := Cell{Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
+										Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: arr,
+										Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
+										CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend}
+									if g.Skip != nil {
+										if why := g.Skip(c); why != "" {
+											skip(why)
+											continue
+										}
 									}
+									c.Index = len(cells)
+									cells = append(cells, c)
 								}
-								c.Index = len(cells)
-								cells = append(cells, c)
 							}
 						}
 					}

@@ -215,3 +215,41 @@ func TestGridWeightDTypes(t *testing.T) {
 		t.Errorf("repeated dtype: %v", err)
 	}
 }
+
+// TestGridArrivals: a rate sweep is one more axis, innermost; each
+// arrival process is its own cell with its own key.
+func TestGridArrivals(t *testing.T) {
+	arr, err := ParseArrivals("closed,poisson:0.5,poisson:2")
+	if err != nil || len(arr) != 3 || arr[1] != Poisson(0.5) {
+		t.Fatalf("ParseArrivals = %v, %v", arr, err)
+	}
+	g := testGrid()
+	g.Workloads, g.Batches, g.Placements, g.Ablations = []string{"gsm8k"}, []int{1}, []string{"cores"}, []string{""}
+	g.Arrivals = arr
+	if err := g.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells, _ := g.Cells()
+	if len(cells) != 3 {
+		t.Fatalf("%d cells, want 3", len(cells))
+	}
+	keys := map[string]bool{}
+	for i, c := range cells {
+		if c.Arrival != arr[i] {
+			t.Errorf("cell %d arrival %v, want %v", i, c.Arrival, arr[i])
+		}
+		keys[c.Key()] = true
+	}
+	if len(keys) != 3 || !strings.Contains(cells[2].Key(), "arrival=poisson:2") {
+		t.Errorf("keys %v", keys)
+	}
+	for _, bad := range []string{"closed,closed", "poisson:1,poisson:1", "poisson:0", "poisson:x,closed", ""} {
+		if _, err := ParseArrivals(bad); err == nil {
+			t.Errorf("ParseArrivals(%q): no error", bad)
+		}
+	}
+	g.Arrivals = []Arrival{Poisson(1), Poisson(1)}
+	if err := g.Validate(); err == nil || !strings.Contains(err.Error(), "poisson:1") {
+		t.Errorf("repeated arrival: %v", err)
+	}
+}

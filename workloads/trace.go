@@ -65,6 +65,27 @@ func ParseArrival(s string) (Arrival, error) {
 	return Arrival{}, fmt.Errorf("%q: want \"closed\" or \"poisson:RATE\" (RATE in requests/s)", s)
 }
 
+// ParseArrivals reads a comma-separated list of ParseArrival's syntax
+// ("closed,poisson:0.5,poisson:1"): a rate sweep. Errors name the item.
+func ParseArrivals(s string) ([]Arrival, error) {
+	items, err := ParseList(s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Arrival, 0, len(items))
+	for _, it := range items {
+		a, err := ParseArrival(it)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(out, a) {
+			return nil, fmt.Errorf("%s is listed twice", a)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
 // Stream ids of the PCG generators seeded with a trace's seed, so the
 // request selection does not change with the arrival process.
 const (

@@ -130,7 +130,7 @@ index and key). --dry-run lists the cells.`,
 	f.IntVar(&o.Requests, "requests", sweep.DefaultRequests, "requests per cell")
 	f.IntVar(&o.MaxGen, "max-gen-tokens", sweep.DefaultMaxGen, "cap on each request's output tokens (0: none)")
 	f.IntVar(&o.MaxPrompt, "max-prompt-tokens", sweep.DefaultMaxPrompt, "cap on each request's prompt tokens (0: none; an uncapped ruler-8k prefill takes about 30 s on 2 cores)")
-	f.StringVar(&o.Arrival, "arrival", "closed", "arrival process: closed or poisson:RATE (requests/s)")
+	f.StringVar(&o.Arrival, "arrival", "closed", "arrival processes, comma-separated: closed or poisson:RATE (requests/s) each; several Poisson rates make a rate sweep (serving curves and goodput in bench report)")
 	f.Float64Var(&o.SLOTTFT, "slo-ttft", sweep.DefaultSLOTTFT, "TTFT target of the SLO, seconds (0: none)")
 	f.Float64Var(&o.SLOTPOT, "slo-tpot", sweep.DefaultSLOTPOT, "TPOT target of the SLO, seconds (0: none)")
 	f.StringVar(&o.Profile, "profile", "", "machine for predicted times and placement auto: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
