@@ -176,7 +176,7 @@ func SweepContext(ctx context.Context, cells []results.SweepCell, outDir string,
 	r := &sweepReport{d: d, s: s, dir: stage}
 	var body bytes.Buffer
 	for _, sec := range []func(*bytes.Buffer) error{
-		r.latencySection, r.baselineSection, r.cellsSection, r.throughputSection, r.breakdownSection,
+		r.latencySection, r.baselineSection, r.cellsSection, r.throughputSection, r.servingSection, r.breakdownSection,
 		r.predictionSection, r.regimeSection, r.ablationSection, r.machinesSection, r.cellNotesSection,
 	} {
 		if err := ctx.Err(); err != nil {
@@ -296,6 +296,7 @@ func newSweepData(cells []results.SweepCell, o SweepOptions) *sweepData {
 	for i := range cells {
 		ptrs = append(ptrs, &cells[i])
 	}
+	arrivalNoted := false
 	for i, c := range ptrs {
 		d.model = append(d.model, ModelLabel(c))
 		k := cellCoord{d.src[i], d.model[i], c.Workload, c.Batch, c.Threads, c.Placement, c.Ablation}
@@ -315,6 +316,15 @@ func newSweepData(cells []results.SweepCell, o SweepOptions) *sweepData {
 			threads = append(threads, c.Threads)
 		}
 		if j, dup := d.at[k]; dup {
+			if cells[j].Config.Arrival != c.Config.Arrival {
+				// A rate sweep: the serving section compares the arrival
+				// processes; the other sections show the first.
+				if !arrivalNoted {
+					arrivalNoted = true
+					d.notes = append(d.notes, "cells differ in arrival process (a rate sweep): the serving section compares them; the other sections show each configuration's first cell ("+cells[j].Config.Arrival+")")
+				}
+				continue
+			}
 			d.notes = append(d.notes, fmt.Sprintf("cells %q and %q have the same machine, model, workload, batch, threads, placement and ablation; the plots show the first", cells[j].Key, c.Key))
 			continue
 		}
