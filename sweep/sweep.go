@@ -830,9 +830,9 @@ func sweepDryRun(o *Options, cells []workloads.Cell, dir string) error {
 			abl = "none"
 		}
 		rows = append(rows, []string{strconv.Itoa(c.Index), modelLabel(c.Model, c.WeightDType), c.Workload, strconv.Itoa(c.Batch), strconv.Itoa(c.Threads),
-			c.Placement, abl, status})
+			c.Placement, abl, c.Arrival.String(), status})
 	}
-	if err := reports.TextTable(o.Stdout, []string{"cell", "model", "workload", "batch", "threads", "placement", "ablate", "status"}, rows); err != nil {
+	if err := reports.TextTable(o.Stdout, []string{"cell", "model", "workload", "batch", "threads", "placement", "ablate", "arrival", "status"}, rows); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.Stdout, "\n%d cells × %d requests = %d requests (%d cells done in %s, %d to run)\n",
@@ -843,7 +843,7 @@ func sweepDryRun(o *Options, cells []workloads.Cell, dir string) error {
 // writeSweepSummary prints one markdown row per cell run.
 func writeSweepSummary(w io.Writer, cells []results.SweepCell) error {
 	fmt.Fprintln(w)
-	t := newMarkdown(w, "workload", "model", "batch", "threads", "placement", "ablate", "TTFT p50", "TPOT p50", "latency p90", "tok/s", "SLO", "goodput req/s")
+	t := newMarkdown(w, "workload", "model", "batch", "threads", "placement", "ablate", "arrival", "TTFT p50", "TPOT p50", "latency p90", "tok/s", "SLO", "SLO-met req/s")
 	for _, c := range cells {
 		abl := c.Ablation
 		if abl == "" {
@@ -853,7 +853,7 @@ func writeSweepSummary(w io.Writer, cells []results.SweepCell) error {
 		if c.TPOT.N > 0 {
 			tpot = FormatSeconds(c.TPOT.P50)
 		}
-		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.PlacementLabel(), abl,
+		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.PlacementLabel(), abl, c.Config.Arrival,
 			FormatSeconds(c.TTFT.P50), tpot, FormatSeconds(c.Latency.P90), fmt.Sprintf("%.4g", c.OutputTokS),
 			fmt.Sprintf("%.0f%%", 100*c.SLOAttained), fmt.Sprintf("%.3g", c.GoodputReqS)})
 	}
