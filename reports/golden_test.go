@@ -153,6 +153,12 @@ func goldenFigures(t *testing.T) map[string]Figure {
 			out["sweep-"+name] = f
 		}
 	}
+	// Serving curves of a rate sweep (Sandwich Figs. 9, 12).
+	for name, f := range sweepFigures(t, rateSweepCells(), SweepOptions{}) {
+		if strings.HasPrefix(name, "serving-") {
+			out["sweep-"+name] = f
+		}
+	}
 	a := publishedAnalysis(t, "m4-pro", "qwen3-0.6b", decode1, "fp16")
 	if out["roofline-m4-pro"], err = RooflineFigure(a); err != nil {
 		t.Fatal(err)

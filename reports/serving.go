@@ -258,8 +258,8 @@ func (r *sweepReport) servingSection(b *bytes.Buffer) error {
 		if err := servingRatePNG(r.d, curves, r.dir, "serving-rate.png", header); err != nil {
 			return err
 		}
-		r.figure(b, "serving-rate.png", "SLO attainment, P90 TTFT and P90 TPOT vs request rate",
-			"Per configuration, over the Poisson rates of the sweep: SLO attainment (the 90% goal dashed), P90 TTFT and P90 TPOT (the SLO targets dashed), one panel row per workload (Sandwich Fig. 12).")
+		r.figure(b, "serving-rate.png", "SLO attainment, P90 TTFT, P90 TPOT and SLO-meeting throughput vs request rate",
+			"Per configuration, over the Poisson rates of the sweep: SLO attainment (the 90% goal dashed), P90 TTFT and P90 TPOT (the SLO targets dashed) and the requests/s that met the SLO, four panels per workload (Sandwich Fig. 12).")
 	} else {
 		r.note(b, "serving-rate.png: no configuration ran at two or more Poisson rates")
 	}
@@ -337,8 +337,9 @@ func hline(pl *plot.Plot, x0, x1, y float64) error {
 
 var greyColor = placementColors["cores"]
 
-// servingRatePNG: per workload a row of three panels: attainment, P90
-// TTFT and P90 TPOT vs Poisson rate, one line per configuration.
+// servingRatePNG: per workload four panels: attainment, P90 TTFT, P90
+// TPOT and SLO-meeting requests/s vs Poisson rate, one line per
+// configuration.
 func servingRatePNG(d *sweepData, curves []ServingCurve, dir, name, header string) error {
 	keys, by := servingPanels(curves)
 	var ps []*plot.Plot
@@ -364,9 +365,13 @@ func servingRatePNG(d *sweepData, curves []ServingCurve, dir, name, header strin
 			{"SLO attainment", "SLO attainment (%)", func(p ServingPoint) float64 { return 100 * p.Attainment }, func(*results.SweepCell) float64 { return 100 * servingGoal }},
 			{"P90 TTFT", "P90 TTFT (ms)", func(p ServingPoint) float64 { return 1e3 * p.P90TTFTS }, func(c *results.SweepCell) float64 { return 1e3 * c.Config.SLOTTFTS }},
 			{"P90 TPOT", "P90 TPOT (ms)", func(p ServingPoint) float64 { return 1e3 * p.P90TPOTS }, func(c *results.SweepCell) float64 { return 1e3 * c.Config.SLOTPOTS }},
+			{"SLO-meeting throughput", "requests/s meeting the SLO", func(p ServingPoint) float64 { return p.CompletedS }, func(*results.SweepCell) float64 { return 0 }},
 		}
 		for mi, m := range ms {
 			pl := sweepPlot(m.title+": "+label, d.cellsCaption(servingCells(curves, by[k])), "request rate (requests/s, Poisson)", m.yl, fullGrid)
+			if hi >= 8*lo {
+				pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, rateTicks(curves, by[k])
+			}
 			// Attainment falls and latency rises with the rate: the
 			// legend goes where the lines are not.
 			pl.Legend.Top, pl.Legend.Left = mi > 0, true
@@ -400,7 +405,25 @@ func servingRatePNG(d *sweepData, curves []ServingCurve, dir, name, header strin
 			ps = append(ps, pl)
 		}
 	}
-	return savePanels(d.ctx, d.o.Figures, ps, 3, 4.2*vg.Inch, 3.8*vg.Inch, dir, name, header+"\none replay per cell and rate (no repeats, so no spread)")
+	return savePanels(d.ctx, d.o.Figures, ps, 2, 5*vg.Inch, 3.8*vg.Inch, dir, name, header+"\none replay per cell and rate (no repeats, so no spread)")
+}
+
+// rateTicks labels the Poisson rates of the curves ci on a log axis.
+func rateTicks(curves []ServingCurve, ci []int) plot.ConstantTicks {
+	var rates []float64
+	for _, i := range ci {
+		for _, p := range curves[i].Points {
+			if p.RateReqS > 0 && !slices.Contains(rates, p.RateReqS) {
+				rates = append(rates, p.RateReqS)
+			}
+		}
+	}
+	slices.Sort(rates)
+	ticks := make(plot.ConstantTicks, len(rates))
+	for i, r := range rates {
+		ticks[i] = plot.Tick{Value: r, Label: fmtSig(r)}
+	}
+	return ticks
 }
 
 // servingCells is the cells of the curves ci.
