@@ -191,9 +191,10 @@ type Model struct {
 
 	lay *layoutState // the weight layout policy (nil: none)
 
-	planMu sync.Mutex
-	plans  map[planKey]map[string]Placement
-	closed bool // Close was called: the weights above are gone
+	planMu      sync.Mutex
+	plans       map[planKey]map[string]Placement
+	expertPlans map[int]Placement // auto: an expert's placement by its routed tokens (moe.go)
+	closed      bool              // Close was called: the weights above are gone
 }
 
 type layer struct {

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/roofline"
 )
 
 // moeBuffers are the MoE FFN's working buffers, grown on demand.
@@ -32,8 +35,11 @@ func growF(s []float32, n int) []float32 {
 //	out = Σ_{e∈S} w_e · Down_e(SiLU(Gate_e·x) ⊙ Up_e·x).
 //
 // Each routed expert runs as GEMMs over the rows routed to it (M = its
-// token count, as roofline's catalog counts it), on the placement's
-// target for the experts operator.
+// token count, as roofline's catalog counts it). Under a fixed placement
+// every expert runs on its target; under auto each expert gets its own
+// placement from its routed token count (SMEPilot §4.1: few tokens, a
+// memory-bound GEMV-like call → cores; many → matrix or mixed), see
+// expertPlacement.
 func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]cell, out, xb []float32, T int) error {
 	m := b.m
 	c := m.Config
@@ -104,6 +110,12 @@ func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]ce
 		}
 		bf.hg, bf.ug, bf.yg = growF(bf.hg, n*mi), growF(bf.ug, n*mi), growF(bf.yg, n*d)
 		pl := plan.get(OpExperts)
+		if m.Placement == PlaceAuto {
+			var err error
+			if pl, err = m.expertPlacement(n); err != nil {
+				return err
+			}
+		}
 		if err := m.runLinear(ms, x.gate, bf.hg, bf.xg, n, pl, &b.t.use); err != nil {
 			return err
 		}
@@ -131,4 +143,86 @@ func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]ce
 	tm[iMoECombine].calls++
 	tm[iMoECombine].tokens += T
 	return nil
+}
+
+// expertPlacement is auto's placement of one expert's FFN with n routed
+// tokens (SMEPilot §4.1): roofline.Place on the expert's own shape
+// (roofline.ExpertFFN, at the plan's precision), the target's kind mapped
+// to a placement as plan does; cached per n.
+func (m *Model) expertPlacement(n int) (Placement, error) {
+	m.planMu.Lock()
+	defer m.planMu.Unlock()
+	if p, ok := m.expertPlans[n]; ok {
+		return p, nil
+	}
+	prec := m.planPrecision()
+	b, err := roofline.DTypeBytes(prec)
+	if err != nil {
+		return "", fmt.Errorf("engine: auto placement of an expert: %w", err)
+	}
+	c := m.Config
+	ps, err := roofline.Place(m.opts.Machine, prec, []roofline.Operator{roofline.ExpertFFN(0, n, c.Dim, c.MoEIntermediate, b, b)})
+	if err != nil {
+		return "", fmt.Errorf("engine: auto placement of an expert: %w", err)
+	}
+	p := PlaceCores
+	if t, ok := m.opts.Machine.Target(ps[0].Target); ok {
+		switch t.Kind {
+		case roofline.KindMatrix:
+			p = PlaceMatrix
+		case roofline.KindMixed:
+			p = PlaceMixed
+		}
+	}
+	if m.expertPlans == nil {
+		m.expertPlans = map[int]Placement{}
+	}
+	m.expertPlans[n] = p
+	return p, nil
+}
+
+// ExpertPlans returns auto's placement of an expert FFN by its routed
+// token count for every count seen so far (nil under a fixed placement or
+// before an MoE call).
+func (m *Model) ExpertPlans() map[int]Placement {
+	m.planMu.Lock()
+	defer m.planMu.Unlock()
+	if m.expertPlans == nil {
+		return nil
+	}
+	out := make(map[int]Placement, len(m.expertPlans))
+	for n, p := range m.expertPlans {
+		out[n] = p
+	}
+	return out
+}
+
+// ExpertPlanNote says how auto placed the MoE experts so far, by routed
+// token count per placement ("auto placed each MoE expert by its routed
+// tokens (SMEPilot §4.1): cores for 1–3 tokens, matrix for 12–40"); ""
+// when ExpertPlans is empty.
+func (m *Model) ExpertPlanNote() string {
+	plans := m.ExpertPlans()
+	if len(plans) == 0 {
+		return ""
+	}
+	lo, hi := map[Placement]int{}, map[Placement]int{}
+	for n, p := range plans {
+		if v, ok := lo[p]; !ok || n < v {
+			lo[p] = n
+		}
+		hi[p] = max(hi[p], n)
+	}
+	var parts []string
+	for _, p := range Placements() {
+		if _, ok := lo[p]; !ok {
+			continue
+		}
+		r := fmt.Sprint(lo[p])
+		if hi[p] != lo[p] {
+			r += "–" + fmt.Sprint(hi[p])
+		}
+		parts = append(parts, fmt.Sprintf("%s for %s tokens", p, r))
+	}
+	return "auto placed each MoE expert by its routed tokens (SMEPilot §4.1): " + strings.Join(parts, ", ")
 }

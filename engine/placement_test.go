@@ -487,3 +487,94 @@ func TestPlacementTargets(t *testing.T) {
 		check(Decode, 1)
 	})
 }
+
+// TestMoEExpertPlacement: under auto each expert is placed by its own
+// routed token count (SMEPilot §4.1): on a machine whose matrix target
+// has a ridge between a one-token and a many-token expert call, experts
+// with few tokens run on the cores and experts with many on the matrix
+// target, in one forward call; logits stay within the bf16 tolerance of
+// the cores run.
+func TestMoEExpertPlacement(t *testing.T) {
+	c := Config{Name: "tiny-moe", Dim: 64, Intermediate: 80, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 70, MaxSeq: 64,
+		RoPETheta: 1e6, RoPELayout: 1, RMSEps: 1e-6, QKNorm: true, Experts: 4, TopK: 2, MoEIntermediate: 32, NormTopK: true}
+	w, err := Synthetic(c, 0, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := gemm.ChoosePair("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prec := string(pair.Matrix.DType)
+	// Cores: ridge 1 FLOP/byte; matrix: ridge 10. An expert FFN of n
+	// tokens at 64×32 has intensity ≈ n·6·64·32 / (3·64·32·b + ...) ≈ n/b:
+	// one token is memory-bound (cores), 40 tokens cross the matrix ridge.
+	mach := &roofline.Machine{Schema: roofline.MachineSchemaV1, Name: "test-matrix", Targets: []roofline.Target{
+		{Name: "cores", Kind: roofline.KindCores, BandwidthGBps: 20, CeilingsGFLOPS: map[string]float64{"fp32": 20, prec: 20}},
+		{Name: "matrix", Kind: roofline.KindMatrix, BandwidthGBps: 20, CeilingsGFLOPS: map[string]float64{"fp32": 200, prec: 200}},
+	}}
+	prompt := make([]int, 48)
+	for i := range prompt {
+		prompt[i] = 1 + i%60
+	}
+	run := func(o Options) ([]float32, *Model) {
+		m, err := New(w, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(m.Close)
+		s, err := m.NewSession(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := s.Prefill(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, err = s.Decode(3); err != nil {
+			t.Fatal(err)
+		}
+		return append([]float32(nil), l...), m
+	}
+	base, _ := run(Options{})
+	got, m := run(Options{Placement: PlaceAuto, Machine: mach})
+	plans := m.ExpertPlans()
+	var few, many []Placement
+	for n, p := range plans {
+		if n <= 2 {
+			few = append(few, p)
+		}
+		if n >= 16 {
+			many = append(many, p)
+		}
+	}
+	if len(few) == 0 || len(many) == 0 {
+		t.Fatalf("expert plans %v: want routed counts ≤ 2 (decode) and ≥ 16 (prefill of 48 tokens over 4 experts)", plans)
+	}
+	for _, p := range few {
+		if p != PlaceCores {
+			t.Errorf("expert plans %v: a few-token expert not on the cores", plans)
+		}
+	}
+	for _, p := range many {
+		if p != PlaceMatrix {
+			t.Errorf("expert plans %v: a many-token expert not on the matrix target", plans)
+		}
+	}
+	scale := 0.0
+	for _, v := range base {
+		scale = math.Max(scale, math.Abs(float64(v)))
+	}
+	if d, _ := maxAbsDiff(base, got); d > 0.05*scale+1e-3 {
+		t.Errorf("auto vs cores: max abs difference %.3g (logit scale %.3g)", d, scale)
+	}
+	if n := m.ExpertPlanNote(); !strings.Contains(n, "cores for 1") || !strings.Contains(n, "matrix for") {
+		t.Errorf("ExpertPlanNote = %q", n)
+	}
+	if p, err := New(w, Options{}); err == nil {
+		if p.ExpertPlans() != nil {
+			t.Error("ExpertPlans under a fixed placement: want nil")
+		}
+		p.Close()
+	}
+}

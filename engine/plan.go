@@ -78,8 +78,10 @@ func (m *Model) plan(p, T int, segs []segment, b *Batch) (opPlan, error) {
 					pl = PlaceMixed
 				}
 			}
-			// The experts of one call share one placement: the most
-			// demanding (mixed over matrix over cores).
+			// Plan's summary of the experts: the most demanding
+			// placement of the uniform routing (mixed over matrix over
+			// cores). The forward call places each expert by the tokens
+			// really routed to it (moe.go, expertPlacement).
 			if old, ok := per[name]; !ok || rank(pl) > rank(old) {
 				per[name] = pl
 			}

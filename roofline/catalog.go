@@ -382,6 +382,22 @@ func linear(name string, m, n, k int, w, a float64) Operator {
 	}
 }
 
+// ExpertFFN is MoE expert e's FFN for the n tokens routed to it (model
+// width h, expert intermediate mi, w and a bytes per weight and per
+// activation): gate and up as one n×h · h×2mi GEMM, then down n×mi ·
+// mi×h; 6·n·h·mi FLOPs; every weight read once. Placed on its own
+// (SMEPilot §4.1: each expert by its routed token count).
+func ExpertFFN(e, n, h, mi int, w, a float64) Operator {
+	N, Hd, MI := float64(n), float64(h), float64(mi)
+	return Operator{
+		Name: ExpertOp(e), Kind: KindLinear, M: n, N: 2 * mi, K: h,
+		Expert: e, RoutedTokens: n,
+		Shape: fmt.Sprintf("%d×%d · %d×%d, %d×%d · %d×%d", n, h, h, 2*mi, n, mi, mi, h),
+		FLOPs: 6 * N * Hd * MI,
+		Bytes: Bytes{Weights: 3 * Hd * MI * w, ActIn: (N*Hd + N*MI) * a, ActOut: (2*N*MI + N*Hd) * a},
+	}
+}
+
 // vector is an element-wise operator over rows×width elements reading `in`
 // tensors of that size and writing one.
 func vector(name string, kind OpKind, rows, width int, flopsPerElem, in float64, a float64) Operator {
@@ -510,14 +526,7 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 				continue
 			}
 			routed += n
-			N, Hd, MI := float64(n), float64(h), float64(mi)
-			ops = append(ops, Operator{
-				Name: ExpertOp(e), Kind: KindLinear, M: n, N: 2 * mi, K: h,
-				Expert: e, RoutedTokens: n,
-				Shape: fmt.Sprintf("%d×%d · %d×%d, %d×%d · %d×%d", n, h, h, 2*mi, n, mi, mi, h),
-				FLOPs: 6 * N * Hd * MI,
-				Bytes: Bytes{Weights: 3 * Hd * MI * w, ActIn: (N*Hd + N*MI) * a, ActOut: (2*N*MI + N*Hd) * a},
-			})
+			ops = append(ops, ExpertFFN(e, n, h, mi, w, a))
 		}
 		ops = append(ops, vector(OpExpertSiLUMul, KindNonlinear, routed, mi, siluMulFLOPs, 2, a))
 		comb := vector(OpMoECombine, KindElementwise, M, h, float64(2*k), float64(k), a)

@@ -391,6 +391,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if c.Layers < full {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d of the model's %d layers instantiated: times are for %d layer(s); per-layer columns are one layer", c.Layers, full, c.Layers))
 	}
+	if n := m.ExpertPlanNote(); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	var pred map[[2]string]float64
 	if machine != nil {
 		var pt, pd float64
