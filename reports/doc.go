@@ -6,6 +6,13 @@
 // figure.go decides for every plot). It imports results and the pure
 // roofline model, never measurement code (probes, kernels, engine).
 //
+// The sweep report (Sweep) is spread over files by responsibility:
+// sweep.go (options, summary, staging and report.md's head),
+// sweep_data.go (the cells' labels, orders and captions),
+// sweep_requests.go and sweep_operators.go (the request-level and the
+// operator-level sections), sweep_plots.go and sweep_plots_operators.go
+// (their figures).
+//
 // Every plot kind has a golden SVG in testdata/golden (golden_test.go:
 // drawn from fixed inputs, numbers compared within 0.15 pt, text exactly);
 // after an intended change to a figure, regenerate them with
