@@ -14,10 +14,14 @@
 // (their figures).
 //
 // Every plot kind has a golden SVG in testdata/golden (golden_test.go:
-// drawn from fixed inputs, numbers compared within 0.15 pt, text exactly);
-// after an intended change to a figure, regenerate them with
+// drawn from fixed inputs, numbers compared within 0.15 pt, text
+// exactly), and so has the Markdown that bench report and bench probe
+// write: report.md of the fixture sweeps and profile.md of the fixture
+// profile (golden_md_test.go: compared byte for byte; dates and machine
+// names come from the input, never the clock or the host). After an
+// intended change to a figure or a table, regenerate them with
 //
-//	go test ./reports -update    (or -run TestGoldenFigures -update)
+//	go test ./reports -update    (or -run 'TestGolden(Figures|Markdown)' -update)
 //
 // and review the diff.
 package reports
