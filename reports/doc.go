@@ -11,7 +11,7 @@
 // sweep_data.go (the cells' labels, orders and captions),
 // sweep_requests.go and sweep_operators.go (the request-level and the
 // operator-level sections), sweep_plots.go and sweep_plots_operators.go
-// (their figures).
+// (their figures), serving.go (the rate sweep's serving section).
 //
 // Every plot kind has a golden SVG in testdata/golden (golden_test.go:
 // drawn from fixed inputs, numbers compared within 0.15 pt, text
