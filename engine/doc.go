@@ -12,8 +12,8 @@
 //     LoadLlama2C) into plain row-major float32 tensors (Weights).
 //   - GGUF files (ReadGGUF, LoadGGUF), llama.cpp's format: architectures
 //     llama, qwen3 and qwen3moe, F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K,
-//     TQ2_0 and TQ1_0 tensors, the metadata mapped to Config; our own
-//     header reader (gguf.go says why). Quantized linear weight matrices
+//     TQ2_0 and TQ1_0 tensors, the metadata mapped to Config (gguf.go;
+//     the header, metadata and tensor table are package gguf's). Quantized linear weight matrices
 //     stay block-quantized
 //     (kernels/quant Matrix, the Weights' Q fields); the rest is
 //     dequantized to float32.
@@ -80,8 +80,8 @@
 // layers, so a command stops within about one layer's time of Ctrl-C.
 //
 // The engine calls kernels (the non-linear kernels) and kernels/gemm, never
-// assembly directly; it reads configs through models and shares operator
-// names and phases with roofline; weight files are opened with
+// assembly directly; it reads configs through models, GGUF headers
+// through gguf, and shares operator names and phases with roofline; weight files are opened with
 // internal/regfile (a named pipe or device is refused). Sizes from configs
 // and files are counted with internal/memlimit's overflow-checked Size
 // (Config.ParamCount, Config.KVBytes), and NewBatch checks its KV caches

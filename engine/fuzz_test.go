@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/cpubench/bench/gguf"
 	"github.com/cpubench/bench/kernels"
 )
 
@@ -38,10 +39,10 @@ func heapAllocated(f func()) uint64 {
 // vocabulary of 8, two experts, dims of 8 (of 32 for Q8_0 and Q4_0, whose
 // blocks need them), so that the fuzzer's mutations and minimization stay
 // fast.
-func fuzzGGUF(arch string, typ ggmlType) []byte {
+func fuzzGGUF(arch string, typ gguf.Type) []byte {
 	c := tinyConfig(arch)
 	c.Layers, c.Vocab = 1, 8
-	if _, quantized := typ.quantFormat(); !quantized {
+	if _, quantized := quantFormat(typ); !quantized {
 		c.Dim, c.Heads, c.KVHeads, c.HeadDim = 8, 2, 1, 4
 	}
 	switch arch {
@@ -55,7 +56,7 @@ func fuzzGGUF(arch string, typ ggmlType) []byte {
 
 // fuzzSuperGGUF is a one-layer qwen3 file with every matrix in a 256-weight
 // type (rows of 256: the smallest such model, about 100 KiB in TQ1_0).
-func fuzzSuperGGUF(typ ggmlType) []byte {
+func fuzzSuperGGUF(typ gguf.Type) []byte {
 	c := Config{Name: "fuzz-super", Dim: 256, Intermediate: 256, Layers: 1, Heads: 1, KVHeads: 1, HeadDim: 256, Vocab: 4, MaxSeq: 8,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true, TiedEmbeddings: true}
 	return ggufFromWeights(tinyWeights(c, 5), "qwen3", allAs(typ)).bytes()
@@ -76,16 +77,16 @@ func TestHeapAllocated(t *testing.T) {
 // FuzzReadGGUF: ReadGGUF on any bytes, seeded with small valid files of
 // each architecture and tensor type.
 func FuzzReadGGUF(f *testing.F) {
-	f.Add(fuzzGGUF("llama", ggmlF32))
-	f.Add(fuzzGGUF("llama", ggmlF16))
-	f.Add(fuzzGGUF("qwen3", ggmlBF16))
-	f.Add(fuzzGGUF("qwen3moe", ggmlF32))
-	f.Add(fuzzGGUF("qwen3moe", ggmlQ8_0))
-	f.Add(fuzzGGUF("qwen3", ggmlQ4_0))
-	f.Add(fuzzGGUF("qwen3moe", ggmlQ4_0))
-	f.Add(fuzzGGUF("llama", ggmlF32)[:300])
-	f.Add(fuzzSuperGGUF(ggmlQ4_K))
-	f.Add(fuzzSuperGGUF(ggmlTQ10))
+	f.Add(fuzzGGUF("llama", gguf.F32))
+	f.Add(fuzzGGUF("llama", gguf.F16))
+	f.Add(fuzzGGUF("qwen3", gguf.BF16))
+	f.Add(fuzzGGUF("qwen3moe", gguf.F32))
+	f.Add(fuzzGGUF("qwen3moe", gguf.Q8_0))
+	f.Add(fuzzGGUF("qwen3", gguf.Q4_0))
+	f.Add(fuzzGGUF("qwen3moe", gguf.Q4_0))
+	f.Add(fuzzGGUF("llama", gguf.F32)[:300])
+	f.Add(fuzzSuperGGUF(gguf.Q4_K))
+	f.Add(fuzzSuperGGUF(gguf.TQ1_0))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var w *Weights
 		var err error

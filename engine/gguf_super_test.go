@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cpubench/bench/gguf"
 	"github.com/cpubench/bench/kernels/quant"
 )
 
@@ -106,7 +107,7 @@ func TestGGUFSuperBlock(t *testing.T) {
 func TestGGUFSuperBlockErrors(t *testing.T) {
 	c := tinyConfig("qwen3") // dims of 32: Q4_K rows must be 256
 	g := ggufFromWeights(tinyWeights(c, 9), "qwen3", mixedTypes)
-	g.tensor("blk.0.ffn_down.weight").typ = ggmlQ4_K
+	g.tensor("blk.0.ffn_down.weight").typ = gguf.Q4_K
 	if _, err := readGGUFBytes(g.bytes(), "q.gguf"); err == nil || !strings.Contains(err.Error(), "blk.0.ffn_down.weight") ||
 		!strings.Contains(err.Error(), "not a multiple of the block size 256") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Q4_K rows of 64: %v", err)
@@ -126,7 +127,7 @@ func TestGGUFSuperBlockErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	off := h.f.tensors["blk.0.ffn_up.weight"].off
+	off := h.f.Tensors["blk.0.ffn_up.weight"].Offset
 	for _, tc := range []struct {
 		name string
 		data func() []byte

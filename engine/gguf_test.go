@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cpubench/bench/gguf"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/quant"
@@ -35,7 +36,7 @@ type ggufKV struct {
 type ggufTestTensor struct {
 	name string
 	ne   []uint64
-	typ  ggmlType
+	typ  gguf.Type
 	data []byte
 	off  *uint64
 }
@@ -93,32 +94,32 @@ func putStr(b *bytes.Buffer, s string) {
 }
 
 // ggufTypeOf is the GGUF value type of a Go scalar.
-func ggufTypeOf(v any) ggufValueType {
+func ggufTypeOf(v any) gguf.ValueType {
 	switch v.(type) {
 	case uint8:
-		return ggufUint8
+		return gguf.Uint8
 	case int8:
-		return ggufInt8
+		return gguf.Int8
 	case uint16:
-		return ggufUint16
+		return gguf.Uint16
 	case int16:
-		return ggufInt16
+		return gguf.Int16
 	case uint32:
-		return ggufUint32
+		return gguf.Uint32
 	case int32:
-		return ggufInt32
+		return gguf.Int32
 	case float32:
-		return ggufFloat32
+		return gguf.Float32
 	case bool:
-		return ggufBool
+		return gguf.Bool
 	case string:
-		return ggufString
+		return gguf.String
 	case uint64:
-		return ggufUint64
+		return gguf.Uint64
 	case int64:
-		return ggufInt64
+		return gguf.Int64
 	case float64:
-		return ggufFloat64
+		return gguf.Float64
 	}
 	panic(fmt.Sprintf("no GGUF type for %T", v))
 }
@@ -134,7 +135,7 @@ func putValue(b *bytes.Buffer, v any) {
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() == reflect.Slice {
-		binary.Write(b, le, uint32(ggufArray))
+		binary.Write(b, le, uint32(gguf.Array))
 		binary.Write(b, le, ggufTypeOf(reflect.Zero(rv.Type().Elem()).Interface()))
 		binary.Write(b, le, uint64(rv.Len()))
 		if ss, ok := v.([]string); ok {
@@ -213,9 +214,9 @@ func float32ToFP16(f float32) uint16 {
 // quantizeQ8_0 is ggml-quants.c quantize_row_q8_0_ref: per block of 32,
 // d = amax/127, q = round(x/d) (half away from zero), d stored as fp16.
 func quantizeQ8_0(x []float32) []byte {
-	out := make([]byte, 0, len(x)/q8Block*(2+q8Block))
-	for s := 0; s < len(x); s += q8Block {
-		blk := x[s : s+q8Block]
+	out := make([]byte, 0, len(x)/gguf.QK*(2+gguf.QK))
+	for s := 0; s < len(x); s += gguf.QK {
+		blk := x[s : s+gguf.QK]
 		amax := float32(0)
 		for _, v := range blk {
 			amax = max(amax, float32(math.Abs(float64(v))))
@@ -238,9 +239,9 @@ func quantizeQ8_0(x []float32) []byte {
 // 8.5)), d stored as fp16; byte j holds element j in its low nibble and
 // element j+16 in its high nibble.
 func quantizeQ4_0(x []float32) []byte {
-	out := make([]byte, 0, len(x)/q8Block*(2+q8Block/2))
-	for s := 0; s < len(x); s += q8Block {
-		blk := x[s : s+q8Block]
+	out := make([]byte, 0, len(x)/gguf.QK*(2+gguf.QK/2))
+	for s := 0; s < len(x); s += gguf.QK {
+		blk := x[s : s+gguf.QK]
 		var amax, m float32
 		for _, v := range blk {
 			if a := float32(math.Abs(float64(v))); a > amax {
@@ -254,38 +255,38 @@ func quantizeQ4_0(x []float32) []byte {
 		}
 		out = binary.LittleEndian.AppendUint16(out, float32ToFP16(d))
 		q := func(v float32) byte { return byte(min(15, int8(v*id+8.5))) }
-		for j := range q8Block / 2 {
-			out = append(out, q(blk[j])|q(blk[j+q8Block/2])<<4)
+		for j := range gguf.QK / 2 {
+			out = append(out, q(blk[j])|q(blk[j+gguf.QK/2])<<4)
 		}
 	}
 	return out
 }
 
 // encodeTensor encodes x as typ.
-func encodeTensor(x []float32, typ ggmlType) []byte {
+func encodeTensor(x []float32, typ gguf.Type) []byte {
 	le := binary.LittleEndian
 	var out []byte
 	switch typ {
-	case ggmlF32:
+	case gguf.F32:
 		for _, v := range x {
 			out = le.AppendUint32(out, math.Float32bits(v))
 		}
-	case ggmlF16:
+	case gguf.F16:
 		for _, v := range x {
 			out = le.AppendUint16(out, float32ToFP16(v))
 		}
-	case ggmlBF16:
+	case gguf.BF16:
 		for _, v := range x {
 			out = le.AppendUint16(out, gemm.Float32ToBF16(v))
 		}
-	case ggmlQ8_0:
+	case gguf.Q8_0:
 		out = quantizeQ8_0(x)
-	case ggmlQ4_0:
+	case gguf.Q4_0:
 		out = quantizeQ4_0(x)
 	default:
 		// The 256-weight types: kernels/quant's quantizers, one block per
 		// row (blocks are contiguous whatever the rows).
-		qf, ok := typ.quantFormat()
+		qf, ok := quantFormat(typ)
 		if !ok {
 			panic("encodeTensor: " + typ.String())
 		}
@@ -354,7 +355,7 @@ func ggufTensorsOf(w *Weights) []namedTensor {
 // ggufFromWeights converts w into a GGUF file of architecture arch with
 // the metadata llama.cpp's converter writes (plus a small tokenizer, for
 // the reader to skip); typ picks each tensor's type.
-func ggufFromWeights(w *Weights, arch string, typ func(namedTensor) ggmlType) *ggufTestFile {
+func ggufFromWeights(w *Weights, arch string, typ func(namedTensor) gguf.Type) *ggufTestFile {
 	c := w.Config
 	k := func(s string) string { return arch + "." + s }
 	g := &ggufTestFile{version: 3, align: 32}
@@ -400,10 +401,10 @@ func ggufFromWeights(w *Weights, arch string, typ func(namedTensor) ggmlType) *g
 
 // allAs writes every tensor as typ, or F16 where typ's blocks do not fit
 // ne[0] (as llama.cpp's quantizer falls back).
-func allAs(typ ggmlType) func(namedTensor) ggmlType {
-	return func(t namedTensor) ggmlType {
-		if be, _, _ := typ.block(); t.ne[0]%uint64(be) != 0 {
-			return ggmlF16
+func allAs(typ gguf.Type) func(namedTensor) gguf.Type {
+	return func(t namedTensor) gguf.Type {
+		if be, _, _ := typ.Block(); t.ne[0]%uint64(be) != 0 {
+			return gguf.F16
 		}
 		return typ
 	}
@@ -417,14 +418,14 @@ func readGGUFBytes(data []byte, name string) (*Weights, error) {
 // dequantBound is the largest |x - loaded| the encoding of x as typ allows
 // (x in blk, the Q8_0 block holding it); the encoders above round to
 // nearest.
-func dequantBound(typ ggmlType, x float32, blk []float32) float64 {
+func dequantBound(typ gguf.Type, x float32, blk []float32) float64 {
 	ax := math.Abs(float64(x))
 	switch typ {
-	case ggmlF16: // half an ulp of 11 significant bits, or of the subnormal step 2^-24
+	case gguf.F16: // half an ulp of 11 significant bits, or of the subnormal step 2^-24
 		return max(ax*0x1p-11, 0x1p-25)
-	case ggmlBF16: // 8 significant bits
+	case gguf.BF16: // 8 significant bits
 		return ax * 0x1p-8
-	case ggmlQ8_0:
+	case gguf.Q8_0:
 		// |x - d·q| ≤ d/2, plus the fp16 rounding of d times |q| ≤ 127,
 		// plus float32 rounding.
 		amax := 0.0
@@ -433,7 +434,7 @@ func dequantBound(typ ggmlType, x float32, blk []float32) float64 {
 		}
 		d := amax / 127
 		return d*(0.5+0x1p-16) + 127*max(d*0x1p-11, 0x1p-25) + ax*0x1p-22
-	case ggmlQ4_0:
+	case gguf.Q4_0:
 		// |x - d·(q−8)| ≤ |d|/2, or |d| for the element of largest
 		// magnitude when its sign maps it to +8 (clipped to 7), plus the
 		// fp16 rounding of d times |q−8| ≤ 8, plus float32 rounding.
@@ -449,7 +450,7 @@ func dequantBound(typ ggmlType, x float32, blk []float32) float64 {
 
 // checkLoaded compares the loaded weights with the originals tensor by
 // tensor: F32 bit for bit, the others within dequantBound.
-func checkLoaded(t *testing.T, want, got *Weights, typ func(namedTensor) ggmlType) {
+func checkLoaded(t *testing.T, want, got *Weights, typ func(namedTensor) gguf.Type) {
 	t.Helper()
 	got = dequantized(got)
 	wt, gt := ggufTensorsOf(want), ggufTensorsOf(got)
@@ -465,15 +466,15 @@ func checkLoaded(t *testing.T, want, got *Weights, typ func(namedTensor) ggmlTyp
 		}
 		for j, x := range w.data {
 			y := g.data[j]
-			if ty == ggmlF32 {
+			if ty == gguf.F32 {
 				if math.Float32bits(x) != math.Float32bits(y) {
 					t.Errorf("%s[%d] = %v, want %v bit for bit (F32)", w.name, j, y, x)
 					break
 				}
 				continue
 			}
-			s := j / q8Block * q8Block
-			bound := dequantBound(ty, x, w.data[s:min(s+q8Block, len(w.data))])
+			s := j / gguf.QK * gguf.QK
+			bound := dequantBound(ty, x, w.data[s:min(s+gguf.QK, len(w.data))])
 			if e := math.Abs(float64(x) - float64(y)); e > bound || e != e {
 				t.Errorf("%s[%d] = %v, want %v within %.3g (%s)", w.name, j, y, x, bound, ty)
 				break
@@ -489,8 +490,8 @@ func TestGGUFStories(t *testing.T) {
 	orig := loadStories(t)
 	ref := loadReference(t)
 	dir := t.TempDir()
-	for _, typ := range []ggmlType{ggmlF32, ggmlF16, ggmlBF16, ggmlQ8_0, ggmlQ4_0} {
-		name := ggmlTypeNames[typ]
+	for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0} {
+		name := typ.Name()
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, "stories260K-"+name+".gguf")
 			if err := os.WriteFile(path, ggufFromWeights(orig, "llama", allAs(typ)).bytes(), 0o644); err != nil {
@@ -520,7 +521,7 @@ func TestGGUFStories(t *testing.T) {
 			}
 			d, at := maxAbsDiff(got, ref.logits)
 			t.Logf("%s: max |logit - llama2.c| = %.3g (position %d, token %d)", name, d, at/512, at%512)
-			if typ == ggmlF32 && d > 1e-3 {
+			if typ == gguf.F32 && d > 1e-3 {
 				t.Errorf("F32 GGUF: max abs logit difference %.3g at position %d token %d: want ≤ 1e-3", d, at/512, at%512)
 			}
 		})
@@ -574,7 +575,7 @@ func tinyWeights(c Config, seed uint64) *Weights {
 
 // tinyGGUF is a small valid GGUF file of arch with tensors of typ (F16
 // where typ's blocks do not fit).
-func tinyGGUF(arch string, typ ggmlType) []byte {
+func tinyGGUF(arch string, typ gguf.Type) []byte {
 	return ggufFromWeights(tinyWeights(tinyConfig(arch), 1), arch, allAs(typ)).bytes()
 }
 
@@ -583,12 +584,12 @@ func tinyGGUF(arch string, typ ggmlType) []byte {
 // MoE slabs split one expert each.
 func TestGGUFArchs(t *testing.T) {
 	for _, arch := range ggufArchs {
-		for _, typ := range []ggmlType{ggmlF32, ggmlF16, ggmlBF16, ggmlQ8_0, ggmlQ4_0} {
-			t.Run(arch+"/"+ggmlTypeNames[typ], func(t *testing.T) {
+		for _, typ := range []gguf.Type{gguf.F32, gguf.F16, gguf.BF16, gguf.Q8_0, gguf.Q4_0} {
+			t.Run(arch+"/"+typ.Name(), func(t *testing.T) {
 				c := tinyConfig(arch)
 				orig := tinyWeights(c, 3)
 				g := ggufFromWeights(orig, arch, allAs(typ))
-				if typ == ggmlBF16 {
+				if typ == gguf.BF16 {
 					g.align = 64 // a non-default alignment
 					g.set("general.alignment", uint32(64))
 				}
@@ -601,7 +602,7 @@ func TestGGUFArchs(t *testing.T) {
 					t.Fatalf("config\n got %+v\nwant %+v", w.Config, c)
 				}
 				checkLoaded(t, orig, w, allAs(typ))
-				if c.Experts == 0 || typ != ggmlF32 {
+				if c.Experts == 0 || typ != gguf.F32 {
 					return
 				}
 				// Expert e's matrices are the e-th slab of each 3-D tensor.
@@ -632,7 +633,7 @@ func TestGGUFDefaults(t *testing.T) {
 		c := tinyConfig(arch)
 		c.KVHeads = c.Heads
 		c.HeadDim = c.Dim / c.Heads
-		g := ggufFromWeights(tinyWeights(c, 1), arch, allAs(ggmlF32))
+		g := ggufFromWeights(tinyWeights(c, 1), arch, allAs(gguf.F32))
 		for _, k := range []string{"rope.freq_base", "attention.head_count_kv", "attention.key_length", "attention.value_length"} {
 			g.del(arch + "." + k)
 		}
@@ -651,7 +652,7 @@ func TestGGUFDefaults(t *testing.T) {
 // becomes RoPEScaling.FreqFactors, and factors derived from a llama3
 // rope_scaling give that scaling's inverse frequencies.
 func TestGGUFRopeFreqs(t *testing.T) {
-	g := ggufFromWeights(tinyWeights(tinyConfig("llama"), 1), "llama", allAs(ggmlF32))
+	g := ggufFromWeights(tinyWeights(tinyConfig("llama"), 1), "llama", allAs(gguf.F32))
 	factors := []float32{1, 4}
 	data := binary.LittleEndian.AppendUint32(nil, math.Float32bits(factors[0]))
 	data = binary.LittleEndian.AppendUint32(data, math.Float32bits(factors[1]))
@@ -680,7 +681,7 @@ func TestGGUFRopeFreqs(t *testing.T) {
 }
 
 func TestGGUFErrors(t *testing.T) {
-	base := ggufFromWeights(tinyWeights(tinyConfig("llama"), 1), "llama", allAs(ggmlF32))
+	base := ggufFromWeights(tinyWeights(tinyConfig("llama"), 1), "llama", allAs(gguf.F32))
 	good := base.bytes()
 	if _, err := readGGUFBytes(good, "m.gguf"); err != nil {
 		t.Fatal(err)
@@ -734,7 +735,7 @@ func TestGGUFErrors(t *testing.T) {
 		{"q4_k block", edit(func(g *ggufTestFile) { g.tensor("blk.1.ffn_down.weight").typ = 12 }),
 			"tensor blk.1.ffn_down.weight: Q4_K (ggml type 12): ne[0] = 12 is not a multiple of the block size 256"},
 		{"q8_0 block", edit(func(g *ggufTestFile) {
-			g.tensor("blk.0.ffn_down.weight").typ = ggmlQ8_0
+			g.tensor("blk.0.ffn_down.weight").typ = gguf.Q8_0
 		}), "tensor blk.0.ffn_down.weight: Q8_0 (ggml type 8): ne[0] = 12 is not a multiple of the block size 32"},
 		{"shape mismatch", edit(func(g *ggufTestFile) {
 			tk := g.tensor("blk.1.attn_k.weight")
@@ -789,7 +790,7 @@ func TestGGUFErrors(t *testing.T) {
 	// Cut anywhere, the file is reported truncated.
 	for n := range len(good) {
 		w, err := readGGUFBytes(good[:n], "m.gguf")
-		if w != nil || !errors.Is(err, errTruncated) {
+		if w != nil || !errors.Is(err, gguf.ErrTruncated) {
 			t.Fatalf("file cut at %d of %d bytes: %v, want a truncated-file error", n, len(good), err)
 		}
 	}
@@ -801,7 +802,7 @@ func TestGGUFErrors(t *testing.T) {
 // TestGGUFMoEErrors: the qwen3moe keys are required and the expert slabs
 // checked.
 func TestGGUFMoEErrors(t *testing.T) {
-	base := ggufFromWeights(tinyWeights(tinyConfig("qwen3moe"), 1), "qwen3moe", allAs(ggmlF32))
+	base := ggufFromWeights(tinyWeights(tinyConfig("qwen3moe"), 1), "qwen3moe", allAs(gguf.F32))
 	for _, tc := range []struct {
 		name string
 		edit func(g *ggufTestFile)
@@ -879,19 +880,19 @@ func TestFP16(t *testing.T) {
 // TestDequantize: a hand-made Q8_0 block decodes to d·q exactly.
 func TestDequantize(t *testing.T) {
 	blk := []byte{0x00, 0x38} // d = 0.5
-	want := make([]float32, q8Block)
-	for j := range q8Block {
+	want := make([]float32, gguf.QK)
+	for j := range gguf.QK {
 		q := int8(j*8 - 128)
 		blk = append(blk, byte(q))
 		want[j] = 0.5 * float32(q)
 	}
-	got := make([]float32, q8Block)
-	if n := dequantize(got, blk, ggmlQ8_0); n != q8Block || !slices.Equal(got, want) {
+	got := make([]float32, gguf.QK)
+	if n := dequantize(got, blk, gguf.Q8_0); n != gguf.QK || !slices.Equal(got, want) {
 		t.Errorf("Q8_0: %d values %v, want %v", n, got, want)
 	}
 	bf := []byte{0x80, 0x3f, 0x49, 0xc0} // 1, -3.140625
 	got = got[:2]
-	if dequantize(got, bf, ggmlBF16); got[0] != 1 || got[1] != -3.140625 {
+	if dequantize(got, bf, gguf.BF16); got[0] != 1 || got[1] != -3.140625 {
 		t.Errorf("BF16: %v", got)
 	}
 }
@@ -907,7 +908,7 @@ const storiesGGUF = "testdata/stories260K/stories260K-f16.gguf"
 // greedy choices wherever their margin is at least 1 logit (F16 weights
 // move these logits by up to ~0.15).
 func TestStoriesGGUFFixture(t *testing.T) {
-	data := ggufFromWeights(loadStories(t), "llama", allAs(ggmlF16)).bytes()
+	data := ggufFromWeights(loadStories(t), "llama", allAs(gguf.F16)).bytes()
 	if os.Getenv("BENCH_GEN_GGUF") == "1" {
 		if err := os.WriteFile(storiesGGUF, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -940,6 +941,21 @@ func TestStoriesGGUFFixture(t *testing.T) {
 		row := ref.logits[p*V : (p+1)*V]
 		if margin(row) >= 1 && Argmax(logits[p*V:(p+1)*V]) != Argmax(row) {
 			t.Errorf("position %d: argmax %d, llama2.c %d (margin %.3g)", p, Argmax(logits[p*V:(p+1)*V]), Argmax(row), margin(row))
+		}
+	}
+}
+
+// TestGGUFBlocksMatchQuant: package gguf's block sizes of the quantized
+// types are kernels/quant's for the format each maps to.
+func TestGGUFBlocksMatchQuant(t *testing.T) {
+	for typ := range gguf.Type(40) {
+		qf, ok := quantFormat(typ)
+		if !ok {
+			continue
+		}
+		be, bb, ok := typ.Block()
+		if !ok || be != qf.GGUFBlockLen() || bb != qf.GGUFBlockBytes() {
+			t.Errorf("%s: block %d elements, %d bytes (ok %v); quant %s: %d, %d", typ, be, bb, ok, qf, qf.GGUFBlockLen(), qf.GGUFBlockBytes())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cpubench/bench/gguf"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/quant"
 )
@@ -60,12 +61,12 @@ func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, forma
 	if len(v.Tokens) != c.Vocab || len(v.Types) != c.Vocab {
 		return fmt.Errorf("engine: gguf: the tokenizer has %d tokens, the model's vocab is %d", len(v.Tokens), c.Vocab)
 	}
-	typ, ok := map[string]ggmlType{"f32": ggmlF32, "f16": ggmlF16, "bf16": ggmlBF16, "q8_0": ggmlQ8_0, "q4_0": ggmlQ4_0,
-		"q4_k": ggmlQ4_K, "q6_k": ggmlQ6_K, "tq2_0": ggmlTQ20, "tq1_0": ggmlTQ10}[strings.ToLower(format)]
+	typ, ok := map[string]gguf.Type{"f32": gguf.F32, "f16": gguf.F16, "bf16": gguf.BF16, "q8_0": gguf.Q8_0, "q4_0": gguf.Q4_0,
+		"q4_k": gguf.Q4_K, "q6_k": gguf.Q6_K, "tq2_0": gguf.TQ2_0, "tq1_0": gguf.TQ1_0}[strings.ToLower(format)]
 	if !ok {
 		return fmt.Errorf("engine: gguf: format %q: want one of %s", format, strings.Join(GGUFFormats, ", "))
 	}
-	if qf, ok := typ.quantFormat(); ok {
+	if qf, ok := quantFormat(typ); ok {
 		if bl := qf.GGUFBlockLen(); c.Dim%bl != 0 || c.Intermediate%bl != 0 || c.QDim()%bl != 0 {
 			return fmt.Errorf("engine: gguf: %s needs every row length a multiple of %d (dim %d, hidden %d, q dim %d)", format, bl, c.Dim, c.Intermediate, c.QDim())
 		}
@@ -73,14 +74,14 @@ func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, forma
 	type tinfo struct {
 		name string
 		ne   []uint64 // ne[0] = row length (in), ne[1] = rows (out)
-		typ  ggmlType
+		typ  gguf.Type
 		norm bool // a norm weight: all 1
 	}
 	var ts []tinfo
 	mat := func(name string, in, out int) {
 		ts = append(ts, tinfo{name, []uint64{uint64(in), uint64(out)}, typ, false})
 	}
-	vec := func(name string, n int) { ts = append(ts, tinfo{name, []uint64{uint64(n)}, ggmlF32, true}) }
+	vec := func(name string, n int) { ts = append(ts, tinfo{name, []uint64{uint64(n)}, gguf.F32, true}) }
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	mat("token_embd.weight", d, c.Vocab)
 	vec("output_norm.weight", d)
@@ -109,12 +110,12 @@ func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, forma
 			n *= t.ne[1]
 		}
 		switch t.typ {
-		case ggmlF32:
+		case gguf.F32:
 			return 4 * n
-		case ggmlF16, ggmlBF16:
+		case gguf.F16, gguf.BF16:
 			return 2 * n
 		}
-		qf, _ := t.typ.quantFormat()
+		qf, _ := quantFormat(t.typ)
 		return n / uint64(qf.GGUFBlockLen()) * uint64(qf.GGUFBlockBytes())
 	}
 
@@ -213,20 +214,20 @@ func WriteSyntheticGGUFContext(ctx context.Context, path string, c Config, forma
 					w[i] = next()
 				}
 				switch t.typ {
-				case ggmlF32:
+				case gguf.F32:
 					for _, x := range w {
 						buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
 					}
-				case ggmlF16:
+				case gguf.F16:
 					for _, x := range w {
 						buf = binary.LittleEndian.AppendUint16(buf, quant.Float32ToFP16(x))
 					}
-				case ggmlBF16:
+				case gguf.BF16:
 					for _, x := range w {
 						buf = binary.LittleEndian.AppendUint16(buf, gemm.Float32ToBF16(x))
 					}
 				default:
-					fm, _ := t.typ.quantFormat()
+					fm, _ := quantFormat(t.typ)
 					m, err := quant.Quantize(fm, w, nr, n)
 					if err != nil {
 						return fmt.Errorf("engine: gguf: %s: %w", t.name, err)
@@ -283,31 +284,31 @@ func (g *ggufOut) pad(align uint64) {
 func (g *ggufOut) value(v any) {
 	switch x := v.(type) {
 	case uint32:
-		g.u32(uint32(ggufUint32))
+		g.u32(uint32(gguf.Uint32))
 		g.u32(x)
 	case float32:
-		g.u32(uint32(ggufFloat32))
+		g.u32(uint32(gguf.Float32))
 		g.u32(math.Float32bits(x))
 	case bool:
-		g.u32(uint32(ggufBool))
+		g.u32(uint32(gguf.Bool))
 		b := byte(0)
 		if x {
 			b = 1
 		}
 		g.bytes([]byte{b})
 	case string:
-		g.u32(uint32(ggufString))
+		g.u32(uint32(gguf.String))
 		g.str(x)
 	case []string:
-		g.u32(uint32(ggufArray))
-		g.u32(uint32(ggufString))
+		g.u32(uint32(gguf.Array))
+		g.u32(uint32(gguf.String))
 		g.u64(uint64(len(x)))
 		for _, s := range x {
 			g.str(s)
 		}
 	case []int32:
-		g.u32(uint32(ggufArray))
-		g.u32(uint32(ggufInt32))
+		g.u32(uint32(gguf.Array))
+		g.u32(uint32(gguf.Int32))
 		g.u64(uint64(len(x)))
 		for _, n := range x {
 			g.u32(uint32(n))

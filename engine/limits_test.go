@@ -162,29 +162,29 @@ func TestGGUFLayersReadOnly(t *testing.T) {
 	}
 	// Reads that start before the data section are the header's (its
 	// buffered reader may read ahead into the data; 64 KiB at most).
-	data0 := f.order[0].off
-	for _, tn := range f.order {
-		data0 = min(data0, tn.off)
+	data0 := f.Order[0].Offset
+	for _, tn := range f.Order {
+		data0 = min(data0, tn.Offset)
 	}
 	readBytes := map[string]int64{}
-	for _, tn := range f.order {
+	for _, tn := range f.Order {
 		for _, rg := range rr.ranges {
 			if rg[0] < data0 {
 				continue
 			}
-			lo, hi := max(rg[0], tn.off), min(rg[1], tn.off+tn.nbytes)
+			lo, hi := max(rg[0], tn.Offset), min(rg[1], tn.Offset+tn.Size)
 			if lo < hi {
-				readBytes[tn.name] += hi - lo
+				readBytes[tn.Name] += hi - lo
 			}
 		}
 	}
-	for _, tn := range f.order {
-		i, inLayer := ggufLayer(tn.name)
-		switch got := readBytes[tn.name]; {
+	for _, tn := range f.Order {
+		i, inLayer := ggufLayer(tn.Name)
+		switch got := readBytes[tn.Name]; {
 		case inLayer && i >= 1 && got > 0:
-			t.Errorf("%s (layer %d): %d bytes read with --layers 1", tn.name, i, got)
-		case (!inLayer || i == 0) && got != tn.nbytes:
-			t.Errorf("%s: %d of its %d bytes read, want all", tn.name, got, tn.nbytes)
+			t.Errorf("%s (layer %d): %d bytes read with --layers 1", tn.Name, i, got)
+		case (!inLayer || i == 0) && got != tn.Size:
+			t.Errorf("%s: %d of its %d bytes read, want all", tn.Name, got, tn.Size)
 		}
 	}
 	h, err := LoadGGUFHeader(storiesGGUF)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cpubench/bench/gguf"
 	"github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/kernels/quant"
 )
@@ -407,14 +408,14 @@ func TestRunQuantChunks(t *testing.T) {
 // mixedTypes writes the attention matrices and the untied head as Q8_0,
 // the FFN's (experts and router included) and token_embd as Q4_0, the
 // norms as F32.
-func mixedTypes(t namedTensor) ggmlType {
+func mixedTypes(t namedTensor) gguf.Type {
 	switch {
 	case len(t.ne) < 2:
-		return ggmlF32
+		return gguf.F32
 	case strings.Contains(t.name, ".attn_") || t.name == "output.weight":
-		return ggmlQ8_0
+		return gguf.Q8_0
 	}
-	return ggmlQ4_0
+	return gguf.Q4_0
 }
 
 // TestGGUFQuantized: a GGUF file with Q8_0 and Q4_0 matrices loads them
@@ -524,8 +525,8 @@ func readGGUFLayersBytes(data []byte, layers int) (*Weights, error) {
 func TestGGUFQuantizedErrors(t *testing.T) {
 	c := tinyConfig("qwen3")
 	g := ggufFromWeights(tinyWeights(c, 9), "qwen3", mixedTypes)
-	g.tensor("output.weight").typ = ggmlQ4_0
-	g.tensor("output.weight").data = encodeTensor(dequantized(tinyWeights(c, 9)).LMHead, ggmlQ4_0)
+	g.tensor("output.weight").typ = gguf.Q4_0
+	g.tensor("output.weight").data = encodeTensor(dequantized(tinyWeights(c, 9)).LMHead, gguf.Q4_0)
 	good := g.bytes()
 	if _, err := readGGUFBytes(good, "q.gguf"); err != nil {
 		t.Fatal(err)
@@ -534,7 +535,7 @@ func TestGGUFQuantizedErrors(t *testing.T) {
 		h := g.clone()
 		tt := h.tensor(name)
 		tt.data = bytes.Clone(tt.data)
-		bb := map[ggmlType]int{ggmlQ8_0: 34, ggmlQ4_0: 18}[tt.typ]
+		bb := map[gguf.Type]int{gguf.Q8_0: 34, gguf.Q4_0: 18}[tt.typ]
 		binary.LittleEndian.PutUint16(tt.data[block*bb:], 0x7e00)
 		return h.bytes()
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -27,7 +26,7 @@ type BandwidthOptions struct {
 	ISA     string
 	Reps    int
 	RepMS   int
-	JSON    bool
+	JSON    string // --json: "", "-" (stdout) or a file (jsonflag.go)
 	wsBytes []int64
 }
 
@@ -41,7 +40,8 @@ pinned threads, mmap buffers, a warm-up, then the median of --reps repetitions.
 The working set is the total of all arrays of all threads (likwid-bench's -w S0:<size>:<threads>).
 GB/s = 1e9 bytes/s; bytes counted as STREAM does (no write-allocate traffic).`,
 		Example: `  bench bandwidth --kernel read,copy,triad --ws 2GB --threads 1,2
-  bench bandwidth --kernel read --ws 16KiB --threads 1 --json`,
+  bench bandwidth --kernel read --ws 16KiB --threads 1 --json
+  bench bandwidth --kernel triad --ws 2GB --threads 1,2 --json=triad.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, s := range opts.WS {
@@ -57,6 +57,9 @@ GB/s = 1e9 bytes/s; bytes counted as STREAM does (no write-allocate traffic).`,
 			if opts.Reps != 0 && opts.Reps < 5 {
 				return fmt.Errorf("bandwidth: --reps %d: must be at least 5", opts.Reps)
 			}
+			if err := checkJSONPath(opts.JSON); err != nil {
+				return fmt.Errorf("bandwidth: %w", err)
+			}
 			return bandwidthRun(cmd.Context(), opts)
 		},
 	}
@@ -67,7 +70,7 @@ GB/s = 1e9 bytes/s; bytes counted as STREAM does (no write-allocate traffic).`,
 	f.StringVar(&opts.ISA, "isa", "", "avx512, avx2, neon or go (default: best available)")
 	f.IntVar(&opts.Reps, "reps", 0, "timed repetitions, at least 5 (default 7)")
 	f.IntVar(&opts.RepMS, "rep-ms", 0, "minimum duration of one repetition in ms (default 20)")
-	f.BoolVar(&opts.JSON, "json", false, "print JSON lines instead of a table")
+	addJSONFlag(cmd, &opts.JSON, "the figures (JSON lines of results.Bandwidth)")
 	return cmd
 }
 
@@ -83,13 +86,16 @@ func bandwidthRun(ctx context.Context, opts *BandwidthOptions) error {
 		}
 		return fmt.Errorf("bandwidth: %w", err)
 	}
-	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		for _, b := range bs {
-			if err := enc.Encode(b); err != nil {
-				return err
-			}
+	js := newJSONOut(opts.JSON, opts.IO.Out)
+	for _, b := range bs {
+		if err := js.encode(b); err != nil {
+			return err
 		}
+	}
+	if err := js.flush(); err != nil {
+		return fmt.Errorf("bandwidth: %w", err)
+	}
+	if !js.tables() {
 		return nil
 	}
 	var rows [][]string

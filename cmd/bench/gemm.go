@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -41,7 +40,7 @@ type GEMMOptions struct {
 	Reps      int
 	RepMS     int
 	Profile   string
-	JSON      bool
+	JSON      string // --json: "", "-" (stdout) or a file (jsonflag.go)
 	// Shapes are weight shapes N×K measured in turn instead of --n, --k
 	// ("paper": gemvPaperShapes); Plot the PNG of the GEMV bandwidth plot.
 	Shapes string
@@ -49,6 +48,7 @@ type GEMMOptions struct {
 	Fig    figureFlags // --format, --width of --plot
 
 	// Resolved by RunE.
+	js                *jsonOut // where --json sends the figures
 	shapes            [][2]int
 	backend, backendB gemm.Backend
 	splitA, splitB    int
@@ -118,6 +118,9 @@ drawn as a line (SMEPilot Figs. 10a, 11a); writes gemm-sweep.png, .md and
 			if err := opts.validate(cmd); err != nil {
 				return err
 			}
+			if err := checkJSONPath(opts.JSON); err != nil {
+				return fmt.Errorf("gemm: %w", err)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -138,7 +141,7 @@ drawn as a line (SMEPilot Figs. 10a, 11a); writes gemm-sweep.png, .md and
 	f.IntVar(&opts.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&opts.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.StringVar(&opts.Profile, "profile", "", "profile.json of 'bench probe' for the fraction of the ceiling (with --sweep also the roofline prediction; default there: this host's newest complete probe profile, none: no predictions)")
-	f.BoolVar(&opts.JSON, "json", false, "print JSON lines (results.GEMMResult, results.MatrixSplit) instead of tables")
+	addJSONFlag(cmd, &opts.JSON, "the figures (JSON lines of results.GEMMResult, or results.MatrixSplit with --split)")
 	f.StringVar(&opts.Shapes, "shapes", "", "weight shapes N×K measured in turn instead of --n, --k: NxK,NxK,... or paper (the MobileLLM-1.5B and Llama3-8B linear shapes of the low-bit GEMV paper's Figs. 5–7, a subset a 2-core machine runs in seconds)")
 	f.StringVar(&opts.Plot, "plot", "", "write the GEMV bandwidth plot (low-bit GEMV paper Figs. 5–7: GB/s of weights per shape, one bar per --dtype, the profile's DRAM read roof and each format's ebw as lines) of the M = 1 figures at the largest thread count to this file (.png, .pdf or .svg by extension), and its table to the same name with .md")
 	opts.Fig.register(cmd, true)
@@ -369,6 +372,7 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 	if o.Sweep.On {
 		return gemmSweepRun(ctx, o)
 	}
+	o.js = newJSONOut(o.JSON, o.IO.Out)
 	var prof *results.Profile
 	if o.Profile != "" {
 		var err error
@@ -402,14 +406,15 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 				return fmt.Errorf("gemm: %w", err)
 			}
 			s.Targets = o.splitTargets
-			if o.JSON {
-				if err := json.NewEncoder(out).Encode(s); err != nil {
-					return err
-				}
+			if err := o.js.encode(s); err != nil {
+				return err
 			}
 			splits = append(splits, s)
 		}
-		if o.JSON {
+		if err := o.js.flush(); err != nil {
+			return fmt.Errorf("gemm: %w", err)
+		}
+		if !o.js.tables() {
 			return nil
 		}
 		printPacking(out, wa, wb)
@@ -425,7 +430,10 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 			}
 		}
 	}
-	if o.JSON {
+	if err := o.js.flush(); err != nil {
+		return fmt.Errorf("gemm: %w", err)
+	}
+	if !o.js.tables() {
 		return o.writePlot(rows, prof)
 	}
 	if o.PackEveryCall {
@@ -458,7 +466,6 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 // thread count, appending the figures, why a fraction is missing, and the
 // packing line.
 func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gemmJob, n, k int, prof *results.Profile, rows *[]results.GEMMResult, whyNot, packing *[]string) error {
-	out := o.IO.Out
 	var measure func(m, t int) (results.GEMMResult, error)
 	if j.gemm != nil {
 		wa, err := probes.NewGEMMWeights(*j.gemm, n, k, 1)
@@ -491,10 +498,8 @@ func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gem
 			if o.PackEveryCall {
 				g.PackSeconds = 0 // packing is inside every call
 			}
-			if o.JSON {
-				if err := json.NewEncoder(out).Encode(g); err != nil {
-					return err
-				}
+			if err := o.js.encode(g); err != nil {
+				return err
 			}
 			*rows = append(*rows, g)
 			*whyNot = append(*whyNot, why)
@@ -716,7 +721,7 @@ func (o *GEMMOptions) writePlot(rows []results.GEMMResult, prof *results.Profile
 	if err := results.WriteFileAtomic(md, []byte(reports.GEMVBandwidthMarkdown(title, gemv, roofs, filepath.Base(fo.PrimaryPath(o.Plot)))), 0o644); err != nil {
 		return fmt.Errorf("gemm: --plot: %w", err)
 	}
-	if !o.JSON {
+	if o.JSON != jsonStdout {
 		fmt.Fprintf(o.IO.Out, "wrote %s and %s\n", strings.Join(written, ", "), md)
 	}
 	return nil

@@ -65,13 +65,15 @@ Writes results/<host>-<yyyymmdd-hhmmss>/ (a new directory each run: -2, -3,
 ... is added when probes start in the same second; or --out DIR) with
 profile.json, profile.md, report.html (one self-contained page, figures as
 SVG) and PNG plots (--format png,pdf,svg and --width
-column|page for a paper). --json FILE also writes the profile
-to FILE (its directory is checked before measuring); --json - prints it on
-stdout instead (the directory is then written only if --out is given).`,
+column|page for a paper). --json=FILE also writes the profile
+to FILE (its directory is checked before measuring); --json (or --json -)
+prints it on stdout instead (the directory is then written only if --out
+is given).`,
 		Example: `  bench probe                      # everything, about 1-3 minutes on 2 cores
   bench probe --quick              # under 45 seconds
   bench probe --only memory --threads 1,2 --max-ws 2GiB
-  bench probe --only machine,topology --json -`,
+  bench probe --only machine,topology --json
+  bench probe --quick --json=profile.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.List {
@@ -108,7 +110,7 @@ stdout instead (the directory is then written only if --out is given).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Out, "out", "", "output directory (default results/<host>-<yyyymmdd-hhmmss>)")
-	f.StringVar(&opts.JSON, "json", "", "also write the profile JSON to this file; - for stdout")
+	addJSONFlag(cmd, &opts.JSON, "the profile (profile.json's content; --json - writes no directory unless --out is given)")
 	f.StringSliceVar(&opts.Only, "only", nil, "sections to run, comma-separated: "+strings.Join(probes.Sections, ","))
 	f.BoolVar(&opts.Quick, "quick", false, "fewer working sets and shorter repetitions (under 45 s on 2 cores)")
 	f.IntSliceVar(&opts.Threads, "threads", nil, "thread counts of the thread sweep (default 1,2,4,... and all cores)")
@@ -195,12 +197,10 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	// is writable, and the output directory is created (a new one per
 	// run by default: results/<host>-<stamp>, -2, -3, ... when probes
 	// start in the same second) and writable.
-	if opts.JSON != "" && opts.JSON != "-" {
-		if err := results.CheckWritableFile(opts.JSON); err != nil {
-			return fmt.Errorf("probe: --json %s: %w", opts.JSON, err)
-		}
+	if err := checkJSONPath(opts.JSON); err != nil {
+		return fmt.Errorf("probe: %w", err)
 	}
-	writeDir := opts.JSON != "-" || opts.Out != ""
+	writeDir := opts.JSON != jsonStdout || opts.Out != ""
 	dir := opts.Out
 	undo := func() {}
 	if writeDir {
@@ -232,20 +232,19 @@ func probeRun(ctx context.Context, opts *ProbeOptions) error {
 	if ns := p.Noise(); ns.Noisy > 0 {
 		fmt.Fprintf(opts.IO.Err, "bench probe: %s\n", ns)
 	}
-	if opts.JSON != "" {
+	if js := newJSONOut(opts.JSON, opts.IO.Out); js.on() {
 		data, err := results.MarshalProfile(p)
 		if err != nil {
 			undo()
 			return err
 		}
-		if opts.JSON == "-" {
-			if _, err := opts.IO.Out.Write(data); err != nil {
-				undo()
-				return err
-			}
-		} else if err := results.WriteFileAtomic(opts.JSON, data, 0o644); err != nil {
+		if err := js.write(data); err != nil {
 			undo()
-			return fmt.Errorf("probe: --json: %w", err)
+			return err
+		}
+		if err := js.flush(); err != nil {
+			undo()
+			return fmt.Errorf("probe: %w", err)
 		}
 	}
 	if !writeDir {

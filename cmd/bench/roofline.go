@@ -80,11 +80,15 @@ seconds scaled for display.`,
   bench roofline --profile m4-pro --model qwen3-30b-a3b --phase prefill --routing zipf:1.2
   bench roofline --profile m4-pro --model llama-3.2-3b --sweep batch=1..64 --png sweep.png
   bench roofline --profile lnl --model meta-llama-3-8b --dtype int1
-  bench roofline --profile lnl --ebw-plot fig4.png`,
+  bench roofline --profile lnl --ebw-plot fig4.png
+  bench roofline --profile m4-pro --model qwen3-4b --json=qwen3-4b-decode.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := opts.validate(cmd); err != nil {
 				return err
+			}
+			if err := checkJSONPath(opts.JSON); err != nil {
+				return fmt.Errorf("roofline: %w", err)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -104,7 +108,7 @@ seconds scaled for display.`,
 	f.StringVar(&opts.KV, "kv-dtype", "fp16", "KV-cache dtype")
 	f.StringVar(&opts.Routing, "routing", "uniform", "MoE routing: uniform, zipf or zipf:S")
 	f.StringVar(&opts.Sweep, "sweep", "", "sweep one shape variable and report regime changes: batch=1..64, tokens=128..8k, context=1k..32k, or a list batch=1,8,64")
-	f.StringVar(&opts.JSON, "json", "", "write the analysis as JSON to this file ('-' for stdout instead of tables)")
+	addJSONFlag(cmd, &opts.JSON, "the analysis (or the sweep)")
 	f.StringVar(&opts.PNG, "png", "", "draw the roofline (or, with --sweep, the sweep) to this file: .png, .pdf or .svg by extension")
 	f.StringVar(&opts.EBWPlot, "ebw-plot", "", "draw the low-bit GEMV paper's Fig. 4 for the machine (ebw = min(β, B/γ) per core against β, one line per format and core type) to this file (.png, .pdf or .svg by extension), and its table to the same name with .md; --model is then optional")
 	opts.Fig.register(cmd, true)
@@ -288,23 +292,22 @@ func rooflineRun(o *rooflineOptions) error {
 		table = func(w io.Writer) error { return writeAnalysis(w, a) }
 		fig = func() (reports.Figure, error) { return reports.RooflineFigure(a) }
 	}
-	if o.JSON != "-" {
+	js := newJSONOut(o.JSON, o.IO.Out)
+	if js.tables() {
 		if err := table(o.IO.Out); err != nil {
 			return fmt.Errorf("roofline: %w", err)
 		}
 	}
-	if o.JSON != "" {
+	if js.on() {
 		data, err := json.MarshalIndent(result, "", "  ")
 		if err != nil {
 			return fmt.Errorf("roofline: %w", err)
 		}
-		data = append(data, '\n')
-		if o.JSON == "-" {
-			if _, err := o.IO.Out.Write(data); err != nil {
-				return err
-			}
-		} else if err := writeFileAtomic(o.JSON, data); err != nil {
-			return fmt.Errorf("roofline: --json: %w", err)
+		if err := js.write(append(data, '\n')); err != nil {
+			return err
+		}
+		if err := js.flush(); err != nil {
+			return fmt.Errorf("roofline: %w", err)
 		}
 	}
 	if o.PNG != "" {
@@ -321,24 +324,6 @@ func rooflineRun(o *rooflineOptions) error {
 		}
 	}
 	return nil
-}
-
-// writeFileAtomic writes through a temporary file and a rename, so an
-// interrupted run leaves no partial file.
-func writeFileAtomic(name string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), name)
 }
 
 func describe(r roofline.Request) string {

@@ -168,7 +168,7 @@ func Execute(args []string, in io.Reader, out, errw io.Writer) int {
 	}
 	sout := &stickyWriter{w: out}
 	root := NewRootCmd(IO{In: in, Out: sout, Err: errw})
-	root.SetArgs(args)
+	root.SetArgs(jsonPathArgs(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	prefix := "bench" // "bench probe" for a subcommand
 	if cmd != nil {

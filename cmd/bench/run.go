@@ -39,7 +39,7 @@ type runOptions struct {
 	Ablate       []string
 	Profile      string
 	Seed         uint64
-	JSON         bool
+	JSON         string // --json: "", "-" (stdout) or a file (jsonflag.go)
 	Amdahl       bool
 	Counters     bool   // --counters: hardware counters per phase
 	CountersPlot string // --counters-plot FILE
@@ -128,6 +128,9 @@ per-layer columns say what one layer costs.
 			if err := opts.validate(cmd); err != nil {
 				return err
 			}
+			if err := checkJSONPath(opts.JSON); err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -150,7 +153,7 @@ per-layer columns say what one layer costs.
 	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: "+strings.Join(engine.AblationNames(), ", ")+" (comma-separated)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
-	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
+	addJSONFlag(cmd, &opts.JSON, "the run (one object)")
 	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
 	f.StringVar(&opts.CountersPlot, "counters-plot", "", "with --counters: draw prefill vs decode as grouped bars (Sandwich Fig. 1) to this .png/.svg/.pdf, or a figure saying why the counters are unavailable")
 	addLayoutFlags(f, opts)
@@ -478,13 +481,21 @@ func runRun(ctx context.Context, o *runOptions) error {
 			return fmt.Errorf("run: --counters-plot: %w", err)
 		}
 	}
-	if o.JSON {
+	js := newJSONOut(o.JSON, o.IO.Out)
+	if js.on() {
 		data, err := json.Marshal(res)
 		if err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
-		_, err = o.IO.Out.Write(append(data, '\n'))
-		return err
+		if err := js.write(append(data, '\n')); err != nil {
+			return err
+		}
+		if err := js.flush(); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
+	if !js.tables() {
+		return nil
 	}
 	if err := writeRun(o.IO.Out, &res); err != nil {
 		return err

@@ -35,7 +35,7 @@ type topoOptions struct {
 	MaxGroups  int
 	MaxRemoves int
 	MaxTrees   int
-	JSON       bool
+	JSON       string // --json: "", "-" (stdout) or a file (jsonflag.go)
 }
 
 func newTopoCmd(streams IO) *cobra.Command { return newCmdTopo(streams, nil) }
@@ -82,6 +82,9 @@ that divide the model's query and KV heads.`,
 			if err := opts.validate(); err != nil {
 				return err
 			}
+			if err := checkJSONPath(opts.JSON); err != nil {
+				return fmt.Errorf("topo: %w", err)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -98,7 +101,7 @@ that divide the model's query and KV heads.`,
 	f.IntVar(&opts.MaxGroups, "max-groups", 1, "with --configs and no --remove: group transforms per tree")
 	f.IntVar(&opts.MaxRemoves, "max-removes", 1, "with --configs and no --remove: successive removes per tree")
 	f.IntVar(&opts.MaxTrees, "max-trees", 20000, "with --configs and no --remove: stop after this many distinct trees")
-	f.BoolVar(&opts.JSON, "json", false, "print one JSON object instead of tables")
+	addJSONFlag(cmd, &opts.JSON, "the tree, transforms and configurations (one object)")
 	return cmd
 }
 
@@ -223,13 +226,21 @@ func topoRun(o *topoOptions) error {
 	if err != nil {
 		return fmt.Errorf("topo: --remove: %w", err)
 	}
-	if o.JSON {
+	js := newJSONOut(o.JSON, o.IO.Out)
+	if js.on() {
 		data, err := json.MarshalIndent(r, "", "  ")
 		if err != nil {
 			return fmt.Errorf("topo: %w", err)
 		}
-		_, err = o.IO.Out.Write(append(data, '\n'))
-		return err
+		if err := js.write(append(data, '\n')); err != nil {
+			return err
+		}
+		if err := js.flush(); err != nil {
+			return fmt.Errorf("topo: %w", err)
+		}
+	}
+	if !js.tables() {
+		return nil
 	}
 	return writeTopo(o.IO.Out, r)
 }

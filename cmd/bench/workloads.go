@@ -24,7 +24,7 @@ type WorkloadsOptions struct {
 	Requests int
 	Arrival  workloads.Arrival
 	Seed     uint64
-	JSON     bool
+	JSON     string // --json: "", "-" (stdout) or a file (jsonflag.go)
 	Dump     string // print this workload's requests as JSON lines
 }
 
@@ -55,6 +55,10 @@ GSM8K's calculator annotations, RULER's budget fill) and quoted otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			for _, n := range args {
 				if _, err := workloads.Lookup(n); err != nil {
+					if opts.JSON == jsonStdout {
+						// "--json FILE": FILE is a trace name here.
+						return fmt.Errorf("workloads: %w (to write the JSON to a file, give --json=%s)", err, n)
+					}
 					return fmt.Errorf("workloads: %w", err)
 				}
 			}
@@ -65,6 +69,9 @@ GSM8K's calculator annotations, RULER's budget fill) and quoted otherwise.`,
 			}
 			if opts.Requests < 1 {
 				return fmt.Errorf("workloads: --requests %d: must be ≥ 1", opts.Requests)
+			}
+			if err := checkJSONPath(opts.JSON); err != nil {
+				return fmt.Errorf("workloads: %w", err)
 			}
 			traces := len(args)
 			switch {
@@ -88,7 +95,7 @@ GSM8K's calculator annotations, RULER's budget fill) and quoted otherwise.`,
 	f.IntVar(&opts.Requests, "requests", 200, "requests per trace")
 	f.StringVar(&arrival, "arrival", "closed", "arrival process: closed or poisson:RATE (requests/s)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the request order and arrival times")
-	f.BoolVar(&opts.JSON, "json", false, "print one JSON summary per trace instead of a table")
+	addJSONFlag(cmd, &opts.JSON, "one summary per trace (JSON lines)")
 	f.StringVar(&opts.Dump, "dump", "", "print the requests of this workload's trace as JSON lines")
 	return cmd
 }
@@ -142,17 +149,20 @@ func workloadsRun(ctx context.Context, opts *WorkloadsOptions) error {
 			return err
 		}
 	}
-	if opts.JSON {
-		enc := json.NewEncoder(opts.IO.Out)
-		for i, t := range traces {
-			out := struct {
-				workloads.Summary
-				SMEPilot []workloads.PaperRow `json:"smepilot_table2,omitempty"`
-			}{workloads.Stats(t), paper[i]}
-			if err := enc.Encode(out); err != nil {
-				return err
-			}
+	js := newJSONOut(opts.JSON, opts.IO.Out)
+	for i, t := range traces {
+		out := struct {
+			workloads.Summary
+			SMEPilot []workloads.PaperRow `json:"smepilot_table2,omitempty"`
+		}{workloads.Stats(t), paper[i]}
+		if err := js.encode(out); err != nil {
+			return err
 		}
+	}
+	if err := js.flush(); err != nil {
+		return fmt.Errorf("workloads: %w", err)
+	}
+	if !js.tables() {
 		return nil
 	}
 	var rows [][]string

@@ -37,6 +37,7 @@ var none = []string{}
 var rules = map[string]rule{
 	"cmd/bench":             {noDoc: true},
 	"engine":                {deny: []string{"probes", "reports"}},
+	"gguf":                  {only: none},
 	"internal/affinity":     {only: none},
 	"internal/amx":          {only: none},
 	"internal/cpu":          {only: none},
