@@ -21,7 +21,7 @@ var Sections = []string{
 	results.SectionMachine, results.SectionTopology, results.SectionMemory,
 	results.SectionLatency, results.SectionShared, results.SectionNUMA,
 	results.SectionCompute, results.SectionMixed, results.SectionNonlinear,
-	results.SectionMatrix,
+	results.SectionMatrix, results.SectionDispatch,
 }
 
 // Progress receives the probe's progress. Implementations must be cheap: Step
@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	has := func(s string) bool { return slices.Contains(sections, s) }
 	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) ||
 		has(results.SectionNUMA) || has(results.SectionNonlinear) || has(results.SectionCompute) || has(results.SectionMixed) ||
-		has(results.SectionMatrix)
+		has(results.SectionMatrix) || has(results.SectionDispatch)
 
 	if has(results.SectionMachine) {
 		m, err := topology.ReadMachine(cfg.Roots)
@@ -269,6 +269,11 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	if has(results.SectionMatrix) {
 		if p.Matrix, err = r.matrixSection(ctx, p.Compute, p.Memory); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionDispatch) {
+		if p.Dispatch, err = r.dispatchSection(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -473,6 +478,8 @@ func (r *runner) total(sections []string) int {
 			n += r.nonlinearSteps()
 		case results.SectionMatrix:
 			n += r.matrixSteps()
+		case results.SectionDispatch:
+			n += len(r.dispatchThreads())
 		}
 	}
 	return n
