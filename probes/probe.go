@@ -106,13 +106,16 @@ type plan struct {
 	cores      int // workers used for "all cores"
 	memWS      []memStep
 	memThreads []memStep
-	latWS      []int64
-	shared     []sharedSpec
-	numaWS     int64
-	numaLatWS  int64
-	numaSteps  int
-	maxWS      int64
-	note       string // a remark for the profile's notes, e.g. how the caches were found
+	// levelThreads are the thread counts of the working-set sweep, whose
+	// levels (and DRAM roofs) are recorded.
+	levelThreads []int
+	latWS        []int64
+	shared       []sharedSpec
+	numaWS       int64
+	numaLatWS    int64
+	numaSteps    int
+	maxWS        int64
+	note         string // a remark for the profile's notes, e.g. how the caches were found
 }
 
 type runner struct {
@@ -419,6 +422,7 @@ func (r *runner) makePlan(order []int) error {
 	if allT > 1 {
 		tcfgs = append(tcfgs, allT)
 	}
+	r.plan.levelThreads = tcfgs
 	for _, tc := range tcfgs {
 		lo := max(int64(16<<10), int64(tc)*4096*3)
 		for _, ws := range WorkingSets(lo, maxWS, perOct) {
@@ -461,7 +465,7 @@ func (r *runner) total(sections []string) int {
 	for _, s := range sections {
 		switch s {
 		case results.SectionMemory:
-			n += len(p.memWS) + len(p.memThreads)
+			n += len(p.memWS) + len(p.memThreads) + r.dramSteps()
 		case results.SectionLatency:
 			n += len(p.latWS)
 		case results.SectionShared:

@@ -535,6 +535,11 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 		Name: KindCores, Kind: KindCores, Workers: dram.Threads, BandwidthGBps: dram.GBps.Median,
 		Source: fmt.Sprintf("%s: memory.levels DRAM, %s kernel, %d threads, median of %d", name, dram.Kernel, dram.Threads, dram.GBps.N),
 	}}
+	for _, d := range p.Memory.DRAM {
+		if d.Threads == dram.Threads {
+			m.Targets[0].Source += fmt.Sprintf(" (memory.dram: %s pages, %d working sets × %d rounds, min %.1f max %.1f GB/s)", d.Pages, len(d.WorkingSets), d.Rounds, d.GBps.Min, d.GBps.Max)
+		}
+	}
 	m.Sources = []string{name + " (" + results.SchemaV1 + ")"}
 	hasMatrixISA := ""
 	if p.Machine != nil {
