@@ -294,7 +294,13 @@ func addLevelRoofs(m *Machine, p *results.Profile, name string) {
 		srcs = append(srcs, fmt.Sprintf("%s×%d %.1f GB/s", l.Level, l.Threads, l.GBps.Median))
 	}
 	if len(m.LevelRoofs) > 0 {
-		m.Notes = append(m.Notes, "bytes are timed at the roof of the memory level that holds them for the call, at the thread count that runs the operator ("+strings.Join(srcs, ", ")+"); weights and KV count as cache-resident only when all of a forward call's fit")
+		note := "bytes are timed at the roof of the memory level that holds them for the call, at the thread count that runs the operator (" + strings.Join(srcs, ", ") + "); weights and KV count as cache-resident only when all of a forward call's fit"
+		if t.CacheNote != "" {
+			// E.g. a VM whose CPUID reports no L3: bytes beyond the last
+			// level known are timed at DRAM.
+			note += "; the cache sizes: " + t.CacheNote + ", so bytes beyond the last level known are timed at the DRAM roof"
+		}
+		m.Notes = append(m.Notes, note)
 	}
 }
 
