@@ -2,7 +2,9 @@
 // results.Profile: machine and topology (through internal/topology), memory
 // bandwidth over working sets and thread counts, pointer-chase latency,
 // bandwidth shared between two concurrent thread groups (SMEPilot §3.1), and
-// the node-to-node NUMA matrix (ArcLight §3.1, Table 1).
+// the node-to-node NUMA matrix (ArcLight §3.1, Table 1), and the fixed
+// cost of one parallel call on kernels/pool, hot and after the workers
+// parked (the dispatch section, fixedcost.go; issue #16).
 //
 // Every figure is the median of at least five timed repetitions after a
 // warm-up, with min, max and the coefficient of variation, measured on

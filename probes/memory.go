@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -91,15 +93,31 @@ func elemsPerArray(ws int64, threads int, k memKernel) int {
 // memTask returns the task that runs kernel k of impl over n elements per
 // array on each worker, with buffers bound to node (-1: first touch).
 func memTask(impl kernels.MemImpl, k memKernel, n int, node int) task {
-	key := fmt.Sprintf("%s/%s/%d/%d", impl.ISA, k.name, n, node)
+	return memTaskPages(impl, k, n, node, false)
+}
+
+// memTaskPages is memTask with the buffers advised for transparent huge
+// pages (MADV_HUGEPAGE, before their first touch) when huge is set.
+func memTaskPages(impl kernels.MemImpl, k memKernel, n int, node int, huge bool) task {
+	key := fmt.Sprintf("%s/%s/%d/%d/huge=%v", impl.ISA, k.name, n, node, huge)
 	t := task{}
 	t.setup = func(w *worker) error {
 		if w.layout == key {
 			return nil
 		}
 		stride := arrayStride(n)
+		if huge || strings.HasSuffix(w.layout, "huge=true") {
+			// Fresh pages: advice given after the first touch would
+			// leave the 4 KiB pages in place (khugepaged collapses them
+			// later, if ever), and pages advised huge must not serve a
+			// 4 KiB figure.
+			w.free()
+		}
 		if err := w.ensure(stride*k.arrays, node); err != nil {
 			return err
+		}
+		if huge {
+			adviseHuge(w.arena)
 		}
 		for a := 0; a < k.arrays; a++ {
 			w.f64[a] = numa.Float64s(w.arena[a*stride : a*stride+n*8])
@@ -272,7 +290,179 @@ func (r *runner) memorySection(ctx context.Context) (*results.Memory, error) {
 		r.step(fmt.Sprintf("memory %s threads=%d", st.k.name, st.threads))
 	}
 	m.Levels = pickLevels(m.WorkingSet, r.caches)
+	if err := r.dramRoofs(ctx, m); err != nil {
+		return nil, err
+	}
 	return m, nil
+}
+
+// Pages of a DRAM roof candidate.
+const (
+	pagesSmall = "4 KiB"
+	pagesHuge  = "huge (MADV_HUGEPAGE)"
+)
+
+// dramCandidate is one way of measuring the DRAM read roof.
+type dramCandidate struct {
+	kernel string // "read" or "read_pf"
+	pages  string
+}
+
+// dramWorkingSets are the DRAM roof's working sets: the sweep's largest
+// and, unless quick, 3/4 and 1/2 of it (each still ≥ 2× the largest
+// cache's total when the topology knows it).
+func (r *runner) dramWorkingSets() []int64 {
+	maxWS := r.plan.maxWS
+	if r.cfg.Quick {
+		return []int64{maxWS}
+	}
+	out := []int64{maxWS}
+	llc := int64(0)
+	for lvl := 1; lvl <= 3; lvl++ {
+		llc = max(llc, r.caches.size[lvl]*int64(max(1, r.caches.instances[lvl])))
+	}
+	for _, f := range []int64{3, 2} {
+		ws := (maxWS * f / 4) &^ 4095
+		if ws >= 2*llc && ws >= 64<<20 {
+			out = append(out, ws)
+		}
+	}
+	return out
+}
+
+// dramRoofs measures the DRAM read roof of each thread count of the
+// levels (issue #16 part 1): the read kernel on 4 KiB pages and on pages
+// advised huge, at several DRAM-sized working sets, each in several rounds
+// apart in time (round-robin over working sets and candidates), and
+// records per thread count the best candidate's figure: the median of its
+// points' medians, with their spread (min, max, cv) — the best honest
+// sustained read bandwidth, as likwid-bench load or STREAM report it. The
+// DRAM entry of m.Levels becomes that figure.
+func (r *runner) dramRoofs(ctx context.Context, m *results.Memory) error {
+	var threads []int
+	for _, l := range m.Levels {
+		if l.Level == "DRAM" && !slices.Contains(threads, l.Threads) {
+			threads = append(threads, l.Threads)
+		}
+	}
+	rounds := 3
+	if r.cfg.Quick {
+		rounds = 2
+	}
+	cands := r.dramCandidates()
+	wss := r.dramWorkingSets()
+	for _, t := range threads {
+		medians := make([][]float64, len(cands))
+		noises := make([][]results.Noise, len(cands))
+		for range rounds {
+			for _, ws := range wss {
+				for ci, c := range cands {
+					b, err := r.measureDRAMCandidate(ctx, c, ws, t)
+					if err != nil {
+						return err
+					}
+					medians[ci] = append(medians[ci], b.GBps.Median)
+					if b.GBps.Noise != nil {
+						noises[ci] = append(noises[ci], *b.GBps.Noise)
+					}
+				}
+			}
+		}
+		best := 0
+		dr := results.DRAMRoof{Threads: t, WorkingSets: wss, Rounds: rounds, Candidates: map[string]float64{}}
+		for ci, c := range cands {
+			st := results.Summarize(medians[ci])
+			dr.Candidates[c.kernel+" "+c.pages] = st.Median
+			if st.Median > results.Summarize(medians[best]).Median {
+				best = ci
+			}
+		}
+		dr.Kernel, dr.Pages = cands[best].kernel, cands[best].pages
+		dr.GBps = results.Summarize(medians[best])
+		dr.GBps.Noise = dramNoise(noises[best], dr.GBps.CV)
+		m.DRAM = append(m.DRAM, dr)
+		for i := range m.Levels {
+			if l := &m.Levels[i]; l.Level == "DRAM" && l.Threads == t {
+				l.Kernel, l.WorkingSetBytes, l.GBps = dr.Kernel, wss[0], dr.GBps
+			}
+		}
+	}
+	return nil
+}
+
+// dramNoise combines the noise records of a DRAM roof's points: the least
+// CPU share and the most steal and load of any point, the spread (cv) of
+// the points' medians, judged by the same thresholds; nil without records.
+func dramNoise(ns []results.Noise, cv float64) *results.Noise {
+	if len(ns) == 0 {
+		return nil
+	}
+	out := results.Noise{CV: cv, Attempts: 1, CPUFraction: ns[0].CPUFraction}
+	cpuOK := true
+	for _, n := range ns {
+		if n.CPUFraction == 0 {
+			cpuOK = false
+		}
+		out.CPUFraction = min(out.CPUFraction, n.CPUFraction)
+		out.StealFraction = max(out.StealFraction, n.StealFraction)
+		out.LoadAvg1 = max(out.LoadAvg1, n.LoadAvg1)
+	}
+	if !cpuOK {
+		out.CPUFraction = 0
+	}
+	judgeNoise(&out, cpuOK)
+	return &out
+}
+
+// dramCandidates are the ways the DRAM roof is measured: the memory
+// section's read kernel on 4 KiB pages; on pages advised huge where THP
+// allows it; and the prefetching read (kernels.ReadPF) on the larger pages,
+// where it has assembly.
+func (r *runner) dramCandidates() []dramCandidate {
+	pages := pagesSmall
+	cands := []dramCandidate{{"read", pagesSmall}}
+	if hugePagesAllowed() {
+		pages = pagesHuge
+		cands = append(cands, dramCandidate{"read", pagesHuge})
+	}
+	if kernels.ReadPFISA() != "go" {
+		cands = append(cands, dramCandidate{"read_pf", pages})
+	}
+	return cands
+}
+
+// dramSteps is the number of progress steps of dramRoofs.
+func (r *runner) dramSteps() int {
+	rounds := 3
+	if r.cfg.Quick {
+		rounds = 2
+	}
+	return len(r.plan.levelThreads) * rounds * len(r.dramWorkingSets()) * len(r.dramCandidates())
+}
+
+// readPFTask is t with its pass replaced by the prefetching read
+// (kernels.ReadPF) over the same array; the checksum is the same sum.
+func readPFTask(t task, n int) task {
+	bytes := int64(n) * kRead.bytes
+	t.run = func(w *worker) (int64, float64) { return bytes, kernels.ReadPF(w.f64[0]) }
+	return t
+}
+
+// measureDRAMCandidate measures one DRAM roof point.
+func (r *runner) measureDRAMCandidate(ctx context.Context, c dramCandidate, ws int64, threads int) (results.Bandwidth, error) {
+	ws0 := r.pool.workers[:threads]
+	n := elemsPerArray(ws, threads, kRead)
+	t := memTaskPages(r.impl, kRead, n, -1, c.pages == pagesHuge)
+	if c.kernel == "read_pf" {
+		t = readPFTask(t, n)
+	}
+	mm, err := measureGroups(ctx, [][]*worker{ws0}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
+	if err != nil {
+		return results.Bandwidth{}, fmt.Errorf("memory dram %s %s ws=%d threads=%d: %w", c.kernel, c.pages, ws, threads, err)
+	}
+	r.step(fmt.Sprintf("memory dram %s %s %s x%d", c.kernel, c.pages, sizeText(ws), threads))
+	return results.Bandwidth{Kernel: c.kernel, ISA: r.impl.ISA, WorkingSetBytes: int64(n) * 8 * int64(threads), Threads: threads,
+		CPUs: cpusOf(ws0), Pinned: allPinned(ws0), GBps: mm.stat(0), Checksum: mm.sums[0]}, nil
 }
 
 // cacheSizes are the per-instance data cache sizes and how many threads share

@@ -21,7 +21,7 @@ var Sections = []string{
 	results.SectionMachine, results.SectionTopology, results.SectionMemory,
 	results.SectionLatency, results.SectionShared, results.SectionNUMA,
 	results.SectionCompute, results.SectionMixed, results.SectionNonlinear,
-	results.SectionMatrix,
+	results.SectionMatrix, results.SectionDispatch,
 }
 
 // Progress receives the probe's progress. Implementations must be cheap: Step
@@ -106,13 +106,16 @@ type plan struct {
 	cores      int // workers used for "all cores"
 	memWS      []memStep
 	memThreads []memStep
-	latWS      []int64
-	shared     []sharedSpec
-	numaWS     int64
-	numaLatWS  int64
-	numaSteps  int
-	maxWS      int64
-	note       string // a remark for the profile's notes, e.g. how the caches were found
+	// levelThreads are the thread counts of the working-set sweep, whose
+	// levels (and DRAM roofs) are recorded.
+	levelThreads []int
+	latWS        []int64
+	shared       []sharedSpec
+	numaWS       int64
+	numaLatWS    int64
+	numaSteps    int
+	maxWS        int64
+	note         string // a remark for the profile's notes, e.g. how the caches were found
 }
 
 type runner struct {
@@ -175,7 +178,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	has := func(s string) bool { return slices.Contains(sections, s) }
 	needMeasure := has(results.SectionMemory) || has(results.SectionLatency) || has(results.SectionShared) ||
 		has(results.SectionNUMA) || has(results.SectionNonlinear) || has(results.SectionCompute) || has(results.SectionMixed) ||
-		has(results.SectionMatrix)
+		has(results.SectionMatrix) || has(results.SectionDispatch)
 
 	if has(results.SectionMachine) {
 		m, err := topology.ReadMachine(cfg.Roots)
@@ -269,6 +272,11 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 	if has(results.SectionMatrix) {
 		if p.Matrix, err = r.matrixSection(ctx, p.Compute, p.Memory); err != nil {
+			return nil, err
+		}
+	}
+	if has(results.SectionDispatch) {
+		if p.Dispatch, err = r.dispatchSection(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -414,6 +422,7 @@ func (r *runner) makePlan(order []int) error {
 	if allT > 1 {
 		tcfgs = append(tcfgs, allT)
 	}
+	r.plan.levelThreads = tcfgs
 	for _, tc := range tcfgs {
 		lo := max(int64(16<<10), int64(tc)*4096*3)
 		for _, ws := range WorkingSets(lo, maxWS, perOct) {
@@ -456,7 +465,7 @@ func (r *runner) total(sections []string) int {
 	for _, s := range sections {
 		switch s {
 		case results.SectionMemory:
-			n += len(p.memWS) + len(p.memThreads)
+			n += len(p.memWS) + len(p.memThreads) + r.dramSteps()
 		case results.SectionLatency:
 			n += len(p.latWS)
 		case results.SectionShared:
@@ -473,6 +482,8 @@ func (r *runner) total(sections []string) int {
 			n += r.nonlinearSteps()
 		case results.SectionMatrix:
 			n += r.matrixSteps()
+		case results.SectionDispatch:
+			n += len(r.dispatchThreads())
 		}
 	}
 	return n

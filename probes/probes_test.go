@@ -154,6 +154,28 @@ func TestRunSmall(t *testing.T) {
 	if !levels["L1"] || !levels["DRAM"] {
 		t.Fatalf("levels %v lack L1 or DRAM", m.Levels)
 	}
+	// The DRAM level of each thread count is its DRAM roof record: the
+	// best candidate's median over working sets and rounds.
+	for _, l := range m.Levels {
+		if l.Level != "DRAM" {
+			continue
+		}
+		found := false
+		for _, d := range m.DRAM {
+			if d.Threads == l.Threads {
+				found = true
+				if d.GBps.Median != l.GBps.Median || d.GBps.N != d.Rounds*len(d.WorkingSets) || d.Candidates[d.Kernel+" "+d.Pages] != d.GBps.Median {
+					t.Errorf("DRAM level %+v vs record %+v", l, d)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("DRAM level at %d threads has no memory.dram record (%+v)", l.Threads, m.DRAM)
+		}
+	}
+	if d := p.Dispatch; d == nil || len(d.Points) == 0 || d.Points[0].Threads != 1 {
+		t.Fatalf("dispatch section %+v", d)
+	}
 	if p.Latency == nil || len(p.Latency.Points) == 0 {
 		t.Fatal("latency section empty")
 	}

@@ -22,6 +22,8 @@ const (
 	SectionNonlinear = "nonlinear"
 	// Attained GEMM/GEMV throughput (issue: kernel library).
 	SectionMatrix = "matrix"
+	// Per-call fixed costs of the engine's worker pool (issue #16 part 1).
+	SectionDispatch = "dispatch"
 )
 
 // Profile is one run of `bench probe` on one machine. Sections that were not
@@ -44,6 +46,7 @@ type Profile struct {
 	Mixed     *Mixed     `json:"mixed,omitempty"`
 	Nonlinear *Nonlinear `json:"nonlinear,omitempty"`
 	Matrix    *Matrix    `json:"matrix,omitempty"`
+	Dispatch  *Dispatch  `json:"dispatch,omitempty"`
 
 	// Notes are free-text remarks on the whole run (e.g. "machine is a VM").
 	Notes []string `json:"notes,omitempty"`
@@ -257,6 +260,28 @@ type LevelBandwidth struct {
 	GBps            Stat   `json:"gbps"`
 }
 
+// DRAMRoof is how the DRAM read roof of one thread count was measured
+// (issue #16 part 1): the read kernel at several DRAM-sized working sets,
+// each measured several times apart in time, on buffers with the pages
+// stated; GBps summarizes every point's median (its samples are those
+// medians), so its min and max are the spread over working sets and times.
+type DRAMRoof struct {
+	Threads int `json:"threads"`
+	// Kernel is the read kernel that gave the best figure ("read" or
+	// "read_pf": with software prefetch), Pages "huge (MADV_HUGEPAGE)" or
+	// "4 KiB" (what the buffers were advised; the kernel may still decline).
+	Kernel string `json:"kernel"`
+	Pages  string `json:"pages"`
+	// WorkingSets are the total working sets measured, in bytes.
+	WorkingSets []int64 `json:"working_sets_bytes"`
+	// Rounds is how many times each working set was measured, apart in time.
+	Rounds int  `json:"rounds"`
+	GBps   Stat `json:"gbps"`
+	// Candidates are the medians per kernel and pages tried (e.g.
+	// "read 4 KiB": 23.1), so the gain of each choice is visible.
+	Candidates map[string]float64 `json:"candidates_gbps,omitempty"`
+}
+
 // Memory is the "memory" section.
 type Memory struct {
 	// ByteCounting states how bytes are counted.
@@ -266,8 +291,13 @@ type Memory struct {
 	WorkingSet []Bandwidth `json:"working_set"`
 	// Threads is the sweep over thread counts at a DRAM-sized working set.
 	Threads []Bandwidth `json:"threads"`
-	// Levels are per-cache-level read roofs, picked from the sweeps.
+	// Levels are per-cache-level read roofs, picked from the sweeps; the
+	// DRAM level comes from DRAM (when measured) rather than the sweep.
 	Levels []LevelBandwidth `json:"levels"`
+	// DRAM records how each thread count's DRAM read roof was measured
+	// (absent in profiles written before it: their DRAM level is the
+	// sweep's largest working set).
+	DRAM []DRAMRoof `json:"dram,omitempty"`
 }
 
 // LatencyPoint is the load-to-use latency at one working set.
@@ -584,4 +614,32 @@ type QuantEBWPoint struct {
 	// at Threads (0 if not measured); Ratio = MeasuredGBps / EBWGBps.
 	MeasuredGBps float64 `json:"measured_gbps,omitempty"`
 	Ratio        float64 `json:"ratio,omitempty"`
+}
+
+// Dispatch is the "dispatch" section (issue #16 part 1): the fixed cost of
+// one parallel call on kernels/pool, the engine's worker pool, per thread
+// count. The roofline model adds it to every operator that runs on the
+// pool (roofline.FromProfile).
+type Dispatch struct {
+	Method string `json:"method"`
+	// SpinSeconds is how long an idle worker spins before it parks
+	// (kernels/pool DefaultSpin): a call later than that pays WakeSeconds.
+	SpinSeconds float64         `json:"spin_seconds"`
+	Points      []DispatchPoint `json:"points"`
+}
+
+// DispatchPoint is the fixed cost of one parallel call at one thread count.
+type DispatchPoint struct {
+	Threads int   `json:"threads"`
+	CPUs    []int `json:"cpus"`
+	Pinned  bool  `json:"pinned"`
+	// CallSeconds is one fork-join of an empty task over Threads workers
+	// that are spinning (back-to-back calls: the dispatch and the barrier),
+	// in seconds; each sample is the mean of a batch of calls.
+	CallSeconds Stat `json:"call_seconds"`
+	// WakeSeconds is one Pool.Do with one such fork-join after every worker
+	// parked (an idle gap longer than SpinSeconds), in seconds: what the
+	// first parallel operator of a forward call pays after the caller ran
+	// alone (sampling between decode steps).
+	WakeSeconds Stat `json:"wake_seconds"`
 }

@@ -40,11 +40,25 @@ type Analysis struct {
 	HeadTotals PlanTotals `json:"head_totals"`
 	// Model is the whole forward pass (prefill) or one decode step.
 	Model PlanTotals `json:"model_totals"`
+	// WakeUp is the fixed cost of waking the worker pool's parked workers,
+	// paid once per forward call by its first parallel operator (the
+	// caller runs alone between calls: sampling, the next request), in
+	// seconds; included in Model. Absent on machines without fixed costs.
+	WakeUp *WakeUp `json:"wake_up,omitempty"`
 	// QuantRoof is the weight format's effective-bandwidth roof per core
 	// type on the cores target (low-bit GEMV paper Eq. 3, §IV-B), when the
 	// machine has γ for the format.
 	QuantRoof *QuantRoof `json:"quant_roof,omitempty"`
 	Notes     []string   `json:"notes,omitempty"`
+}
+
+// WakeUp is the once-per-call wake-up term of an Analysis.
+type WakeUp struct {
+	// Operator is the first operator of the call that runs on the pool.
+	Operator string  `json:"operator"`
+	Threads  int     `json:"threads"`
+	Seconds  float64 `json:"seconds"`
+	Source   string  `json:"source,omitempty"`
 }
 
 // Analyze builds the catalog of arch for request r and places it on m at
@@ -76,8 +90,9 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 	if len(m.byKind(KindMatrix)) == 0 {
 		a.Notes = append(a.Notes, "one compute target: no matrix unit in this machine, so no operator is ridge-crossing")
 	}
+	resident := residentBytes(c)
 	for _, l := range c.Layers {
-		ps, err := Place(m, prec, l.Ops)
+		ps, err := PlaceCall(m, prec, l.Ops, resident)
 		if err != nil {
 			return nil, err
 		}
@@ -86,13 +101,53 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 		a.Layers = append(a.Layers, lp)
 		a.Model.Add(Total(m, ps, float64(l.Count)))
 	}
-	if a.Head, err = Place(m, prec, c.Head); err != nil {
+	if a.Head, err = PlaceCall(m, prec, c.Head, resident); err != nil {
 		return nil, err
 	}
 	applyEffectiveBandwidth(m, r.Weight, a.Head)
 	a.HeadTotals = Total(m, a.Head, 1)
 	a.Model.Add(a.HeadTotals)
+	a.WakeUp = wakeUp(m, c)
+	if a.WakeUp != nil {
+		a.Model.Time += a.WakeUp.Seconds
+		for k := range a.Model.Times {
+			a.Model.Times[k] += a.WakeUp.Seconds
+		}
+	}
 	return a, nil
+}
+
+// wakeUp is the wake-up term of one forward call of c on m: the first
+// operator in execution order (the head's embedding, then the first
+// layer's operators) that makes a pool call pays the wake-up of the
+// workers that parked while the caller ran alone between calls
+// (kernels/pool: workers spin, then park; the probe's dispatch section
+// measures one call after they parked). nil without fixed costs.
+func wakeUp(m *Machine, c *Catalog) *WakeUp {
+	if m.FixedCosts == nil {
+		return nil
+	}
+	workers := max(m.byKind(KindCores)[0].Workers, 1)
+	var order []Operator
+	if len(c.Head) > 0 {
+		order = append(order, c.Head[0])
+	}
+	if len(c.Layers) > 0 {
+		order = append(order, c.Layers[0].Ops...)
+	}
+	for _, o := range order {
+		n, calls := OpThreads(o, workers)
+		if calls == 0 {
+			continue
+		}
+		call, wake := m.FixedCall(n)
+		if wake <= call {
+			return nil
+		}
+		return &WakeUp{Operator: o.Name, Threads: n, Seconds: wake - call,
+			Source: fmt.Sprintf("%s: the pool's wake-up after parking less one hot call, once per forward call", m.FixedCosts.Source)}
+	}
+	return nil
 }
 
 // SweepVar is the request field a sweep varies.
@@ -313,7 +368,8 @@ func applyEffectiveBandwidth(m *Machine, weight string, ps []Placed) {
 		if p.Kind != KindLinear || p.Bytes.Weights <= 0 {
 			continue
 		}
-		mem := p.Bytes.Weights/bpw/(rate*1e9) + (p.Bytes.Total()-p.Bytes.Weights)/(cores.BandwidthGBps*1e9)
+		// With per-call terms the operator also pays its calls' fixed cost.
+		mem := p.Bytes.Weights/bpw/(rate*1e9) + (p.Bytes.Total()-p.Bytes.Weights)/(cores.BandwidthGBps*1e9) + p.FixedSeconds
 		if mem <= p.Times[cores.Name]*(1+1e-9) { // the same roof (memory-bound formats) up to rounding
 			continue
 		}

@@ -272,6 +272,11 @@ type Operator struct {
 	Expert int `json:"expert"`
 	// RoutedTokens is the number of tokens routed to the expert.
 	RoutedTokens int `json:"routed_tokens,omitempty"`
+	// Rows and Width are a row-wise vector operator's extents (Elems =
+	// Rows·Width): the engine parallelizes over rows, and runs the
+	// operator on the caller alone when it is small (Threads).
+	Rows  int `json:"rows,omitempty"`
+	Width int `json:"width,omitempty"`
 }
 
 // Intensity is the arithmetic intensity I = W / Q of SMEPilot §3.2, in
@@ -403,7 +408,7 @@ func ExpertFFN(e, n, h, mi int, w, a float64) Operator {
 func vector(name string, kind OpKind, rows, width int, flopsPerElem, in float64, a float64) Operator {
 	e := float64(rows) * float64(width)
 	return Operator{
-		Name: name, Kind: kind, Elems: e, Expert: -1,
+		Name: name, Kind: kind, Elems: e, Expert: -1, Rows: rows, Width: width,
 		Shape: fmt.Sprintf("%d×%d", rows, width),
 		FLOPs: flopsPerElem * e,
 		Bytes: Bytes{ActIn: in * e * a, ActOut: e * a},

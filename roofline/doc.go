@@ -6,7 +6,10 @@
 // analytic models of the seed papers: the low-bit paper's effective-bandwidth
 // roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model
 // with its machine form, crossover length and per-policy weight capacity
-// (sherpa.go). It owns the vocabulary of what it models, typed: the
+// (sherpa.go), and the per-call terms that make a prediction account for
+// what the engine runs (calls.go, issue #16): the worker pool's fixed cost
+// per parallel call and wake-up, the roof of the memory level that holds an
+// operator's bytes, and the thread count that runs it. It owns the vocabulary of what it models, typed: the
 // request phases (Phase) and the operator names with their kinds and
 // breakdown groups (ops.go: LookupOp, Group, Kind), which the engine's
 // timers, the sweep and the reports use.

@@ -29,6 +29,14 @@ const MachineSchemaV1 = "bench.machine/v1"
 // ParseMachine reads both. See docs/profile-schema.md.
 const MachineSchemaV2 = "bench.machine/v2"
 
+// MachineSchemaV3 adds the per-call terms of issue #16: level_roofs (the
+// read roof of every memory level at every thread count measured, with the
+// capacity those threads hold) and fixed_costs (the worker pool's cost per
+// parallel call). A new version because machine files are read strictly;
+// ParseMachine reads v1, v2 and v3, and rejects v3 keys in older files.
+// FromProfile builds a v3 machine.
+const MachineSchemaV3 = "bench.machine/v3"
+
 // Target kinds. A machine may have any number of targets; placement uses the
 // kinds to apply SMEPilot's rules (§3.2): memory-bound work goes to the
 // "cores" target, ridge-crossing work to the best "matrix" target, and
@@ -129,6 +137,39 @@ type Roof struct {
 	Source string  `json:"source,omitempty"`
 }
 
+// LevelRoof is the read roof of one memory level at one thread count: the
+// bandwidth a streaming read attains when its data is held in that level,
+// and how many bytes of the level those threads hold together. The model
+// uses it for operators whose bytes fit the level for the call (calls.go).
+type LevelRoof struct {
+	// Level is "L1", "L2", "L3" or "DRAM".
+	Level   string  `json:"level"`
+	Threads int     `json:"threads"`
+	GBps    float64 `json:"gbps"`
+	// CapacityBytes is the bytes of the level Threads threads hold
+	// together: one instance's size times the instances they occupy
+	// (threads placed one per core, spread over instances); 0 for DRAM.
+	CapacityBytes int64  `json:"capacity_bytes,omitempty"`
+	Source        string `json:"source,omitempty"`
+}
+
+// FixedCost is the fixed cost of one parallel call at one thread count, in
+// seconds: CallSeconds with the workers spinning (operators back to back:
+// the dispatch and the barrier), WakeSeconds for the first call after they
+// parked.
+type FixedCost struct {
+	Threads     int     `json:"threads"`
+	CallSeconds float64 `json:"call_seconds"`
+	WakeSeconds float64 `json:"wake_seconds,omitempty"`
+}
+
+// FixedCosts are the per-call costs of the worker pool that runs the
+// operators (a probe profile's dispatch section).
+type FixedCosts struct {
+	Points []FixedCost `json:"points"`
+	Source string      `json:"source,omitempty"`
+}
+
 // Nonlinear is the throughput of element-wise non-linear work (exp, rsqrt,
 // SiLU) on the cores target, in billions of elements per second. SMEPilot
 // §3.2 (Fig. 4) places non-linear operators on the cores because SME runs a
@@ -174,6 +215,14 @@ type Machine struct {
 	Sources []string `json:"sources,omitempty"`
 	// Notes say what the model lacks (e.g. "no measured compute ceiling: ...").
 	Notes []string `json:"notes,omitempty"`
+	// LevelRoofs are the read roofs of every memory level at every thread
+	// count measured (schema v3); with them an operator's bytes are timed
+	// at the roof of the level that holds them, at the thread count that
+	// runs it (calls.go). Absent: every byte at the cores' β.
+	LevelRoofs []LevelRoof `json:"level_roofs,omitempty"`
+	// FixedCosts are the worker pool's per-call costs (schema v3), added
+	// to every operator that runs on the pool. Absent: no fixed cost.
+	FixedCosts *FixedCosts `json:"fixed_costs,omitempty"`
 }
 
 // Attainable is the roofline bound of SMEPilot §3.2:
@@ -337,6 +386,26 @@ func (m *Machine) Validate(name string) error {
 			return fmt.Errorf("%s: roofs[%d]: needs keys \"level\" and \"gbps\" > 0", name, i)
 		}
 	}
+	for i, r := range m.LevelRoofs {
+		switch r.Level {
+		case "L1", "L2", "L3", "DRAM":
+		default:
+			return fmt.Errorf("%s: level_roofs[%d]: level %q: want L1, L2, L3 or DRAM", name, i, r.Level)
+		}
+		if r.Threads < 1 || !(r.GBps > 0) || math.IsInf(r.GBps, 0) || r.CapacityBytes < 0 {
+			return fmt.Errorf("%s: level_roofs[%d] (%s): needs threads ≥ 1, gbps > 0 and capacity_bytes ≥ 0 (have %d, %v, %d)", name, i, r.Level, r.Threads, r.GBps, r.CapacityBytes)
+		}
+		if r.Level != "DRAM" && r.CapacityBytes == 0 {
+			return fmt.Errorf("%s: level_roofs[%d] (%s): missing key \"capacity_bytes\": a cache level needs its capacity", name, i, r.Level)
+		}
+	}
+	if f := m.FixedCosts; f != nil {
+		for i, c := range f.Points {
+			if c.Threads < 1 || !(c.CallSeconds >= 0) || !(c.WakeSeconds >= 0) || math.IsInf(c.CallSeconds, 0) || math.IsInf(c.WakeSeconds, 0) {
+				return fmt.Errorf("%s: fixed_costs.points[%d]: needs threads ≥ 1 and call_seconds, wake_seconds ≥ 0 (have %d, %v, %v)", name, i, c.Threads, c.CallSeconds, c.WakeSeconds)
+			}
+		}
+	}
 	if m.Nonlinear != nil && m.Nonlinear.GElemsPerS < 0 {
 		return fmt.Errorf("%s: nonlinear.gelems_per_s %v: must be ≥ 0", name, m.Nonlinear.GElemsPerS)
 	}
@@ -365,10 +434,10 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 		return nil, fmt.Errorf("%s: not JSON: %w", name, err)
 	}
 	if head.Schema == nil {
-		return nil, fmt.Errorf("%s: missing key \"schema\" (want %q, %q or %q)", name, MachineSchemaV2, MachineSchemaV1, results.SchemaV1)
+		return nil, fmt.Errorf("%s: missing key \"schema\" (want %q, %q, %q or %q)", name, MachineSchemaV3, MachineSchemaV2, MachineSchemaV1, results.SchemaV1)
 	}
 	switch *head.Schema {
-	case MachineSchemaV1, MachineSchemaV2:
+	case MachineSchemaV1, MachineSchemaV2, MachineSchemaV3:
 		var m Machine
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
@@ -385,6 +454,9 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 				}
 			}
 		}
+		if m.Schema != MachineSchemaV3 && (len(m.LevelRoofs) > 0 || m.FixedCosts != nil) {
+			return nil, fmt.Errorf("%s: level_roofs and fixed_costs need schema %q (have %q)", name, MachineSchemaV3, m.Schema)
+		}
 		if err := m.Validate(name); err != nil {
 			return nil, err
 		}
@@ -397,7 +469,7 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 		}
 		return FromProfile(&p, name)
 	default:
-		return nil, fmt.Errorf("%s: schema %q: want %q, %q or %q", name, *head.Schema, MachineSchemaV2, MachineSchemaV1, results.SchemaV1)
+		return nil, fmt.Errorf("%s: schema %q: want %q, %q, %q or %q", name, *head.Schema, MachineSchemaV3, MachineSchemaV2, MachineSchemaV1, results.SchemaV1)
 	}
 }
 
@@ -408,6 +480,11 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 // the machine has one target with no ceilings and a note saying so; every
 // operator is then timed on the memory roof alone (a lower bound). Give
 // ceilings with a bench.machine/v1 file instead.
+//
+// The machine is schema v3: its level_roofs are memory.levels at every
+// thread count with the capacity of topology.caches those threads hold,
+// and its fixed_costs the dispatch section (calls.go), when the profile
+// has them.
 func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	if p.Memory == nil {
 		return nil, fmt.Errorf("%s: missing key \"memory\": the profile has no memory section (run bench probe with --only memory)", name)
@@ -415,7 +492,7 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	if len(p.Memory.Levels) == 0 {
 		return nil, fmt.Errorf("%s: missing key \"memory.levels\": the memory section has no per-level roofs", name)
 	}
-	m := &Machine{Schema: MachineSchemaV2, Name: p.Host}
+	m := &Machine{Schema: MachineSchemaV3, Name: p.Host}
 	if m.Name == "" {
 		m.Name = name
 	}
@@ -458,6 +535,11 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 		Name: KindCores, Kind: KindCores, Workers: dram.Threads, BandwidthGBps: dram.GBps.Median,
 		Source: fmt.Sprintf("%s: memory.levels DRAM, %s kernel, %d threads, median of %d", name, dram.Kernel, dram.Threads, dram.GBps.N),
 	}}
+	for _, d := range p.Memory.DRAM {
+		if d.Threads == dram.Threads {
+			m.Targets[0].Source += fmt.Sprintf(" (memory.dram: %s pages, %d working sets × %d rounds, min %.1f max %.1f GB/s)", d.Pages, len(d.WorkingSets), d.Rounds, d.GBps.Min, d.GBps.Max)
+		}
+	}
 	m.Sources = []string{name + " (" + results.SchemaV1 + ")"}
 	hasMatrixISA := ""
 	if p.Machine != nil {
@@ -471,6 +553,8 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	addAttainedGEMM(m, p)
 	addNonlinear(m, p, name)
 	addEffectiveBandwidth(m, p, name)
+	addLevelRoofs(m, p, name)
+	addFixedCosts(m, p, name)
 	if err := m.Validate(name); err != nil {
 		return nil, err
 	}

@@ -103,6 +103,16 @@ type Placed struct {
 	Time  float64 `json:"time_s"`
 	Split *Split  `json:"split,omitempty"`
 	Note  string  `json:"note,omitempty"`
+	// The per-call terms (calls.go), set only on machines that have them
+	// (level roofs or fixed costs): Threads run the operator on the cores,
+	// in Calls parallel calls on the worker pool costing FixedSeconds in
+	// all (included in Time and Times), and Roof is the memory level that
+	// moves most of its bytes ("L1", "L2", "L3", "DRAM"; "β" without level
+	// roofs).
+	Threads      int     `json:"threads,omitempty"`
+	Calls        int     `json:"calls,omitempty"`
+	FixedSeconds float64 `json:"fixed_s,omitempty"`
+	Roof         string  `json:"roof,omitempty"`
 }
 
 // Place classifies every operator and chooses its target (SMEPilot §3.2,
@@ -121,7 +131,23 @@ type Placed struct {
 // so that the ideal split reaches exactly the measured mixed ceiling. MoE
 // experts are ordinary operators here, so each is placed by its own routed
 // token count.
+//
+// On a machine with per-call terms (level roofs or fixed costs: calls.go)
+// the cores' time of every operator is callTime's — the fixed cost of its
+// pool calls plus the roofline max at the roofs of the levels holding its
+// bytes, at the threads that run it — and other targets add the fixed cost
+// of their calls at their workers. Place treats ops as one forward call
+// repeated: their weights and KV reads are cache-resident when all of them
+// fit a level (PlaceCall takes that footprint explicitly).
 func Place(m *Machine, prec string, ops []Operator) ([]Placed, error) {
+	t := Sum(ops)
+	return PlaceCall(m, prec, ops, t.Bytes.Weights+t.Bytes.KVRead)
+}
+
+// PlaceCall is Place with the bytes of weights and KV that a forward call
+// reads in all (resident; they are cache-resident for an operator only
+// when all of them fit a level, since each is read once per call).
+func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Placed, error) {
 	if err := m.Validate(m.Name); err != nil {
 		return nil, err
 	}
@@ -135,18 +161,34 @@ func Place(m *Machine, prec string, ops []Operator) ([]Placed, error) {
 	for _, o := range ops {
 		p := Placed{Operator: o, Intensity: o.Intensity(), Times: map[string]float64{}}
 		any := m.HasCeilings(prec)
+		calls := m.callModel()
 		for _, t := range m.Targets {
 			if any && t.Ceiling(prec) <= 0 {
 				continue
 			}
-			p.Times[t.Name] = t.Time(prec, o.FLOPs, o.Bytes.Total())
+			switch {
+			case calls && t.Name == cores.Name:
+				p.Times[t.Name] = m.callTime(cores, prec, o, resident, &p)
+			case calls:
+				_, nc := OpThreads(o, max(t.Workers, cores.Workers, 1))
+				c, _ := m.FixedCall(max(t.Workers, cores.Workers, 1))
+				p.Times[t.Name] = t.Time(prec, o.FLOPs, o.Bytes.Total()) + float64(nc)*c
+			default:
+				p.Times[t.Name] = t.Time(prec, o.FLOPs, o.Bytes.Total())
+			}
 		}
 		switch {
 		case o.Kind == KindNonlinear:
 			p.Regime, p.Target = NonLinear, cores.Name
-			p.Time = cores.Time(prec, o.FLOPs, o.Bytes.Total())
+			if calls {
+				p.Time = m.callTime(cores, prec, o, resident, &p)
+			} else {
+				p.Time = cores.Time(prec, o.FLOPs, o.Bytes.Total())
+			}
 			if m.Nonlinear != nil && m.Nonlinear.GElemsPerS > 0 {
-				p.Time = math.Max(p.Time, o.Elems/(m.Nonlinear.GElemsPerS*1e9))
+				if !calls {
+					p.Time = math.Max(p.Time, o.Elems/(m.Nonlinear.GElemsPerS*1e9))
+				}
 			} else {
 				p.Note = "no non-linear throughput: memory roof only"
 			}
@@ -165,6 +207,11 @@ func Place(m *Machine, prec string, ops []Operator) ([]Placed, error) {
 					mt, _ := m.Target(mixed)
 					p.Target = mixed
 					p.Split, p.Time = splitMixed(m, mt, prec, o)
+					if calls {
+						_, nc := OpThreads(o, max(mt.Workers, cores.Workers, 1))
+						c, _ := m.FixedCall(max(mt.Workers, cores.Workers, 1))
+						p.Time += float64(nc) * c
+					}
 					if p.Split.Matrix == 0 {
 						p.Target, p.Note = p.Split.CoresTarget, "Eq. 1 rounding leaves the matrix side no tile"
 					} else if p.Split.Cores == 0 {

@@ -398,8 +398,13 @@ func writeAnalysis(w io.Writer, a *roofline.Analysis) error {
 	for i, tg := range a.Targets {
 		names[i] = tg.Name
 	}
-	header := append([]string{"layer", "operator", "shape", "FLOPs", "bytes", "AI", "regime", "placement"}, names...)
-	header = append(header, "plan")
+	// The per-call terms (roofline calls.go), on machines that have them.
+	perCall := a.Head != nil && a.Head[0].Threads > 0
+	header := []string{"layer", "operator", "shape", "FLOPs", "bytes", "AI", "regime", "placement"}
+	if perCall {
+		header = append(header, "threads", "roof", "fixed")
+	}
+	header = append(append(header, names...), "plan")
 	fmt.Fprintln(w)
 	t = newMarkdown(w, header...)
 	row := func(layer string, p roofline.Placed) []string {
@@ -408,6 +413,16 @@ func writeAnalysis(w io.Writer, a *roofline.Analysis) error {
 			place = fmt.Sprintf("%s (%s: %s %d + %s %d)", p.Target, p.Split.Dim, p.Split.MatrixTarget, p.Split.Matrix, p.Split.CoresTarget, p.Split.Cores)
 		}
 		cells := []string{layer, p.Name, p.Shape, fmtSI(p.FLOPs, ""), fmtSI(p.Bytes.Total(), "B"), fmtAI(p.Intensity), string(p.Regime), place}
+		if perCall {
+			fixed := "—"
+			if p.Calls > 0 {
+				fixed = fmtTime(p.FixedSeconds)
+				if p.Calls > 1 {
+					fixed += fmt.Sprintf(" (%d calls)", p.Calls)
+				}
+			}
+			cells = append(cells, fmt.Sprint(p.Threads), p.Roof, fixed)
+		}
 		for _, n := range names {
 			if v, ok := p.Times[n]; ok {
 				cells = append(cells, fmtTime(v))
@@ -450,6 +465,13 @@ func writeAnalysis(w io.Writer, a *roofline.Analysis) error {
 		tot(fmt.Sprintf("one %s layer", l.Kind), l.Totals)
 	}
 	tot("head (embed, final norm, LM head)", a.HeadTotals)
+	if wu := a.WakeUp; wu != nil {
+		wt := roofline.PlanTotals{Times: map[string]float64{}, Time: wu.Seconds}
+		for _, n := range names {
+			wt.Times[n] = wu.Seconds
+		}
+		tot(fmt.Sprintf("wake-up of the parked pool (once per call, %s, %d threads)", wu.Operator, wu.Threads), wt)
+	}
 	scope := "model: one decode step"
 	if a.Request.Phase == roofline.Prefill {
 		scope = "model: prefill"
@@ -465,6 +487,9 @@ func writeAnalysis(w io.Writer, a *roofline.Analysis) error {
 		}
 	}
 	notes = append(notes, "target columns: roofline time max(F/π, Q/β) if the operator ran there; non-linear operators run only on the cores; plan: the chosen placement")
+	if perCall {
+		notes = append(notes, "threads: how many threads the engine runs the operator on (1: on the caller alone, engine/batch.go); roof: the memory level that moves most of its bytes for the call (activations from the smallest level holding them, weights and KV from DRAM unless all of a call's fit a cache); fixed: the worker pool's cost of its parallel calls (dispatch and barrier, probe dispatch section), included in the times: cores time = fixed + max(F/π, Σ bytes/roof of their level)")
+	}
 	fmt.Fprintln(w)
 	for _, n := range notes {
 		fmt.Fprintf(w, "- %s\n", n)

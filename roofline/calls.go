@@ -1,0 +1,324 @@
+package roofline
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cpubench/bench/results"
+)
+
+// The per-call terms of the model (issue #16 part 1). SMEPilot's roofline
+// (§3.2) bounds an operator by max(F/π_t, Q/β_t) with one β, the DRAM roof
+// at every thread. What the engine runs differs in three ways, each a term
+// here, used only when the machine has the figures (a probe profile's
+// memory.levels and dispatch section; machine files of schema v3), so the
+// published profiles' tables are unchanged:
+//
+//   - threads: the engine runs a small row-wise vector operator (norms,
+//     residual adds, RoPE, kv_write, SiLU·mul of few rows) and the
+//     embedding gather on the caller alone (engine/batch.go: par runs on
+//     one thread below SerialVectorElems elements or for one row), and
+//     linear and attention operators on all workers; so the roofs and
+//     ceilings are those of the thread count that runs the operator
+//     (OpThreads);
+//   - cache roofs: the bytes an operator reads or writes stream at the
+//     roof of the smallest level that holds them for the call (callBytes);
+//   - fixed costs: every parallel call on the worker pool pays its dispatch
+//     and barrier (FixedCost.CallSeconds at that thread count), and the first
+//     of a forward call the wake-up of parked workers (WakeSeconds, once per
+//     call in Analysis.WakeUp).
+//
+// An operator's prediction on the cores is then, in seconds,
+//
+//	t = calls · c(n) + max(F / (π · n/N), Σ_parts Q_part / β(level_part, n))
+//
+// with n the threads that run it, N the workers π was measured with, c(n)
+// the fixed cost of one call, and β(level, n) the read roof of the level
+// holding each part at n threads (the roofline's max, SMEPilot §3.2,
+// plus the latency term of a Hockney α–β model for the call itself).
+
+// SerialVectorElems is the engine's threshold (engine/batch.go
+// parMinElems): a row-wise vector operator of fewer elements, or of one
+// row, runs on the caller alone, not on the worker pool.
+const SerialVectorElems = 1 << 14
+
+// OpThreads returns how many threads run operator o when parallel
+// operators run on workers threads, and how many parallel calls on the
+// worker pool it makes (each paying the pool's fixed cost), as the engine
+// runs them:
+//
+//   - embed, the MoE router's softmax/top-k, the experts' SiLU·mul and
+//     the MoE combine: the caller alone, no pool call;
+//   - a row-wise vector operator (norms, residual adds, RoPE, kv_write,
+//     SiLU·mul): the caller alone when Rows == 1 or Rows·Width <
+//     SerialVectorElems, else one call on every worker (qk_norm: two
+//     calls, one for q and one for k);
+//   - softmax and P·V: no call of their own (the engine's fused attention
+//     is one call, counted on QKᵀ);
+//   - an MoE expert: three calls (gate, up, down) on every worker;
+//   - everything else: one call on every worker.
+func OpThreads(o Operator, workers int) (threads, calls int) {
+	workers = max(workers, 1)
+	if _, ok := ParseExpertOp(o.Name); ok {
+		return workers, 3
+	}
+	switch o.Name {
+	case OpEmbed, OpRouterTopK, OpExpertSiLUMul, OpMoECombine:
+		return 1, 0
+	case OpSoftmax, OpPV:
+		return workers, 0
+	}
+	if o.Rows > 0 && o.Width > 0 && (o.Kind == KindNonlinear || o.Kind == KindElementwise) {
+		if workers == 1 || o.Rows == 1 || o.Rows*o.Width < SerialVectorElems {
+			return 1, 0
+		}
+		if o.Name == OpQKNorm {
+			return workers, 2
+		}
+		return workers, 1
+	}
+	return workers, 1
+}
+
+// callModel reports whether m has any per-call term.
+func (m *Machine) callModel() bool { return len(m.LevelRoofs) > 0 || m.FixedCosts != nil }
+
+// nearestThreads picks, among the thread counts have, n itself, else the
+// largest below n, else the smallest.
+func nearestThreads(have []int, n int) int {
+	best := -1
+	for _, h := range have {
+		if h <= n && h > best {
+			best = h
+		}
+	}
+	if best > 0 {
+		return best
+	}
+	for _, h := range have {
+		if best < 0 || h < best {
+			best = h
+		}
+	}
+	return best
+}
+
+// FixedCall returns the fixed cost of one parallel call on threads
+// threads, and of one after the workers parked, in seconds (the measured
+// thread count nearest below; 0, 0 without fixed costs).
+func (m *Machine) FixedCall(threads int) (call, wake float64) {
+	if m.FixedCosts == nil || len(m.FixedCosts.Points) == 0 {
+		return 0, 0
+	}
+	var have []int
+	for _, c := range m.FixedCosts.Points {
+		have = append(have, c.Threads)
+	}
+	n := nearestThreads(have, threads)
+	for _, c := range m.FixedCosts.Points {
+		if c.Threads == n {
+			return c.CallSeconds, c.WakeSeconds
+		}
+	}
+	return 0, 0
+}
+
+// levelOrder ranks the levels, nearest the core first.
+var levelOrder = map[string]int{"L1": 1, "L2": 2, "L3": 3, "DRAM": 4}
+
+// roofsAt returns the level roofs at the measured thread count nearest
+// threads, nearest the core first.
+func (m *Machine) roofsAt(threads int) []LevelRoof {
+	var have []int
+	for _, r := range m.LevelRoofs {
+		have = append(have, r.Threads)
+	}
+	n := nearestThreads(have, threads)
+	var out []LevelRoof
+	for _, r := range m.LevelRoofs {
+		if r.Threads == n {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return levelOrder[out[i].Level] < levelOrder[out[j].Level] })
+	return out
+}
+
+// holding returns the roof of the smallest level whose capacity at
+// threads threads holds bytes (DRAM when none does or bytes is 0 of a
+// machine without DRAM level: then ok is false).
+func (m *Machine) holding(bytes float64, threads int) (LevelRoof, bool) {
+	rs := m.roofsAt(threads)
+	for _, r := range rs {
+		if r.Level == "DRAM" || float64(r.CapacityBytes) >= bytes {
+			return r, true
+		}
+	}
+	return LevelRoof{}, false
+}
+
+// residentBytes is the bytes that stay live across forward calls: every
+// operator's weights and KV cache reads, summed over the layers (a
+// Catalog's ModelTotals). Weights and KV are read once per call, so they
+// are in a cache at the start of an operator only when all of them fit it.
+func residentBytes(c *Catalog) float64 {
+	t := c.ModelTotals()
+	return t.Bytes.Weights + t.Bytes.KVRead
+}
+
+// callBytes is where an operator's bytes come from for one call:
+// activations (inputs just written by the previous operator, outputs,
+// KV writes) from the smallest level that holds them at the operator's
+// thread count; weights and KV reads from the smallest level that holds
+// every call's weights and KV (resident), else DRAM. Roof names the level
+// that moves most of the bytes.
+type callBytes struct {
+	Seconds float64
+	Roof    string
+}
+
+// memTime is the memory time of o on threads threads when resident bytes
+// of weights and KV are live across calls, at the level roofs; ok is
+// false when the machine has no level roofs (the caller then uses β).
+func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes, bool) {
+	if len(m.LevelRoofs) == 0 {
+		return callBytes{}, false
+	}
+	act := o.Bytes.ActIn + o.Bytes.ActOut + o.Bytes.KVWrite
+	stream := o.Bytes.Weights + o.Bytes.KVRead
+	ra, ok1 := m.holding(act, threads)
+	// Weights and KV are spread over every worker's caches when they are
+	// resident: use the capacity of all workers for residency, the roof
+	// of the threads that run o for the rate.
+	rw, ok2 := m.holding(resident, m.maxRoofThreads())
+	if !ok1 || !ok2 {
+		return callBytes{}, false
+	}
+	rwAt := rw
+	for _, r := range m.roofsAt(threads) {
+		if r.Level == rw.Level {
+			rwAt = r
+		}
+	}
+	cb := callBytes{Seconds: act/(ra.GBps*1e9) + stream/(rwAt.GBps*1e9), Roof: ra.Level}
+	if stream >= act {
+		cb.Roof = rwAt.Level
+	}
+	return cb, true
+}
+
+// maxRoofThreads is the largest thread count of the level roofs.
+func (m *Machine) maxRoofThreads() int {
+	n := 1
+	for _, r := range m.LevelRoofs {
+		n = max(n, r.Threads)
+	}
+	return n
+}
+
+// callTime is operator o's time on the cores target under the per-call
+// model (see the package's per-call terms): fixed cost of its pool calls
+// plus max(F/π scaled to its threads, the memory time at the level roofs,
+// elems/the non-linear rate scaled to its threads for non-linear
+// operators). It fills p's Threads, Calls, FixedSeconds and Roof.
+func (m *Machine) callTime(cores Target, prec string, o Operator, resident float64, p *Placed) float64 {
+	workers := max(cores.Workers, 1)
+	n, calls := OpThreads(o, workers)
+	call, _ := m.FixedCall(n)
+	p.Threads, p.Calls, p.FixedSeconds = n, calls, float64(calls)*call
+	share := float64(n) / float64(workers)
+	mem := o.Bytes.Total() / (cores.BandwidthGBps * 1e9)
+	p.Roof = "β"
+	if cb, ok := m.memTime(o, n, resident); ok {
+		mem, p.Roof = cb.Seconds, cb.Roof
+	}
+	t := mem
+	if pi := cores.Ceiling(prec); pi > 0 {
+		t = math.Max(t, o.FLOPs/(pi*share*1e9))
+	}
+	if o.Kind == KindNonlinear && m.Nonlinear != nil && m.Nonlinear.GElemsPerS > 0 {
+		t = math.Max(t, o.Elems/(m.Nonlinear.GElemsPerS*share*1e9))
+	}
+	return p.FixedSeconds + t
+}
+
+// addLevelRoofs copies the profile's memory.levels at every thread count
+// as level roofs, with the capacity each thread count holds of each cache
+// level (topology.caches: one instance's size × the instances the threads
+// occupy, threads placed one per core and spread evenly over instances).
+func addLevelRoofs(m *Machine, p *results.Profile, name string) {
+	if p.Memory == nil || p.Topology == nil {
+		return
+	}
+	t := p.Topology
+	cores := max(t.Cores, 1)
+	type lvl struct {
+		size      int64
+		instances int
+		src       string
+	}
+	caches := map[string]lvl{}
+	for _, c := range t.Caches {
+		if c.Type == "Instruction" || c.Level < 1 || c.Level > 3 {
+			continue
+		}
+		key := fmt.Sprintf("L%d", c.Level)
+		if c.SizeBytes > caches[key].size {
+			src := "sysfs"
+			if c.Source != "" {
+				src = c.Source
+			}
+			caches[key] = lvl{c.SizeBytes, max(c.Instances, 1), src}
+		}
+	}
+	var srcs []string
+	for _, l := range p.Memory.Levels {
+		if !(l.GBps.Median > 0) {
+			continue
+		}
+		r := LevelRoof{Level: l.Level, Threads: l.Threads, GBps: l.GBps.Median}
+		if l.Level != "DRAM" {
+			c, ok := caches[l.Level]
+			if !ok {
+				continue
+			}
+			used := min(c.instances, max(1, (l.Threads*c.instances+cores-1)/cores))
+			r.CapacityBytes = c.size * int64(used)
+			r.Source = fmt.Sprintf("%s: memory.levels %s at %d threads; capacity %d × %d B (topology.caches, %s)", name, l.Level, l.Threads, used, c.size, c.src)
+		} else {
+			r.Source = fmt.Sprintf("%s: memory.levels DRAM at %d threads", name, l.Threads)
+		}
+		m.LevelRoofs = append(m.LevelRoofs, r)
+		srcs = append(srcs, fmt.Sprintf("%s×%d %.1f GB/s", l.Level, l.Threads, l.GBps.Median))
+	}
+	if len(m.LevelRoofs) > 0 {
+		note := "bytes are timed at the roof of the memory level that holds them for the call, at the thread count that runs the operator (" + strings.Join(srcs, ", ") + "); weights and KV count as cache-resident only when all of a forward call's fit"
+		if t.CacheNote != "" {
+			// E.g. a VM whose CPUID reports no L3: bytes beyond the last
+			// level known are timed at DRAM.
+			note += "; the cache sizes: " + t.CacheNote + ", so bytes beyond the last level known are timed at the DRAM roof"
+		}
+		m.Notes = append(m.Notes, note)
+	}
+}
+
+// addFixedCosts copies the profile's dispatch section (the worker pool's
+// fixed cost per parallel call, hot and after parking) per thread count.
+func addFixedCosts(m *Machine, p *results.Profile, name string) {
+	d := p.Dispatch
+	if d == nil || len(d.Points) == 0 {
+		return
+	}
+	f := &FixedCosts{Source: fmt.Sprintf("%s: dispatch section (kernels/pool, medians)", name)}
+	for _, pt := range d.Points {
+		if !(pt.CallSeconds.Median >= 0) || pt.Threads < 1 {
+			continue
+		}
+		f.Points = append(f.Points, FixedCost{Threads: pt.Threads, CallSeconds: pt.CallSeconds.Median, WakeSeconds: max(pt.WakeSeconds.Median, 0)})
+	}
+	if len(f.Points) > 0 {
+		m.FixedCosts = f
+	}
+}

@@ -1,0 +1,234 @@
+package roofline
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/results"
+)
+
+// callMachine is a synthetic two-worker machine with level roofs and
+// fixed costs (round test values, not measurements): L1 32 KiB/100 GB/s,
+// L2 1 MiB/50 GB/s, DRAM 10 GB/s at 1 thread; doubled capacity and
+// bandwidth at 2 threads; a parallel call costs 2 µs at 2 threads, waking
+// parked workers 100 µs.
+func callMachine() *Machine {
+	return &Machine{Schema: MachineSchemaV3, Name: "calls",
+		Targets: []Target{{Name: "cores", Kind: KindCores, Workers: 2, BandwidthGBps: 20, CeilingsGFLOPS: map[string]float64{"fp32": 100}}},
+		LevelRoofs: []LevelRoof{
+			{Level: "L1", Threads: 1, GBps: 100, CapacityBytes: 32 << 10},
+			{Level: "L2", Threads: 1, GBps: 50, CapacityBytes: 1 << 20},
+			{Level: "DRAM", Threads: 1, GBps: 10},
+			{Level: "L1", Threads: 2, GBps: 200, CapacityBytes: 64 << 10},
+			{Level: "L2", Threads: 2, GBps: 100, CapacityBytes: 2 << 20},
+			{Level: "DRAM", Threads: 2, GBps: 20},
+		},
+		FixedCosts: &FixedCosts{Points: []FixedCost{{Threads: 1, CallSeconds: 0}, {Threads: 2, CallSeconds: 2e-6, WakeSeconds: 100e-6}}},
+	}
+}
+
+func nearRel(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+// TestOpThreadsFollowsEngine checks the engine's rule (engine/batch.go
+// par): one row or fewer than SerialVectorElems elements run on the
+// caller alone; the embedding always; linear operators on every worker.
+func TestOpThreadsFollowsEngine(t *testing.T) {
+	for _, c := range []struct {
+		o              Operator
+		threads, calls int
+	}{
+		{vector(OpAttnNorm, KindNonlinear, 1, 1<<16, 4, 1, 4), 1, 0},
+		{vector(OpAttnNorm, KindNonlinear, 4, 1024, 4, 1, 4), 1, 0},
+		{vector(OpAttnNorm, KindNonlinear, 16, 1024, 4, 1, 4), 2, 1},
+		{vector(OpQKNorm, KindNonlinear, 256, 128, 4, 1, 4), 2, 2},
+		{vector(OpFFNResidual, KindElementwise, 16, 1024, 1, 2, 4), 2, 1},
+		{Operator{Name: OpEmbed, Kind: KindElementwise}, 1, 0},
+		{linear(OpQProj, 1, 2048, 1024, 4, 4), 2, 1},
+		{Operator{Name: ExpertOp(3), Kind: KindLinear}, 2, 3},
+		{Operator{Name: OpSoftmax, Kind: KindNonlinear}, 2, 0},
+	} {
+		n, k := OpThreads(c.o, 2)
+		if n != c.threads || k != c.calls {
+			t.Errorf("%s %s: %d threads, %d calls; want %d, %d", c.o.Name, c.o.Shape, n, k, c.threads, c.calls)
+		}
+	}
+	if n, k := OpThreads(vector(OpAttnNorm, KindNonlinear, 64, 1024, 4, 1, 4), 1); n != 1 || k != 0 {
+		t.Errorf("one worker: %d threads, %d calls", n, k)
+	}
+}
+
+// TestCallTermsEach shows each term of the per-call model on the
+// synthetic machine: the fixed cost of a pool call, the cache roof for
+// bytes that fit a level, the one-thread roof for a serial operator, and
+// DRAM for weights that do not stay resident.
+func TestCallTermsEach(t *testing.T) {
+	m := callMachine()
+	// A serial residual add (1×1024 fp32: 12 KiB of activations, fits L1
+	// at 1 thread): no fixed cost, L1 at one thread's 100 GB/s.
+	res := vector(OpAttnResidual, KindElementwise, 1, 1024, 1, 2, 4)
+	ps, err := PlaceCall(m, "fp32", []Operator{res}, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ps[0]
+	if p.Threads != 1 || p.Calls != 0 || p.FixedSeconds != 0 || p.Roof != "L1" || !nearRel(p.Time, 12288/100e9) {
+		t.Errorf("serial residual: threads %d calls %d fixed %v roof %s time %v; want 1, 0, 0, L1, %v", p.Threads, p.Calls, p.FixedSeconds, p.Roof, p.Time, 12288/100e9)
+	}
+	// The same add on 64 rows (768 KiB): parallel, L1 of two threads too
+	// small, L2 at 2 threads; plus one call's 2 µs.
+	res64 := vector(OpAttnResidual, KindElementwise, 64, 1024, 1, 2, 4)
+	ps, _ = PlaceCall(m, "fp32", []Operator{res64}, 1<<30)
+	p = ps[0]
+	want := 2e-6 + res64.Bytes.Total()/100e9
+	if p.Threads != 2 || p.Calls != 1 || p.Roof != "L2" || !nearRel(p.FixedSeconds, 2e-6) || !nearRel(p.Time, want) {
+		t.Errorf("parallel residual: threads %d calls %d fixed %v roof %s time %v; want 2, 1, 2µs, L2, %v", p.Threads, p.Calls, p.FixedSeconds, p.Roof, p.Time, want)
+	}
+	// A GEMV whose weights (8 MiB) are part of a call's 1 GiB: weights
+	// from DRAM at 2 threads, activations from L1; plus the fixed cost.
+	q := linear(OpQProj, 1, 2048, 1024, 4, 4)
+	ps, _ = PlaceCall(m, "fp32", []Operator{q}, 1<<30)
+	p = ps[0]
+	want = 2e-6 + q.Bytes.Weights/20e9 + (q.Bytes.ActIn+q.Bytes.ActOut)/200e9
+	if p.Roof != "DRAM" || !nearRel(p.Time, want) || !nearRel(p.Times["cores"], want) {
+		t.Errorf("GEMV: roof %s time %v; want DRAM, %v", p.Roof, p.Time, want)
+	}
+	// The same GEMV alone, repeated (Place: its own weights are the
+	// footprint, 8 MiB, over the 2 MiB L2): still DRAM; a small one
+	// (256 KiB of weights) stays in L2.
+	small := linear(OpQProj, 1, 256, 256, 4, 4)
+	ps, _ = Place(m, "fp32", []Operator{small})
+	p = ps[0]
+	want = 2e-6 + small.Bytes.Weights/100e9 + (small.Bytes.ActIn+small.Bytes.ActOut)/200e9
+	if p.Roof != "L2" || !nearRel(p.Time, want) {
+		t.Errorf("L2-resident GEMV: roof %s time %v; want L2, %v", p.Roof, p.Time, want)
+	}
+	// A serial non-linear operator gets half the two-worker non-linear
+	// rate (the rate is measured per thread and scaled by the workers).
+	m.Nonlinear = &Nonlinear{GElemsPerS: 0.2}
+	norm := vector(OpAttnNorm, KindNonlinear, 1, 1024, 4, 1, 4)
+	ps, _ = PlaceCall(m, "fp32", []Operator{norm}, 1<<30)
+	if want := 1024 / 0.1e9; !nearRel(ps[0].Time, want) {
+		t.Errorf("serial norm: %v, want %v (elems at one thread's non-linear rate)", ps[0].Time, want)
+	}
+}
+
+// TestCallTermsWakeUpOncePerCall checks the wake-up term: paid once per
+// forward call by the first operator that calls the pool (the first
+// norm of a batch-1 decode runs on the caller, so q_proj), added to the
+// model's totals, not to the per-layer operators.
+func TestCallTermsWakeUpOncePerCall(t *testing.T) {
+	m := callMachine()
+	arch := Arch{Name: "t", Dim: 1024, Intermediate: 3072, Layers: 2, Heads: 16, KVHeads: 8, HeadDim: 64, Vocab: 1000}
+	r := Request{Phase: Decode, Batch: 1, Tokens: 1, Context: 64, Weight: "fp32", Act: "fp32", KV: "fp32", Routing: Routing{Kind: "uniform"}}
+	a, err := Analyze(m, arch, r, "fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.WakeUp == nil || a.WakeUp.Operator != OpQProj || !nearRel(a.WakeUp.Seconds, 98e-6) {
+		t.Fatalf("wake-up %+v; want q_proj, 98 µs (wake less one hot call)", a.WakeUp)
+	}
+	sum := a.HeadTotals.Time
+	for _, l := range a.Layers {
+		sum += float64(l.Count) * l.Totals.Time
+	}
+	if !nearRel(a.Model.Time, sum+a.WakeUp.Seconds) {
+		t.Errorf("model %v, want layers+head %v + wake-up %v", a.Model.Time, sum, a.WakeUp.Seconds)
+	}
+}
+
+// TestCallTermsAbsentKeepPublished checks that a machine without level
+// roofs and fixed costs (every published profile) is timed as before:
+// max(F/π, Q/β), no threads, no wake-up.
+func TestCallTermsAbsentKeepPublished(t *testing.T) {
+	for _, name := range PublishedNames() {
+		m, err := Published(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.callModel() {
+			t.Fatalf("%s: published profile has per-call terms", name)
+		}
+		prec := "fp32"
+		if ps := m.Precisions(); len(ps) > 0 {
+			prec = ps[0]
+		}
+		q := linear(OpQProj, 1, 2048, 1024, 2, 2)
+		ps, err := Place(m, prec, []Operator{q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cores := m.byKind(KindCores)[0]
+		if ps[0].Threads != 0 || ps[0].FixedSeconds != 0 || !nearRel(ps[0].Times[cores.Name], cores.Time(prec, q.FLOPs, q.Bytes.Total())) {
+			t.Errorf("%s: %+v", name, ps[0])
+		}
+	}
+}
+
+// TestMachineV3Keys checks the schema rule: level_roofs and fixed_costs
+// need bench.machine/v3, and bad values are refused naming the key.
+func TestMachineV3Keys(t *testing.T) {
+	m := callMachine()
+	data, _ := json.Marshal(m)
+	if _, err := ParseMachine(data, "v3.json"); err != nil {
+		t.Fatalf("v3 round trip: %v", err)
+	}
+	old := strings.Replace(string(data), MachineSchemaV3, MachineSchemaV2, 1)
+	if _, err := ParseMachine([]byte(old), "v2.json"); err == nil || !strings.Contains(err.Error(), MachineSchemaV3) {
+		t.Errorf("v2 with v3 keys: %v", err)
+	}
+	bad := *m
+	bad.LevelRoofs = []LevelRoof{{Level: "L2", Threads: 1, GBps: 50}}
+	if err := bad.Validate("bad"); err == nil || !strings.Contains(err.Error(), "capacity_bytes") {
+		t.Errorf("cache level without capacity: %v", err)
+	}
+	bad.LevelRoofs = []LevelRoof{{Level: "L4", Threads: 1, GBps: 50, CapacityBytes: 1}}
+	if err := bad.Validate("bad"); err == nil || !strings.Contains(err.Error(), "L4") {
+		t.Errorf("unknown level: %v", err)
+	}
+	bad.LevelRoofs = nil
+	bad.FixedCosts = &FixedCosts{Points: []FixedCost{{Threads: 0, CallSeconds: 1e-6}}}
+	if err := bad.Validate("bad"); err == nil || !strings.Contains(err.Error(), "fixed_costs") {
+		t.Errorf("threads 0: %v", err)
+	}
+}
+
+// TestFromProfileCallTerms checks that FromProfile loads the level roofs
+// at every thread count with the capacities of topology.caches, and the
+// dispatch section as fixed costs.
+func TestFromProfileCallTerms(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-amd-epyc-2core.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
+	p.Dispatch = &results.Dispatch{Points: []results.DispatchPoint{
+		{Threads: 1, CallSeconds: st(30e-9), WakeSeconds: st(300e-6)},
+		{Threads: 2, CallSeconds: st(1.5e-6), WakeSeconds: st(500e-6)},
+	}}
+	m, err := FromProfile(p, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Schema != MachineSchemaV3 {
+		t.Errorf("schema %q", m.Schema)
+	}
+	caps := map[string]int64{}
+	for _, r := range m.LevelRoofs {
+		caps[r.Level+"x"+string(rune('0'+r.Threads))] = r.CapacityBytes
+	}
+	// The test profile: L2 1 MiB per core (2 instances), L3 32 MiB shared.
+	want := map[string]int64{"L1x1": 32 << 10, "L1x2": 64 << 10, "L2x1": 1 << 20, "L2x2": 2 << 20, "L3x1": 32 << 20, "L3x2": 32 << 20, "DRAMx1": 0, "DRAMx2": 0}
+	for k, v := range want {
+		if got, ok := caps[k]; !ok || got != v {
+			t.Errorf("level roof %s: capacity %d (present %v), want %d", k, got, ok, v)
+		}
+	}
+	if c, w := m.FixedCall(2); c != 1.5e-6 || w != 500e-6 {
+		t.Errorf("fixed call at 2 threads: %v, %v", c, w)
+	}
+	if c, _ := m.FixedCall(8); c != 1.5e-6 {
+		t.Errorf("fixed call at 8 threads (nearest measured below: 2): %v", c)
+	}
+}
