@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Prediction fidelity (issue #16's targets): runs the engine on the issue's
+# matrix and prints how much of the measured operator time, and how many
+# operator rows, the roofline predicts within ±10%, and TTFT/TPOT measured
+# over predicted.
+#
+#   scripts/fidelity.sh PROFILE [OUTDIR]
+#
+# Matrix: qwen3-0.6b with synthetic weights, LAYERS (2 4) decoder layers,
+# PLACEMENTS (cores matrix), prefill of PROMPTS (128 512 2048) tokens and
+# decode of GEN (8) tokens at BATCHES (1 4) sequences, on every allowed CPU.
+# Each run is one `bench run --json=FILE`; the files stay in OUTDIR.
+# Runs that bench marks noisy (noise.noisy in its JSON) are listed and not
+# counted. Needs jq (Debian's package).
+#
+# Targets (#16): ≥ 90% of operator time and ≥ 80% of operator rows within
+# ±10%; TTFT and TPOT within ±10%.
+set -euo pipefail
+prof=${1:?usage: scripts/fidelity.sh PROFILE [OUTDIR]}
+out=${2:-$(mktemp -d /tmp/fidelity.XXXXXX)}
+mkdir -p "$out"
+command -v jq >/dev/null || { echo "fidelity.sh: needs jq (apt-get install jq)" >&2; exit 1; }
+B=${BENCH:-bench}
+LAYERS=${LAYERS:-"2 4"}
+PLACEMENTS=${PLACEMENTS:-"cores matrix"}
+PROMPTS=${PROMPTS:-"128 512 2048"}
+BATCHES=${BATCHES:-"1 4"}
+GEN=${GEN:-8}
+
+for l in $LAYERS; do
+	for p in $PLACEMENTS; do
+		for t in $PROMPTS; do
+			for b in $BATCHES; do
+				f="$out/run-l$l-$p-t$t-b$b.json"
+				echo "fidelity: layers $l, placement $p, prompt $t, batch $b" >&2
+				"$B" run --model qwen3-0.6b --weights synthetic --layers "$l" --placement "$p" \
+					--prompt-tokens "$t" --gen-tokens "$GEN" --batch "$b" --profile "$prof" --json="$f" >/dev/null
+			done
+		done
+	done
+done
+
+# One row per run, phase and operator with a prediction; noisy runs apart.
+jq -s -r '
+  def within: (.m / .p - 1) | fabs <= 0.10;
+  [ .[] | select((.noise.noisy // false) | not) ] as $ok
+  | [ .[] | select(.noise.noisy // false) ] as $noisy
+  | [ $ok[] | .operators[] | select(.predicted_s != null and .predicted_s > 0) | {m: .measured_s, p: .predicted_s, ph: .phase, op: .op} ] as $rows
+  | ($rows | map(select(within)) ) as $in
+  | ($rows | map(.m) | add) as $tot
+  | ($in | map(.m) | add // 0) as $intime
+  | [ $ok[] | select(.predicted_ttft_s != null) | .ttft_s / .predicted_ttft_s ] as $ttft
+  | [ $ok[] | select(.predicted_tpot_s != null and .tpot_s > 0) | .tpot_s / .predicted_tpot_s ] as $tpot
+  | "runs: \($ok | length) counted, \($noisy | length) noisy (not counted)",
+    "operator rows within ±10%: \($in | length) of \($rows | length) = \(100 * ($in | length) / ([$rows | length, 1] | max) | floor)% (target ≥ 80%)",
+    "operator time within ±10%: \(100 * $intime / ([$tot, 1e-12] | max) | floor)% of \($tot * 1000 | floor) ms measured (target ≥ 90%)",
+    "TTFT measured/predicted: \($ttft | map(. * 100 | round / 100) | join(" ")) (target 0.90–1.10)",
+    "TPOT measured/predicted: \($tpot | map(. * 100 | round / 100) | join(" ")) (target 0.90–1.10)",
+    "worst operators (measured/predicted, share of measured time):",
+    ( $rows | group_by(.ph + " " + .op) | map({k: (.[0].ph + " " + .[0].op), r: ((map(.m) | add) / (map(.p) | add)), s: ((map(.m) | add) / $tot)})
+      | map(select((.r - 1) | fabs > 0.10)) | sort_by(-.s) | .[:12][] | "  \(.k): \(.r * 100 | round / 100), \(.s * 1000 | round / 10)%")
+' "$out"/run-*.json
+echo "runs in $out" >&2
