@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// X86 holds the x86-64 features bench has kernels for. All false on other
-// architectures.
-var X86 struct {
+// X86Features are the x86-64 features bench has kernels for; comparable, so
+// a kernel registry can tell whether the features it chose under changed
+// (kernels/registry caches its best choice per feature set).
+type X86Features struct {
 	HasSSE2       bool
 	HasAVX        bool
 	HasAVX2       bool
@@ -28,9 +29,13 @@ var X86 struct {
 	HasAMXInt8    bool
 }
 
-// ARM64 holds the arm64 features bench has kernels for, from AT_HWCAP and
-// AT_HWCAP2. All false on other architectures.
-var ARM64 struct {
+// X86 holds the x86-64 features of this CPU. All false on other
+// architectures.
+var X86 X86Features
+
+// ARM64Features are the arm64 features bench has kernels for, from AT_HWCAP
+// and AT_HWCAP2; comparable, as X86Features.
+type ARM64Features struct {
 	HasASIMD     bool // NEON
 	HasFPHP      bool // scalar FP16
 	HasASIMDHP   bool // NEON FP16 arithmetic
@@ -47,6 +52,10 @@ var ARM64 struct {
 	HasSMEI8I32  bool
 	HasSMEFA64   bool
 }
+
+// ARM64 holds the arm64 features of this CPU. All false on other
+// architectures.
+var ARM64 ARM64Features
 
 // RawFeatures are the names of all features the CPU reports, sorted: cpuid/v2
 // names on x86, HWCAP names upper-cased on arm64.

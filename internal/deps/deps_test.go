@@ -56,6 +56,7 @@ var rules = map[string]rule{
 	"kernels/peak":          {only: []string{"internal/cpu", "internal/amx"}, deny: []string{"probes", "engine", "reports", "roofline"}},
 	"kernels/pool":          {only: []string{"internal/affinity", "internal/split"}, deny: []string{"roofline", "kernels", "kernels/gemm", "probes", "engine", "reports"}},
 	"kernels/quant":         {only: []string{"internal/cpu"}},
+	"kernels/registry":      {only: []string{"internal/cpu"}, deny: []string{"kernels", "kernels/gemm", "kernels/peak", "probes", "engine"}},
 	"layouts":               {only: []string{"engine", "internal/memlimit", "models", "reports", "results", "roofline"}, deny: []string{"probes"}},
 	"models":                {noDoc: true},
 	"opbench":               {deny: []string{"reports"}},
