@@ -3,14 +3,18 @@
 // the memory-bandwidth kernels (Read, Write, WriteNT, Copy, Triad), the
 // pointer chase for load-to-use latency, and the non-linear kernels of the
 // transformer (Exp, FastExp, Softmax, RMSNorm, SiLU, SiLUMul, GELUTanh, RoPE),
-// and the attention vector kernels (DotRows, AxpyRows); GEMM is kernels/gemm. Callers pick an implementation through the registries
-// (MemImpls, BestMem, MemImplByISA; NonlinearImpls, BestNonlinear) or the
-// package-level dispatching functions, and never call assembly directly.
+// and the attention vector kernels (DotRows, AxpyRows); GEMM is kernels/gemm. Each family registers its
+// implementations in a kernels/registry Registry (one entry per ISA, named
+// by it) and chooses by that package's ISA capability order, the choice
+// cached per CPU feature set. Callers pick an implementation through the
+// registries' functions (MemImpls, BestMem, MemImplByISA; NonlinearImpls,
+// BestNonlinear, NonlinearImplByISA) or the package-level dispatching
+// functions, and never call assembly directly.
 // Register-resident peak loops for the compute ceilings live in kernels/peak.
 //
 // Layout (klauspost/compress style), per kernel family:
 //
-//	mem.go           MemImpl, the registry (MemImpls, BestMem, MemImplByISA)
+//	mem.go           MemImpl, its registry (MemImpls, BestMem, MemImplByISA)
 //	memgo.go         the "go" implementation: each kernel's specification loop
 //	mem_amd64.go/.s  AVX2 and AVX-512 stubs and dispatch; the .s is generated
 //	                 by the avo program in _asm (go generate; scripts/gen-asm.sh)
@@ -29,11 +33,12 @@
 // The doc comment of each assembly kernel is its specification written as a
 // Go loop, and the "go" implementation is exactly that loop. Build with
 // -tags=purego to leave out all assembly. Availability is evaluated from
-// internal/cpu each time MemImpls is called, so cpu.Disable... and
+// internal/cpu each time MemImpls is called, and the best choices are
+// made again when internal/cpu's features change, so cpu.Disable... and
 // BENCH_CPU_DISABLE take effect.
 //
-// This package imports only internal/cpu of bench; it must not import
-// probes, engine, reports or roofline.
+// This package imports only internal/cpu and kernels/registry of bench; it
+// must not import probes, engine, reports or roofline.
 package kernels
 
 //go:generate sh -c "cd _asm && GOWORK=off go run . -out ../mem_amd64.s"

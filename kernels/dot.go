@@ -1,6 +1,10 @@
 package kernels
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cpubench/bench/kernels/registry"
+)
 
 // The attention vector kernels: DotRows (a query against a run of keys, the
 // scores of decode) and AxpyRows (probabilities times a run of values, the
@@ -10,9 +14,10 @@ import "fmt"
 //
 //go:generate sh -c "cd _asm && GOWORK=off go run ./dot -out ../dot_amd64.s"
 //
-// The implementation is chosen per call from internal/cpu (AVX2+FMA, else
-// Go), so cpu.Disable... and BENCH_CPU_DISABLE take
-// effect; -tags=purego and GOARCH other than amd64 use Go.
+// The implementation is the best of dotRegistry (kernels/registry's ISA
+// order: AVX2+FMA, else Go), chosen once per CPU feature set, so
+// cpu.Disable... and BENCH_CPU_DISABLE take effect; -tags=purego and
+// GOARCH other than amd64 use Go.
 //
 // Accuracy: the implementations differ only in the order of their fp32
 // sums (the assembly keeps one partial sum per vector lane and per row, and
@@ -69,16 +74,46 @@ func AxpyRows(acc, p, v []float32, ldv int) {
 // arguments: dotRows writes all of out (n = len(out) ≥ 1), axpyRows gets
 // len(p), len(acc) ≥ 1.
 type dotImpl struct {
-	name        string
-	unavailable string // "" if usable now
+	isa         string
+	unavailable string // "" if usable now (set by dotImpls)
 	dotRows     func(out, q, k []float32, ldk int)
 	axpyRows    func(acc, p, v []float32, ldv int)
 }
 
-var goDot = dotImpl{name: "go", dotRows: dotRowsGo, axpyRows: axpyRowsGo}
+var goDot = dotImpl{isa: "go", dotRows: dotRowsGo, axpyRows: axpyRowsGo}
 
-// dotImpls returns every implementation, best last (the tests' registry).
-func dotImpls() []dotImpl { return append([]dotImpl{goDot}, archDotImpls()...) }
+// dotRegistry holds the DotRows/AxpyRows implementations: "go", then the
+// architecture's.
+var dotRegistry = func() *registry.Registry[*dotImpl] {
+	r := registry.New[*dotImpl]("kernels: dot isa")
+	r.Register(registry.Entry[*dotImpl]{Name: "go", ISA: "go", Value: &goDot})
+	for _, e := range archDotImpls() {
+		r.Register(e)
+	}
+	return r
+}()
+
+// dotImpls returns every implementation, best last, with availability
+// evaluated now (the tests' list).
+func dotImpls() []dotImpl {
+	var out []dotImpl
+	for _, e := range dotRegistry.All() {
+		im := *e.Value
+		im.unavailable = e.Unavailable()
+		out = append(out, im)
+	}
+	return out
+}
+
+// bestDot is the best implementation available now: the registry's cached
+// choice, without allocating (the engine calls it per tile row).
+func bestDot() *dotImpl {
+	e, err := dotRegistry.Best()
+	if err != nil { // unreachable: "go" is always available
+		return &goDot
+	}
+	return e.Value
+}
 
 // dotRowsGo is DotRows in Go, eight rows at a time (dot8: eight independent
 // sums per pass over q, each row summed in order as the specification).

@@ -2,33 +2,18 @@
 
 package kernels
 
-import "github.com/cpubench/bench/internal/cpu"
+import "github.com/cpubench/bench/kernels/registry"
 
-// archDotImpls returns the amd64 assembly implementations, best last.
-func archDotImpls() []dotImpl {
-	x := cpu.X86
-	return []dotImpl{
-		{"avx2", lacks("AVX2", x.HasAVX2, "FMA", x.HasFMA), func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) }, func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) }},
-	}
+// archDotImpls returns the amd64 assembly implementations, best last (AVX2,
+// also used on AVX-512 machines).
+func archDotImpls() []registry.Entry[*dotImpl] {
+	return []registry.Entry[*dotImpl]{{Name: "avx2", ISA: "avx2", Lacks: lacksAVX2FMA, Value: &avx2Dot}}
 }
 
-var (
-	avx2Dot = dotImpl{
-		name:     "avx2",
-		dotRows:  func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
-		axpyRows: func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) },
-	}
-)
-
-// bestDot picks the best implementation available now, without allocating
-// (the engine calls it per tile row).
-func bestDot() *dotImpl {
-	x := &cpu.X86
-	switch {
-	case x.HasAVX2 && x.HasFMA:
-		return &avx2Dot
-	}
-	return &goDot
+var avx2Dot = dotImpl{
+	isa:      "avx2",
+	dotRows:  func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
+	axpyRows: func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) },
 }
 
 // dotRowsAsm runs dotRows8 on the whole 8-lane vectors of q for the rows in groups of eight: the groups

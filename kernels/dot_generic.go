@@ -2,8 +2,8 @@
 
 package kernels
 
+import "github.com/cpubench/bench/kernels/registry"
+
 // archDotImpls: no DotRows/AxpyRows assembly in this build (tag purego, or
 // a GOARCH other than amd64, arm64 included: they use the Go loops).
-func archDotImpls() []dotImpl { return nil }
-
-func bestDot() *dotImpl { return &goDot }
+func archDotImpls() []registry.Entry[*dotImpl] { return nil }

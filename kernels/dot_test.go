@@ -39,7 +39,7 @@ func TestDotRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, im := range dotImpls() {
 		if im.unavailable != "" {
-			t.Logf("%s: %s", im.name, im.unavailable)
+			t.Logf("%s: %s", im.isa, im.unavailable)
 			continue
 		}
 		for _, hd := range dotLengths() {
@@ -49,7 +49,7 @@ func TestDotRows(t *testing.T) {
 					q := dotFill(rng, hd)
 					k := dotFill(rng, max(0, (n-1)*ldk+hd))
 					out, check := nlGuarded(n, int(rng.Uint32()%4))
-					what := fmt.Sprintf("%s: DotRows len(q)=%d n=%d ldk=%d", im.name, hd, n, ldk)
+					what := fmt.Sprintf("%s: DotRows len(q)=%d n=%d ldk=%d", im.isa, hd, n, ldk)
 					if n > 0 {
 						im.dotRows(out, q, k, ldk)
 					}
@@ -81,7 +81,7 @@ func TestAxpyRows(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, im := range dotImpls() {
 		if im.unavailable != "" {
-			t.Logf("%s: %s", im.name, im.unavailable)
+			t.Logf("%s: %s", im.isa, im.unavailable)
 			continue
 		}
 		for _, hd := range dotLengths() {
@@ -93,7 +93,7 @@ func TestAxpyRows(t *testing.T) {
 					acc0 := dotFill(rng, hd)
 					acc, check := nlGuarded(hd, int(rng.Uint32()%4))
 					copy(acc, acc0)
-					what := fmt.Sprintf("%s: AxpyRows len(acc)=%d len(p)=%d ldv=%d", im.name, hd, n, ldv)
+					what := fmt.Sprintf("%s: AxpyRows len(acc)=%d len(p)=%d ldv=%d", im.isa, hd, n, ldv)
 					if n > 0 {
 						im.axpyRows(acc, p, v, ldv)
 					}
@@ -130,11 +130,11 @@ func TestDotDispatch(t *testing.T) {
 	if !purego && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		want = "avx2"
 	}
-	if got := bestDot().name; got != want {
+	if got := bestDot().isa; got != want {
 		t.Errorf("bestDot() = %s, want %s", got, want)
 	}
 	undo := cpu.DisableAVX2()
-	if got := bestDot().name; got != "go" {
+	if got := bestDot().isa; got != "go" {
 		t.Errorf("with AVX2 disabled, bestDot() = %s, want go", got)
 	}
 	undo()
@@ -152,7 +152,7 @@ func TestDotDispatch(t *testing.T) {
 	bestDot().dotRows(wantOut, q, k, ld)
 	for j := range n {
 		if out[j] != wantOut[j] {
-			t.Fatalf("DotRows: out[%d] = %g, %s gives %g", j, out[j], bestDot().name, wantOut[j])
+			t.Fatalf("DotRows: out[%d] = %g, %s gives %g", j, out[j], bestDot().isa, wantOut[j])
 		}
 	}
 	for j := n; j < len(out); j++ {
@@ -169,7 +169,7 @@ func TestDotDispatch(t *testing.T) {
 	bestDot().axpyRows(acc2, p, k, ld)
 	for i := range acc {
 		if acc[i] != acc2[i] {
-			t.Fatalf("AxpyRows: acc[%d] = %g, %s gives %g", i, acc[i], bestDot().name, acc2[i])
+			t.Fatalf("AxpyRows: acc[%d] = %g, %s gives %g", i, acc[i], bestDot().isa, acc2[i])
 		}
 	}
 	AxpyRows(acc, nil, nil, ld)
@@ -206,7 +206,7 @@ func BenchmarkDotRows(b *testing.B) {
 		const n = 128
 		q, k, out := dotFill(rng, hd), dotFill(rng, n*2*hd), make([]float32, n)
 		for _, im := range dotImpls() {
-			b.Run(fmt.Sprintf("hd=%d/impl=%s", hd, im.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("hd=%d/impl=%s", hd, im.isa), func(b *testing.B) {
 				if im.unavailable != "" {
 					b.Skip(im.unavailable)
 				}
@@ -225,7 +225,7 @@ func BenchmarkAxpyRows(b *testing.B) {
 		const n = 128
 		p, v, acc := dotFill(rng, n), dotFill(rng, n*2*hd), make([]float32, hd)
 		for _, im := range dotImpls() {
-			b.Run(fmt.Sprintf("hd=%d/impl=%s", hd, im.name), func(b *testing.B) {
+			b.Run(fmt.Sprintf("hd=%d/impl=%s", hd, im.isa), func(b *testing.B) {
 				if im.unavailable != "" {
 					b.Skip(im.unavailable)
 				}

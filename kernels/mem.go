@@ -2,9 +2,9 @@ package kernels
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // MemImpl is one implementation of the memory kernels. Buffers are float64
@@ -37,14 +37,15 @@ type memKernels struct {
 	triad   func(a, b, c []float64, s float64)
 }
 
-func newMemImpl(isa, unavailable, nt string, k memKernels) MemImpl {
-	return MemImpl{
-		ISA:         isa,
-		Unavailable: unavailable,
-		Read:        k.read,
-		Write:       k.write,
-		WriteNT:     k.writeNT,
-		NT:          nt,
+// newMemImpl is the registry entry of the kernels k of isa (its name too),
+// usable where lacks returns "".
+func newMemImpl(isa string, lacks func() string, nt string, k memKernels) registry.Entry[MemImpl] {
+	return registry.Entry[MemImpl]{Name: isa, ISA: isa, Lacks: lacks, Value: MemImpl{
+		ISA:     isa,
+		Read:    k.read,
+		Write:   k.write,
+		WriteNT: k.writeNT,
+		NT:      nt,
 		Copy: func(dst, src []float64) {
 			if len(dst) != len(src) {
 				panic(fmt.Sprintf("kernels: Copy (%s): len(dst) %d != len(src) %d", isa, len(dst), len(src)))
@@ -57,45 +58,54 @@ func newMemImpl(isa, unavailable, nt string, k memKernels) MemImpl {
 			}
 			k.triad(a, b, c, s)
 		},
-	}
+	}}
 }
 
 // lacks is cpu.Lacks: "" or "unavailable: CPU lacks F1, F2".
 var lacks = cpu.Lacks
 
+// memRegistry holds the memory kernels: "go", then the architecture's
+// (registration order is MemImpls' order; BestMem goes by the ISA
+// capability order of kernels/registry).
+var memRegistry = func() *registry.Registry[MemImpl] {
+	r := registry.New[MemImpl]("kernels: isa")
+	r.Register(goMemImpl())
+	for _, e := range archMemImpls() {
+		r.Register(e)
+	}
+	return r
+}()
+
 // MemImpls returns every implementation compiled in for GOARCH, "go" first
 // and best last, with availability evaluated now (so cpu.Disable... takes
 // effect).
 func MemImpls() []MemImpl {
-	return append([]MemImpl{goMemImpl()}, archMemImpls()...)
+	var out []MemImpl
+	for _, e := range memRegistry.All() {
+		m := e.Value
+		m.Unavailable = e.Unavailable()
+		out = append(out, m)
+	}
+	return out
 }
 
-// BestMem returns the best implementation available now.
+// BestMem returns the best implementation available now: the most capable
+// ISA (kernels/registry's order), chosen once per CPU feature set.
 func BestMem() MemImpl {
-	impls := MemImpls()
-	for i := len(impls) - 1; i > 0; i-- {
-		if impls[i].Unavailable == "" {
-			return impls[i]
-		}
+	e, err := memRegistry.Best()
+	if err != nil { // unreachable: "go" is always available
+		e, _ = memRegistry.Lookup("go")
 	}
-	return impls[0]
+	return e.Value
 }
 
 // MemImplByISA returns the implementation for isa, or an error naming isa
-// and why it cannot be used (unknown for this build, or unavailable on this
-// CPU now).
+// and why it cannot be used (unknown for this build: the ISAs it has; or
+// unavailable on this CPU now: the ISAs available).
 func MemImplByISA(isa string) (MemImpl, error) {
-	impls := MemImpls()
-	names := make([]string, len(impls))
-	for i, m := range impls {
-		names[i] = m.ISA
-		if m.ISA != isa {
-			continue
-		}
-		if m.Unavailable != "" {
-			return MemImpl{}, fmt.Errorf("kernels: isa %q: %s", isa, m.Unavailable)
-		}
-		return m, nil
+	e, err := memRegistry.ByName(isa)
+	if err != nil {
+		return MemImpl{}, err
 	}
-	return MemImpl{}, fmt.Errorf("kernels: isa %q: unknown in this build (have %s)", isa, strings.Join(names, ", "))
+	return e.Value, nil
 }

@@ -2,16 +2,23 @@
 
 package kernels
 
-import "github.com/cpubench/bench/internal/cpu"
+import (
+	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
+)
 
 // archMemImpls returns the arm64 assembly implementation.
-func archMemImpls() []MemImpl {
-	return []MemImpl{
-		newMemImpl("neon", lacks("ASIMD", cpu.ARM64.HasASIMD), "stnp", memKernels{
+func archMemImpls() []registry.Entry[MemImpl] {
+	return []registry.Entry[MemImpl]{
+		newMemImpl("neon", lacksASIMD, "stnp", memKernels{
 			read: readNEON, write: writeNEON, writeNT: writeNTNEON, copy: copyNEON, triad: triadNEON,
 		}),
 	}
 }
+
+// lacksASIMD is the availability of the neon kernels of every family (mem,
+// nonlinear), evaluated at each call from internal/cpu.
+func lacksASIMD() string { return lacks("ASIMD", cpu.ARM64.HasASIMD) }
 
 // The kernels below are hand-written in mem_arm64.s: an unrolled block loop
 // (16 elements; 8 for triad), a loop over whole 2-element vectors, then at

@@ -2,6 +2,8 @@
 
 package kernels
 
+import "github.com/cpubench/bench/kernels/registry"
+
 // archMemImpls: no assembly in this build (tag purego, or a GOARCH without
 // kernels); only the "go" implementation exists.
-func archMemImpls() []MemImpl { return nil }
+func archMemImpls() []registry.Entry[MemImpl] { return nil }

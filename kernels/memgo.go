@@ -1,12 +1,14 @@
 package kernels
 
+import "github.com/cpubench/bench/kernels/registry"
+
 // The "go" implementation: each function is the specification of the
 // kernel of the same name in the assembly implementations, and those
 // kernels' doc comments repeat it. Always compiled in, on every GOARCH and
 // with -tags=purego.
 
-func goMemImpl() MemImpl {
-	return newMemImpl("go", "", "none (regular stores)", memKernels{
+func goMemImpl() registry.Entry[MemImpl] {
+	return newMemImpl("go", nil, "none (regular stores)", memKernels{
 		read:    readGo,
 		write:   writeGo,
 		writeNT: writeGo,

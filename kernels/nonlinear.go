@@ -3,7 +3,8 @@ package kernels
 import (
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // The non-linear kernels of LLM inference: Exp, FastExp, Softmax,
@@ -58,7 +59,7 @@ func (l RoPELayout) String() string {
 // functions panic if the lengths of their slices differ. dst may be the same
 // slice as an input (in place) but must not otherwise overlap one.
 type NonlinearImpl struct {
-	Backend     string // "go", "avx2", "avx512"
+	ISA         string // "go", "avx2", "avx512", "neon", "sve", "sme"
 	Unavailable string // "" if usable now, else "unavailable: CPU lacks AVX512F" etc.
 	// Exp: dst[i] = e^src[i], <= 2 ULP.
 	Exp func(dst, src []float32)
@@ -103,7 +104,7 @@ func sameLen(name, backend string, a, b int) {
 	}
 }
 
-func newNonlinearImpl(backend, unavailable string, k nlKernels) NonlinearImpl {
+func newNonlinearImpl(backend, unavailable string, k *nlKernels) NonlinearImpl {
 	unary := func(name string, f func(dst, src []float32)) func(dst, src []float32) {
 		return func(dst, src []float32) {
 			sameLen(name, backend, len(dst), len(src))
@@ -111,7 +112,7 @@ func newNonlinearImpl(backend, unavailable string, k nlKernels) NonlinearImpl {
 		}
 	}
 	return NonlinearImpl{
-		Backend:     backend,
+		ISA:         backend,
 		Unavailable: unavailable,
 		Exp:         unary("Exp", k.exp),
 		FastExp:     unary("FastExp", k.fastExp),
@@ -153,41 +154,67 @@ var goNLKernels = nlKernels{
 	sumSq: sumSqGo, mulScale: mulScaleGo, rope: ropeGo,
 }
 
+// nlRegistry holds the non-linear kernels: "go", then the architecture's
+// (registration order is NonlinearImpls' order; BestNonlinear and the
+// package-level functions go by the ISA capability order of
+// kernels/registry, never to a MeasureOnly entry).
+var nlRegistry = func() *registry.Registry[*nlKernels] {
+	r := registry.New[*nlKernels]("kernels: nonlinear isa")
+	r.Register(registry.Entry[*nlKernels]{Name: "go", ISA: "go", Value: &goNLKernels})
+	for _, e := range archNonlinearImpls() {
+		r.Register(e)
+	}
+	return r
+}()
+
+// nlEntry is the registry entry of the kernels k of isa (its name too),
+// usable where lacks returns "".
+func nlEntry(isa string, lacks func() string, k *nlKernels) registry.Entry[*nlKernels] {
+	return registry.Entry[*nlKernels]{Name: isa, ISA: isa, Lacks: lacks, Value: k}
+}
+
 // NonlinearImpls returns every implementation compiled in for GOARCH, "go"
 // first and best last, with availability evaluated now (so cpu.Disable...
 // takes effect).
 func NonlinearImpls() []NonlinearImpl {
-	return append([]NonlinearImpl{newNonlinearImpl("go", "", goNLKernels)}, archNonlinearImpls()...)
+	var out []NonlinearImpl
+	for _, e := range nlRegistry.All() {
+		out = append(out, newNonlinearImpl(e.ISA, e.Unavailable(), e.Value))
+	}
+	return out
 }
 
-// BestNonlinear returns the best implementation available now.
+// BestNonlinear returns the best implementation available now: the most
+// capable ISA (kernels/registry's order), chosen once per CPU feature set.
 func BestNonlinear() NonlinearImpl {
-	impls := NonlinearImpls()
-	for i := len(impls) - 1; i > 0; i-- {
-		if impls[i].Unavailable == "" {
-			return impls[i]
-		}
-	}
-	return impls[0]
+	e := bestNLEntry()
+	return newNonlinearImpl(e.ISA, "", e.Value)
 }
 
-// NonlinearImplByBackend returns the implementation named backend, or an
-// error saying why it cannot be used.
-func NonlinearImplByBackend(backend string) (NonlinearImpl, error) {
-	impls := NonlinearImpls()
-	names := make([]string, len(impls))
-	for i, m := range impls {
-		names[i] = m.Backend
-		if m.Backend != backend {
-			continue
-		}
-		if m.Unavailable != "" {
-			return NonlinearImpl{}, fmt.Errorf("kernels: backend %q: %s", backend, m.Unavailable)
-		}
-		return m, nil
+// NonlinearImplByISA returns the implementation of isa, or an error naming
+// isa and why it cannot be used (unknown in this build: the ISAs it has;
+// unavailable now: the ISAs available).
+func NonlinearImplByISA(isa string) (NonlinearImpl, error) {
+	e, err := nlRegistry.ByName(isa)
+	if err != nil {
+		return NonlinearImpl{}, err
 	}
-	return NonlinearImpl{}, fmt.Errorf("kernels: backend %q: unknown in this build (have %s)", backend, strings.Join(names, ", "))
+	return newNonlinearImpl(e.ISA, "", e.Value), nil
 }
+
+// bestNLEntry is the registry's best entry ("go" always qualifies).
+func bestNLEntry() registry.Entry[*nlKernels] {
+	e, err := nlRegistry.Best()
+	if err != nil { // unreachable: "go" is always available
+		e, _ = nlRegistry.Lookup("go")
+	}
+	return e
+}
+
+// bestNL is the kernels of the best implementation available now: the
+// registry's cached choice, without allocating (the engine calls it per
+// operation).
+func bestNL() *nlKernels { return bestNLEntry().Value }
 
 // The package-level functions below are what the engine calls: each picks
 // the best implementation available at the time of the call (a few flag

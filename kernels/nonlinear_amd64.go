@@ -5,29 +5,15 @@ package kernels
 import (
 	"math"
 
-	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // archNonlinearImpls returns the amd64 assembly implementations, best last.
-func archNonlinearImpls() []NonlinearImpl {
-	x := cpu.X86
-	return []NonlinearImpl{
-		newNonlinearImpl("avx2", lacks("AVX2", x.HasAVX2, "FMA", x.HasFMA), avx2NLKernels),
-		newNonlinearImpl("avx512", lacks("AVX512F", x.HasAVX512F, "FMA", x.HasFMA), avx512NLKernels),
+func archNonlinearImpls() []registry.Entry[*nlKernels] {
+	return []registry.Entry[*nlKernels]{
+		nlEntry("avx2", lacksAVX2FMA, &avx2NLKernels),
+		nlEntry("avx512", lacksAVX512FMA, &avx512NLKernels),
 	}
-}
-
-// bestNL picks the kernels of the best backend available now, without
-// allocating (the engine calls it per operation).
-func bestNL() *nlKernels {
-	x := &cpu.X86
-	switch {
-	case x.HasAVX512F && x.HasFMA:
-		return &avx512NLKernels
-	case x.HasAVX2 && x.HasFMA:
-		return &avx2NLKernels
-	}
-	return &goNLKernels
 }
 
 var avx2NLKernels = nlKernels{

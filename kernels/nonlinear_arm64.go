@@ -5,25 +5,16 @@ package kernels
 import (
 	"math"
 
-	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // archNonlinearImpls returns the arm64 NEON implementation (and the
 // measured-only "sve" and "sme").
-func archNonlinearImpls() []NonlinearImpl {
-	return []NonlinearImpl{
+func archNonlinearImpls() []registry.Entry[*nlKernels] {
+	return []registry.Entry[*nlKernels]{
 		newSVENonlinearImpl(false), newSVENonlinearImpl(true), // "sve", "sme": measured, never best (nonlinear_sve_arm64.go)
-		newNonlinearImpl("neon", lacks("ASIMD", cpu.ARM64.HasASIMD), neonNLKernels),
+		nlEntry("neon", lacksASIMD, &neonNLKernels),
 	}
-}
-
-// bestNL picks the kernels of the best backend available now, without
-// allocating (the engine calls it per operation).
-func bestNL() *nlKernels {
-	if cpu.ARM64.HasASIMD {
-		return &neonNLKernels
-	}
-	return &goNLKernels
 }
 
 var neonNLKernels = nlKernels{

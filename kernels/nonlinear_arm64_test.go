@@ -15,7 +15,7 @@ import (
 func TestNEONRegistered(t *testing.T) {
 	var found bool
 	for _, m := range NonlinearImpls() {
-		if m.Backend == "neon" {
+		if m.ISA == "neon" {
 			found = true
 			if (m.Unavailable == "") != cpu.ARM64.HasASIMD {
 				t.Fatalf("neon: unavailable %q with ASIMD %v", m.Unavailable, cpu.ARM64.HasASIMD)
@@ -25,8 +25,8 @@ func TestNEONRegistered(t *testing.T) {
 	if !found {
 		t.Fatal("no neon backend in NonlinearImpls")
 	}
-	if cpu.ARM64.HasASIMD && (BestNonlinear().Backend != "neon" || bestNL() != &neonNLKernels) {
-		t.Fatalf("best backend %s, want neon", BestNonlinear().Backend)
+	if cpu.ARM64.HasASIMD && (BestNonlinear().ISA != "neon" || bestNL() != &neonNLKernels) {
+		t.Fatalf("best backend %s, want neon", BestNonlinear().ISA)
 	}
 }
 

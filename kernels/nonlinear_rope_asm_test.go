@@ -90,7 +90,7 @@ func TestRoPEDispatchBest(t *testing.T) {
 		BestNonlinear().RoPE(y, c, s, layout)
 		for i := range x {
 			if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
-				t.Fatalf("%v: Apply [%d] = %v, %s %v", layout, i, x[i], BestNonlinear().Backend, y[i])
+				t.Fatalf("%v: Apply [%d] = %v, %s %v", layout, i, x[i], BestNonlinear().ISA, y[i])
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // The "sve" and "sme" non-linear backends run the same SVE kernels
@@ -13,8 +14,9 @@ import (
 // "sme" in streaming SVE mode (SMSTART SM ... SMSTOP SM inside each call) at
 // the streaming vector length. They exist to be measured, not to be used:
 // SMEPilot (§3.2, Fig. 4) finds fastexp 3-4x slower in streaming mode than
-// on the cores, so they are registered before "neon" and BestNonlinear and
-// the package-level functions never pick them.
+// on the cores, so they are registered MeasureOnly (kernels/registry):
+// BestNonlinear and the package-level functions never pick them, although
+// "sve" and "sme" rank above "neon" in the ISA capability order.
 //
 // Every kernel has an SVE version: Exp, FastExp, Softmax and SoftmaxFast
 // (max, exp-sub-sum and scale passes), RMSNorm (sum-of-squares and
@@ -27,12 +29,17 @@ import (
 // below a millisecond, and the SMSTART/SMSTOP pair is amortized over them.
 var nlStreamChunk = 1 << 15
 
-// newSVENonlinearImpl returns the "sve" backend, or "sme" if streaming.
-func newSVENonlinearImpl(streaming bool) NonlinearImpl {
+// newSVENonlinearImpl returns the "sve" entry, or "sme" if streaming; both
+// MeasureOnly, so never chosen.
+func newSVENonlinearImpl(streaming bool) registry.Entry[*nlKernels] {
 	if streaming {
-		return newNonlinearImpl("sme", lacks("SME", cpu.ARM64.HasSME, "ASIMD", cpu.ARM64.HasASIMD), smeNLKernels)
+		e := nlEntry("sme", func() string { return lacks("SME", cpu.ARM64.HasSME, "ASIMD", cpu.ARM64.HasASIMD) }, &smeNLKernels)
+		e.MeasureOnly = true
+		return e
 	}
-	return newNonlinearImpl("sve", lacks("SVE", cpu.ARM64.HasSVE, "ASIMD", cpu.ARM64.HasASIMD), sveNLKernels)
+	e := nlEntry("sve", func() string { return lacks("SVE", cpu.ARM64.HasSVE, "ASIMD", cpu.ARM64.HasASIMD) }, &sveNLKernels)
+	e.MeasureOnly = true
+	return e
 }
 
 var (

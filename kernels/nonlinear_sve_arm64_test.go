@@ -18,7 +18,7 @@ func TestSVERegistered(t *testing.T) {
 	seen := map[string]bool{}
 	for _, m := range NonlinearImpls() {
 		var have bool
-		switch m.Backend {
+		switch m.ISA {
 		case "sve":
 			have = cpu.ARM64.HasSVE && cpu.ARM64.HasASIMD
 		case "sme":
@@ -26,15 +26,15 @@ func TestSVERegistered(t *testing.T) {
 		default:
 			continue
 		}
-		seen[m.Backend] = true
+		seen[m.ISA] = true
 		if (m.Unavailable == "") != have {
-			t.Fatalf("%s: unavailable %q with SVE %v, SME %v", m.Backend, m.Unavailable, cpu.ARM64.HasSVE, cpu.ARM64.HasSME)
+			t.Fatalf("%s: unavailable %q with SVE %v, SME %v", m.ISA, m.Unavailable, cpu.ARM64.HasSVE, cpu.ARM64.HasSME)
 		}
 	}
 	if !seen["sve"] || !seen["sme"] {
 		t.Fatalf("NonlinearImpls has sve %v, sme %v; want both", seen["sve"], seen["sme"])
 	}
-	if b := BestNonlinear().Backend; b == "sve" || b == "sme" {
+	if b := BestNonlinear().ISA; b == "sve" || b == "sme" {
 		t.Fatalf("best backend %s: streaming/SVE backends are for measurement only", b)
 	}
 	if bestNL() == &sveNLKernels || bestNL() == &smeNLKernels {
@@ -252,7 +252,7 @@ func TestSVEMax(t *testing.T) {
 func TestSVESoftmaxChunked(t *testing.T) {
 	backends := sveBackends(t)
 	for _, m := range NonlinearImpls() {
-		if backends[m.Backend] == nil {
+		if backends[m.ISA] == nil {
 			continue
 		}
 		r := rand.New(rand.NewPCG(9, 9))
@@ -269,7 +269,7 @@ func TestSVESoftmaxChunked(t *testing.T) {
 		}()
 		for i := range src {
 			if math.Abs(float64(whole[i]-parts[i])) > 1e-5*float64(whole[i]) {
-				t.Fatalf("%s: softmax [%d] = %v in chunks of 61, %v in one", m.Backend, i, parts[i], whole[i])
+				t.Fatalf("%s: softmax [%d] = %v in chunks of 61, %v in one", m.ISA, i, parts[i], whole[i])
 			}
 		}
 	}

@@ -60,7 +60,7 @@ func nlLengths() []int {
 
 func forNL(t *testing.T, f func(t *testing.T, m NonlinearImpl)) {
 	for _, m := range NonlinearImpls() {
-		t.Run(m.Backend, func(t *testing.T) {
+		t.Run(m.ISA, func(t *testing.T) {
 			if m.Unavailable != "" {
 				t.Skip(m.Unavailable)
 			}
@@ -197,9 +197,9 @@ func TestExpAllFloat32(t *testing.T) {
 			}
 		}
 		flush()
-		t.Logf("%s: max error %.3f ULP at x = %v (every %d-th float32)", m.Backend, worst, worstX, stride)
+		t.Logf("%s: max error %.3f ULP at x = %v (every %d-th float32)", m.ISA, worst, worstX, stride)
 		if worst > 2 {
-			t.Fatalf("%s: Exp error %.3f ULP at x = %v > 2", m.Backend, worst, worstX)
+			t.Fatalf("%s: Exp error %.3f ULP at x = %v > 2", m.ISA, worst, worstX)
 		}
 	})
 }
@@ -235,9 +235,9 @@ func TestFastExp(t *testing.T) {
 			return
 		}
 		u := FastExpMaxULP(m.FastExp, FastExpDomainLo, FastExpDomainHi)
-		t.Logf("%s: FastExp max error %.2f ULP over [%v, %v] (%s)", m.Backend, u, FastExpDomainLo, FastExpDomainHi, FastExpSampling)
+		t.Logf("%s: FastExp max error %.2f ULP over [%v, %v] (%s)", m.ISA, u, FastExpDomainLo, FastExpDomainHi, FastExpSampling)
 		if u > FastExpMaxULPBound || u < 1 {
-			t.Fatalf("%s: FastExpMaxULP = %v, documented bound %d", m.Backend, u, FastExpMaxULPBound)
+			t.Fatalf("%s: FastExpMaxULP = %v, documented bound %d", m.ISA, u, FastExpMaxULPBound)
 		}
 	})
 }
@@ -600,7 +600,7 @@ func TestNonlinearLengthMismatchPanics(t *testing.T) {
 func TestNonlinearDispatch(t *testing.T) {
 	check := func(want string) {
 		t.Helper()
-		if got := BestNonlinear().Backend; got != want {
+		if got := BestNonlinear().ISA; got != want {
 			t.Fatalf("BestNonlinear = %s, want %s (ISAs %v)", got, want, cpu.ISAs())
 		}
 		var k *nlKernels
@@ -613,11 +613,11 @@ func TestNonlinearDispatch(t *testing.T) {
 		if bestNL() != k {
 			t.Fatalf("bestNL is not the %s kernels", want)
 		}
-		if _, err := NonlinearImplByBackend(want); err != nil {
+		if _, err := NonlinearImplByISA(want); err != nil {
 			t.Fatal(err)
 		}
 	}
-	best := BestNonlinear().Backend
+	best := BestNonlinear().ISA
 	if req := os.Getenv("BENCH_REQUIRE_ISA"); req != "" && req != best {
 		t.Fatalf("BENCH_REQUIRE_ISA=%s but the best non-linear backend is %s", req, best)
 	}
@@ -627,7 +627,7 @@ func TestNonlinearDispatch(t *testing.T) {
 		if runtime.GOARCH == "amd64" && !purego && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 			check("avx2")
 		}
-		if _, err := NonlinearImplByBackend("avx512"); runtime.GOARCH == "amd64" && !purego && (err == nil || !strings.Contains(err.Error(), "AVX512F")) {
+		if _, err := NonlinearImplByISA("avx512"); runtime.GOARCH == "amd64" && !purego && (err == nil || !strings.Contains(err.Error(), "AVX512F")) {
 			t.Fatalf("avx512 after DisableAVX512: err = %v", err)
 		}
 	}()
@@ -635,8 +635,8 @@ func TestNonlinearDispatch(t *testing.T) {
 		defer cpu.DisableSIMD()()
 		check("go")
 		for _, m := range NonlinearImpls() {
-			if m.Backend != "go" && m.Unavailable == "" {
-				t.Fatalf("%s available after DisableSIMD", m.Backend)
+			if m.ISA != "go" && m.Unavailable == "" {
+				t.Fatalf("%s available after DisableSIMD", m.ISA)
 			}
 		}
 		// The package-level functions still work, on the "go" kernels.
@@ -646,7 +646,7 @@ func TestNonlinearDispatch(t *testing.T) {
 			t.Fatalf("Exp(1) = %v", d[1])
 		}
 	}()
-	if _, err := NonlinearImplByBackend("sparc"); err == nil || !strings.Contains(err.Error(), "unknown") {
+	if _, err := NonlinearImplByISA("sparc"); err == nil || !strings.Contains(err.Error(), "unknown") {
 		t.Fatalf("unknown backend: err = %v", err)
 	}
 }
@@ -693,7 +693,7 @@ func BenchmarkNonlinear(b *testing.B) {
 	for _, k := range kernels {
 		for _, m := range NonlinearImpls() {
 			for _, n := range k.ns {
-				b.Run(fmt.Sprintf("kernel=%s/backend=%s/n=%d", k.name, m.Backend, n), func(b *testing.B) {
+				b.Run(fmt.Sprintf("kernel=%s/backend=%s/n=%d", k.name, m.ISA, n), func(b *testing.B) {
 					if m.Unavailable != "" {
 						b.Skip(m.Unavailable)
 					}

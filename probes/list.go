@@ -100,7 +100,7 @@ func Kernels() []KernelInfo {
 				names = append(names, spec.kernel)
 			}
 		}
-		out = append(out, KernelInfo{Section: "nonlinear", Name: strings.Join(names, ", "), ISA: n.Backend,
+		out = append(out, KernelInfo{Section: "nonlinear", Name: strings.Join(names, ", "), ISA: n.ISA,
 			Status: status(n.Unavailable)})
 	}
 	return out

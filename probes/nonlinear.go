@@ -149,7 +149,7 @@ func (r *runner) measureNonlinear(ctx context.Context, w *worker, spec nlSpec, i
 		},
 		check: func(w *worker, sum float64) error {
 			if !(math.Abs(sum-want) <= tol) {
-				return fmt.Errorf("nonlinear: %s (%s, row %d): checksum %v, want %v (pure Go) within %.3g", spec.kernel, impl.Backend, spec.row, sum, want, tol)
+				return fmt.Errorf("nonlinear: %s (%s, row %d): checksum %v, want %v (pure Go) within %.3g", spec.kernel, impl.ISA, spec.row, sum, want, tol)
 			}
 			return nil
 		},
@@ -160,7 +160,7 @@ func (r *runner) measureNonlinear(ctx context.Context, w *worker, spec nlSpec, i
 	}
 	st := m.stat(0)
 	return results.NonlinearPoint{
-		Kernel: spec.kernel, Backend: impl.Backend, RowElems: spec.row, Elems: spec.elems,
+		Kernel: spec.kernel, Backend: impl.ISA, RowElems: spec.row, Elems: spec.elems,
 		Threads: 1, CPU: w.cpu, GElemsPerSec: st, NSPerElem: 1 / st.Median, Checksum: m.sums[0],
 	}, nil
 }
@@ -175,7 +175,7 @@ func (r *runner) nonlinearSection(ctx context.Context) (*results.Nonlinear, erro
 	worst := 0.0
 	for _, impl := range impls {
 		if impl.Unavailable != "" {
-			nl.Unavailable = append(nl.Unavailable, results.Unavailable{Kernel: impl.Backend, Why: impl.Unavailable})
+			nl.Unavailable = append(nl.Unavailable, results.Unavailable{Kernel: impl.ISA, Why: impl.Unavailable})
 			continue
 		}
 		worst = math.Max(worst, kernels.FastExpMaxULP(impl.FastExp, kernels.FastExpDomainLo, kernels.FastExpDomainHi))
@@ -196,7 +196,7 @@ func (r *runner) nonlinearSection(ctx context.Context) (*results.Nonlinear, erro
 				return nil, err
 			}
 			nl.Points = append(nl.Points, p)
-			desc := fmt.Sprintf("nonlinear %s %s", spec.kernel, impl.Backend)
+			desc := fmt.Sprintf("nonlinear %s %s", spec.kernel, impl.ISA)
 			if spec.row > 0 {
 				desc += fmt.Sprintf(" row %d", spec.row)
 			}
@@ -213,7 +213,7 @@ func availableBackends(impls []kernels.NonlinearImpl) string {
 			if s != "" {
 				s += ", "
 			}
-			s += m.Backend
+			s += m.ISA
 		}
 	}
 	return s

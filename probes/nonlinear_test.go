@@ -35,7 +35,7 @@ func TestNonlinearSection(t *testing.T) {
 	want := 0
 	for _, m := range kernels.NonlinearImpls() {
 		if m.Unavailable == "" {
-			backends[m.Backend] = true
+			backends[m.ISA] = true
 			want += len(nonlinearSpecs())
 		}
 	}
