@@ -51,7 +51,7 @@ var rules = map[string]rule{
 	"internal/topotree":     {only: []string{"results", "internal/topology"}, deny: []string{"probes", "reports", "kernels/...", "engine", "models", "roofline"}},
 	"internal/topology":     {only: []string{"results", "internal/cpu"}, deny: []string{"probes", "reports", "kernels/..."}},
 	"kernels":               {only: []string{"internal/cpu", "kernels/registry"}, deny: []string{"probes", "engine", "reports", "roofline"}},
-	"kernels/gemm":          {only: []string{"internal/cpu", "internal/amx", "kernels/pool"}},
+	"kernels/gemm":          {only: []string{"internal/cpu", "internal/amx", "kernels/pool", "kernels/registry"}},
 	"kernels/gemm/openblas": {noDoc: true}, // a command, built with -tags openblas
 	"kernels/peak":          {only: []string{"internal/cpu", "internal/amx"}, deny: []string{"probes", "engine", "reports", "roofline"}},
 	"kernels/pool":          {only: []string{"internal/affinity", "internal/split"}, deny: []string{"roofline", "kernels", "kernels/gemm", "probes", "engine", "reports"}},

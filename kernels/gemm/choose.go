@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // Unit is what executes a backend's microkernels (SMEPilot §2: the vector
@@ -30,18 +31,16 @@ func (u Unit) Where() string {
 	return "cores"
 }
 
-// isaOrder ranks the instruction sets of the backends by capability, least
-// first: an ISA ranks above those whose registers are narrower, whose
+// ISARank is the position of isa in the ISA capability order of
+// kernels/registry, shared by every kernel family (registry.Order: "go",
+// "neon", "avx2", "avx512", "avx512vnni", "sme", "amx" among gemm's ISAs):
+// an ISA ranks above those whose registers are narrower, whose
 // instructions it extends (avx512vnni: AVX-512 plus VPDPWSSD), or which
 // run on the vector units where it has a matrix unit (sme, amx). Backends
 // of one unit and dtype are chosen by it (Pick), never by the order they
-// are declared in; an ISA missing here ranks below "go" (a test checks
-// that every backend's ISA is listed).
-var isaOrder = []string{"go", "neon", "avx2", "avx512", "avx512vnni", "sme", "amx"}
-
-// ISARank is the position of isa in the capability order (see Pick); -1
-// for an ISA the order does not list.
-func ISARank(isa string) int { return slices.Index(isaOrder, isa) }
+// are declared in; -1 for an ISA the order does not list (the registry
+// refuses to register those).
+func ISARank(isa string) int { return registry.ISARank(isa) }
 
 // dtypeOrder breaks ties between a unit's backends of different dtypes,
 // the most accurate first: fp32, then bf16 weights, then int8 weights and

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cpubench/bench/internal/cpu"
 )
 
 // Fake backend lists: an M4-class arm64 (NEON and SME), the same without
@@ -173,7 +175,7 @@ func TestBackendsDeclareUnit(t *testing.T) {
 			t.Errorf("%s: unit %q", b.Name, b.Unit)
 		}
 		if ISARank(b.ISA) < 0 {
-			t.Errorf("%s: ISA %q not in isaOrder", b.Name, b.ISA)
+			t.Errorf("%s: ISA %q not in the ISA order (kernels/registry)", b.Name, b.ISA)
 		}
 		if (b.ISA == "sme" || b.ISA == "amx") != (b.Unit == MatrixUnit) {
 			t.Errorf("%s: ISA %s on unit %s", b.Name, b.ISA, b.Unit)
@@ -198,4 +200,48 @@ func TestBackendsDeclareUnit(t *testing.T) {
 		t.Errorf("ChoosePair matrix = %s on %s with note %q", p.Matrix.Name, p.Matrix.Unit, p.MatrixNote)
 	}
 	t.Logf("cores = %s; matrix = %s", p.CoresLabel(), p.MatrixLabel())
+}
+
+// TestBestOnIsPick: BestOn, the registry's cached choice with rank, is
+// Pick's rule over Backends(), for every unit and dtype, with all the
+// CPU's features and with AVX-512 (or SVE/SME) and then all SIMD disabled.
+func TestBestOnIsPick(t *testing.T) {
+	check := func(what string) {
+		t.Helper()
+		for _, u := range []Unit{Cores, MatrixUnit} {
+			for _, dt := range append(slices.Clone(dtypeOrder), "", "fp8") {
+				if dt == "" {
+					continue // BestOn takes one dtype; "" is Pick's any
+				}
+				if dt == "fp8" {
+					if _, err := BestOn(u, dt); err == nil || !strings.Contains(err.Error(), `dtype "fp8": unknown`) {
+						t.Errorf("%s: BestOn(%s, fp8) = %v", what, u, err)
+					}
+					continue
+				}
+				want, ok := Pick(Backends(), u, dt)
+				got, err := BestOn(u, dt)
+				if ok != (err == nil) || got.Name != want.Name {
+					t.Errorf("%s: BestOn(%s, %s) = %s, %v; Pick = %s, %v", what, u, dt, got.Name, err, want.Name, ok)
+				}
+				if err == nil && got != want {
+					t.Errorf("%s: BestOn(%s, %s) = %+v, Pick %+v", what, u, dt, got, want)
+				}
+			}
+		}
+	}
+	check("all features")
+	func() {
+		defer cpu.DisableAVX512()()
+		defer cpu.DisableSVE()()
+		check("AVX-512, SVE and SME disabled")
+	}()
+	func() {
+		defer cpu.DisableSIMD()()
+		check("SIMD disabled")
+		if b, _ := Best(FP32); b.Name != "go-fp32" {
+			t.Errorf("SIMD disabled: Best(fp32) = %s", b.Name)
+		}
+	}()
+	check("features restored")
 }

@@ -15,9 +15,11 @@
 //
 // Layout (klauspost/compress style):
 //
-//	gemm.go            Backend, the registry, Blocking, Flops, WeightBytes
-//	choose.go          Unit (cores or matrix unit), the capability order
-//	                   and Pick, ChoosePair: the placements' two backends
+//	gemm.go            Backend, its kernels/registry Registry, Blocking,
+//	                   Flops, WeightBytes
+//	choose.go          Unit (cores or matrix unit), ISARank (the ISA
+//	                   capability order of kernels/registry) and Pick,
+//	                   ChoosePair: the placements' two backends
 //	pack.go            Weights, the panel layouts, QuantizeRows
 //	block.go           Block, BlockUnpacked, Scratch: the loop nest
 //	panels.go          PanelBlock, PackX, PanelBlockPacked: the loop nest
@@ -44,8 +46,10 @@
 //
 // Every backend declares what executes it (Backend.Unit): the cores'
 // vector units (go, AVX2, AVX-512, NEON) or a matrix unit (SME; Intel AMX:
-// amx-bf16, amx-int8). Choices go by unit and by the ISA capability order of
-// choose.go (Pick), never by the order backends are declared in: Best(dt)
+// amx-bf16, amx-int8). Choices go by unit and by the ISA capability order
+// that every kernel family shares (kernels/registry; Pick), never by the
+// order backends are declared in, and BestOn's are cached per CPU feature
+// set: Best(dt)
 // is the cores' best backend of dt, ChoosePair gives placement cores the
 // cores' best fp32 backend and placement matrix the matrix unit's best
 // backend, or a second (bf16) backend on the cores where the CPU has no
@@ -87,8 +91,8 @@
 // multiplies: |y - ref(quantized)| ≤ 2^-22·|ref|.
 //
 // This package imports only internal/cpu, internal/amx (the AMX tile-data
-// permission) and kernels/pool (the worker groups of Run and RunSplit) of
-// bench.
+// permission), kernels/pool (the worker groups of Run and RunSplit) and
+// kernels/registry (the backends' registry and ISA order) of bench.
 package gemm
 
 //go:generate sh -c "cd ../_asm && GOWORK=off go run ./gemm -out ../gemm/kernels_amd64.s"

@@ -2,10 +2,11 @@ package gemm
 
 import (
 	"fmt"
-	"strings"
+	"slices"
 	"sync"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // DType is the precision of the weights: "fp32", "bf16" (fp32 activations,
@@ -24,7 +25,7 @@ const (
 type Backend struct {
 	Name        string // "avx2-fp32", "avx512-bf16", "go-int8", "sme-fp32", ...
 	DType       DType
-	ISA         string // "go", "avx2", "avx512", "avx512vnni", "neon", "sme" (ranked by isaOrder)
+	ISA         string // "go", "avx2", "avx512", "avx512vnni", "neon", "sme", "amx" (ranked by kernels/registry's order)
 	Unit        Unit   // what executes the microkernel: Cores (vector units) or MatrixUnit (SME, AMX)
 	TileM       int    // microkernel register tile: rows of X/Y
 	TileN       int    // microkernel register tile: output columns (rows of W)
@@ -50,8 +51,11 @@ type impl struct {
 	neverRun  string        // Backend.NeverRun
 }
 
-func (im *impl) backend() Backend {
-	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: im.lacks(), NeverRun: im.neverRun}
+func (im *impl) backend() Backend { return im.describe(im.lacks()) }
+
+// describe is the Backend of im with availability unavailable.
+func (im *impl) describe(unavailable string) Backend {
+	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: unavailable, NeverRun: im.neverRun}
 }
 
 func available() string { return "" }
@@ -59,13 +63,34 @@ func available() string { return "" }
 // lacks is cpu.Lacks: "" or "unavailable: CPU lacks F1, F2".
 var lacks = cpu.Lacks
 
-// impls returns every implementation compiled in ("go" first, then the
-// architecture's; the order chooses nothing: see Pick). The list is built
-// once (the engine's attention looks a backend up per tile); availability
-// (impl.lacks) is still evaluated per call.
-var impls = sync.OnceValue(func() []*impl {
-	return append(goImpls(), archImpls()...)
+// rank is a backend's registry.Entry.Rank: within one ISA, the more
+// accurate dtype (fp32, bf16, int8), then the larger register tile, as
+// Pick's rule.
+func rank(dt DType, mr, nr int) int {
+	return (len(dtypeOrder)-slices.Index(dtypeOrder, dt))<<20 + min(mr*nr, 1<<20-1)
+}
+
+// backends is the registry of every implementation compiled in ("go"
+// first, then the architecture's; the order chooses nothing: see Pick),
+// built once (the engine's attention looks a backend up per tile);
+// availability (impl.lacks) is still evaluated per call, and BestOn's
+// choices are cached per CPU feature set.
+var backends = sync.OnceValue(func() *registry.Registry[*impl] {
+	r := registry.New[*impl]("gemm: backend")
+	for _, im := range append(goImpls(), archImpls()...) {
+		r.Register(registry.Entry[*impl]{Name: im.name, ISA: im.isa, Lacks: im.lacks, Rank: rank(im.dt, im.mr, im.nr), Value: im})
+	}
+	return r
 })
+
+// impls returns every implementation compiled in, in registration order.
+func impls() []*impl {
+	var out []*impl
+	for _, e := range backends().All() {
+		out = append(out, e.Value)
+	}
+	return out
+}
 
 // Backends returns every backend compiled in for GOARCH (the "go" ones
 // first; the order means nothing, Pick chooses by capability), with
@@ -87,42 +112,39 @@ func Backends() []Backend {
 func Best(dt DType) (Backend, error) { return BestOn(Cores, dt) }
 
 // BestOn returns the most capable backend of dt executed by u available
-// now (Pick's rule), or an error naming the unit and dtype.
+// now (Pick's rule, which is the registry's order with rank), chosen once
+// per CPU feature set, or an error naming the unit and dtype.
 func BestOn(u Unit, dt DType) (Backend, error) {
-	b, ok := Pick(Backends(), u, dt)
-	if !ok {
+	e, err := backends().BestWhere(string(u)+"/"+string(dt), func(e registry.Entry[*impl]) bool {
+		return e.Value.unit == u && e.Value.dt == dt
+	})
+	if err != nil {
 		if WeightBytes(dt, 1, 1) == 0 {
 			return Backend{}, fmt.Errorf("gemm: dtype %q: unknown (want fp32, bf16, int8)", dt)
 		}
 		return Backend{}, fmt.Errorf("gemm: no %s backend on the %s available (%s)", dt, u.Where(), availableNames(Backends(), u, dt))
 	}
-	return b, nil
+	return e.Value.describe(""), nil
 }
 
 // BackendByName returns the backend called name, or an error naming it and
-// saying why it cannot be used.
+// saying why it cannot be used (unknown: the backends compiled in;
+// unavailable: the backends available).
 func BackendByName(name string) (Backend, error) {
 	im, err := lookup(name)
 	if err != nil {
 		return Backend{}, err
 	}
-	return im.backend(), nil
+	return im.describe(""), nil
 }
 
 // lookup returns the implementation of a usable backend.
 func lookup(name string) (*impl, error) {
-	var names []string
-	for _, im := range impls() {
-		names = append(names, im.name)
-		if im.name != name {
-			continue
-		}
-		if u := im.lacks(); u != "" {
-			return nil, fmt.Errorf("gemm: backend %q: %s", name, u)
-		}
-		return im, nil
+	e, err := backends().ByName(name)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("gemm: backend %q: unknown in this build (have %s)", name, strings.Join(names, ", "))
+	return e.Value, nil
 }
 
 // Blocking is the BLIS loop nest's cache blocking, in elements: NC columns
