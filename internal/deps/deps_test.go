@@ -53,7 +53,7 @@ var rules = map[string]rule{
 	"kernels":               {only: []string{"internal/cpu", "kernels/registry"}, deny: []string{"probes", "engine", "reports", "roofline"}},
 	"kernels/gemm":          {only: []string{"internal/cpu", "internal/amx", "kernels/pool", "kernels/registry"}},
 	"kernels/gemm/openblas": {noDoc: true}, // a command, built with -tags openblas
-	"kernels/peak":          {only: []string{"internal/cpu", "internal/amx"}, deny: []string{"probes", "engine", "reports", "roofline"}},
+	"kernels/peak":          {only: []string{"internal/cpu", "internal/amx", "kernels/registry"}, deny: []string{"probes", "engine", "reports", "roofline"}},
 	"kernels/pool":          {only: []string{"internal/affinity", "internal/split"}, deny: []string{"roofline", "kernels", "kernels/gemm", "probes", "engine", "reports"}},
 	"kernels/quant":         {only: []string{"internal/cpu"}},
 	"kernels/registry":      {only: []string{"internal/cpu"}, deny: []string{"kernels", "kernels/gemm", "kernels/peak", "probes", "engine"}},

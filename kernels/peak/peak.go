@@ -3,8 +3,10 @@ package peak
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // Kernel is one compute-ceiling loop.
@@ -43,21 +45,40 @@ type Kernel struct {
 	OpsPerIter int64
 }
 
+// build makes a registered loop's Kernel for microarchitecture m (its
+// IPC), with availability evaluated now.
+type build func(m Microarch) Kernel
+
+// kernelRegistry is the registry of the loops compiled in for GOARCH, by name
+// (registration order is Kernels' order; they are all measured, none is
+// chosen over another), built on first use.
+var kernelRegistry = sync.OnceValue(func() *registry.Registry[build] {
+	r := registry.New[build]("peak: kernel")
+	for _, e := range archKernels() {
+		r.Register(e)
+	}
+	return r
+})
+
 // Kernels returns every compute kernel compiled in for GOARCH, with
 // availability and IPC evaluated now.
 func Kernels() []Kernel {
-	return archKernels(DetectMicroarch())
+	m := DetectMicroarch()
+	var out []Kernel
+	for _, e := range kernelRegistry().All() {
+		out = append(out, e.Value(m))
+	}
+	return out
 }
 
 // KernelByName returns the kernel named name and whether it exists in this
 // build (it may still be unavailable).
 func KernelByName(name string) (Kernel, bool) {
-	for _, k := range Kernels() {
-		if k.Name == name {
-			return k, true
-		}
+	e, ok := kernelRegistry().Lookup(name)
+	if !ok {
+		return Kernel{}, false
 	}
-	return Kernel{}, false
+	return e.Value(DetectMicroarch()), true
 }
 
 // AddChainLen is the number of dependent adds per iteration of AddChain.

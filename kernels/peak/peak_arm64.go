@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cpubench/bench/internal/cpu"
+	"github.com/cpubench/bench/kernels/registry"
 )
 
 // The loops below are hand-written in peak_arm64.s. The NEON and SVE loops
@@ -337,12 +338,17 @@ func smopaSelfTest(a armLoop) string {
 	return smopaCheck.reason
 }
 
-// archKernels: IPC is 0 (unknown) for every arm64 loop until ipc.go has an
-// Arm table.
-func archKernels(Microarch) []Kernel {
-	var out []Kernel
-	for _, a := range armLoops() {
-		out = append(out, a.kernel())
+// archKernels registers each loop of armLoops by name: its availability
+// and its Kernel come from armLoops evaluated at the call (the SVE and
+// streaming vector lengths, read only where the CPU has SVE or SME, decide
+// both). IPC is 0 (unknown) for every arm64 loop until ipc.go has an Arm
+// table.
+func archKernels() []registry.Entry[build] {
+	var out []registry.Entry[build]
+	for i, a := range armLoops() {
+		out = append(out, registry.Entry[build]{Name: a.name, ISA: a.isa,
+			Lacks: func() string { return armLoops()[i].unavailable },
+			Value: func(Microarch) Kernel { return armLoops()[i].kernel() }})
 	}
 	return out
 }

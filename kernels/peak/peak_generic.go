@@ -2,10 +2,11 @@
 
 package peak
 
-// archKernels: no assembly in this build (tag purego, or a GOARCH without
-// compute kernels yet: arm64 NEON/SVE/SME are still to come), so no
-// compute ceilings.
-func archKernels(Microarch) []Kernel { return nil }
+import "github.com/cpubench/bench/kernels/registry"
+
+// archKernels: no assembly in this build (tag purego, or a GOARCH other
+// than amd64 and arm64), so no compute ceilings.
+func archKernels() []registry.Entry[build] { return nil }
 
 func wideKernel(string) (Kernel, bool) { return Kernel{}, false }
 
