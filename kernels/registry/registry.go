@@ -75,10 +75,12 @@ type Registry[T any] struct {
 	cache   atomic.Pointer[choices[T]]
 }
 
-// choices are the cached Best and BestWhere results for one feature set.
+// choices are the cached Best and BestWhere results for one feature set:
+// Best's in top (the hot path: no map lookup), BestWhere's by key.
 type choices[T any] struct {
 	x86  cpu.X86Features
 	arm  cpu.ARM64Features
+	top  *choice[T]
 	best map[string]choice[T]
 }
 
@@ -191,7 +193,10 @@ func (r *Registry[T]) BestWhere(key string, fit func(Entry[T]) bool) (Entry[T], 
 
 func (r *Registry[T]) best(key string, fit func(Entry[T]) bool) (Entry[T], error) {
 	if c := r.cache.Load(); c != nil && c.x86 == cpu.X86 && c.arm == cpu.ARM64 {
-		if ch, ok := c.best[key]; ok {
+		if key == "" && c.top != nil {
+			return c.top.e, c.top.err
+		}
+		if ch, ok := c.best[key]; ok && key != "" {
 			return ch.e, ch.err
 		}
 	}
@@ -202,11 +207,16 @@ func (r *Registry[T]) best(key string, fit func(Entry[T]) bool) (Entry[T], error
 	c := r.cache.Load()
 	next := &choices[T]{x86: x86, arm: arm, best: map[string]choice[T]{}}
 	if c != nil && c.x86 == x86 && c.arm == arm {
+		next.top = c.top
 		for k, v := range c.best {
 			next.best[k] = v
 		}
 	}
-	next.best[key] = ch
+	if key == "" {
+		next.top = &ch
+	} else {
+		next.best[key] = ch
+	}
 	r.cache.Store(next)
 	return ch.e, ch.err
 }

@@ -3,6 +3,7 @@ package registry
 import (
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/cpubench/bench/internal/cpu"
@@ -210,5 +211,49 @@ func TestRegisterRefuses(t *testing.T) {
 			}()
 			r.Register(c.e)
 		})
+	}
+}
+
+// Best, BestWhere, ByName and All from several goroutines at once, as the
+// engine's workers call kernels' package-level functions (run with -race).
+func TestConcurrent(t *testing.T) {
+	r := New[int]("test: isa")
+	r.Register(Entry[int]{Name: "go", ISA: "go", Value: 1})
+	r.Register(Entry[int]{Name: "avx2", ISA: "avx2", Value: 2})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				if e, err := r.Best(); err != nil || e.Value != 2 {
+					t.Errorf("goroutine %d: Best = %+v, %v", g, e, err)
+					return
+				}
+				key := []string{"go", "avx2"}[i%2]
+				if e, err := r.BestWhere(key, func(e Entry[int]) bool { return e.Name == key }); err != nil || e.Name != key {
+					t.Errorf("goroutine %d: BestWhere(%s) = %+v, %v", g, key, e, err)
+					return
+				}
+				if _, err := r.ByName("go"); err != nil || len(r.All()) != 2 {
+					t.Errorf("goroutine %d: ByName(go) = %v, All %d", g, err, len(r.All()))
+					return
+				}
+				if i%50 == 0 {
+					r.Reset()
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkBest is the cached choice, what kernels' package-level
+// functions pay per call.
+func BenchmarkBest(b *testing.B) {
+	r := New[int]("bench: isa")
+	r.Register(Entry[int]{Name: "go", ISA: "go"})
+	r.Register(Entry[int]{Name: "avx2", ISA: "avx2", Lacks: func() string { return cpu.Lacks("AVX2", cpu.X86.HasAVX2) }})
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Best()
 	}
 }
