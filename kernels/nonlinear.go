@@ -104,7 +104,8 @@ func sameLen(name, backend string, a, b int) {
 	}
 }
 
-func newNonlinearImpl(backend, unavailable string, k *nlKernels) NonlinearImpl {
+func newNonlinearImpl(isa, unavailable string, k *nlKernels) NonlinearImpl {
+	backend := isa // named in the panics: "kernels: Exp (avx512): ..."
 	unary := func(name string, f func(dst, src []float32)) func(dst, src []float32) {
 		return func(dst, src []float32) {
 			sameLen(name, backend, len(dst), len(src))
@@ -112,7 +113,7 @@ func newNonlinearImpl(backend, unavailable string, k *nlKernels) NonlinearImpl {
 		}
 	}
 	return NonlinearImpl{
-		ISA:         backend,
+		ISA:         isa,
 		Unavailable: unavailable,
 		Exp:         unary("Exp", k.exp),
 		FastExp:     unary("FastExp", k.fastExp),
@@ -217,8 +218,9 @@ func bestNLEntry() registry.Entry[*nlKernels] {
 func bestNL() *nlKernels { return bestNLEntry().Value }
 
 // The package-level functions below are what the engine calls: each picks
-// the best implementation available at the time of the call (a few flag
-// reads, no allocation) and checks lengths as NonlinearImpl does.
+// the best implementation available at the time of the call (the
+// registry's cached choice: a comparison of the CPU features, no
+// allocation) and checks lengths as NonlinearImpl does.
 
 // Exp sets dst[i] = e^src[i] within 2 ULP; see NonlinearImpl.Exp.
 func Exp(dst, src []float32) {

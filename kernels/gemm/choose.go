@@ -66,18 +66,14 @@ func Pick(bs []Backend, u Unit, dt DType) (Backend, bool) {
 	return best, ok
 }
 
-// better reports whether a ranks above b by Pick's rule.
-func better(a, b Backend) bool {
-	if ra, rb := ISARank(a.ISA), ISARank(b.ISA); ra != rb {
-		return ra > rb
-	}
-	if da, db := slices.Index(dtypeOrder, a.DType), slices.Index(dtypeOrder, b.DType); da != db {
-		return da < db
-	}
-	if ta, tb := a.TileM*a.TileN, b.TileM*b.TileN; ta != tb {
-		return ta > tb
-	}
-	return a.Name < b.Name
+// better reports whether a ranks above b by Pick's rule, which is the
+// registry's (registry.Better) with rank: the ISA, then the dtype, the
+// register tile, the name.
+func better(a, b Backend) bool { return registry.Better(rankEntry(a), rankEntry(b)) }
+
+// rankEntry is what registry.Better compares of b.
+func rankEntry(b Backend) registry.Entry[struct{}] {
+	return registry.Entry[struct{}]{Name: b.Name, ISA: b.ISA, Rank: rank(b.DType, b.TileM, b.TileN)}
 }
 
 // Pair is the two backends of the engine's placements (SMEPilot §4.1):
