@@ -1,5 +1,7 @@
 package kernels
 
+import "github.com/cpubench/bench/kernels/registry"
+
 //go:generate sh -c "cd _asm && GOWORK=off go run ./readpf -out ../readpf_amd64.s"
 
 // ReadPFAhead is how far ahead of its loads ReadPF prefetches, in bytes
@@ -18,7 +20,33 @@ func ReadPF(x []float64) float64 { return readPF(x, ReadPFAhead) }
 
 // ReadPFISA is the implementation ReadPF runs now: "avx2" or "go" (no
 // prefetch: Go has no prefetch instruction).
-func ReadPFISA() string { return readPFISA() }
+func ReadPFISA() string { return bestReadPF().ISA }
+
+// readPFFunc is one implementation of ReadPF with a prefetch distance.
+type readPFFunc func(x []float64, ahead int) float64
+
+// readPFRegistry holds ReadPF's implementations: "go", then the
+// architecture's (readPFImpls).
+var readPFRegistry = func() *registry.Registry[readPFFunc] {
+	r := registry.New[readPFFunc]("kernels: readpf isa")
+	r.Register(registry.Entry[readPFFunc]{Name: "go", ISA: "go", Value: readPFGo})
+	for _, e := range readPFImpls() {
+		r.Register(e)
+	}
+	return r
+}()
+
+// bestReadPF is the registry's cached choice ("go" always qualifies).
+func bestReadPF() registry.Entry[readPFFunc] {
+	e, err := readPFRegistry.Best()
+	if err != nil { // unreachable: "go" is always available
+		e, _ = readPFRegistry.Lookup("go")
+	}
+	return e
+}
+
+// readPF runs the best implementation available now.
+func readPF(x []float64, ahead int) float64 { return bestReadPF().Value(x, ahead) }
 
 // readPFGo is the specification of ReadPF: the sum of x in order.
 func readPFGo(x []float64, _ int) float64 {

@@ -2,8 +2,8 @@
 
 package kernels
 
+import "github.com/cpubench/bench/kernels/registry"
+
 // No prefetching read kernel in this build (tag purego, or not amd64):
 // ReadPF is its Go specification.
-func readPF(x []float64, ahead int) float64 { return readPFGo(x, ahead) }
-
-func readPFISA() string { return "go" }
+func readPFImpls() []registry.Entry[readPFFunc] { return nil }
