@@ -102,6 +102,11 @@ type Options struct {
 	// reads into the panel layout inside each call, instead of the K/V
 	// producer writing the cache packed once (kvLayout).
 	KVPackPerCall bool
+	// NoPipeline is the pipeline ablation (SMEPilot §4.2, §5.4): prefill
+	// attention runs each job's stages serially on one worker instead of
+	// pipelining the matrix stage (QKᵀ, P·V) of one worker with the vector
+	// stage (softmax, rescale) of another (attention_pipeline.go).
+	NoPipeline bool
 	// QuantBackend is the kernels/quant backend of quantized weight
 	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
 	QuantBackend string
@@ -315,6 +320,7 @@ func New(w *Weights, o Options) (*Model, error) {
 	if err := m.startPool(o); err != nil {
 		return nil, err
 	}
+	m.Notes = append(m.Notes, m.attentionNotes()...)
 	if m.Quant != nil {
 		m.qacts = make([]quant.Activations, m.pool.Size())
 	}
