@@ -190,7 +190,7 @@ func (m *Model) attentionNotes() []string {
 	be := m.Backend.Name
 	var notes []string
 	if group < attnVecRows {
-		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (kernels.DotRows/AxpyRows, SMEPilot §4.2: low intensity) on every worker, one job per sequence and KV head", group, attnVecRows))
+		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyRows on the packed panels, DotRows and AxpyRows on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows))
 	} else {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, at least %d) runs %s's GEMM microkernels on every worker, serially per job", group, attnVecRows, be))
 	}
@@ -207,7 +207,7 @@ func (m *Model) attentionNotes() []string {
 		if m.Backend.Unit == gemm.MatrixUnit {
 			unit = "the matrix unit"
 		}
-		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs the phase-aware pipeline (SMEPilot §4.2, Fig. 6) on %d pairs: matrix stage (QKᵀ, P·V on %s) on workers %v = %s; vector stage (softmax, rescale) on workers %v",
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs the phase-aware pipeline (SMEPilot §4.2, Fig. 6), pairs of workers: %d; matrix stage (QKᵀ, P·V on %s) on workers %v = %s; vector stage (softmax, rescale) on workers %v",
 			attnRows, group, n/2, be, m.pool.All().Workers()[n-n/2:], unit, m.pool.All().Workers()[:n-n/2]))
 		if n%2 == 1 {
 			notes = append(notes, fmt.Sprintf("attention pipeline: worker %d has no partner and runs prefill jobs serially", m.pool.All().Workers()[n/2]))
