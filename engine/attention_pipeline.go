@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -76,8 +77,10 @@ func (p *attnPair) fail() {
 // attnPipeline runs jobs (claimed in order, dynamically) on the pairs
 // (vec.Workers()[k], mat.Workers()[k]), the pair's buffers from
 // scratch(matrix worker); vector workers without a partner run jobs
-// serially on their own scratch. job(i) fills *j with job i.
-func attnPipeline(ms *pool.Master, vec, mat *pool.Group, n int, scratch func(worker int) *attnScratch, job func(i int, j *attnJob)) error {
+// serially on their own scratch. job(i, ws, j) fills *j with job i for
+// the buffers ws (whose layout its caches must have). Once ctx (nil: none)
+// is done no further job is claimed and its error is returned.
+func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n int, scratch func(worker int) *attnScratch, job func(i int, ws *attnScratch, j *attnJob)) error {
 	vw, mw := vec.Workers(), mat.Workers()
 	if len(vw) < len(mw) {
 		return fmt.Errorf("engine: attention pipeline: %d vector workers for %d matrix workers", len(vw), len(mw))
@@ -88,6 +91,9 @@ func attnPipeline(ms *pool.Master, vec, mat *pool.Group, n int, scratch func(wor
 	}
 	var next atomic.Int64
 	claim := func() int {
+		if ctx != nil && ctx.Err() != nil {
+			return -1
+		}
 		if i := int(next.Add(1) - 1); i < n {
 			return i
 		}
@@ -98,7 +104,7 @@ func attnPipeline(ms *pool.Master, vec, mat *pool.Group, n int, scratch func(wor
 			ws := scratch(vw[local])
 			var j attnJob
 			for i := claim(); i >= 0; i = claim() {
-				job(i, &j)
+				job(i, ws, &j)
 				attend(&j, ws)
 			}
 			return nil
@@ -114,7 +120,7 @@ func attnPipeline(ms *pool.Master, vec, mat *pool.Group, n int, scratch func(wor
 				p.posted.Add(1)
 				return nil
 			}
-			job(i, &j)
+			job(i, ws, &j)
 			if !ws.begin(&j) {
 				continue
 			}
@@ -146,7 +152,7 @@ func attnPipeline(ms *pool.Master, vec, mat *pool.Group, n int, scratch func(wor
 			if i < 0 {
 				return nil
 			}
-			job(int(i), &j)
+			job(int(i), ws, &j)
 			nt := int64(len(ws.tiles))
 			ws.qkTile(&j, 0, 0)
 			p.scored.Store(1)
@@ -161,8 +167,13 @@ func attnPipeline(ms *pool.Master, vec, mat *pool.Group, n int, scratch func(wor
 			}
 		}
 	}
-	_, err := ms.RunGroups(pool.Task{Group: vec, F: vecSide}, pool.Task{Group: mat, F: matSide})
-	return err
+	if _, err := ms.RunGroups(pool.Task{Group: vec, F: vecSide}, pool.Task{Group: mat, F: matSide}); err != nil {
+		return err
+	}
+	if ctx != nil {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // attnGroups cuts the pool into the pipeline's vector group (the first

@@ -82,8 +82,8 @@ func TestAttentionPipeline(t *testing.T) {
 									units = append(units, unit{max(r1-attnRows, 0), r1, h})
 								}
 							}
-							jobFor := func(out []float32) func(i int, j *attnJob) {
-								return func(i int, j *attnJob) {
+							jobFor := func(out []float32) func(i int, _ *attnScratch, j *attnJob) {
+								return func(i int, _ *attnScratch, j *attnJob) {
 									u := units[i]
 									*j = attnJob{out: out, q: q, ldq: ldq, kc: kc, vc: vc, r0: u.r0, r1: u.r1, pos0: sh.pos0, kvHead: u.h, group: group, scale: scale, window: sh.window}
 								}
@@ -93,7 +93,7 @@ func TestAttentionPipeline(t *testing.T) {
 							job := jobFor(serial)
 							for i := range units {
 								var j attnJob
-								job(i, &j)
+								job(i, ws, &j)
 								attend(&j, ws)
 							}
 							scr := make([]*attnScratch, workers)
@@ -101,7 +101,7 @@ func TestAttentionPipeline(t *testing.T) {
 								scr[w] = newAttnScratch(be, lay, group)
 							}
 							err := p.Do(func(ms *pool.Master) error {
-								return attnPipeline(ms, gs[0], gs[1], len(units), func(w int) *attnScratch { return scr[w] }, jobFor(piped))
+								return attnPipeline(nil, ms, gs[0], gs[1], len(units), func(w int) *attnScratch { return scr[w] }, jobFor(piped))
 							})
 							if err != nil {
 								t.Fatal(err)

@@ -531,7 +531,7 @@ func attnUnits(segs []segment, kvHeads int) []attnUnit {
 func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []segment, units []attnUnit, group int, scale float32) error {
 	c := b.m.Config
 	qd := c.QDim()
-	job := func(i int, j *attnJob) {
+	job := func(i int, _ *attnScratch, j *attnJob) {
 		u := units[i]
 		sg := segs[u.seg]
 		sl := &b.slots[sg.slot]
@@ -540,12 +540,12 @@ func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []s
 			r0: u.r0 - sg.r0, r1: u.r1 - sg.r0, pos0: sg.pos0, kvHead: u.kvh, group: group, scale: scale, window: c.SlidingWindow}
 	}
 	if p == 0 && b.vecG != nil {
-		return attnPipeline(ms, b.vecG, b.matG, len(units), func(w int) *attnScratch { return b.attnWS[w] }, job)
+		return attnPipeline(nil, ms, b.vecG, b.matG, len(units), func(w int) *attnScratch { return b.attnWS[w] }, job)
 	}
 	var j attnJob
 	if len(units) == 1 || b.m.all.Size() == 1 {
 		for i := range units {
-			job(i, &j)
+			job(i, nil, &j)
 			attend(&j, b.attnWS[ms.Worker()])
 		}
 		return nil
@@ -560,7 +560,7 @@ func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []s
 			if i >= len(units) {
 				return nil
 			}
-			job(i, &j)
+			job(i, nil, &j)
 			attend(&j, b.attnWS[w])
 		}
 	})
