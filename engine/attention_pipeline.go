@@ -226,3 +226,14 @@ func (m *Model) attentionNotes() []string {
 	}
 	return notes
 }
+
+// AttentionTile is the KV positions per attention tile on backend b:
+// attnTile rounded down to a multiple of its panel width (kvLayout.tile).
+func AttentionTile(b gemm.Backend) int {
+	nr := max(b.TileN, 1)
+	return max(nr, attnTile/nr*nr)
+}
+
+// AttentionRows is the query rows of one prefill attention job (per KV
+// head; its GQA heads share the job's tiles).
+const AttentionRows = attnRows
