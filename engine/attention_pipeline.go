@@ -41,14 +41,14 @@ import (
 
 // attnPair is one pipeline pair's shared state.
 type attnPair struct {
-	ws     *attnScratch  // the job's buffers, the matrix worker's (its backend's panels)
-	unit   atomic.Int64  // the posted job's index, -1: no more
-	posted atomic.Int64  // jobs posted by the vector worker
-	scored atomic.Int64  // tiles of the posted job through QKᵀ
-	probs  atomic.Int64  // tiles through the softmax and the rescale
-	added  atomic.Int64  // tiles through P·V
-	failed atomic.Bool   // one side panicked: the other stops waiting
-	_      [64 - 8]uint8 // keep pairs' counters off each other's cache lines
+	ws     *attnScratch // the job's buffers, the matrix worker's (its backend's panels)
+	unit   atomic.Int64 // the posted job's index, -1: no more
+	posted atomic.Int64 // jobs posted by the vector worker
+	scored atomic.Int64 // tiles of the posted job through QKᵀ
+	probs  atomic.Int64 // tiles through the softmax and the rescale
+	added  atomic.Int64 // tiles through P·V
+	failed atomic.Bool  // one side panicked: the other stops waiting
+	_      [64]byte     // keep consecutive pairs' counters off each other's cache lines
 }
 
 // waitFor spins until c reaches n, yielding the processor between polls

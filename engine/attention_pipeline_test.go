@@ -48,7 +48,9 @@ func TestAttentionPipeline(t *testing.T) {
 	type shape struct {
 		T, pos0, window int
 	}
-	shapes := []shape{{300, 0, 0}, {300, 0, 37}, {261, 0, attnTile}, {150, 60, 0}, {150, 60, 200}, {40, 0, 0}}
+	// The last two: 3 rows × 2 heads, fewer than attnVecRows: the vector
+	// kernels' stages in the pipeline.
+	shapes := []shape{{300, 0, 0}, {300, 0, 37}, {261, 0, attnTile}, {150, 60, 0}, {150, 60, 200}, {40, 0, 0}, {3, 200, 0}, {3, 200, 70}}
 	for _, workers := range []int{2, 3} {
 		p := testPool(t, workers)
 		gs, err := p.Groups(workers-workers/2, workers/2)
