@@ -237,3 +237,15 @@ func AttentionTile(b gemm.Backend) int {
 // AttentionRows is the query rows of one prefill attention job (per KV
 // head; its GQA heads share the job's tiles).
 const AttentionRows = attnRows
+
+// AttentionKernels is the planner's choice of tile kernels for an
+// attention job of rows query rows per KV head with group query heads
+// each (attnVecRows): "vector" (kernels.DotRows/AxpyRows per query row,
+// SMEPilot §4.2's choice for low intensity) below attnVecRows query rows,
+// else "gemm" (the backend's microkernels on the panels).
+func AttentionKernels(rows, group int) string {
+	if rows*group < attnVecRows {
+		return "vector"
+	}
+	return "gemm"
+}

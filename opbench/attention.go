@@ -66,6 +66,11 @@ type AttentionPoint struct {
 	// worker, SMEPilot §4.2, Fig. 6: engine.AttentionBench.PrefillPipelined)
 	// or "serial" (every worker runs whole jobs; decode always).
 	Schedule string `json:"schedule"`
+	// Kernels is the planner's tile kernels for the point's jobs
+	// (engine.AttentionKernels): "vector" (DotRows/AxpyRows), "gemm" (the
+	// backend's microkernels) or "gemm+vector" where a short last block
+	// of rows falls below the threshold.
+	Kernels string `json:"kernels"`
 	// Backends are the fp32 backends the workers ran ("avx2-fp32", or
 	// "avx2-fp32+sme-fp32" for mixed: cores group + matrix group).
 	Backends string `json:"backends"`
@@ -419,6 +424,18 @@ func joinSemi(s []string) string {
 // above attendBlock's fp32 bound (about 1e-6), far below a wrong kernel's.
 const maxAttentionError = 1e-4
 
+// jobKernels is the tile kernels of the jobs of width query rows per
+// sequence (blocks of engine.AttentionRows, the last one shorter).
+func jobKernels(width, group int) string {
+	full := engine.AttentionKernels(min(width, engine.AttentionRows), group)
+	if r := width % engine.AttentionRows; width > engine.AttentionRows && r != 0 {
+		if last := engine.AttentionKernels(r, group); last != full {
+			return full + "+" + last
+		}
+	}
+	return full
+}
+
 // The schedules of AttentionPoint.Schedule.
 const (
 	SchedulePipelined = "pipelined"
@@ -429,6 +446,7 @@ const (
 // the workers' backends).
 func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 	coresBackend := ws[0].Name
+	pt.Kernels = jobKernels(pt.Width, c.Arch.Heads/c.Arch.KVHeads)
 	pt.GFLOPS = rates(pt.Seconds, pt.FLOPs, 1e-9)
 	med := pt.Seconds.Median
 	if pt.KVBytes > 0 && med > 0 {

@@ -95,8 +95,10 @@ func TestRunAttention(t *testing.T) {
 		}
 		for _, p := range r.Points {
 			if p.Phase == "prefill" && (p.Schedule != SchedulePipelined && p.Schedule != ScheduleSerial || !(p.PredictedMatrixSeconds > 0) || !(p.PredictedVectorSeconds > 0)) ||
-				p.Phase == "decode" && p.Schedule != ScheduleSerial {
-				t.Errorf("%s %s context %d: schedule %q, predicted stages %g, %g", p.Phase, p.Placement, p.Context, p.Schedule, p.PredictedMatrixSeconds, p.PredictedVectorSeconds)
+				p.Phase == "decode" && p.Schedule != ScheduleSerial ||
+				p.Phase == "decode" && p.Width == 2 && p.Kernels != "vector" || p.Phase == "decode" && p.Width == 33 && p.Kernels != "gemm+vector" ||
+				p.Phase == "decode" && p.Width == 1 && p.Kernels != "vector" || p.Phase == "prefill" && p.Kernels != "gemm" {
+				t.Errorf("%s %s context %d width %d: schedule %q, kernels %q, predicted stages %g, %g", p.Phase, p.Placement, p.Context, p.Width, p.Schedule, p.Kernels, p.PredictedMatrixSeconds, p.PredictedVectorSeconds)
 			}
 		}
 		if l := r.PipelineLines(); len(l) != 3*2 || !strings.Contains(l[0], "pipeline speedup") || !strings.Contains(l[0], "predicted pipelined") {

@@ -128,13 +128,13 @@ func f2(x float64) string {
 // prediction columns refer to ([n]).
 func (r *AttentionReport) Table() (header []string, rows [][]string, notes []string) {
 	ref := footnotes(&notes)
-	header = []string{"phase", "placement", "schedule", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "pred. matrix stage ms", "pred. vector stage ms", "measured/predicted", "fraction", "max rel. error"}
+	header = []string{"phase", "placement", "schedule", "kernels", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "pred. matrix stage ms", "pred. vector stage ms", "measured/predicted", "fraction", "max rel. error"}
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 {
 			ratio = strings.TrimSpace(fmt.Sprintf("%.2f %s", p.Seconds.Median/p.PredictedSeconds, ref(p.PredictionNote)))
 		}
-		rows = append(rows, []string{p.Phase, p.Placement, p.Schedule, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
+		rows = append(rows, []string{p.Phase, p.Placement, p.Schedule, p.Kernels, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
 			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
 			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ms(p.PredictedMatrixSeconds), ms(p.PredictedVectorSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
 			fmt.Sprintf("%.1e", p.MaxRelError)})

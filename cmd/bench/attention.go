@@ -68,7 +68,10 @@ worker runs the softmax and rescale of tile i; without a matrix unit the
 matrix group is a second group of cores, as the output says) and serial
 (every worker runs whole jobs: the pipeline ablation), side by side in
 the table, the figure and the pipeline lines (speedup measured and
-predicted). --ablate pipeline measures the serial schedule only.
+predicted). --ablate pipeline measures the serial schedule only. The
+kernels column is the planner's choice per shape: vector (DotRows/AxpyRows
+per query row, for jobs of fewer than 8 query rows: decode) or gemm (the
+backend's microkernels on the panels).
 
 Per figure: median, min and max of --reps repetitions of at least --rep-ms
 after a warm-up, GFLOP/s (4·head dim FLOPs per query head and causal
