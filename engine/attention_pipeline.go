@@ -26,13 +26,13 @@ import (
 // tile the two sides meet twice, so the pipeline's time is, per tile, the
 // longer of the matrix stage (QKᵀ + P·V) and the vector stage (softmax +
 // rescale), not their sum, plus one tile's stage to fill and drain per
-// job (roofline.AttentionStages).
+// job (roofline.PredictAttention).
 //
 // The matrix group is the second half of the workers (as the mixed
-// placement cuts them) running the attention backend (the one the KV
-// cache is packed for, on the cores: kernels/gemm's fp32 backends). On a
-// CPU without a matrix unit it is a second group of cores, which the
-// run's notes say. With one worker there is no pair and the pipeline
+// placement cuts them) running the attention backend (attnBackend, the
+// one the KV cache is packed for: the matrix placement's backend where it
+// is fp32, e.g. sme-fp32, else the cores' fp32 backend). On a CPU without
+// a matrix unit it is a second group of cores, which the run's notes say. With one worker there is no pair and the pipeline
 // degenerates to the serial schedule (attend); an odd worker out runs
 // jobs serially beside the pairs. The pipeline ablation
 // (Options.NoPipeline, `--ablate pipeline`) runs the same jobs serially
@@ -198,7 +198,8 @@ func (m *Model) attentionNotes() []string {
 	c := m.Config
 	group := c.Heads / max(c.KVHeads, 1)
 	n := m.pool.Size()
-	be := m.Backend.Name
+	abe := m.attnBackend()
+	be := abe.Name
 	var notes []string
 	if group < attnVecRows {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyRows on the packed panels, DotRows and AxpyRows on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows))
@@ -215,7 +216,7 @@ func (m *Model) attentionNotes() []string {
 		notes = append(notes, fmt.Sprintf("attention plan: prefill runs serially on %s: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule", be))
 	default:
 		unit := "a second group of cores: this CPU's attention backend has no matrix unit"
-		if m.Backend.Unit == gemm.MatrixUnit {
+		if abe.Unit == gemm.MatrixUnit {
 			unit = "the matrix unit"
 		}
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs the phase-aware pipeline (SMEPilot §4.2, Fig. 6), pairs of workers: %d; matrix stage (QKᵀ, P·V on %s) on workers %v = %s; vector stage (softmax, rescale) on workers %v",
@@ -248,4 +249,17 @@ func AttentionKernels(rows, group int) string {
 		return "vector"
 	}
 	return "gemm"
+}
+
+// attnBackend is the gemm backend of attention's tile products, whose
+// panels the KV cache is packed in: the matrix target's backend where the
+// placement has one (matrix, mixed, auto) and it computes fp32 (the cache
+// is fp32), e.g. sme-fp32 on a CPU with SME, so that the pipeline's
+// matrix stage runs on the matrix unit (SMEPilot §4.2); else the cores'
+// fp32 backend (Model.Backend).
+func (m *Model) attnBackend() gemm.Backend {
+	if mb := m.Matrix; mb != nil && mb.DType == gemm.FP32 && mb.Unavailable == "" {
+		return *mb
+	}
+	return m.Backend
 }

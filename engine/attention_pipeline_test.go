@@ -363,3 +363,44 @@ func TestSlidingWindowConfig(t *testing.T) {
 		t.Errorf("Validate with window -1: %v", err)
 	}
 }
+
+// TestAttentionBackend: attention runs the matrix placement's backend
+// where it computes fp32 (its panels in the KV cache), else the cores';
+// the logits stay within refTol of the reference either way.
+func TestAttentionBackend(t *testing.T) {
+	c := Config{Name: "gqa2", Dim: 32, Intermediate: 40, Layers: 1, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 64,
+		RoPETheta: 1e4, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6}
+	w := refWeights(c, 3)
+	toks := []int{1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 2, 4}
+	want, _ := refForward(w, toks)
+	for _, o := range []Options{{Placement: PlaceMatrix, MatrixBackend: "go-fp32"}, {Placement: PlaceCores}} {
+		m, err := New(w, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := m.NewBatch(1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantBe := m.Backend.Name
+		if o.MatrixBackend != "" {
+			wantBe = o.MatrixBackend
+		}
+		if got := b.attnWS[0].be; got.Name != wantBe || b.kv.nr != max(got.TileN, 1) {
+			t.Errorf("%+v: attention backend %s (panel width %d), want %s", o, got.Name, b.kv.nr, wantBe)
+		}
+		l, err := b.PrefillAll(0, toks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range toks {
+			ref, sc := want[p], refScale(want[p])
+			for j, g := range l[p*c.Vocab : (p+1)*c.Vocab] {
+				if e := math.Abs(float64(g) - ref[j]); !(e <= refTol*sc) {
+					t.Fatalf("%+v: position %d logit %d: %v, want %v", o, p, j, g, ref[j])
+				}
+			}
+		}
+		m.Close()
+	}
+}

@@ -67,7 +67,8 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	// Every slot's KV cache (allocated on first use, but a batch is made
 	// to be used), the slot table and the RoPE table, before any of it.
 	packed := !m.opts.KVPackPerCall
-	need := kvSlotBytes(c, max(m.Backend.TileN, 1), maxSeq, packed).Times(n).
+	abe := m.attnBackend()
+	need := kvSlotBytes(c, max(abe.TileN, 1), maxSeq, packed).Times(n).
 		Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
 	if err := memlimit.Check(fmt.Sprintf("engine: model %s: %d slots' KV caches of %d positions", c.Name, n, maxSeq), need); err != nil {
 		return nil, err
@@ -77,10 +78,10 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
 	}
 	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
-		kv:     newKVLayout(m.Backend, c.KVHeads, c.HeadDim, maxSeq, packed),
+		kv:     newKVLayout(abe, c.KVHeads, c.HeadDim, maxSeq, packed),
 		attnWS: make([]*attnScratch, m.pool.Size())}
 	for i := range b.attnWS {
-		b.attnWS[i] = newAttnScratch(m.Backend, b.kv, c.Heads/c.KVHeads)
+		b.attnWS[i] = newAttnScratch(abe, b.kv, c.Heads/c.KVHeads)
 	}
 	if b.vecG, b.matG, err = m.attnGroups(); err != nil {
 		return nil, err

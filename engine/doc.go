@@ -56,7 +56,9 @@
 //     §4.3, Fig. 7), and attention is a tiled, online-softmax (flash-style)
 //     causal GQA kernel with mask-aware tiles (causal and
 //     Config.SlidingWindow) whose QKᵀ and P·V tiles run gemm.PanelBlock on
-//     those panels in place, or kernels.DotRows/AxpyRows per row for the
+//     those panels in place (the matrix placement's backend where it
+//     computes fp32, e.g. sme-fp32, else the cores' fp32 backend: the
+//     cache is packed for it), or kernels.DotRows/AxpyRows per row for the
 //     few query rows of decode (attention.go), in jobs of (query rows, KV
 //     head); prefill runs SMEPilot §4.2's phase-aware pipeline (Fig. 6) on
 //     pairs of workers, a matrix worker's QKᵀ and P·V overlapping a vector
