@@ -182,7 +182,7 @@ func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n 
 // serially: the pipeline ablation, or one worker.
 func (m *Model) attnGroups() (vec, mat *pool.Group, err error) {
 	n := m.pool.Size()
-	if m.opts.NoPipeline || n < 2 {
+	if m.opts.NoPipeline || n < 2 || !m.opts.ForcePipeline && m.attnBackend().Unit != gemm.MatrixUnit {
 		return nil, nil, nil
 	}
 	gs, err := m.pool.Groups(n-n/2, n/2)
@@ -214,6 +214,9 @@ func (m *Model) attentionNotes() []string {
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers (pipeline ablation)", attnRows, group, be, n))
 	case n < 2:
 		notes = append(notes, fmt.Sprintf("attention plan: prefill runs serially on %s: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule", be))
+	case !m.opts.ForcePipeline && abe.Unit != gemm.MatrixUnit:
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
+			"the pipeline (SMEPilot §4.2) needs a matrix unit for its matrix stage, and this CPU's attention backend has none (on a second group of cores each stage gets half the workers: roofline.PredictAttention ≈ 0.5× serial; bench attention measures both)", attnRows, group, be, n))
 	default:
 		unit := "a second group of cores: this CPU's attention backend has no matrix unit"
 		if abe.Unit == gemm.MatrixUnit {

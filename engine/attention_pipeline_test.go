@@ -292,7 +292,7 @@ func TestPipelineLogits(t *testing.T) {
 			}
 			return all
 		}
-		piped := run(Options{})
+		piped := run(Options{ForcePipeline: true})
 		serial := run(Options{NoPipeline: true})
 		for i := range piped {
 			if math.Float32bits(piped[i]) != math.Float32bits(serial[i]) {
@@ -398,6 +398,11 @@ func TestAttentionBackend(t *testing.T) {
 			t.Errorf("%+v: matrix backend %s", o, wantBe)
 		}
 		t.Logf("%s: attention on %s", o.Placement, wantBe)
+		// The pipeline runs by default only with a matrix unit for its
+		// matrix stage (and a second worker).
+		if pipe, want := b.vecG != nil, m.pool.Size() >= 2 && b.attnWS[0].be.Unit == gemm.MatrixUnit; pipe != want {
+			t.Errorf("%+v: pipeline %v on %s (unit %v), want %v", o, pipe, b.attnWS[0].be.Name, b.attnWS[0].be.Unit, want)
+		}
 		if got := b.attnWS[0].be; got.Name != wantBe || b.kv.nr != max(got.TileN, 1) {
 			t.Errorf("%+v: attention backend %s (panel width %d), want %s", o, got.Name, b.kv.nr, wantBe)
 		}

@@ -107,6 +107,13 @@ type Options struct {
 	// pipelining the matrix stage (QKᵀ, P·V) of one worker with the vector
 	// stage (softmax, rescale) of another (attention_pipeline.go).
 	NoPipeline bool
+	// ForcePipeline runs the prefill attention pipeline even where the
+	// attention backend is not a matrix unit. By default the pipeline runs
+	// only when its matrix stage has a matrix unit (SME, AMX) of its own:
+	// on the cores alone it halves each stage's workers, and
+	// roofline.PredictAttention puts it at about half the serial speed.
+	// For tests and experiments.
+	ForcePipeline bool
 	// QuantBackend is the kernels/quant backend of quantized weight
 	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
 	QuantBackend string
