@@ -10,7 +10,8 @@ import (
 // runs.
 
 // Ablation is one of SMEPilot §5.4's ablations: a part of the system
-// turned off (Options' NoPartition, PackPerCall, KVPackPerCall).
+// turned off (Options' NoPartition, PackPerCall, KVPackPerCall,
+// NoPipeline).
 type Ablation string
 
 // Ablations.
@@ -25,10 +26,17 @@ const (
 	// inside attention instead of written packed by its producer
 	// (Options.KVPackPerCall, SMEPilot §4.3).
 	AblateKVPacking Ablation = "kv-packing"
+	// AblatePipeline: prefill attention's stages run serially per job
+	// instead of the phase-aware pipeline of a matrix and a vector worker
+	// (Options.NoPipeline, SMEPilot §4.2, Fig. 6). The outputs are
+	// bit-identical; only the time changes.
+	AblatePipeline Ablation = "pipeline"
 )
 
 // Ablations lists the ablations in the order flags show them.
-func Ablations() []Ablation { return []Ablation{AblatePartition, AblatePacking, AblateKVPacking} }
+func Ablations() []Ablation {
+	return []Ablation{AblatePartition, AblatePacking, AblateKVPacking, AblatePipeline}
+}
 
 // AblationNames are the ablations' names, for flag help and errors.
 func AblationNames() []string {
@@ -68,13 +76,18 @@ func (a Ablation) Apply(o *Options) {
 		o.PackPerCall = true
 	case AblateKVPacking:
 		o.KVPackPerCall = true
+	case AblatePipeline:
+		o.NoPipeline = true
 	}
 }
 
 // WithQuantized reports whether the engine runs the ablation with
 // quantized weights ("" too): quantized weights are packed once, by
-// their loader, and never partitioned, so only kv-packing applies.
-func (a Ablation) WithQuantized() bool { return a == "" || a == AblateKVPacking }
+// their loader, and never partitioned, so only kv-packing and pipeline
+// (attention's, whatever the weights) apply.
+func (a Ablation) WithQuantized() bool {
+	return a == "" || a == AblateKVPacking || a == AblatePipeline
+}
 
 // Partitions reports whether the placement splits a GEMM between the
 // matrix target and the cores (mixed, and auto where its plan says

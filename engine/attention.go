@@ -20,7 +20,41 @@ import (
 // scores, in L2.
 const attnTile = 128
 
-// attnScratch is one worker's reusable buffers for attendBlock.
+// attnVecRows is the planner's threshold between the two kernel families
+// of a work unit's tile products (SMEPilot §4.2: low-intensity attention
+// on the vector cores): below it query rows (rows·group, one decode token
+// per sequence and its GQA heads) the tiles run the vector kernels
+// kernels.DotRows and kernels.AxpyRows, per query row; from it (prefill
+// blocks) the backend's GEMM microkernels (gemm.PanelBlock), serially or
+// in the pipeline (attention_pipeline.go). 8 is where the GEMM tiles
+// overtook the row kernels when both read a row-major cache (AVX2, 2-core
+// EPYC, head dims 64 and 128); it has not been re-measured on the
+// producer-packed cache.
+const attnVecRows = 8
+
+// attnJob is one work unit of attention: query rows [r0, r1) of one
+// sequence against one KV head (see attendBlock for the arguments).
+type attnJob struct {
+	out, q                      []float32
+	ldq                         int
+	kc, vc                      []float32
+	r0, r1, pos0, kvHead, group int
+	scale                       float32
+	// window is the sliding window (Config.SlidingWindow): row t attends
+	// to positions max(0, pos0+t-window+1)..pos0+t; 0 is none.
+	window int
+}
+
+// attnSpan is one KV tile of a job: positions [j0, j1), the query rows
+// [iA, iB) that see at least one of them (causal: rows at or after j0;
+// sliding window: rows whose window starts before j1), and [iS, iE) the
+// rows the QKᵀ product computes (iA..iB widened to whole MR-row slivers of
+// the packed queries; the scores of the extra rows are never used).
+type attnSpan struct{ j0, j1, iA, iB, iS, iE int }
+
+// attnScratch is one worker's reusable buffers for a job (in the pipeline,
+// one pair's: the matrix worker writes s, kt, vt and o by P·V; the vector
+// worker m, l, a and o by the rescale).
 type attnScratch struct {
 	lay   kvLayout // the KV cache's layout (head dim, panel width, tile)
 	group int
@@ -30,14 +64,17 @@ type attnScratch struct {
 	be gemm.Backend
 	gs *gemm.Scratch
 
-	qs   []float32 // [M][headDim] queries times scale, M = rows·group, row (t-r0)·group+g
-	qp   []float32 // qs packed once per call (gemm.PackX) for every tile's QKᵀ
-	s    []float32 // [M][tile] scores, then unnormalized probabilities
-	kt   []float32 // kv-packing ablation: the K tile packed, ceil(tile/NR) panels of headDim·NR
-	vt   []float32 // kv-packing ablation: the V tile packed, hdPad/NR panels of tile·NR
-	o    []float32 // [M][hdPad] unnormalized output accumulator
-	m, l []float32 // [M] running max of the scores and sum of e^(s-m)
-	a    []float32 // [M] per tile: m_old - m_new, then the rescale e^(m_old-m_new)
+	tiles []attnSpan // the job's tiles that some row sees, in order
+	vec   bool       // the job runs the vector kernels (attnVecRows)
+
+	qs   []float32    // [M][headDim] queries times scale, M = rows·group, row (t-r0)·group+g
+	qp   []float32    // qs packed once per job (gemm.PackX) for every tile's QKᵀ
+	s    [2][]float32 // [M][tile] scores, then unnormalized probabilities; two for the pipeline
+	kt   [2][]float32 // kv-packing ablation: the K tile packed, ceil(tile/NR) panels of headDim·NR
+	vt   [2][]float32 // kv-packing ablation: the V tile packed, hdPad/NR panels of tile·NR
+	o    []float32    // [M][hdPad] unnormalized output accumulator
+	m, l []float32    // [M] running max of the scores and sum of e^(s-m)
+	a    []float32    // [M] per tile: m_old - m_new, then the rescale e^(m_old-m_new)
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout
@@ -61,10 +98,18 @@ func growF32(s []float32, n int) []float32 {
 // panels, or row-major [positions][KVHeads*HeadDim] under the kv-packing ablation).
 // The query heads served are kvHead*group .. kvHead*group+group-1 (GQA). scale multiplies q·k (1/sqrt(headDim)).
 // It writes out's columns of those heads for rows [r0,r1) and nothing else.
+// It is attend on one worker without a sliding window.
+func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHead, group int, scale float32, ws *attnScratch) {
+	attend(&attnJob{out: out, q: q, ldq: ldq, kc: kc, vc: vc, r0: r0, r1: r1, pos0: pos0, kvHead: kvHead, group: group, scale: scale}, ws)
+}
+
+// attend runs job j on one worker, its stages one after the other (the
+// serial schedule: the pipeline ablation, one thread, and decode).
 //
-// Specification, for each row t in [r0, r1) and served head h:
+// Specification, for each row t in [r0, r1) and served head h, with lo_t
+// = max(0, pos0+t-window+1) (0 without a window):
 //
-//	s_j = scale · q[t][h]·k[j][kvHead]            j = 0..pos0+t
+//	s_j = scale · q[t][h]·k[j][kvHead]            j = lo_t..pos0+t
 //	out[t][h] = Σ_j e^(s_j - max s) v[j][kvHead] / Σ_j e^(s_j - max s)
 //
 // It is FlashAttention-2's forward loop (Dao 2023, "FlashAttention-2:
@@ -77,21 +122,28 @@ func growF32(s []float32, n int) []float32 {
 // heads batched into the M dimension, so each K/V tile is read once per
 // block, not once per query head); each row keeps its running max m and
 // sum l, the accumulator is rescaled by e^(m_old-m_new) when the max
-// rises, and the division by l happens once, at the end. Rows are ordered
-// by position, so a tile runs only on the suffix of rows that can see it
-// (causal skip), and masked scores are only those past a row's position
-// in the tiles it sees (at most the block's own triangle plus the panel
-// padding of the last tile).
+// rises, and the division by l happens once, at the end.
 //
-// Both tile products run the backend's microkernels directly on panels
-// at every M (prefill blocks and decode's M = group rows, where the
-// short-tile kernels keep several FMA chains in flight): S = Qs·Kᵀ
-// (gemm.PanelBlockPacked, Qs packed into slivers once per call) on the K
-// panels of the tile (whole panels; the scores past the tile's last
-// position are discarded) and O += P·V (gemm.PanelBlock, which packs P) on
-// the V panels at the tile's offset (k = the tile's positions). With the packed cache those
-// panels are the cache itself, written by the producer (SMEPilot §4.3);
-// under the kv-packing ablation each tile is first packed from the
+// Mask-aware tiles (SMEPilot §4.2, "mask-aware matrix phases"): a tile
+// that every row's mask hides (past the block's last row: causal; before
+// every row's window: sliding window) is never visited; a tile runs only
+// on the rows that see it (rows are ordered by position, so they are a
+// contiguous range, attnSpan), and masked scores are only those outside a
+// row's range in the tiles it sees (the diagonal tiles' triangle, the
+// window's edge, the panel padding of the last tile).
+//
+// Per tile (the stages the pipeline spreads over two workers): QKᵀ
+// (qkTile), the online softmax (softmaxTile: max, shift, exp, sum), the
+// rescale of the accumulator (rescaleTile) and P·V (pvTile). Their
+// products run on the backend's microkernels on panels (S = Qs·Kᵀ with
+// gemm.PanelBlockPacked, Qs packed into slivers once per job, on the K
+// panels of the tile; O += P·V with gemm.PanelBlock on the V panels at
+// the tile's offset), or, for jobs of fewer than attnVecRows query rows
+// (decode), on the vector kernels per row (kernels.AxpyRows on the packed
+// panels, or kernels.DotRows and AxpyRows on the row-major cache of the
+// kv-packing ablation, read in place). With the packed cache the panels
+// are the cache itself, written by the producer (SMEPilot §4.3); under
+// the kv-packing ablation the GEMM tiles are first packed from the
 // row-major cache (kvLayout.packTile). Exponentials use kernels.Exp (≤ 2
 // ULP); the scale is folded into the copy of q.
 //
@@ -104,137 +156,269 @@ func growF32(s []float32, n int) []float32 {
 // relative error of p_j through e^x, and the fp32 sums of l and P·V add
 // T terms per tile plus one addition and one rescale per tile.
 // Measured on unit-scale scores: below 1e-6·Σ_j p_j|v_j| on every fp32 backend.
-func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHead, group int, scale float32, ws *attnScratch) {
-	rows := r1 - r0
-	if rows <= 0 {
+// The serial and pipelined schedules run the same operations on the same
+// buffers in the same order per job, so their outputs are bit-identical.
+func attend(j *attnJob, ws *attnScratch) {
+	if !ws.begin(j) {
 		return
 	}
+	for i := range ws.tiles {
+		ws.qkTile(j, i, 0)
+		ws.softmaxTile(j, i, 0)
+		ws.rescaleTile(i)
+		ws.pvTile(j, i, 0)
+	}
+	ws.finish(j)
+}
+
+// begin checks job j, sizes the buffers, scales and packs the queries,
+// resets the running max, sum and accumulator and lists the tiles. It
+// reports false for an empty job.
+func (ws *attnScratch) begin(j *attnJob) bool {
+	rows := j.r1 - j.r0
+	if rows <= 0 {
+		return false
+	}
 	lay := &ws.lay
-	hd, nr, hdPad, T := lay.hd, lay.nr, lay.hdPad, lay.tile
+	hd, hdPad, T, group := lay.hd, lay.hdPad, lay.tile, j.group
 	M := rows * group
-	ctx := pos0 + r1 // keys 0..ctx-1
+	ctx := j.pos0 + j.r1 // keys 0..ctx-1
 	if ws.group != group {
 		panic(fmt.Sprintf("engine: attention scratch for group %d used with %d", ws.group, group))
 	}
-	if kvHead < 0 || kvHead >= lay.kvHeads || ctx > lay.maxSeq {
-		panic(fmt.Sprintf("engine: attention: KV head %d of %d, %d positions of a cache of %d", kvHead, lay.kvHeads, ctx, lay.maxSeq))
+	if j.kvHead < 0 || j.kvHead >= lay.kvHeads || ctx > lay.maxSeq || j.window < 0 {
+		panic(fmt.Sprintf("engine: attention: KV head %d of %d, %d positions of a cache of %d, window %d", j.kvHead, lay.kvHeads, ctx, lay.maxSeq, j.window))
 	}
-	if nk, nv := lay.floats(); len(kc) < nk || len(vc) < nv {
-		panic(fmt.Sprintf("engine: attention: KV cache of %d, %d floats, want %d, %d", len(kc), len(vc), nk, nv))
+	if nk, nv := lay.floats(); len(j.kc) < nk || len(j.vc) < nv {
+		panic(fmt.Sprintf("engine: attention: KV cache of %d, %d floats, want %d, %d", len(j.kc), len(j.vc), nk, nv))
 	}
+	ws.vec = M < attnVecRows
 	ws.qs = growF32(ws.qs, M*hd)
-	ws.s = growF32(ws.s, M*T)
+	for b := range ws.s {
+		ws.s[b] = growF32(ws.s[b], M*T)
+	}
 	ws.o = growF32(ws.o, M*hdPad)
 	ws.m = growF32(ws.m, M)
 	ws.l = growF32(ws.l, M)
 	ws.a = growF32(ws.a, M)
-	qs, s, o, mx, l, a := ws.qs, ws.s, ws.o, ws.m, ws.l, ws.a
 
 	// The block's queries, scaled, one row per (position, served head).
-	qo := kvHead * group * hd
-	for t := r0; t < r1; t++ {
-		src := q[t*ldq+qo : t*ldq+qo+group*hd]
-		dst := qs[(t-r0)*group*hd : (t-r0+1)*group*hd]
+	qo := j.kvHead * group * hd
+	for t := j.r0; t < j.r1; t++ {
+		src := j.q[t*j.ldq+qo : t*j.ldq+qo+group*hd]
+		dst := ws.qs[(t-j.r0)*group*hd : (t-j.r0+1)*group*hd]
 		for i, v := range src {
-			dst[i] = v * scale
+			dst[i] = v * j.scale
 		}
 	}
-	var err error
-	if ws.qp, err = gemm.PackX(ws.be, ws.qp, qs, hd, M, hd); err != nil {
-		panic(err)
+	if !ws.vec {
+		var err error
+		if ws.qp, err = gemm.PackX(ws.be, ws.qp, ws.qs, hd, M, hd); err != nil {
+			panic(err)
+		}
+		if !lay.packed {
+			for b := range ws.kt {
+				ws.kt[b] = growF32(ws.kt[b], T*hd)
+				ws.vt[b] = growF32(ws.vt[b], hdPad*T)
+			}
+		}
 	}
-	mr := ws.be.TileM
-	clear(o)
-	clear(l)
-	for i := range mx {
-		mx[i] = float32(math.Inf(-1))
+	clear(ws.o)
+	clear(ws.l)
+	for i := range ws.m {
+		ws.m[i] = float32(math.Inf(-1))
+	}
+
+	// The tiles some row sees: from the one holding the first row's
+	// window start to the last row's position.
+	mr := max(ws.be.TileM, 1)
+	ws.tiles = ws.tiles[:0]
+	first := 0
+	if j.window > 0 {
+		first = max(0, j.pos0+j.r0-j.window+1) / T * T
+	}
+	for j0 := first; j0 < ctx; j0 += T {
+		j1 := min(j0+T, ctx)
+		// Rows before position j0 see none of this tile (causal); rows
+		// whose window starts at or after j1 none either.
+		tA := max(0, j0-j.pos0-j.r0)
+		tB := rows
+		if j.window > 0 {
+			tB = min(rows, j1+j.window-1-j.pos0-j.r0)
+		}
+		if tA >= tB {
+			continue
+		}
+		iA, iB := tA*group, tB*group
+		ws.tiles = append(ws.tiles, attnSpan{j0: j0, j1: j1, iA: iA, iB: iB, iS: iA / mr * mr, iE: min(M, (iB+mr-1)/mr*mr)})
+	}
+	return true
+}
+
+// visible is the range [lo, hi) of positions of tile sp that query row i
+// (relative to the job's first row) sees.
+func (j *attnJob) visible(sp *attnSpan, i int) (lo, hi int) {
+	p := j.pos0 + j.r0 + i/j.group
+	lo, hi = sp.j0, min(sp.j1, p+1)
+	if j.window > 0 {
+		lo = max(lo, p-j.window+1)
+	}
+	return lo, hi
+}
+
+// tilePanels are tile ti's K and V panels and their strides: in the cache
+// (packed), or in the buffers kt[b], vt[b] that qkTile packed them into.
+func (ws *attnScratch) tilePanels(j *attnJob, ti, b int) (kp []float32, kStride int, vp []float32, vStride int) {
+	lay := &ws.lay
+	sp := &ws.tiles[ti]
+	hd, nr := lay.hd, lay.nr
+	if lay.packed {
+		return j.kc[j.kvHead*lay.kHead+sp.j0/nr*hd*nr:], hd * nr, j.vc[j.kvHead*lay.vHead+sp.j0*nr:], lay.maxSeq * nr
+	}
+	return ws.kt[b], hd * nr, ws.vt[b], (sp.j1 - sp.j0) * nr
+}
+
+// qkTile computes tile ti's scores S = Qs·K_tileᵀ into s[b] (the matrix
+// stage's first product).
+func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
+	lay := &ws.lay
+	sp := &ws.tiles[ti]
+	hd, nr, T := lay.hd, lay.nr, lay.tile
+	nt := sp.j1 - sp.j0
+	s := ws.s[b]
+	if ws.vec {
+		// One query row at a time on the vector kernels.
+		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
+		for i := sp.iA; i < sp.iB; i++ {
+			row, qi := s[i*T:i*T+nt], ws.qs[i*hd:(i+1)*hd]
+			if !lay.packed {
+				kernels.DotRows(row, qi, j.kc[sp.j0*ldkv+ko:], ldkv, nt)
+				continue
+			}
+			// A K panel holds NR keys' dims d-major (stride NR): their
+			// scores are Σ_d q_d·panel[d], one AxpyRows per panel.
+			kp, _, _, _ := ws.tilePanels(j, ti, b)
+			for p0 := 0; p0 < nt; p0 += nr {
+				acc := s[i*T+p0 : i*T+p0+nr]
+				clear(acc)
+				kernels.AxpyRows(acc, qi, kp[p0/nr*hd*nr:], nr)
+			}
+		}
+		return
 	}
 	if !lay.packed {
-		ws.kt = growF32(ws.kt, T*hd)
-		ws.vt = growF32(ws.vt, hdPad*T)
+		lay.packTile(ws.kt[b], ws.vt[b], j.kc, j.vc, sp.j0, nt, j.kvHead)
 	}
-	var kHead, vHead []float32 // the KV head's panels in a packed cache
-	if lay.packed {
-		kHead, vHead = kc[kvHead*lay.kHead:], vc[kvHead*lay.vHead:]
+	kp, kStride, _, _ := ws.tilePanels(j, ti, b)
+	ntPad := (nt + nr - 1) / nr * nr
+	M := sp.iE - sp.iS
+	if err := gemm.PanelBlockPacked(ws.be, s[sp.iS*T:], T, ws.qp[sp.iS*hd:], M, hd, kp, kStride, ntPad, false, ws.gs); err != nil {
+		panic(err)
 	}
+}
 
-	for j0 := 0; j0 < ctx; j0 += T {
-		j1 := min(j0+T, ctx)
-		nt := j1 - j0
-		ntPad := (nt + nr - 1) / nr * nr
-		// Rows before position j0 see none of this tile.
-		iA := max(0, j0-pos0-r0) * group
-
-		// The tile's panels: in the cache, or packed now (ablation).
-		var kp, vp []float32
-		kStride, vStride := hd*nr, lay.maxSeq*nr
-		if lay.packed {
-			kp, vp = kHead[j0/nr*hd*nr:], vHead[j0*nr:]
-		} else {
-			lay.packTile(ws.kt, ws.vt, kc, vc, j0, nt, kvHead)
-			kp, vp, vStride = ws.kt, ws.vt, nt*nr
+// softmaxTile is the online softmax of tile ti's scores in s[b] (the
+// vector stage): per row its new max over the visible keys, the scores
+// shifted by it (masked ones -Inf), one Exp over the tile's scores and one
+// over the rescale exponents a, and the running sum l updated.
+func (ws *attnScratch) softmaxTile(j *attnJob, ti, b int) {
+	sp := &ws.tiles[ti]
+	T := ws.lay.tile
+	nt := sp.j1 - sp.j0
+	s, mx, l, a := ws.s[b], ws.m, ws.l, ws.a
+	inf := float32(math.Inf(-1))
+	for i := sp.iA; i < sp.iB; i++ {
+		lo, hi := j.visible(sp, i) // ≥ 1 key
+		lo, hi = lo-sp.j0, hi-sp.j0
+		row := s[i*T : i*T+T]
+		m := rowMax(row[lo:hi], mx[i])
+		for jj := range row[:lo] {
+			row[jj] = inf
 		}
-
-		// S = Qs·K_tileᵀ on rows [iA, M), whole panels, from the sliver
-		// holding row iA (the rows before iA get scores they never use).
-		iS := iA / mr * mr
-		if err := gemm.PanelBlockPacked(ws.be, s[iS*T:], T, ws.qp[iS*hd:], M-iS, hd, kp, kStride, ntPad, false, ws.gs); err != nil {
-			panic(err)
+		for jj := lo; jj < hi; jj++ {
+			row[jj] -= m
 		}
-
-		// Online softmax: new max per row over its visible keys, the
-		// scores shifted by it (masked ones -Inf), then one Exp over the
-		// tile's scores and one over the rescale exponents.
-		for i := iA; i < M; i++ {
-			n := min(j1, pos0+r0+i/group+1) - j0 // visible keys, ≥ 1
-			row := s[i*T : i*T+T]
-			m := rowMax(row[:n], mx[i])
-			for jj := range row[:n] {
-				row[jj] -= m
-			}
-			for jj := n; jj < nt; jj++ {
-				row[jj] = float32(math.Inf(-1))
-			}
-			a[i] = mx[i] - m // -Inf on the first tile: rescale by 0
-			mx[i] = m
+		for jj := hi; jj < nt; jj++ {
+			row[jj] = inf
 		}
-		kernels.Exp(s[iA*T:M*T], s[iA*T:M*T])
-		kernels.Exp(a[iA:M], a[iA:M])
-		for i := iA; i < M; i++ {
-			row := s[i*T : i*T+nt]
-			var s0, s1, s2, s3 float32
-			jj := 0
-			for ; jj+4 <= len(row); jj += 4 {
-				s0 += row[jj]
-				s1 += row[jj+1]
-				s2 += row[jj+2]
-				s3 += row[jj+3]
-			}
-			for ; jj < len(row); jj++ {
-				s0 += row[jj]
-			}
-			l[i] = l[i]*a[i] + (s0 + s1) + (s2 + s3)
-			if ai := a[i]; ai != 1 {
-				oi := o[i*hdPad : (i+1)*hdPad]
-				for d := range oi {
-					oi[d] *= ai
-				}
-			}
+		a[i] = mx[i] - m // -Inf on the first tile: rescale by 0
+		mx[i] = m
+	}
+	kernels.Exp(s[sp.iA*T:sp.iB*T], s[sp.iA*T:sp.iB*T])
+	kernels.Exp(a[sp.iA:sp.iB], a[sp.iA:sp.iB])
+	for i := sp.iA; i < sp.iB; i++ {
+		row := s[i*T : i*T+nt]
+		var s0, s1, s2, s3 float32
+		jj := 0
+		for ; jj+4 <= len(row); jj += 4 {
+			s0 += row[jj]
+			s1 += row[jj+1]
+			s2 += row[jj+2]
+			s3 += row[jj+3]
 		}
+		for ; jj < len(row); jj++ {
+			s0 += row[jj]
+		}
+		l[i] = l[i]*a[i] + (s0 + s1) + (s2 + s3)
+	}
+}
 
-		// O = diag(a)·O + P·V_tile on rows [iA, M): the rescale above,
-		// then the product accumulated in place.
-		if err := gemm.PanelBlock(ws.be, o[iA*hdPad:], hdPad, s[iA*T:], T, M-iA, nt, vp, vStride, hdPad, true, ws.gs); err != nil {
-			panic(err)
+// rescaleTile multiplies the accumulator rows that see tile ti by their
+// rescale e^(m_old-m_new) (the vector stage's second part), before P·V
+// adds the tile.
+func (ws *attnScratch) rescaleTile(ti int) {
+	sp := &ws.tiles[ti]
+	hdPad := ws.lay.hdPad
+	for i := sp.iA; i < sp.iB; i++ {
+		if ai := ws.a[i]; ai != 1 {
+			oi := ws.o[i*hdPad : (i+1)*hdPad]
+			for d := range oi {
+				oi[d] *= ai
+			}
 		}
 	}
+}
 
-	for t := r0; t < r1; t++ {
+// pvTile adds P·V_tile to the accumulator rows that see tile ti (the
+// matrix stage's second product), P the probabilities in s[b].
+func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
+	lay := &ws.lay
+	sp := &ws.tiles[ti]
+	hd, nr, hdPad, T := lay.hd, lay.nr, lay.hdPad, lay.tile
+	nt := sp.j1 - sp.j0
+	s := ws.s[b]
+	_, _, vp, vStride := ws.tilePanels(j, ti, b)
+	if ws.vec {
+		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
+		for i := sp.iA; i < sp.iB; i++ {
+			p := s[i*T : i*T+nt]
+			if !lay.packed {
+				kernels.AxpyRows(ws.o[i*hdPad:i*hdPad+hd], p, j.vc[sp.j0*ldkv+ko:], ldkv)
+				continue
+			}
+			// A V panel holds NR head dims of every position (stride NR).
+			for d0 := 0; d0 < hdPad; d0 += nr {
+				kernels.AxpyRows(ws.o[i*hdPad+d0:i*hdPad+d0+nr], p, vp[d0/nr*vStride:], nr)
+			}
+		}
+		return
+	}
+	if err := gemm.PanelBlock(ws.be, ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, vp, vStride, hdPad, true, ws.gs); err != nil {
+		panic(err)
+	}
+}
+
+// finish divides each accumulator row by its sum and writes the job's
+// output columns.
+func (ws *attnScratch) finish(j *attnJob) {
+	hd, hdPad, group := ws.lay.hd, ws.lay.hdPad, j.group
+	qo := j.kvHead * group * hd
+	for t := j.r0; t < j.r1; t++ {
 		for g := range group {
-			i := (t-r0)*group + g
-			inv := 1 / l[i]
-			dst := out[t*ldq+qo+g*hd : t*ldq+qo+(g+1)*hd]
-			src := o[i*hdPad : i*hdPad+hd]
+			i := (t-j.r0)*group + g
+			inv := 1 / ws.l[i]
+			dst := j.out[t*j.ldq+qo+g*hd : t*j.ldq+qo+(g+1)*hd]
+			src := ws.o[i*hdPad : i*hdPad+hd]
 			src = src[:len(dst)]
 			for d := range dst {
 				dst[d] = src[d] * inv

@@ -203,6 +203,42 @@ func (a *AttentionBench) Prefill(ctx context.Context, ms *pool.Master, g *pool.G
 	})
 }
 
+// PrefillPipelined is Prefill through the phase-aware pipeline (SMEPilot
+// §4.2, Fig. 6; attention_pipeline.go): the same work units on the pairs
+// (vec.Workers()[k], mat.Workers()[k]), the matrix worker running QKᵀ and
+// P·V on its backend's panels and the vector worker the softmax and
+// rescale; a vector worker without a partner runs units serially. The
+// outputs equal Prefill's bit for bit where the pair's matrix worker has
+// the backend Prefill's worker of the unit had. Errors: as Prefill's, a
+// matrix group larger than the vector group, the groups' workers without
+// a backend.
+func (a *AttentionBench) PrefillPipelined(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, T int) error {
+	o := a.o
+	if T < 1 || T > o.MaxSeq {
+		return fmt.Errorf("engine: attention bench: prefill of %d tokens: must be between 1 and %d", T, o.MaxSeq)
+	}
+	for _, g := range []*pool.Group{vec, mat} {
+		for _, w := range g.Workers() {
+			if w < 0 || w >= len(a.ws) {
+				return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
+			}
+		}
+	}
+	type unit struct{ r0, r1, h int }
+	var units []unit
+	for r1 := T; r1 > 0; r1 -= attnRows {
+		for h := range o.KVHeads {
+			units = append(units, unit{max(r1-attnRows, 0), r1, h})
+		}
+	}
+	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
+	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
+	return attnPipeline(ctx, ms, vec, mat, len(units), func(w int) *attnScratch { return a.ws[w] }, func(i int, ws *attnScratch, j *attnJob) {
+		u, name := units[i], ws.be.Name
+		*j = attnJob{out: a.out[:T*qd], q: a.q[:T*qd], ldq: qd, kc: a.kc[name][0], vc: a.vc[name][0], r0: u.r0, r1: u.r1, kvHead: u.h, group: group, scale: scale}
+	})
+}
+
 // Decode runs one decode step of seqs sequences at context ctx, each
 // adding width new tokens (width 1: ordinary decode; more: a multi-token
 // step, SMEPilot Fig. 11b's decode token width): sequence s's rows

@@ -54,6 +54,22 @@ func TestAttentionBench(t *testing.T) {
 				}
 			}
 		}
+		// The pipelined prefill on pairs of workers: the same outputs.
+		gs, err := p.Groups(p.Size()-p.Size()/2, p.Size()/2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(a.out)
+		if err := p.Do(func(m *pool.Master) error { return a.PrefillPipelined(context.Background(), m, gs[0], gs[1], 70) }); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []int{0, 1, 31, 32, 33, 69} {
+			for h := range o.Heads {
+				if e, err := a.CheckOutput(r, 0, r, h); err != nil || e > 1e-5 {
+					t.Errorf("kv-packing %v: pipelined prefill row %d head %d: relative error %g (%v)", kvPack, r, h, e, err)
+				}
+			}
+		}
 		for _, width := range []int{1, 3, 40} {
 			if err := p.Do(func(m *pool.Master) error { return a.Decode(context.Background(), m, p.All(), 50, 3, width) }); err != nil {
 				t.Fatal(err)

@@ -347,9 +347,13 @@ func TestAttendBlockEmptyAndMismatch(t *testing.T) {
 // default and the go-fp32 backends: PrefillAll of 150 tokens in one slot
 // (past one attention tile) and prefills of 40 and 129 in two others, then
 // three batched decode steps of the three slots, every logit against the
-// float64 reference (refForward, refTol) and the ablation's logits equal
-// to the packed cache's bit for bit (the same kernels on the same panels:
-// the ablation changes who packs, hence time only).
+// float64 reference (refForward, refTol) and the ablation's prefill
+// logits equal to the packed cache's bit for bit (the same GEMM kernels on
+// the same panels: the ablation changes who packs, hence time only). Decode
+// runs the vector kernels (attnVecRows), AxpyRows on the packed panels but
+// DotRows on the row-major cache of the ablation, read in place: the same
+// products summed in another order, so its logits agree within
+// refTightTol of their scale.
 func TestKVCacheLogits(t *testing.T) {
 	c := Config{Name: "gqa2-hd16", Dim: 32, Intermediate: 40, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 16, Vocab: 40, MaxSeq: 320,
 		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
@@ -429,12 +433,30 @@ func TestKVCacheLogits(t *testing.T) {
 		}
 		return all
 	}
+	// The prefill logits come first: 150 positions of slot 0, then one
+	// row for each other slot.
+	nPrefill := (lens[0] + len(lens) - 1) * c.Vocab
 	for _, backend := range []string{"", "go-fp32"} {
 		packed := run(Options{Backend: backend})
 		ablated := run(Options{Backend: backend, KVPackPerCall: true})
-		for i := range packed {
+		for i := range packed[:nPrefill] {
 			if math.Float32bits(packed[i]) != math.Float32bits(ablated[i]) {
-				t.Fatalf("backend %q: logit %d: packed cache %v, kv-packing ablation %v: want equal", backend, i, packed[i], ablated[i])
+				t.Fatalf("backend %q: prefill logit %d: packed cache %v, kv-packing ablation %v: want equal", backend, i, packed[i], ablated[i])
+			}
+		}
+		for r := nPrefill / c.Vocab; r < len(packed)/c.Vocab; r++ {
+			p, a := packed[r*c.Vocab:(r+1)*c.Vocab], ablated[r*c.Vocab:(r+1)*c.Vocab]
+			sc := refScale(func() []float64 {
+				x := make([]float64, len(p))
+				for i, v := range p {
+					x[i] = float64(v)
+				}
+				return x
+			}())
+			for i := range p {
+				if e := math.Abs(float64(p[i]) - float64(a[i])); !(e <= refTightTol*sc) {
+					t.Fatalf("backend %q: decode row %d logit %d: packed cache %v, kv-packing ablation %v: error %.3g > %g·scale", backend, r, i, p[i], a[i], e, refTightTol)
+				}
 			}
 		}
 	}

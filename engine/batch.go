@@ -32,8 +32,11 @@ type Batch struct {
 	hb, hb2 []float32
 	logits  []float32
 	attnWS  []*attnScratch // per pool worker
-	moe     moeBuffers
-	t       *timers
+	// vecG and matG are the attention pipeline's vector and matrix
+	// groups (attnGroups; nil: prefill attention runs serially).
+	vecG, matG *pool.Group
+	moe        moeBuffers
+	t          *timers
 }
 
 // slot is one sequence: its KV cache, per layer in the Batch's kvLayout
@@ -64,7 +67,8 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	// Every slot's KV cache (allocated on first use, but a batch is made
 	// to be used), the slot table and the RoPE table, before any of it.
 	packed := !m.opts.KVPackPerCall
-	need := kvSlotBytes(c, max(m.Backend.TileN, 1), maxSeq, packed).Times(n).
+	abe := m.attnBackend()
+	need := kvSlotBytes(c, max(abe.TileN, 1), maxSeq, packed).Times(n).
 		Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
 	if err := memlimit.Check(fmt.Sprintf("engine: model %s: %d slots' KV caches of %d positions", c.Name, n, maxSeq), need); err != nil {
 		return nil, err
@@ -74,10 +78,13 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
 	}
 	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
-		kv:     newKVLayout(m.Backend, c.KVHeads, c.HeadDim, maxSeq, packed),
+		kv:     newKVLayout(abe, c.KVHeads, c.HeadDim, maxSeq, packed),
 		attnWS: make([]*attnScratch, m.pool.Size())}
 	for i := range b.attnWS {
-		b.attnWS[i] = newAttnScratch(m.Backend, b.kv, c.Heads/c.KVHeads)
+		b.attnWS[i] = newAttnScratch(abe, b.kv, c.Heads/c.KVHeads)
+	}
+	if b.vecG, b.matG, err = m.attnGroups(); err != nil {
+		return nil, err
 	}
 	for i := range b.slots {
 		b.allocKV(&b.slots[i])
@@ -416,7 +423,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 		tm[iKVWrite].add(st, T)
 
 		st = time.Now()
-		if err := b.attention(ms, li, q, att, segs, units, group, scale); err != nil {
+		if err := b.attention(ms, li, p, q, att, segs, units, group, scale); err != nil {
 			return nil, err
 		}
 		tm[iAttention].add(st, T)
@@ -518,20 +525,29 @@ func attnUnits(segs []segment, kvHeads int) []attnUnit {
 }
 
 // attention runs causal GQA attention for every segment over units (from
-// attnUnits), claimed dynamically by the workers.
-func (b *Batch) attention(ms *pool.Master, li int, q, out []float32, segs []segment, units []attnUnit, group int, scale float32) error {
+// attnUnits) in phase p: a prefill through the pipeline (attnPipeline,
+// SMEPilot §4.2) on two or more workers unless Options.NoPipeline, else
+// (decode, the ablation, one worker) each unit serially (attend) on the
+// worker that claims it.
+func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []segment, units []attnUnit, group int, scale float32) error {
 	c := b.m.Config
 	qd := c.QDim()
-	do := func(worker int, u attnUnit) {
+	job := func(i int, _ *attnScratch, j *attnJob) {
+		u := units[i]
 		sg := segs[u.seg]
 		sl := &b.slots[sg.slot]
-		// attendBlock's rows are relative to the segment's first row.
-		attendBlock(out[sg.r0*qd:sg.r1*qd], q[sg.r0*qd:sg.r1*qd], qd, sl.kc[li], sl.vc[li],
-			u.r0-sg.r0, u.r1-sg.r0, sg.pos0, u.kvh, group, scale, b.attnWS[worker])
+		// The job's rows are relative to the segment's first row.
+		*j = attnJob{out: out[sg.r0*qd : sg.r1*qd], q: q[sg.r0*qd : sg.r1*qd], ldq: qd, kc: sl.kc[li], vc: sl.vc[li],
+			r0: u.r0 - sg.r0, r1: u.r1 - sg.r0, pos0: sg.pos0, kvHead: u.kvh, group: group, scale: scale, window: c.SlidingWindow}
 	}
+	if p == 0 && b.vecG != nil {
+		return attnPipeline(nil, ms, b.vecG, b.matG, len(units), func(w int) *attnScratch { return b.attnWS[w] }, job)
+	}
+	var j attnJob
 	if len(units) == 1 || b.m.all.Size() == 1 {
-		for _, u := range units {
-			do(ms.Worker(), u)
+		for i := range units {
+			job(i, nil, &j)
+			attend(&j, b.attnWS[ms.Worker()])
 		}
 		return nil
 	}
@@ -539,12 +555,14 @@ func (b *Batch) attention(ms *pool.Master, li int, q, out []float32, segs []segm
 	workers := b.m.all.Workers()
 	return ms.Run(b.m.all, func(local, n int) error {
 		w := workers[local]
+		var j attnJob
 		for {
 			i := int(next.Add(1) - 1)
 			if i >= len(units) {
 				return nil
 			}
-			do(w, units[i])
+			job(i, nil, &j)
+			attend(&j, b.attnWS[w])
 		}
 	})
 }

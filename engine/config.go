@@ -28,6 +28,12 @@ type Config struct {
 	RoPEScaling *kernels.RoPEScaling // Llama 3 frequency scaling; nil for none
 	RMSEps      float32
 
+	// SlidingWindow is the attention's sliding window (Mistral's
+	// sliding_window; Qwen's when use_sliding_window is true): the token at
+	// position p attends to positions max(0, p−SlidingWindow+1)..p. 0 is
+	// full causal attention. It applies to every layer.
+	SlidingWindow int
+
 	TiedEmbeddings bool // the LM head is the token embedding table
 	QKNorm         bool // Qwen3: per-head RMSNorm on q and k before RoPE
 
@@ -148,6 +154,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("engine: model %s: rope theta %v: must be finite and greater than 1", c.Name, c.RoPETheta)
 	case c.RoPELayout != kernels.RoPEAdjacent && c.RoPELayout != kernels.RoPEHalf:
 		return fmt.Errorf("engine: model %s: rope layout %v: want adjacent or half", c.Name, c.RoPELayout)
+	case c.SlidingWindow < 0:
+		return fmt.Errorf("engine: model %s: sliding window %d: must be ≥ 0 (0: none)", c.Name, c.SlidingWindow)
 	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
 		return fmt.Errorf("engine: model %s: rms eps %v: must be finite and positive", c.Name, c.RMSEps)
 	}
@@ -175,6 +183,9 @@ type HFExtras struct {
 	RMSEps      float64              // rms_norm_eps
 	MaxSeq      int                  // max_position_embeddings
 	NormTopK    bool                 // norm_topk_prob (MoE)
+	// SlidingWindow is sliding_window where the config uses it (null or
+	// use_sliding_window false: 0, none).
+	SlidingWindow int
 }
 
 // hfExtras is the JSON spelling of HFExtras.
@@ -183,6 +194,10 @@ type hfExtras struct {
 	RMSEps      *float64 `json:"rms_norm_eps"`
 	MaxSeq      *int     `json:"max_position_embeddings"`
 	NormTopK    *bool    `json:"norm_topk_prob"`
+	Window      *int     `json:"sliding_window"`
+	UseWindow   *bool    `json:"use_sliding_window"`
+	WindowFrom  *int     `json:"max_window_layers"`
+	Layers      *int     `json:"num_hidden_layers"`
 	RoPEScaling *struct {
 		RopeType                      string  `json:"rope_type"`
 		Type                          string  `json:"type"`
@@ -209,7 +224,10 @@ func (e *MissingKeyError) Error() string {
 }
 
 // FromHF builds a Config from the bytes of a HuggingFace config.json (name
-// is used in messages): the shape through models.Parse, and rope_theta,
+// is used in messages): the shape through models.Parse, sliding_window
+// (when not null and use_sliding_window is absent or true; Qwen's
+// max_window_layers, the first windowed layer, must be 0 or at least the
+// layer count: a window on some layers only is refused), and rope_theta,
 // rope_scaling, rms_norm_eps and max_position_embeddings, each required
 // (rope_scaling may be null; a null max_position_embeddings, as in configs
 // whose variants differ, needs FromModel with an explicit MaxSeq). A
@@ -237,6 +255,21 @@ func FromHF(data []byte, name string) (Config, error) {
 	if x.NormTopK != nil {
 		ex.NormTopK = *x.NormTopK
 	}
+	// Qwen windows layers max_window_layers.. (transformers' Qwen2/3
+	// attention): from 0 every layer, from the layer count none.
+	from := 0
+	if x.UseWindow != nil && x.WindowFrom != nil {
+		from = *x.WindowFrom
+	}
+	if x.Window != nil && (x.UseWindow == nil || *x.UseWindow) && (x.Layers == nil || from < *x.Layers) {
+		if from > 0 {
+			return Config{}, fmt.Errorf("engine: model config %s: sliding_window %d from layer max_window_layers %d: a window on some layers only is not supported", name, *x.Window, from)
+		}
+		if *x.Window < 1 {
+			return Config{}, fmt.Errorf("engine: model config %s: sliding_window %d: must be ≥ 1 (or null)", name, *x.Window)
+		}
+		ex.SlidingWindow = *x.Window
+	}
 	if s := x.RoPEScaling; s != nil {
 		typ := s.RopeType
 		if typ == "" {
@@ -263,7 +296,7 @@ func FromModel(mc *models.Config, ex HFExtras) (Config, error) {
 		Name: a.Name, Dim: a.Dim, Intermediate: a.Intermediate, Layers: a.Layers, Heads: a.Heads,
 		KVHeads: a.KVHeads, HeadDim: a.HeadDim, Vocab: a.Vocab, MaxSeq: ex.MaxSeq,
 		RoPETheta: ex.RoPETheta, RoPELayout: kernels.RoPEHalf, RoPEScaling: ex.RoPEScaling,
-		RMSEps: float32(ex.RMSEps), TiedEmbeddings: a.TiedEmbeddings, QKNorm: a.QKNorm,
+		RMSEps: float32(ex.RMSEps), TiedEmbeddings: a.TiedEmbeddings, QKNorm: a.QKNorm, SlidingWindow: ex.SlidingWindow,
 	}
 	if a.Experts > 0 {
 		c.Experts, c.TopK, c.MoEIntermediate, c.NormTopK = a.Experts, a.ExpertsPerToken, a.MoEIntermediate, ex.NormTopK

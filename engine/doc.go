@@ -34,7 +34,7 @@
 //     rates start from each group's rate measured alone at load and follow
 //     the groups' co-running rates, re-planned after every call per weight
 //     shape and M bucket) and auto (the roofline plan per operator shape,
-//     plan.go); the ablations NoPartition, PackPerCall and KVPackPerCall
+//     plan.go); the ablations NoPartition, PackPerCall, KVPackPerCall and NoPipeline
 //     (SMEPilot §5.4), named by Ablation (ablation.go, with which
 //     placements and weight formats each combines). Batch.Use counts the linear calls each target's
 //     backend ran (targets.go).
@@ -54,9 +54,18 @@
 //     one. The KV cache is written by its producer (the RoPE step) in the
 //     panel layout of the attention's gemm backend (kvcache.go; SMEPilot
 //     §4.3, Fig. 7), and attention is a tiled, online-softmax (flash-style)
-//     causal GQA kernel whose QKᵀ and P·V tiles run gemm.PanelBlock on
-//     those panels in place (attention.go), spread over the workers in
-//     units of (query rows, KV head); Qwen3-MoE layers route each token to
+//     causal GQA kernel with mask-aware tiles (causal and
+//     Config.SlidingWindow) whose QKᵀ and P·V tiles run gemm.PanelBlock on
+//     those panels in place (the matrix placement's backend where it
+//     computes fp32, e.g. sme-fp32, else the cores' fp32 backend: the
+//     cache is packed for it), or kernels.DotRows/AxpyRows per row for the
+//     few query rows of decode (attention.go), in jobs of (query rows, KV
+//     head); prefill runs SMEPilot §4.2's phase-aware pipeline (Fig. 6) on
+//     pairs of workers, a matrix worker's QKᵀ and P·V overlapping a vector
+//     worker's softmax and rescale (attention_pipeline.go;
+//     Options.NoPipeline, the pipeline ablation, runs them serially, with
+//     bit-identical outputs), and decode runs each job serially on the
+//     worker that claims it; Qwen3-MoE layers route each token to
 //     its top-k experts and run each expert's GEMMs on the rows routed to
 //     it (moe.go).
 //   - Per-operator timers (Batch.Timings), accumulated per layer and per

@@ -102,6 +102,18 @@ type Options struct {
 	// reads into the panel layout inside each call, instead of the K/V
 	// producer writing the cache packed once (kvLayout).
 	KVPackPerCall bool
+	// NoPipeline is the pipeline ablation (SMEPilot §4.2, §5.4): prefill
+	// attention runs each job's stages serially on one worker instead of
+	// pipelining the matrix stage (QKᵀ, P·V) of one worker with the vector
+	// stage (softmax, rescale) of another (attention_pipeline.go).
+	NoPipeline bool
+	// ForcePipeline runs the prefill attention pipeline even where the
+	// attention backend is not a matrix unit. By default the pipeline runs
+	// only when its matrix stage has a matrix unit (SME, AMX) of its own:
+	// on the cores alone it halves each stage's workers, and
+	// roofline.PredictAttention puts it at about half the serial speed.
+	// For tests and experiments.
+	ForcePipeline bool
 	// QuantBackend is the kernels/quant backend of quantized weight
 	// matrices ("" takes quant.Best()), e.g. "go" to force the Go loops.
 	QuantBackend string
@@ -315,6 +327,7 @@ func New(w *Weights, o Options) (*Model, error) {
 	if err := m.startPool(o); err != nil {
 		return nil, err
 	}
+	m.Notes = append(m.Notes, m.attentionNotes()...)
 	if m.Quant != nil {
 		m.qacts = make([]quant.Activations, m.pool.Size())
 	}

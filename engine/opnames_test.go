@@ -26,11 +26,11 @@ func TestAblations(t *testing.T) {
 		}
 		var o Options
 		a.Apply(&o)
-		if n := btoi(o.NoPartition) + btoi(o.PackPerCall) + btoi(o.KVPackPerCall); n != 1 {
+		if n := btoi(o.NoPartition) + btoi(o.PackPerCall) + btoi(o.KVPackPerCall) + btoi(o.NoPipeline); n != 1 {
 			t.Errorf("%s sets %d options", a, n)
 		}
 	}
-	if _, err := ParseAblation("fusion"); err == nil || err.Error() != `unknown ablation "fusion" (valid: partition, packing, kv-packing)` {
+	if _, err := ParseAblation("fusion"); err == nil || err.Error() != `unknown ablation "fusion" (valid: partition, packing, kv-packing, pipeline)` {
 		t.Errorf("ParseAblation(fusion): %v", err)
 	}
 }

@@ -211,9 +211,17 @@ func refForward(w *Weights, tokens []int) (logits [][]float64, gap float64) {
 			att := make([]float64, c.QDim())
 			for hq := range c.Heads {
 				ko := hq / group * hd
+				lo := 0 // the sliding window's first position
+				if c.SlidingWindow > 0 {
+					lo = max(0, pos-c.SlidingWindow+1)
+				}
 				s := make([]float64, pos+1)
 				mx := math.Inf(-1)
 				for j := range s {
+					if j < lo {
+						s[j] = math.Inf(-1) // e^-Inf = 0: outside the window
+						continue
+					}
 					for i := range hd {
 						s[j] += q[hq*hd+i] * kc[li][j][ko+i]
 					}
@@ -345,6 +353,11 @@ func refConfigs() []Config {
 		// More positions than two attention tiles (refLong).
 		with(llama, func(c *Config) {
 			c.Name, c.RoPELayout, c.Heads, c.KVHeads, c.HeadDim, c.MaxSeq = "llama-half-gqa4-long", kernels.RoPEHalf, 4, 1, 16, 320
+		}),
+		// A sliding window shorter than a tile, over more than two tiles.
+		with(llama, func(c *Config) {
+			c.Name, c.RoPELayout, c.Heads, c.KVHeads, c.HeadDim, c.MaxSeq = "llama-half-gqa2-window-long", kernels.RoPEHalf, 4, 2, 16, 320
+			c.SlidingWindow = 100
 		}),
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/kernels/gemm"
@@ -41,7 +42,11 @@ type AttentionConfig struct {
 	// KVPackPerCall is the kv-packing ablation (row-major cache, every
 	// tile packed inside each call).
 	KVPackPerCall bool
-	Timing        Timing
+	// NoPipeline is the pipeline ablation: prefill is measured serially
+	// only (by default both the pipeline, SMEPilot §4.2, and the serial
+	// schedule, side by side).
+	NoPipeline bool
+	Timing     Timing
 	// Machine gives the roofline prediction (nil: none); Profile the
 	// ceilings of the fractions (nil: none).
 	Machine *roofline.Machine
@@ -57,6 +62,15 @@ type AttentionPoint struct {
 	// (decode, width 1) or "width" (decode, batch 1).
 	Axis      string `json:"axis"`
 	Placement string `json:"placement"`
+	// Schedule is "pipelined" (prefill on pairs of a vector and a matrix
+	// worker, SMEPilot §4.2, Fig. 6: engine.AttentionBench.PrefillPipelined)
+	// or "serial" (every worker runs whole jobs; decode always).
+	Schedule string `json:"schedule"`
+	// Kernels is the planner's tile kernels for the point's jobs
+	// (engine.AttentionKernels): "vector" (DotRows/AxpyRows), "gemm" (the
+	// backend's microkernels) or "gemm+vector" where a short last block
+	// of rows falls below the threshold.
+	Kernels string `json:"kernels"`
 	// Backends are the fp32 backends the workers ran ("avx2-fp32", or
 	// "avx2-fp32+sme-fp32" for mixed: cores group + matrix group).
 	Backends string `json:"backends"`
@@ -80,7 +94,14 @@ type AttentionPoint struct {
 	// predicted where not on the placement's own target.
 	PredictedSeconds float64 `json:"predicted_seconds,omitempty"`
 	PredictedGFLOPS  float64 `json:"predicted_gflops,omitempty"`
-	PredictionNote   string  `json:"prediction_note,omitempty"`
+	// PredictedMatrixSeconds and PredictedVectorSeconds are the two stages
+	// of roofline.PredictAttention for the schedule: QKᵀ + P·V, and the
+	// softmax + rescale, each at its group's share where pipelined.
+	// PredictedSeconds is their sum (serial) or the longer plus the fill
+	// and drain (pipelined).
+	PredictedMatrixSeconds float64 `json:"predicted_matrix_seconds,omitempty"`
+	PredictedVectorSeconds float64 `json:"predicted_vector_seconds,omitempty"`
+	PredictionNote         string  `json:"prediction_note,omitempty"`
 	// Fraction is GFLOP/s over the probed fp32 GEMM ceiling (prefill) or
 	// KV GB/s over the probed read roof for the KV bytes (decode), of
 	// FractionOf; Target the issue's goal (0.70, 0.80); neither for a
@@ -268,6 +289,31 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		r.Notes = append(r.Notes, "workers not pinned: "+pe.Error())
 	}
 	all := p.All()
+	// The pipeline's groups: the vector group the first threads −
+	// threads/2 workers, the matrix group the others (as the engine and
+	// the mixed placement cut them); a pair's matrix worker runs its
+	// placement's backend.
+	schedules := []string{SchedulePipelined, ScheduleSerial}
+	var vecG, matG *kpool.Group
+	switch {
+	case c.NoPipeline:
+		schedules = []string{ScheduleSerial}
+		r.Notes = append(r.Notes, "prefill: serial schedule only (--ablate pipeline)")
+	case threads < 2:
+		schedules = []string{ScheduleSerial}
+		r.Notes = append(r.Notes, "prefill: serial schedule only: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule")
+	default:
+		gs, err := p.Groups(threads-threads/2, threads/2)
+		if err != nil {
+			return nil, err
+		}
+		vecG, matG = gs[0], gs[1]
+		r.Notes = append(r.Notes, fmt.Sprintf("prefill pipelined (SMEPilot §4.2, Fig. 6): pairs of workers: %d; matrix stage (QKᵀ, P·V) on CPUs %v with the placement's matrix-group backend, vector stage (softmax, rescale) on CPUs %v; serial: every worker runs whole jobs (the pipeline ablation)",
+			threads/2, matG.CPUs(), vecG.CPUs()[:threads/2]))
+		if c.Backends.Pair.Matrix.Unit == gemm.Cores {
+			r.Notes = append(r.Notes, "no matrix unit: the pipeline's matrix stage is a second group of cores (matrix = "+c.Backends.MatrixLabel+")")
+		}
+	}
 	for _, pl := range c.Placements {
 		ws, why := attentionWorkers(pl, c.Backends, threads)
 		if why != "" {
@@ -283,26 +329,33 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			}
 		}
 		for _, T := range c.Contexts {
-			pt := base
-			pt.Phase, pt.Axis, pt.Context, pt.Batch, pt.Width, pt.FLOPs, pt.Target = "prefill", "context", T, 1, T, o.PrefillFLOPs(T), PrefillTarget
-			if c.Progress != nil {
-				c.Progress(fmt.Sprintf("attention %s prefill context %d", pl, T))
-			}
-			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Prefill(ctx, m, all, T) }); err != nil {
-				return nil, fmt.Errorf("attention %s prefill context %d: %w", pl, T, err)
-			}
-			for _, row := range []int{0, T / 2, T - 1} {
-				e, err := a.CheckOutput(row, 0, row, c.Arch.Heads-1)
-				if err != nil {
-					return nil, err
+			for _, sched := range schedules {
+				pt := base
+				pt.Phase, pt.Axis, pt.Context, pt.Batch, pt.Width, pt.FLOPs, pt.Target = "prefill", "context", T, 1, T, o.PrefillFLOPs(T), PrefillTarget
+				pt.Schedule = sched
+				if c.Progress != nil {
+					c.Progress(fmt.Sprintf("attention %s prefill context %d %s", pl, T, sched))
 				}
-				pt.MaxRelError = max(pt.MaxRelError, e)
+				call := func(m *kpool.Master) error { return a.Prefill(ctx, m, all, T) }
+				if sched == SchedulePipelined {
+					call = func(m *kpool.Master) error { return a.PrefillPipelined(ctx, m, vecG, matG, T) }
+				}
+				if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, call); err != nil {
+					return nil, fmt.Errorf("attention %s prefill context %d %s: %w", pl, T, sched, err)
+				}
+				for _, row := range []int{0, T / 2, T - 1} {
+					e, err := a.CheckOutput(row, 0, row, c.Arch.Heads-1)
+					if err != nil {
+						return nil, err
+					}
+					pt.MaxRelError = max(pt.MaxRelError, e)
+				}
+				if pt.MaxRelError > maxAttentionError {
+					return nil, fmt.Errorf("attention %s %s %s context %d batch %d: output check failed: relative error %.3g > %.0e", pl, sched, pt.Phase, pt.Context, pt.Batch, pt.MaxRelError, maxAttentionError)
+				}
+				c.finish(&pt, ws)
+				r.Points = append(r.Points, pt)
 			}
-			if pt.MaxRelError > maxAttentionError {
-				return nil, fmt.Errorf("attention %s %s context %d batch %d: output check failed: relative error %.3g > %.0e", pl, pt.Phase, pt.Context, pt.Batch, pt.MaxRelError, maxAttentionError)
-			}
-			c.finish(&pt, ws[0].Name)
-			r.Points = append(r.Points, pt)
 		}
 		a = nil // the prefill caches go before the decode ones are made
 		o = c.benchOptions(ws, "decode")
@@ -326,6 +379,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			C, B, W := c.DecodeContext, st.batch, st.width
 			pt := base
 			pt.Phase, pt.Axis, pt.Context, pt.Batch, pt.Width, pt.FLOPs, pt.Target = "decode", st.axis, C, B, W, o.DecodeFLOPs(C, B, W), DecodeTarget
+			pt.Schedule = ScheduleSerial
 			pt.KVBytes = o.DecodeKVBytes(C, B)
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d width %d", pl, C, B, W))
@@ -345,7 +399,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			if pt.MaxRelError > maxAttentionError {
 				return nil, fmt.Errorf("attention %s decode context %d batch %d width %d: output check failed: relative error %.3g > %.0e", pl, C, B, W, pt.MaxRelError, maxAttentionError)
 			}
-			c.finish(&pt, ws[0].Name)
+			c.finish(&pt, ws)
 			r.Points = append(r.Points, pt)
 		}
 	}
@@ -370,14 +424,35 @@ func joinSemi(s []string) string {
 // above attendBlock's fp32 bound (about 1e-6), far below a wrong kernel's.
 const maxAttentionError = 1e-4
 
-// finish derives a measured point's rates, prediction and fraction.
-func (c *AttentionConfig) finish(pt *AttentionPoint, coresBackend string) {
+// jobKernels is the tile kernels of the jobs of width query rows per
+// sequence (blocks of engine.AttentionRows, the last one shorter).
+func jobKernels(width, group int) string {
+	full := engine.AttentionKernels(min(width, engine.AttentionRows), group)
+	if r := width % engine.AttentionRows; width > engine.AttentionRows && r != 0 {
+		if last := engine.AttentionKernels(r, group); last != full {
+			return full + "+" + last
+		}
+	}
+	return full
+}
+
+// The schedules of AttentionPoint.Schedule.
+const (
+	SchedulePipelined = "pipelined"
+	ScheduleSerial    = "serial"
+)
+
+// finish derives a measured point's rates, prediction and fraction (ws:
+// the workers' backends).
+func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
+	coresBackend := ws[0].Name
+	pt.Kernels = jobKernels(pt.Width, c.Arch.Heads/c.Arch.KVHeads)
 	pt.GFLOPS = rates(pt.Seconds, pt.FLOPs, 1e-9)
 	med := pt.Seconds.Median
 	if pt.KVBytes > 0 && med > 0 {
 		pt.KVGBps = pt.KVBytes / med / 1e9
 	}
-	pt.PredictedSeconds, pt.PredictionNote = c.predictAttention(pt)
+	pt.PredictedSeconds, pt.PredictedMatrixSeconds, pt.PredictedVectorSeconds, pt.PredictionNote = c.predictAttention(pt, ws)
 	if pt.PredictedSeconds > 0 {
 		pt.PredictedGFLOPS = pt.FLOPs / pt.PredictedSeconds / 1e9
 	}
@@ -397,12 +472,17 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, coresBackend string) {
 	}
 }
 
-// predictAttention is the roofline's time of the catalog's qk, softmax and
-// pv for the point's shape (one layer; fp32), qk and pv on the target
-// named like the placement, softmax on the cores.
-func (c *AttentionConfig) predictAttention(pt *AttentionPoint) (float64, string) {
+// predictAttention is the roofline's time of the catalog's qk, softmax
+// and pv for the point's shape (one layer; fp32) as SMEPilot §4.2's two
+// stages (roofline.PredictAttention): serial, the matrix stage (qk, pv)
+// on the target named like the placement plus the vector stage (softmax,
+// rescale) on the cores; pipelined, the longer stage at its group's share
+// (the matrix stage on the target of the pair's matrix worker: its share
+// of the cores, or the whole matrix unit) plus the fill and drain. It
+// returns the total, the two stages and a note.
+func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend) (total, matrix, vector float64, note string) {
 	if c.Machine == nil {
-		return 0, "no profile"
+		return 0, 0, 0, "no profile"
 	}
 	req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: pt.Context, Context: pt.Context,
 		Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
@@ -410,35 +490,34 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint) (float64, string)
 		req = roofline.Request{Phase: roofline.Decode, Batch: pt.Batch, Tokens: pt.Width, Context: pt.Context,
 			Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
 	}
-	cat, err := roofline.BuildCatalog(c.Arch, req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	var ops []roofline.Operator
-	for _, o := range cat.Layers[0].Ops {
-		if o.Name == "qk" || o.Name == "softmax" || o.Name == "pv" {
-			ops = append(ops, o)
+	n := len(ws)
+	matBackend := ws[n-1] // the matrix group's (the last workers')
+	s := roofline.AttentionSchedule{MatrixShare: 1, VectorShare: 1, Tile: engine.AttentionTile(matBackend), Rows: engine.AttentionRows}
+	place := pt.Placement
+	if pt.Schedule == SchedulePipelined {
+		place = PlaceMatrix
+		if matBackend.Unit == gemm.Cores {
+			s.MatrixShare = float64(n/2) / float64(n)
+			if pt.Placement == PlaceCores {
+				place = PlaceCores
+			}
 		}
+		s.VectorShare = float64(n-n/2) / float64(n)
 	}
-	placed, err := roofline.Place(c.Machine, "fp32", ops)
-	if err != nil {
-		return 0, err.Error()
-	}
-	target, note, ok := predictionTarget(c.Machine, pt.Placement, c.Backends.Pair)
+	target, note, ok := predictionTarget(c.Machine, place, c.Backends.Pair)
 	if !ok {
-		return 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, pt.Placement)
+		return 0, 0, 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, place)
 	}
-	total := 0.0
-	for _, o := range placed {
-		if o.Kind == roofline.KindNonlinear {
-			total += o.Time
-			continue
-		}
-		t, ok := o.Times[target]
-		if !ok {
-			return 0, fmt.Sprintf("the machine %s has no fp32 ceiling on its %s target", c.Machine.Name, target)
-		}
-		total += t
+	s.Target = target
+	st, err := roofline.PredictAttention(c.Machine, c.Arch, req, "fp32", s)
+	if err != nil {
+		return 0, 0, 0, err.Error()
 	}
-	return total, note
+	if st.Note != "" {
+		note = strings.TrimPrefix(note+"; "+st.Note, "; ")
+	}
+	if pt.Schedule == SchedulePipelined {
+		return st.Pipelined, st.Matrix / s.MatrixShare, st.Vector / s.VectorShare, note
+	}
+	return st.Serial, st.Matrix, st.Vector, note
 }

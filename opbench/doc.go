@@ -4,7 +4,10 @@
 // the FFN GEMMs of a model against prefill length and decode batch
 // (RunGEMMSweep, `bench gemm --sweep`), each on the cores, matrix and
 // mixed placements where they apply, beside the roofline's prediction
-// and the fraction of the probed ceiling or roof (Fractions).
+// and the fraction of the probed ceiling or roof (Fractions). Prefill
+// attention is measured pipelined (SMEPilot §4.2, Fig. 6) and serially
+// (its ablation) side by side, each against roofline.PredictAttention's
+// schedule (PipelineLines).
 //
 // Every figure is the median of the timed repetitions after a warm-up,
 // with min, max and the coefficient of variation (results.Stat), on

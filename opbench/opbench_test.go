@@ -75,7 +75,8 @@ func TestRunAttention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Points) != 3*6 || len(r.Skipped) != 0 {
+		// Per placement: 2 contexts × (pipelined, serial) + 2 batches + 2 widths.
+		if len(r.Points) != 3*8 || len(r.Skipped) != 0 {
 			t.Fatalf("kv-packing %v: %d points, skipped %v", kv, len(r.Points), r.Skipped)
 		}
 		for _, p := range r.Points {
@@ -89,8 +90,19 @@ func TestRunAttention(t *testing.T) {
 				t.Errorf("mixed backends %q", p.Backends)
 			}
 		}
-		if s := r.Series("context"); len(s) != 6 || !s[1].Predicted || len(s[0].X) != 2 {
+		if s := r.Series("context"); len(s) != 12 || !s[1].Predicted || len(s[0].X) != 2 || !strings.Contains(s[0].Label, "pipelined") || !strings.Contains(s[2].Label, "serial") {
 			t.Errorf("prefill series: %+v", s)
+		}
+		for _, p := range r.Points {
+			if p.Phase == "prefill" && (p.Schedule != SchedulePipelined && p.Schedule != ScheduleSerial || !(p.PredictedMatrixSeconds > 0) || !(p.PredictedVectorSeconds > 0)) ||
+				p.Phase == "decode" && p.Schedule != ScheduleSerial ||
+				p.Phase == "decode" && p.Width == 2 && p.Kernels != "vector" || p.Phase == "decode" && p.Width == 33 && p.Kernels != "gemm+vector" ||
+				p.Phase == "decode" && p.Width == 1 && p.Kernels != "vector" || p.Phase == "prefill" && p.Kernels != "gemm" {
+				t.Errorf("%s %s context %d width %d: schedule %q, kernels %q, predicted stages %g, %g", p.Phase, p.Placement, p.Context, p.Width, p.Schedule, p.Kernels, p.PredictedMatrixSeconds, p.PredictedVectorSeconds)
+			}
+		}
+		if l := r.PipelineLines(); len(l) != 3*2 || !strings.Contains(l[0], "pipeline speedup") || !strings.Contains(l[0], "predicted pipelined") {
+			t.Errorf("pipeline lines: %q", l)
 		}
 		if s := r.Series("width"); len(s) != 6 || s[0].X[1] != 33 {
 			t.Errorf("width series: %+v", s)

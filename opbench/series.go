@@ -21,15 +21,36 @@ type Series struct {
 
 // Series returns the plot lines of one sweep axis ("context": prefill
 // vs context; "batch": decode vs batch; "width": decode vs token width),
-// GFLOP/s, per placement in the order measured, each followed by its
-// prediction where there is one.
+// GFLOP/s, per placement in the order measured and, for prefill, per
+// schedule (pipelined, then serial: SMEPilot §4.2 and its ablation side
+// by side), each followed by its prediction where there is one.
 func (r *AttentionReport) Series(axis string) []Series {
 	var out []Series
+	scheds := []string{""}
+	if axis == "context" {
+		scheds = []string{SchedulePipelined, ScheduleSerial}
+	}
 	for _, pl := range r.placements() {
-		meas := Series{Label: pl + " (" + r.backendsOf(pl) + ")", Group: pl}
-		pred := Series{Label: pl + " roofline", Group: pl, Predicted: true}
+		for _, sc := range scheds {
+			out = append(out, r.series(axis, pl, sc)...)
+		}
+	}
+	return out
+}
+
+// series is the measured and predicted lines of one placement and
+// schedule ("": any) on an axis; none where nothing was measured.
+func (r *AttentionReport) series(axis, pl, sched string) []Series {
+	var out []Series
+	{
+		name := pl
+		if sched != "" {
+			name = pl + " " + sched
+		}
+		meas := Series{Label: name + " (" + r.backendsOf(pl) + ")", Group: name}
+		pred := Series{Label: name + " roofline", Group: name, Predicted: true}
 		for _, p := range r.Points {
-			if p.Axis != axis || p.Placement != pl {
+			if p.Axis != axis || p.Placement != pl || sched != "" && p.Schedule != sched {
 				continue
 			}
 			x := float64(p.Context)
@@ -107,15 +128,15 @@ func f2(x float64) string {
 // prediction columns refer to ([n]).
 func (r *AttentionReport) Table() (header []string, rows [][]string, notes []string) {
 	ref := footnotes(&notes)
-	header = []string{"phase", "placement", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "measured/predicted", "fraction", "max rel. error"}
+	header = []string{"phase", "placement", "schedule", "kernels", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "pred. matrix stage ms", "pred. vector stage ms", "measured/predicted", "fraction", "max rel. error"}
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 {
 			ratio = strings.TrimSpace(fmt.Sprintf("%.2f %s", p.Seconds.Median/p.PredictedSeconds, ref(p.PredictionNote)))
 		}
-		rows = append(rows, []string{p.Phase, p.Placement, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
+		rows = append(rows, []string{p.Phase, p.Placement, p.Schedule, p.Kernels, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
 			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
-			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
+			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ms(p.PredictedMatrixSeconds), ms(p.PredictedVectorSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
 			fmt.Sprintf("%.1e", p.MaxRelError)})
 	}
 	return header, rows, notes
@@ -197,4 +218,50 @@ func (r *GEMMSweepReport) Table() (header []string, rows [][]string, notes []str
 			f2(p.PredictedGFLOPS), ratio, pct(p.Fraction, 0) + " " + ref(p.FractionOf), p.Note})
 	}
 	return header, rows, notes
+}
+
+// PipelineLines compares, per placement and prefill context measured
+// both ways, the pipelined schedule with the serial one (SMEPilot §4.2
+// and its ablation, Fig. 12): measured and predicted times and the
+// speedup of the pipeline (serial time / pipelined time).
+func (r *AttentionReport) PipelineLines() []string {
+	type key struct {
+		pl  string
+		ctx int
+	}
+	byKey := map[key][2]*AttentionPoint{}
+	var order []key
+	for i := range r.Points {
+		p := &r.Points[i]
+		if p.Phase != "prefill" {
+			continue
+		}
+		k := key{p.Placement, p.Context}
+		v, seen := byKey[k]
+		if !seen {
+			order = append(order, k)
+		}
+		switch p.Schedule {
+		case SchedulePipelined:
+			v[0] = p
+		case ScheduleSerial:
+			v[1] = p
+		}
+		byKey[k] = v
+	}
+	var out []string
+	for _, k := range order {
+		v := byKey[k]
+		pp, sp := v[0], v[1]
+		if pp == nil || sp == nil {
+			continue
+		}
+		l := fmt.Sprintf("prefill %s context %d: pipelined %s ms, serial %s ms measured (pipeline speedup %.2f×)", k.pl, k.ctx, ms(pp.Seconds.Median), ms(sp.Seconds.Median), sp.Seconds.Median/pp.Seconds.Median)
+		if pp.PredictedSeconds > 0 && sp.PredictedSeconds > 0 {
+			l += fmt.Sprintf("; predicted pipelined %s ms (max of matrix %s, vector %s), serial %s ms (their sum on every worker): %.2f×",
+				ms(pp.PredictedSeconds), ms(pp.PredictedMatrixSeconds), ms(pp.PredictedVectorSeconds), ms(sp.PredictedSeconds), sp.PredictedSeconds/pp.PredictedSeconds)
+		}
+		out = append(out, l)
+	}
+	return out
 }

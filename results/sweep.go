@@ -29,8 +29,9 @@ type SweepCell struct {
 	Placement   string `json:"placement"` // cores, matrix, mixed or auto
 	// Ablation is "" (none), "partition" (no tile partitioning: a mixed
 	// placement runs each GEMM on one group), "packing" (weights packed
-	// on every call) or "kv-packing" (row-major KV cache, each K/V tile
-	// packed inside attention), SMEPilot §4.3, §5.4.
+	// on every call), "kv-packing" (row-major KV cache, each K/V tile
+	// packed inside attention) or "pipeline" (prefill attention's stages
+	// serially, not pipelined), SMEPilot §4.2, §4.3, §5.4.
 	Ablation string `json:"ablation,omitempty"`
 	Backends string `json:"backends"` // the gemm backends used, e.g. "avx2-fp32+avx2-bf16"
 	// Targets is what ran the cell's linear operators per placement

@@ -2,7 +2,9 @@
 // (one memory system, several execution targets with their own compute
 // ceilings), the LLM operator catalog (FLOPs and bytes of every operator of
 // a decoder layer for a request shape), the placement rules of SMEPilot
-// §3.2–3.3 and §4.4 (including the Eq. 1 tile-rounded split), and the other
+// §3.2–3.3 and §4.4 (including the Eq. 1 tile-rounded split), the time
+// model of tiled attention as SMEPilot §4.2's two stages, serial and
+// pipelined (attention.go: PredictAttention, Fig. 6), and the other
 // analytic models of the seed papers: the low-bit paper's effective-bandwidth
 // roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model
 // with its machine form, crossover length and per-policy weight capacity

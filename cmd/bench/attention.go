@@ -61,10 +61,26 @@ backend is fp32 (e.g. sme-fp32, or one named by --matrix-backend); those
 that do not apply are listed with the reason. --ablate kv-packing keeps the
 cache row-major and packs every K and V tile inside each call.
 
+Prefill is measured twice per placement with 2 or more threads: pipelined
+(SMEPilot §4.2, Fig. 6: pairs of workers, the matrix group's worker
+computing QKᵀ of tile i+1 and P·V of tile i while the vector group's
+worker runs the softmax and rescale of tile i; without a matrix unit the
+matrix group is a second group of cores, as the output says) and serial
+(every worker runs whole jobs: the pipeline ablation), side by side in
+the table, the figure and the pipeline lines (speedup measured and
+predicted). --ablate pipeline measures the serial schedule only. The
+kernels column is the planner's choice per shape: vector (DotRows/AxpyRows
+per query row, for jobs of fewer than 8 query rows: decode) or gemm (the
+backend's microkernels on the panels).
+
 Per figure: median, min and max of --reps repetitions of at least --rep-ms
 after a warm-up, GFLOP/s (4·head dim FLOPs per query head and causal
-pair), decode's KV GB/s, the roofline's prediction (the catalog's qk,
-softmax and pv on the placement's target of the --profile machine), and
+pair), decode's KV GB/s, the roofline's prediction (roofline
+PredictAttention: the matrix stage, the catalog's qk and pv on the
+placement's target of the --profile machine, and the vector stage, its
+softmax at the probed non-linear rate plus the accumulator's rescale;
+serial: their sum; pipelined: the longer stage at its group's share plus
+one tile per job to fill and drain), and
 the fraction of the probed fp32 GEMM ceiling (prefill; target 70%) or of
 the probed read roof for the KV bytes (decode; target 80%). Sampled outputs
 are checked against a float64 reference. Writes attention.png (prefill and
@@ -72,7 +88,8 @@ decode panels), attention.md and attention.json to --out.`,
 		Example: `  bench attention
   bench attention --contexts 1024,2048,4096,8192 --batches 1,4,16 --decode-context 4096
   bench attention --matrix-backend go-fp32 --placement cores,matrix,mixed
-  bench attention --ablate kv-packing --out results/attention-ablation`,
+  bench attention --ablate kv-packing --out results/attention-ablation
+  bench attention --ablate pipeline --contexts 2048`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return attentionRun(cmd.Context(), o) },
 	}
@@ -86,7 +103,7 @@ decode panels), attention.md and attention.json to --out.`,
 	f.IntVar(&o.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&o.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
-	f.StringSliceVar(&o.Ablate, "ablate", nil, "ablations: kv-packing (the KV cache row-major, every tile packed inside each call)")
+	f.StringSliceVar(&o.Ablate, "ablate", nil, "ablations: kv-packing (the KV cache row-major, every tile packed inside each call), pipeline (prefill measured serially only, not also pipelined)")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.StringVar(&o.Profile, "profile", "", "profile.json of 'bench probe' (or a machine file, a published profile) for the prediction and the fractions (default: this host's newest complete probe profile; none: no predictions)")
@@ -161,12 +178,16 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	if err := o.Fig.parse("attention"); err != nil {
 		return err
 	}
-	kvPack := false
+	kvPack, noPipe := false, false
 	for _, a := range o.Ablate {
-		if a != "kv-packing" {
-			return fmt.Errorf("attention: --ablate %q: want kv-packing (partition and packing ablate the GEMMs: bench gemm --pack-every-call, --split)", a)
+		switch a {
+		case "kv-packing":
+			kvPack = true
+		case "pipeline":
+			noPipe = true
+		default:
+			return fmt.Errorf("attention: --ablate %q: want kv-packing or pipeline (partition and packing ablate the GEMMs: bench gemm --pack-every-call, --split)", a)
 		}
-		kvPack = true
 	}
 	placements, err := opbench.ParsePlacements(o.Placement)
 	if err != nil {
@@ -189,7 +210,7 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 		return fmt.Errorf("attention: %w", err)
 	}
 	c := opbench.AttentionConfig{Arch: arch, Contexts: o.Contexts, DecodeContext: o.DecodeContext, Batches: o.Batches, Widths: o.Widths,
-		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack,
+		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack, NoPipeline: noPipe,
 		Timing: opbench.Timing{Reps: o.Reps, RepDuration: time.Duration(o.RepMS) * time.Millisecond}}
 	if o.RepMS < 1 || o.RepMS > 1e6 {
 		return fmt.Errorf("attention: --rep-ms %d: must be between 1 and 1000000", o.RepMS)
@@ -270,7 +291,8 @@ func attentionContext(r *opbench.AttentionReport, profile string) []string {
 	for _, s := range r.Skipped {
 		l = append(l, "skipped "+s)
 	}
-	return append(l, r.Notes...)
+	l = append(l, r.Notes...)
+	return append(l, r.PipelineLines()...)
 }
 
 // printOpTable prints an operator sweep's context lines, table and

@@ -48,7 +48,7 @@ func TestAttentionBadInput(t *testing.T) {
 		{"--batches 0", "--batches 0"},
 		{"--widths 5000", "--widths 5000"},
 		{"--matrix-backend nosuch", `"nosuch"`},
-		{"--ablate pipeline", `--ablate "pipeline"`},
+		{"--ablate partition", `--ablate "partition"`},
 		{"--threads 100000", "--threads 100000"},
 		{"--model nosuch", "nosuch"},
 	} {

@@ -86,8 +86,10 @@ The placement line says what ran each target, with its weight precision
 and calls. --ablate partition (mixed GEMMs run whole
 on the faster group), packing (weights packed on every call) and
 kv-packing (the KV cache kept row-major and every K/V tile packed inside
-attention, instead of written packed by the K/V producer) are SMEPilot
-§5.4's ablations.
+attention, instead of written packed by the K/V producer) and pipeline
+(prefill attention's QKᵀ, softmax and P·V run serially per job instead of
+the phase-aware pipeline of a matrix and a vector worker, §4.2; identical
+logits) are SMEPilot §5.4's ablations.
 
 --weights synthetic draws N(0, 0.02) weights (norms 1) at the exact shapes
 of --model: a shipped config (` + strings.Join(models.Names(), ", ") + `),

@@ -130,6 +130,7 @@ func TestRunBatchPlacements(t *testing.T) {
 		{"--placement", "mixed", "--threads", "2", "--ablate", "packing"},
 		{"--placement", "mixed", "--threads", "2", "--ablate", "partition"},
 		{"--placement", "cores", "--ablate", "kv-packing"},
+		{"--placement", "cores", "--ablate", "pipeline"},
 		{"--placement", "auto", "--profile", prof},
 	} {
 		if runtime.NumCPU() < 2 && slices.Contains(args, "mixed") {

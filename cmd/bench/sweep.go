@@ -55,7 +55,9 @@ Ablations (--ablate, SMEPilot §5.4) add variants of each cell: partition
 (no tile partitioning: a mixed GEMM runs whole on one group; placements
 mixed and auto only), packing (weights packed on every call) and
 kv-packing (the KV cache kept row-major, every K/V tile packed inside
-attention instead of written packed by its producer, SMEPilot §4.3).
+attention instead of written packed by its producer, SMEPilot §4.3) and
+pipeline (prefill attention's stages run serially per job instead of
+pipelined over a matrix and a vector worker, SMEPilot §4.2).
 
 Placements: cores, matrix, mixed, auto; auto plans each operator from the
 roofline and needs --profile (a profile.json, bench.machine/v1 file or

@@ -1,0 +1,268 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/cpubench/bench/kernels/gemm"
+	"github.com/cpubench/bench/kernels/pool"
+)
+
+// The phase-aware attention pipeline (SMEPilot §4.2, Fig. 6).
+//
+// A prefill's attention jobs (attnJob: a block of query rows against one
+// KV head) run on pairs of workers: the matrix worker computes QKᵀ of tile
+// i+1 and P·V of tile i (qkTile, pvTile: the backend's microkernels) while
+// the vector worker runs the online softmax of tile i (softmaxTile: max,
+// exp, sum) and the rescale of the accumulator (rescaleTile). The scores
+// go through two buffers (s[0], s[1] of the pair's attnScratch, by tile
+// parity): QKᵀ of tile i+1 fills one while the softmax works on the other.
+// The hand-off is lock-free: three counters per pair (tiles scored,
+// tiles whose probabilities are ready, tiles added by P·V), each written
+// by one side and spun on by the other; no goroutine per tile, the pairs
+// are the pool's workers (kernels/pool RunGroups over two groups). Per
+// tile the two sides meet twice, so the pipeline's time is, per tile, the
+// longer of the matrix stage (QKᵀ + P·V) and the vector stage (softmax +
+// rescale), not their sum, plus one tile's stage to fill and drain per
+// job (roofline.PredictAttention).
+//
+// The matrix group is the second half of the workers (as the mixed
+// placement cuts them) running the attention backend (attnBackend, the
+// one the KV cache is packed for: the matrix placement's backend where it
+// is fp32, e.g. sme-fp32, else the cores' fp32 backend). On a CPU without
+// a matrix unit it is a second group of cores, which the run's notes say. With one worker there is no pair and the pipeline
+// degenerates to the serial schedule (attend); an odd worker out runs
+// jobs serially beside the pairs. The pipeline ablation
+// (Options.NoPipeline, `--ablate pipeline`) runs the same jobs serially
+// on every worker: the same stages on the same buffers in the same order
+// per job, so the outputs are bit-identical and only the time changes.
+
+// attnPair is one pipeline pair's shared state.
+type attnPair struct {
+	ws     *attnScratch // the job's buffers, the matrix worker's (its backend's panels)
+	unit   atomic.Int64 // the posted job's index, -1: no more
+	posted atomic.Int64 // jobs posted by the vector worker
+	scored atomic.Int64 // tiles of the posted job through QKᵀ
+	probs  atomic.Int64 // tiles through the softmax and the rescale
+	added  atomic.Int64 // tiles through P·V
+	failed atomic.Bool  // one side panicked: the other stops waiting
+	_      [64]byte     // keep consecutive pairs' counters off each other's cache lines
+}
+
+// waitFor spins until c reaches n, yielding the processor between polls
+// (the partner runs on another pinned thread). It panics when the partner
+// has failed, so that a panic in one side reaches Run instead of leaving
+// the other spinning.
+func (p *attnPair) waitFor(c *atomic.Int64, n int64) {
+	for i := 0; c.Load() < n; i++ {
+		if p.failed.Load() {
+			panic("engine: attention pipeline: the partner worker failed")
+		}
+		if i > 64 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// fail marks the pair failed when the calling side panics (deferred).
+func (p *attnPair) fail() {
+	if r := recover(); r != nil {
+		p.failed.Store(true)
+		panic(r)
+	}
+}
+
+// attnPipeline runs jobs (claimed in order, dynamically) on the pairs
+// (vec.Workers()[k], mat.Workers()[k]), the pair's buffers from
+// scratch(matrix worker); vector workers without a partner run jobs
+// serially on their own scratch. job(i, ws, j) fills *j with job i for
+// the buffers ws (whose layout its caches must have). Once ctx (nil: none)
+// is done no further job is claimed and its error is returned.
+func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n int, scratch func(worker int) *attnScratch, job func(i int, ws *attnScratch, j *attnJob)) error {
+	vw, mw := vec.Workers(), mat.Workers()
+	if len(vw) < len(mw) {
+		return fmt.Errorf("engine: attention pipeline: %d vector workers for %d matrix workers", len(vw), len(mw))
+	}
+	pairs := make([]attnPair, len(mw))
+	for k := range pairs {
+		pairs[k].ws = scratch(mw[k])
+	}
+	var next atomic.Int64
+	claim := func() int {
+		if ctx != nil && ctx.Err() != nil {
+			return -1
+		}
+		if i := int(next.Add(1) - 1); i < n {
+			return i
+		}
+		return -1
+	}
+	vecSide := func(local, _ int) error {
+		if local >= len(pairs) { // no partner: serial
+			ws := scratch(vw[local])
+			var j attnJob
+			for i := claim(); i >= 0; i = claim() {
+				job(i, ws, &j)
+				attend(&j, ws)
+			}
+			return nil
+		}
+		p := &pairs[local]
+		defer p.fail()
+		ws := p.ws
+		var j attnJob
+		for {
+			i := claim()
+			if i < 0 {
+				p.unit.Store(-1)
+				p.posted.Add(1)
+				return nil
+			}
+			job(i, ws, &j)
+			if !ws.begin(&j) {
+				continue
+			}
+			p.scored.Store(0)
+			p.probs.Store(0)
+			p.added.Store(0)
+			p.unit.Store(int64(i))
+			p.posted.Add(1)
+			nt := int64(len(ws.tiles))
+			for t := range nt {
+				p.waitFor(&p.scored, t+1)
+				ws.softmaxTile(&j, int(t), int(t%2))
+				p.waitFor(&p.added, t) // P·V of the previous tile is in o
+				ws.rescaleTile(int(t))
+				p.probs.Store(t + 1)
+			}
+			p.waitFor(&p.added, nt)
+			ws.finish(&j)
+		}
+	}
+	matSide := func(local, _ int) error {
+		p := &pairs[local]
+		defer p.fail()
+		ws := p.ws
+		var j attnJob
+		for seen := int64(1); ; seen++ {
+			p.waitFor(&p.posted, seen)
+			i := p.unit.Load()
+			if i < 0 {
+				return nil
+			}
+			job(int(i), ws, &j)
+			nt := int64(len(ws.tiles))
+			ws.qkTile(&j, 0, 0)
+			p.scored.Store(1)
+			for t := range nt {
+				if t+1 < nt {
+					ws.qkTile(&j, int(t+1), int((t+1)%2))
+					p.scored.Store(t + 2)
+				}
+				p.waitFor(&p.probs, t+1)
+				ws.pvTile(&j, int(t), int(t%2))
+				p.added.Store(t + 1)
+			}
+		}
+	}
+	if _, err := ms.RunGroups(pool.Task{Group: vec, F: vecSide}, pool.Task{Group: mat, F: matSide}); err != nil {
+		return err
+	}
+	if ctx != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// attnGroups cuts the pool into the pipeline's vector group (the first
+// Threads − Threads/2 workers, worker 0 among them) and matrix group (the
+// other Threads/2), or returns nil groups where prefill attention runs
+// serially: the pipeline ablation, or one worker.
+func (m *Model) attnGroups() (vec, mat *pool.Group, err error) {
+	n := m.pool.Size()
+	if m.opts.NoPipeline || n < 2 || !m.opts.ForcePipeline && m.attnBackend().Unit != gemm.MatrixUnit {
+		return nil, nil, nil
+	}
+	gs, err := m.pool.Groups(n-n/2, n/2)
+	if err != nil {
+		return nil, nil, fmt.Errorf("engine: attention pipeline: %w", err)
+	}
+	return gs[0], gs[1], nil
+}
+
+// attentionNotes is the attention plan per shape, for Model.Notes: which
+// kernels and schedule decode and prefill attention run, and on what.
+func (m *Model) attentionNotes() []string {
+	c := m.Config
+	group := c.Heads / max(c.KVHeads, 1)
+	n := m.pool.Size()
+	abe := m.attnBackend()
+	be := abe.Name
+	var notes []string
+	if group < attnVecRows {
+		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyRows on the packed panels, DotRows and AxpyRows on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows))
+	} else {
+		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, at least %d) runs %s's GEMM microkernels on every worker, serially per job", group, attnVecRows, be))
+	}
+	if c.SlidingWindow > 0 {
+		notes = append(notes, fmt.Sprintf("attention: sliding window of %d positions; tiles wholly outside every row's window are skipped", c.SlidingWindow))
+	}
+	switch {
+	case m.opts.NoPipeline:
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers (pipeline ablation)", attnRows, group, be, n))
+	case n < 2:
+		notes = append(notes, fmt.Sprintf("attention plan: prefill runs serially on %s: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule", be))
+	case !m.opts.ForcePipeline && abe.Unit != gemm.MatrixUnit:
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
+			"the pipeline (SMEPilot §4.2) needs a matrix unit for its matrix stage, and this CPU's attention backend has none (on a second group of cores each stage gets half the workers: roofline.PredictAttention ≈ 0.5× serial; bench attention measures both)", attnRows, group, be, n))
+	default:
+		unit := "a second group of cores: this CPU's attention backend has no matrix unit"
+		if abe.Unit == gemm.MatrixUnit {
+			unit = "the matrix unit"
+		}
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs the phase-aware pipeline (SMEPilot §4.2, Fig. 6), pairs of workers: %d; matrix stage (QKᵀ, P·V on %s) on workers %v = %s; vector stage (softmax, rescale) on workers %v",
+			attnRows, group, n/2, be, m.pool.All().Workers()[n-n/2:], unit, m.pool.All().Workers()[:n-n/2]))
+		if n%2 == 1 {
+			notes = append(notes, fmt.Sprintf("attention pipeline: worker %d has no partner and runs prefill jobs serially", m.pool.All().Workers()[n/2]))
+		}
+	}
+	return notes
+}
+
+// AttentionTile is the KV positions per attention tile on backend b:
+// attnTile rounded down to a multiple of its panel width (kvLayout.tile).
+func AttentionTile(b gemm.Backend) int {
+	nr := max(b.TileN, 1)
+	return max(nr, attnTile/nr*nr)
+}
+
+// AttentionRows is the query rows of one prefill attention job (per KV
+// head; its GQA heads share the job's tiles).
+const AttentionRows = attnRows
+
+// AttentionKernels is the planner's choice of tile kernels for an
+// attention job of rows query rows per KV head with group query heads
+// each (attnVecRows): "vector" (kernels.DotRows/AxpyRows per query row,
+// SMEPilot §4.2's choice for low intensity) below attnVecRows query rows,
+// else "gemm" (the backend's microkernels on the panels).
+func AttentionKernels(rows, group int) string {
+	if rows*group < attnVecRows {
+		return "vector"
+	}
+	return "gemm"
+}
+
+// attnBackend is the gemm backend of attention's tile products, whose
+// panels the KV cache is packed in: the matrix target's backend where the
+// placement has one (matrix, mixed, auto) and it computes fp32 (the cache
+// is fp32), e.g. sme-fp32 on a CPU with SME, so that the pipeline's
+// matrix stage runs on the matrix unit (SMEPilot §4.2); else the cores'
+// fp32 backend (Model.Backend).
+func (m *Model) attnBackend() gemm.Backend {
+	if mb := m.Matrix; mb != nil && mb.DType == gemm.FP32 && mb.Unavailable == "" {
+		return *mb
+	}
+	return m.Backend
+}
