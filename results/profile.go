@@ -48,6 +48,11 @@ type Profile struct {
 	Matrix    *Matrix    `json:"matrix,omitempty"`
 	Dispatch  *Dispatch  `json:"dispatch,omitempty"`
 
+	// Calibration is written by `bench calibrate` (issue #16 part 2):
+	// per-operator-class efficiency factors and fixed costs the roofline
+	// applies to its predictions (roofline.FromProfile).
+	Calibration *Calibration `json:"calibration,omitempty"`
+
 	// Notes are free-text remarks on the whole run (e.g. "machine is a VM").
 	Notes []string `json:"notes,omitempty"`
 }

@@ -85,6 +85,11 @@ func (p *Profile) Validate() error {
 			}
 		}
 	}
+	if c := p.Calibration; c != nil {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

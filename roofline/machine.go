@@ -223,6 +223,10 @@ type Machine struct {
 	// FixedCosts are the worker pool's per-call costs (schema v3), added
 	// to every operator that runs on the pool. Absent: no fixed cost.
 	FixedCosts *FixedCosts `json:"fixed_costs,omitempty"`
+	// Calibration is the per-class efficiency and fixed cost of a
+	// profile's calibration section (bench calibrate; calibration.go),
+	// applied to every operator's predicted times. Absent: uncalibrated.
+	Calibration *Calibration `json:"calibration,omitempty"`
 }
 
 // Attainable is the roofline bound of SMEPilot §3.2:
@@ -555,6 +559,9 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	addEffectiveBandwidth(m, p, name)
 	addLevelRoofs(m, p, name)
 	addFixedCosts(m, p, name)
+	if err := addCalibration(m, p, name); err != nil {
+		return nil, err
+	}
 	if err := m.Validate(name); err != nil {
 		return nil, err
 	}

@@ -229,6 +229,7 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 				p.Time = p.Times[p.Target]
 			}
 		}
+		m.calibrate(&p)
 		out = append(out, p)
 	}
 	return out, nil

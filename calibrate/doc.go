@@ -1,0 +1,28 @@
+// Package calibrate is `bench calibrate` (issue #16 part 2): it runs a
+// designed set of operator shapes covering every regime of this machine —
+// fp32 GEMM and GEMV at several M, N, K (probes.GEMMBench, as `bench gemm`
+// runs them), attention prefill and decode at several contexts
+// (opbench.RunAttention, as `bench attention`), and the vector operators
+// (RMSNorm, residual add, RoPE, softmax, SiLU·mul: package kernels) at
+// several widths, at 1 and all threads — and records for each shape the
+// measured time (median of the repetitions, min, max, cv and a noise mark,
+// results.Stat and results.Noise) beside the roofline's prediction from a
+// profile (roofline.PlaceCall on the cores, at the thread count that ran).
+//
+// The shapes are split deterministically into a fit half and a held-out
+// half, stratified per operator class (Split). On the fit half each class
+// gets the parameters of t = fixed + t_roofline/efficiency by weighted
+// least squares on the relative error (Fit: gonum's stat.LinearRegression
+// of measured on predicted time, weights 1/measured²); the held-out half's
+// relative errors |pred−meas|/meas before and after are summarized per
+// class (p50, p90, max) and drawn as CDFs (PlotCDF, gonum/plot). Apply
+// writes the parameters into the profile's calibration section
+// (results.Calibration, schema bench.calibration/v1), which
+// roofline.FromProfile applies to every prediction of those classes.
+//
+// calibrate imports only kernels, kernels/gemm, kernels/pool, probes (the
+// GEMM bench), opbench (the attention sweep, which reaches engine), models,
+// roofline and results; it must not import reports or sweep, even
+// indirectly (the command writes its files), nor cmd. Units: seconds,
+// FLOPs, bytes.
+package calibrate

@@ -1,0 +1,310 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/kernels/gemm"
+	kpool "github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/opbench"
+	"github.com/cpubench/bench/probes"
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+// maxAttempts bounds the measurements of one shape: a noisy one (cv above
+// results.NoiseMaxCV) is measured again, and the least noisy attempt kept.
+const maxAttempts = 3
+
+// measurer holds what measuring the shapes needs.
+type measurer struct {
+	cfg    *Config
+	bench  *probes.GEMMBench
+	pair   opbench.Backends
+	weight map[[2]int]*probes.GEMMWeights
+}
+
+// measure times shape s and returns the seconds per call of its
+// repetitions with a noise record.
+func (ms *measurer) measure(ctx context.Context, s Shape) (results.Stat, error) {
+	var best results.Stat
+	for a := 1; a <= maxAttempts; a++ {
+		st, err := ms.once(ctx, s)
+		if err != nil {
+			return results.Stat{}, err
+		}
+		n := results.Noise{CV: st.CV, LoadAvg1: loadAvg1(), Attempts: a}
+		if st.CV > results.NoiseMaxCV {
+			n.Noisy = true
+			n.Why = fmt.Sprintf("cv %.0f%% > %.0f%%", 100*st.CV, 100*results.NoiseMaxCV)
+		}
+		st.Noise = &n
+		if a == 1 || st.CV < best.CV {
+			best = st
+		}
+		best.Noise.Attempts = a
+		if !best.Noise.Noisy {
+			break
+		}
+	}
+	return best, nil
+}
+
+func (ms *measurer) once(ctx context.Context, s Shape) (results.Stat, error) {
+	switch s.Class {
+	case roofline.ClassGEMM, roofline.ClassGEMV:
+		return ms.linear(ctx, s)
+	case roofline.ClassAttention:
+		return ms.attention(ctx, s)
+	}
+	return ms.vector(ctx, s)
+}
+
+// linear measures the packed fp32 GEMM of the cores backend, as `bench
+// gemm` does (probes.GEMMBench.Measure), as seconds per call.
+func (ms *measurer) linear(ctx context.Context, s Shape) (results.Stat, error) {
+	key := [2]int{s.N, s.K}
+	w := ms.weight[key]
+	if w == nil {
+		var err error
+		if w, err = probes.NewGEMMWeights(ms.pair.Pair.Cores, s.N, s.K, 1); err != nil {
+			return results.Stat{}, err
+		}
+		ms.weight[key] = w
+	}
+	g, err := ms.bench.Measure(ctx, w, s.M, s.Threads, false)
+	if err != nil {
+		return results.Stat{}, err
+	}
+	return seconds(gemm.Flops(s.M, s.N, s.K)*1e-9, g.GFLOPS), nil
+}
+
+// seconds turns a Stat of rates (work per second) into seconds per call.
+func seconds(work float64, rate results.Stat) results.Stat {
+	var v []float64
+	for _, r := range rate.Samples {
+		if r > 0 {
+			v = append(v, work/r)
+		}
+	}
+	if len(v) == 0 && rate.Median > 0 {
+		v = []float64{work / rate.Median}
+	}
+	return results.Summarize(v)
+}
+
+// attention runs opbench.RunAttention for the one shape on the cores
+// placement with Threads workers.
+func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error) {
+	c := opbench.AttentionConfig{Arch: ms.cfg.Arch, Placements: []string{opbench.PlaceCores}, Backends: ms.pair,
+		CPUs: ms.cfg.CPUs[:s.Threads], Timing: opbench.Timing{Reps: ms.cfg.Reps, RepDuration: ms.cfg.RepDuration}}
+	if s.Phase == "prefill" {
+		c.Contexts = []int{s.Context}
+	} else {
+		// RunAttention needs a prefill context even for decode figures
+		// (its prefill bench options take the largest of Contexts): a
+		// one-token prefill, not used.
+		c.Contexts = []int{1}
+		c.DecodeContext, c.Batches = s.Context, []int{s.Batch}
+	}
+	if err := c.Validate(); err != nil {
+		return results.Stat{}, err
+	}
+	if err := c.CheckMemory(); err != nil {
+		return results.Stat{}, err
+	}
+	r, err := opbench.RunAttention(ctx, c)
+	if err != nil {
+		return results.Stat{}, err
+	}
+	for _, p := range r.Points {
+		if p.Phase == s.Phase {
+			return p.Seconds, nil
+		}
+	}
+	return results.Stat{}, fmt.Errorf("attention %s: no %s figure measured", s.Key(), s.Phase)
+}
+
+// vector measures one row-wise vector operator of package kernels on the
+// threads the engine runs it on (roofline.OpThreads: the caller alone for
+// one row or few elements, else the rows split over the workers).
+func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
+	op, err := predictOp(s)
+	if err != nil {
+		return results.Stat{}, err
+	}
+	n, _ := roofline.OpThreads(op, s.Threads)
+	e := s.Rows * s.Width
+	x := make([]float32, e)
+	y := make([]float32, e)
+	u := make([]float32, e)
+	wt := make([]float32, s.Width)
+	for i := range x {
+		x[i] = float32(i%97)/97 - 0.5
+		u[i] = float32(i%31) / 31
+	}
+	for i := range wt {
+		wt[i] = 1
+	}
+	var rope *kernels.RoPETable
+	if s.Class == roofline.ClassRoPE {
+		if rope, err = kernels.NewRoPETable(ropeHeadDim, 1e6, 64, nil); err != nil {
+			return results.Stat{}, err
+		}
+	}
+	rowFn := func(r int) {
+		xr, yr, ur := x[r*s.Width:(r+1)*s.Width], y[r*s.Width:(r+1)*s.Width], u[r*s.Width:(r+1)*s.Width]
+		switch s.Class {
+		case roofline.ClassNorm:
+			kernels.RMSNorm(yr, xr, wt, 1e-6)
+		case roofline.ClassResidual:
+			for i := range yr {
+				yr[i] += xr[i]
+			}
+		case roofline.ClassRoPE:
+			for h := 0; h+ropeHeadDim <= len(xr); h += ropeHeadDim {
+				rope.Apply(xr[h:h+ropeHeadDim], r%64, kernels.RoPEHalf)
+			}
+		case roofline.ClassSoftmax:
+			kernels.Softmax(yr, xr)
+		case roofline.ClassSiLUMul:
+			kernels.SiLUMul(yr, xr, ur)
+		}
+	}
+	groups, err := ms.bench.Pool.Groups(n)
+	if err != nil {
+		return results.Stat{}, err
+	}
+	g := groups[0]
+	call := func(m *kpool.Master) error {
+		if n == 1 {
+			for r := range s.Rows {
+				rowFn(r)
+			}
+			return nil
+		}
+		return m.Run(g, func(local, nw int) error {
+			for r := local * s.Rows / nw; r < (local+1)*s.Rows/nw; r++ {
+				rowFn(r)
+			}
+			return nil
+		})
+	}
+	return ms.timeCalls(ctx, call)
+}
+
+// ropeHeadDim is the head dimension the RoPE shapes rotate (Qwen3's).
+const ropeHeadDim = 128
+
+// timeCalls runs a warm-up and cfg.Reps timed repetitions of call inside
+// Pool.Do, each at least RepDuration, and summarizes seconds per call.
+func (ms *measurer) timeCalls(ctx context.Context, call func(m *kpool.Master) error) (results.Stat, error) {
+	var secs []float64
+	for rep := 0; rep <= ms.cfg.Reps; rep++ {
+		if err := ctx.Err(); err != nil {
+			return results.Stat{}, err
+		}
+		d := ms.cfg.RepDuration
+		if rep == 0 {
+			d /= 2
+		}
+		var s float64
+		err := ms.bench.Pool.Do(func(m *kpool.Master) error {
+			t0 := time.Now()
+			for n := 1; ; n++ {
+				if err := call(m); err != nil {
+					return err
+				}
+				if el := time.Since(t0); el >= d {
+					s = el.Seconds() / float64(n)
+					return nil
+				}
+			}
+		})
+		if err != nil {
+			return results.Stat{}, err
+		}
+		if rep > 0 {
+			secs = append(secs, s)
+		}
+	}
+	return results.Summarize(secs), nil
+}
+
+// loadAvg1 is the one-minute load average (/proc/loadavg), 0 where unknown.
+func loadAvg1() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil || math.IsNaN(v) {
+		return 0
+	}
+	return v
+}
+
+// predictOp is the roofline operator of shape s (fp32).
+func predictOp(s Shape) (roofline.Operator, error) {
+	switch s.Class {
+	case roofline.ClassGEMM, roofline.ClassGEMV:
+		return roofline.LinearOp(s.Op, s.M, s.N, s.K), nil
+	case roofline.ClassRoPE:
+		// The catalog counts RoPE by rows of one head.
+		return roofline.VectorOp(s.Op, s.Rows*max(s.Width/ropeHeadDim, 1), min(s.Width, ropeHeadDim))
+	}
+	return roofline.VectorOp(s.Op, s.Rows, s.Width)
+}
+
+// predict is the uncalibrated roofline time of shape s on m (the cores at
+// s.Threads workers), in seconds; attention is predicted by
+// opbench's catalog parts (qk, softmax, pv).
+func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, error) {
+	mt := m.AtThreads(s.Threads)
+	if s.Class == roofline.ClassAttention {
+		req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: s.Context, Context: s.Context,
+			Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+		if s.Phase == "decode" {
+			req = roofline.Request{Phase: roofline.Decode, Batch: s.Batch, Tokens: 1, Context: s.Context,
+				Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+		}
+		cat, err := roofline.BuildCatalog(arch, req)
+		if err != nil {
+			return 0, err
+		}
+		var ops []roofline.Operator
+		for _, o := range cat.Layers[0].Ops {
+			if roofline.ClassOf(o) == roofline.ClassAttention {
+				ops = append(ops, o)
+			}
+		}
+		return placeSum(mt, ops)
+	}
+	op, err := predictOp(s)
+	if err != nil {
+		return 0, err
+	}
+	return placeSum(mt, []roofline.Operator{op})
+}
+
+func placeSum(m *roofline.Machine, ops []roofline.Operator) (float64, error) {
+	ps, err := roofline.Place(m, "fp32", ops)
+	if err != nil {
+		return 0, err
+	}
+	t := 0.0
+	for _, p := range ps {
+		t += p.Time
+	}
+	return t, nil
+}

@@ -1,0 +1,87 @@
+package results
+
+import (
+	"fmt"
+	"math"
+)
+
+// CalibrationSchemaV1 tags the calibration section's own version: the
+// section's keys may change without a new profile schema, and a reader
+// refuses a calibration section whose schema it does not know.
+const CalibrationSchemaV1 = "bench.calibration/v1"
+
+// Calibration is the "calibration" section of a profile, written by `bench
+// calibrate` (issue #16 part 2): for each operator class, the parameters of
+//
+//	t = FixedSeconds + t_roofline / Efficiency
+//
+// fitted (weighted least squares on relative error) on the fit half of a
+// designed set of measured shapes, and the relative error |pred−meas|/meas
+// on the held-out half before and after.
+type Calibration struct {
+	// Schema is CalibrationSchemaV1.
+	Schema    string `json:"schema"`
+	CreatedAt string `json:"created_at"`
+	// Precision is the precision the shapes ran and were predicted at
+	// ("fp32").
+	Precision string `json:"precision"`
+	// Threads are the thread counts the shapes ran at.
+	Threads []int `json:"threads"`
+	// Classes are the fitted classes, by name; a class of the model with
+	// no entry is predicted uncalibrated.
+	Classes []CalibrationClass `json:"classes"`
+	Notes   []string           `json:"notes,omitempty"`
+}
+
+// CalibrationClass is one operator class's fitted parameters and its
+// held-out error.
+type CalibrationClass struct {
+	// Class is "gemm", "gemv", "attention", "norm", "residual", "rope",
+	// "softmax" or "silu_mul" (roofline.ClassOf).
+	Class string `json:"class"`
+	// Efficiency is attained/roof (dimensionless, > 0): the roofline time
+	// is divided by it.
+	Efficiency float64 `json:"efficiency"`
+	// FixedSeconds is the per-call fixed cost added, in seconds (≥ 0).
+	FixedSeconds float64 `json:"fixed_seconds"`
+	// FitShapes and HeldOutShapes count the shapes of each half.
+	FitShapes     int `json:"fit_shapes"`
+	HeldOutShapes int `json:"held_out_shapes"`
+	// Before and After are the held-out relative errors |pred−meas|/meas
+	// with the uncalibrated and the calibrated prediction.
+	Before ErrorSummary `json:"before"`
+	After  ErrorSummary `json:"after"`
+}
+
+// ErrorSummary is a distribution of relative errors (fractions, 0.1 = 10%).
+type ErrorSummary struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	Max float64 `json:"max"`
+	N   int     `json:"n"`
+}
+
+// Validate checks the section: its schema, and every class's efficiency
+// > 0 and fixed cost ≥ 0, finite, with no class twice.
+func (c *Calibration) Validate() error {
+	if c.Schema != CalibrationSchemaV1 {
+		return fmt.Errorf("calibration.schema %q is not supported by this bench (it reads %q)", c.Schema, CalibrationSchemaV1)
+	}
+	seen := map[string]bool{}
+	for i, k := range c.Classes {
+		if k.Class == "" {
+			return fmt.Errorf("calibration.classes[%d]: missing key \"class\"", i)
+		}
+		if seen[k.Class] {
+			return fmt.Errorf("calibration.classes[%d]: class %q appears twice", i, k.Class)
+		}
+		seen[k.Class] = true
+		if !(k.Efficiency > 0) || math.IsInf(k.Efficiency, 0) {
+			return fmt.Errorf("calibration.classes[%d] (%s): efficiency %v: must be > 0 and finite", i, k.Class, k.Efficiency)
+		}
+		if !(k.FixedSeconds >= 0) || math.IsInf(k.FixedSeconds, 0) {
+			return fmt.Errorf("calibration.classes[%d] (%s): fixed_seconds %v: must be ≥ 0 and finite", i, k.Class, k.FixedSeconds)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package roofline
+
+import (
+	"fmt"
+
+	"github.com/cpubench/bench/results"
+)
+
+// Operator classes of the calibration (issue #16 part 2): the groups of
+// operators that share one efficiency factor and one fixed cost.
+const (
+	ClassGEMM      = "gemm"      // a linear of M > GEMVMaxRows rows
+	ClassGEMV      = "gemv"      // a linear of M ≤ GEMVMaxRows rows
+	ClassAttention = "attention" // qk, softmax and pv of the attention
+	ClassNorm      = "norm"      // every RMSNorm
+	ClassResidual  = "residual"  // residual adds
+	ClassRoPE      = "rope"      // rotary embedding
+	ClassSoftmax   = "softmax"   // a softmax outside the attention (the MoE router's)
+	ClassSiLUMul   = "silu_mul"  // SiLU(gate)·up
+)
+
+// GEMVMaxRows is the largest M of a linear that ClassOf calls a GEMV.
+const GEMVMaxRows = 8
+
+// ClassOf returns the calibration class of o, "" for an operator no class
+// covers (embed, kv_write, the MoE combine).
+func ClassOf(o Operator) string {
+	if _, ok := ParseExpertOp(o.Name); ok {
+		if o.RoutedTokens > 0 && o.RoutedTokens <= GEMVMaxRows {
+			return ClassGEMV
+		}
+		return ClassGEMM
+	}
+	switch o.Name {
+	case OpQK, OpSoftmax, OpPV, OpAttention, OpAttn:
+		return ClassAttention
+	case OpAttnNorm, OpFFNNorm, OpFinalNorm, OpQKNorm:
+		return ClassNorm
+	case OpAttnResidual, OpFFNResidual:
+		return ClassResidual
+	case OpRoPE:
+		return ClassRoPE
+	case OpRouterTopK:
+		return ClassSoftmax
+	case OpSiLUMul, OpExpertSiLUMul:
+		return ClassSiLUMul
+	}
+	if o.Kind == KindLinear {
+		if o.M > 0 && o.M <= GEMVMaxRows {
+			return ClassGEMV
+		}
+		return ClassGEMM
+	}
+	return ""
+}
+
+// ClassParams are one class's calibrated parameters: a prediction t of the
+// uncalibrated model becomes FixedSeconds + t/Efficiency.
+type ClassParams struct {
+	Efficiency   float64 `json:"efficiency"`
+	FixedSeconds float64 `json:"fixed_seconds"`
+}
+
+// Apply returns the calibrated time of an uncalibrated prediction t, in
+// seconds; fixed adds the class's fixed cost (false for the parts of one
+// call that are predicted apart: softmax and pv of an attention, whose
+// call is counted on qk).
+func (c ClassParams) Apply(t float64, fixed bool) float64 {
+	t /= c.Efficiency
+	if fixed {
+		t += c.FixedSeconds
+	}
+	return t
+}
+
+// Calibration is the per-class parameters a machine applies to its
+// predictions on the cores (a profile's calibration section).
+type Calibration struct {
+	Classes map[string]ClassParams `json:"classes"`
+	Source  string                 `json:"source,omitempty"`
+}
+
+// For returns the parameters of o's class, and whether it has any.
+func (c *Calibration) For(o Operator) (ClassParams, bool) {
+	if c == nil {
+		return ClassParams{}, false
+	}
+	p, ok := c.Classes[ClassOf(o)]
+	return p, ok
+}
+
+// calibrate applies m's calibration to p (Time and every target's time):
+// operators of an uncalibrated class are unchanged.
+func (m *Machine) calibrate(p *Placed) {
+	c, ok := m.Calibration.For(p.Operator)
+	if !ok {
+		return
+	}
+	fixed := p.Name != OpSoftmax && p.Name != OpPV
+	p.Time = c.Apply(p.Time, fixed)
+	for k, t := range p.Times {
+		p.Times[k] = c.Apply(t, fixed)
+	}
+}
+
+// addCalibration copies a profile's calibration section (validated by
+// results) into m.
+func addCalibration(m *Machine, p *results.Profile, name string) error {
+	c := p.Calibration
+	if c == nil {
+		return nil
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if len(c.Classes) == 0 {
+		return nil
+	}
+	m.Calibration = &Calibration{Classes: map[string]ClassParams{},
+		Source: fmt.Sprintf("%s: calibration section (%s, %s)", name, c.Schema, c.CreatedAt)}
+	var names []string
+	for _, k := range c.Classes {
+		m.Calibration.Classes[k.Class] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds}
+		names = append(names, fmt.Sprintf("%s ×1/%.2f +%.2g s", k.Class, k.Efficiency, k.FixedSeconds))
+	}
+	m.Notes = append(m.Notes, fmt.Sprintf("calibrated per operator class (bench calibrate): %v; other classes uncalibrated", names))
+	return nil
+}
+
+// LinearOp is the catalog's fp32 linear operator name of M×K · K×N
+// (weights N·K, activations in and out, 4 bytes each): what `bench
+// calibrate` predicts a measured GEMM with.
+func LinearOp(name string, m, n, k int) Operator { return linear(name, m, n, k, 4, 4) }
+
+// VectorOp is the catalog's fp32 row-wise vector operator name over rows ×
+// width elements (the FLOPs per element and the inputs the catalog counts
+// for it): attn_norm, ffn_norm, final_norm, qk_norm, rope, attn_residual,
+// ffn_residual, silu_mul, router_softmax_topk. Error: another name.
+func VectorOp(name string, rows, width int) (Operator, error) {
+	if rows < 1 || width < 1 {
+		return Operator{}, fmt.Errorf("vector operator %s: %d×%d: rows and width must be ≥ 1", name, rows, width)
+	}
+	switch name {
+	case OpAttnNorm, OpFFNNorm, OpFinalNorm, OpQKNorm:
+		return vector(name, KindNonlinear, rows, width, rmsnormFLOPs, 1, 4), nil
+	case OpRoPE:
+		return vector(name, KindNonlinear, rows, width, ropeFLOPs, 1, 4), nil
+	case OpAttnResidual, OpFFNResidual:
+		return vector(name, KindElementwise, rows, width, residualFLOPs, 2, 4), nil
+	case OpSiLUMul:
+		return vector(name, KindNonlinear, rows, width, siluMulFLOPs, 2, 4), nil
+	case OpRouterTopK:
+		return vector(name, KindNonlinear, rows, width, softmaxFLOPs, 1, 4), nil
+	}
+	return Operator{}, fmt.Errorf("vector operator %q: not a row-wise vector operator of the catalog", name)
+}
+
+// AtThreads returns a copy of m whose cores target runs on threads
+// workers: its compute ceilings and the non-linear rate scaled by
+// threads/workers, the other targets dropped (calibration measures the
+// cores alone). The level roofs and fixed costs are per thread count
+// already.
+func (m *Machine) AtThreads(threads int) *Machine {
+	c := *m
+	cores := m.byKind(KindCores)[0]
+	w := max(cores.Workers, 1)
+	share := float64(threads) / float64(w)
+	cores.Workers = threads
+	cores.CeilingsGFLOPS = map[string]float64{}
+	for k, v := range m.byKind(KindCores)[0].CeilingsGFLOPS {
+		cores.CeilingsGFLOPS[k] = v * share
+	}
+	c.Targets = []Target{cores}
+	if m.Nonlinear != nil {
+		nl := *m.Nonlinear
+		nl.GElemsPerS *= share
+		c.Nonlinear = &nl
+	}
+	return &c
+}
