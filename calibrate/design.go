@@ -96,7 +96,7 @@ func Design(threads []int, quick bool) []Shape {
 
 // Split assigns each shape to the fit half (false) or the held-out half
 // (true), stratified per class: within a class, in the order of shapes
-// sorted by (threads, work key), the shapes alternate fit, held-out, fit,
+// of the design sorted by thread count (stably), the shapes alternate fit, held-out, fit,
 // … so each class has both halves and both span its range. It depends only
 // on the shapes, not on any measurement (deterministic).
 func Split(shapes []Shape) []bool {

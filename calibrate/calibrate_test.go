@@ -1,0 +1,282 @@
+package calibrate
+
+import (
+	"context"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
+)
+
+const fixture = "../results/testdata/profile-amd-epyc-2core-all-sections.json"
+
+// TestFitSynthetic: on points made from known parameters (with a
+// deterministic ±2% multiplicative error), Fit recovers them.
+func TestFitSynthetic(t *testing.T) {
+	for _, want := range []roofline.ClassParams{{Efficiency: 0.6, FixedSeconds: 2e-6}, {Efficiency: 1.7, FixedSeconds: 0}, {Efficiency: 0.25, FixedSeconds: 4e-5}} {
+		var pred, meas []float64
+		for i := range 20 {
+			p := 1e-6 * math.Pow(1.6, float64(i))
+			e := 1 + 0.02*math.Sin(float64(7*i))
+			pred = append(pred, p)
+			meas = append(meas, want.Apply(p, true)*e)
+		}
+		got, err := Fit(pred, meas)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got.Efficiency/want.Efficiency-1) > 0.03 {
+			t.Errorf("efficiency %v, want %v", got.Efficiency, want.Efficiency)
+		}
+		if math.Abs(got.FixedSeconds-want.FixedSeconds) > 0.1*want.FixedSeconds+2e-7 {
+			t.Errorf("fixed %v, want %v", got.FixedSeconds, want.FixedSeconds)
+		}
+		if s := Summarize(RelErrors(applyAll(got, pred), meas)); s.P90 > 0.03 {
+			t.Errorf("fit p90 error %v", s.P90)
+		}
+	}
+	// Exact points: exact parameters.
+	got, err := Fit([]float64{1, 2, 4}, []float64{3, 5, 9})
+	if err != nil || math.Abs(got.Efficiency-0.5) > 1e-9 || math.Abs(got.FixedSeconds-1) > 1e-9 {
+		t.Errorf("Fit exact = %+v, %v; want efficiency 0.5, fixed 1", got, err)
+	}
+	// A negative intercept is refitted through the origin.
+	got, err = Fit([]float64{1, 2, 4}, []float64{1, 3, 7})
+	if err != nil || got.FixedSeconds != 0 || !(got.Efficiency > 0) {
+		t.Errorf("Fit with negative intercept = %+v, %v; want fixed 0", got, err)
+	}
+	// One point: efficiency alone.
+	got, err = Fit([]float64{2}, []float64{4})
+	if err != nil || got.Efficiency != 0.5 || got.FixedSeconds != 0 {
+		t.Errorf("Fit one point = %+v, %v", got, err)
+	}
+}
+
+func applyAll(c roofline.ClassParams, p []float64) []float64 {
+	out := make([]float64, len(p))
+	for i, x := range p {
+		out[i] = c.Apply(x, true)
+	}
+	return out
+}
+
+// TestFitBadInput: one error line naming the value.
+func TestFitBadInput(t *testing.T) {
+	for _, c := range []struct {
+		pred, meas []float64
+		want       string
+	}{
+		{nil, nil, "no shape"},
+		{[]float64{1}, []float64{1, 2}, "1 predictions for 2"},
+		{[]float64{1, 0}, []float64{1, 2}, "point 1: predicted 0 s"},
+		{[]float64{1, 2}, []float64{1, math.NaN()}, "measured NaN s"},
+		{[]float64{1, 2, 3}, []float64{3, 2, 1}, "slope"},
+	} {
+		_, err := Fit(c.pred, c.meas)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Fit(%v, %v) = %v, want one line with %q", c.pred, c.meas, err, c.want)
+		}
+	}
+}
+
+// TestSplit: the split is deterministic, stratified per class (both halves
+// in every class, sizes within one) and the same for the same design.
+func TestSplit(t *testing.T) {
+	for _, quick := range []bool{false, true} {
+		a := Design([]int{1, 2}, quick)
+		b := Design([]int{1, 2}, quick)
+		if !reflect.DeepEqual(a, b) {
+			t.Fatal("Design is not deterministic")
+		}
+		ha, hb := Split(a), Split(b)
+		if !reflect.DeepEqual(ha, hb) {
+			t.Fatal("Split is not deterministic")
+		}
+		count := map[string][2]int{}
+		for i, s := range a {
+			c := count[s.Class]
+			if ha[i] {
+				c[1]++
+			} else {
+				c[0]++
+			}
+			count[s.Class] = c
+		}
+		for _, class := range ClassOrder {
+			c := count[class]
+			if c[0] == 0 || c[1] == 0 || c[0]-c[1] > 1 || c[1]-c[0] > 1 {
+				t.Errorf("quick %v: class %s: %d fit, %d held out", quick, class, c[0], c[1])
+			}
+		}
+		for _, s := range a {
+			op, err := predictOp(s)
+			if s.Class == roofline.ClassAttention {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := roofline.ClassOf(op); got != s.Class {
+				t.Errorf("%s: ClassOf = %q", s.Key(), got)
+			}
+		}
+	}
+}
+
+// TestApplyRoundTrip: a calibration written into a profile reads back
+// equal through the schema, and roofline.FromProfile applies it to the
+// classes it has, leaving the others unchanged.
+func TestApplyRoundTrip(t *testing.T) {
+	p, err := results.ReadProfile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Report{Threads: []int{1, 2}, Classes: []results.CalibrationClass{
+		{Class: roofline.ClassGEMM, Efficiency: 0.5, FixedSeconds: 3e-6, FitShapes: 4, HeldOutShapes: 4},
+		{Class: roofline.ClassNorm, Efficiency: 0.25, FixedSeconds: 1e-6, FitShapes: 2, HeldOutShapes: 2},
+	}}
+	q, err := Apply(p, r, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Calibration != nil {
+		t.Fatal("Apply changed its input")
+	}
+	data, err := results.MarshalProfile(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.ParseProfile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Calibration, q.Calibration) {
+		t.Fatalf("round trip: %+v != %+v", back.Calibration, q.Calibration)
+	}
+	base, err := roofline.FromProfile(p, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := roofline.FromProfile(back, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm, _ := roofline.VectorOp(roofline.OpAttnNorm, 1, 1024)
+	for _, c := range []struct {
+		op              roofline.Operator
+		eff, fixed      float64
+		calibratedClass bool
+	}{
+		{roofline.LinearOp(roofline.OpQProj, 64, 1024, 1024), 0.5, 3e-6, true},
+		{norm, 0.25, 1e-6, true},
+		{roofline.LinearOp(roofline.OpQProj, 1, 1024, 1024), 1, 0, false}, // gemv: no parameters
+	} {
+		pb, err := roofline.Place(base, "fp32", []roofline.Operator{c.op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, err := roofline.Place(cal, "fp32", []roofline.Operator{c.op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := pb[0].Time
+		if c.calibratedClass {
+			want = c.fixed + pb[0].Time/c.eff
+		}
+		if math.Abs(pc[0].Time-want) > 1e-12+1e-9*want {
+			t.Errorf("%s %s: calibrated %v, want %v (uncalibrated %v)", c.op.Name, c.op.Shape, pc[0].Time, want, pb[0].Time)
+		}
+	}
+	// Published profiles have no calibration.
+	for _, n := range roofline.PublishedNames() {
+		m, err := roofline.Published(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Calibration != nil {
+			t.Errorf("published %s has a calibration", n)
+		}
+	}
+	// Uncalibrated drops the section.
+	u, err := Uncalibrated(back, "p")
+	if err != nil || u.Calibration != nil {
+		t.Errorf("Uncalibrated: %v, calibration %v", err, u.Calibration)
+	}
+}
+
+// TestBadCalibration: a bad section is refused with one line naming the
+// value.
+func TestBadCalibration(t *testing.T) {
+	p, err := results.ReadProfile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cal  results.Calibration
+		want string
+	}{
+		{results.Calibration{Schema: "bench.calibration/v9"}, `calibration.schema "bench.calibration/v9" is not supported`},
+		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 0}}}, "efficiency 0: must be > 0"},
+		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1, FixedSeconds: -1}}}, "fixed_seconds -1"},
+		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1}, {Class: "gemm", Efficiency: 2}}}, `class "gemm" appears twice`},
+	} {
+		q := *p
+		q.Calibration = &c.cal
+		data, err := results.MarshalProfile(&q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = results.ParseProfile(data)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseProfile: %v, want one line with %q", err, c.want)
+		}
+		if _, err := roofline.FromProfile(&q, "p"); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("FromProfile: %v, want %q", err, c.want)
+		}
+	}
+	if _, err := Apply(p, &Report{}, time.Now()); err == nil {
+		t.Error("Apply of a report with no class: no error")
+	}
+	if _, err := Run(context.Background(), Config{}); err == nil || !strings.Contains(err.Error(), "no profile") {
+		t.Errorf("Run without a profile: %v", err)
+	}
+	if _, err := Run(context.Background(), Config{Profile: p, CPUs: []int{0}, Reps: 0, RepDuration: time.Millisecond}); err == nil || !strings.Contains(err.Error(), "--reps 0") {
+		t.Errorf("Run with --reps 0: %v", err)
+	}
+}
+
+// TestRunQuick runs the quick design on this machine against the fixture
+// profile (another machine's: the errors mean nothing; no timing is
+// asserted) and checks the report's shape.
+func TestRunQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures")
+	}
+	p, err := results.ReadProfile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(context.Background(), Config{Profile: p, ProfileName: "fixture", CPUs: []int{-1}, Quick: true, Reps: 2, RepDuration: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Points) != len(Design([]int{1}, true)) {
+		t.Errorf("%d points", len(r.Points))
+	}
+	for _, pt := range r.Points {
+		if !(pt.Seconds.Median > 0) || !(pt.Predicted > 0) || pt.Seconds.Noise == nil {
+			t.Errorf("%s: measured %v, predicted %v, noise %v", pt.Key(), pt.Seconds.Median, pt.Predicted, pt.Seconds.Noise)
+		}
+	}
+	if md := r.Markdown(); !strings.Contains(md, "| class |") || !strings.Contains(md, "target p90 ≤ 15%") {
+		t.Errorf("markdown:\n%s", md)
+	}
+	png, err := r.PlotCDF()
+	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
+		t.Errorf("PlotCDF: %d bytes, %v", len(png), err)
+	}
+}
