@@ -11,7 +11,10 @@
 // (sherpa.go), and the per-call terms that make a prediction account for
 // what the engine runs (calls.go, issue #16): the worker pool's fixed cost
 // per parallel call and wake-up, the roof of the memory level that holds an
-// operator's bytes, and the thread count that runs it. It owns the vocabulary of what it models, typed: the
+// operator's bytes, and the thread count that runs it; and the per-class
+// calibration of a profile (calibration.go, issue #16 part 2: an efficiency
+// and a fixed cost per operator class, ClassOf, fitted by package
+// calibrate and applied to every prediction of that class). It owns the vocabulary of what it models, typed: the
 // request phases (Phase) and the operator names with their kinds and
 // breakdown groups (ops.go: LookupOp, Group, Kind), which the engine's
 // timers, the sweep and the reports use.
