@@ -61,6 +61,9 @@ type Point struct {
 	Calibrated float64 `json:"calibrated_s"`
 	// HeldOut is true for the held-out half (false: the fit half).
 	HeldOut bool `json:"held_out"`
+	// Counted is true for a held-out point counted in its class's error
+	// (quiet, or noisy in a class with too few quiet shapes).
+	Counted bool `json:"counted"`
 }
 
 // Noisy reports whether the point's measurement was marked noisy (it is
@@ -182,20 +185,32 @@ func (r *Report) fit() {
 		}
 	}
 	if noisy > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d shapes noisy after %d attempts (cv > %.0f%%): neither fitted nor counted", noisy, len(r.Points), maxAttempts, 100*results.NoiseMaxCV))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d shapes noisy after their repeats (cv > %.0f%%): neither fitted nor counted, unless a class has too few quiet ones", noisy, len(r.Points), 100*results.NoiseMaxCV))
 	}
 	for _, class := range ClassOrder {
 		var pf, mf, ph, mh []float64
 		var hi []int
-		for i, p := range r.Points {
-			if p.Class != class || p.Noisy() || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
-				continue
+		collect := func(noisyToo bool) {
+			pf, mf, ph, mh, hi = nil, nil, nil, nil, nil
+			for i, p := range r.Points {
+				if p.Class != class || p.Noisy() && !noisyToo || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
+					continue
+				}
+				if p.HeldOut {
+					ph, mh = append(ph, p.Predicted), append(mh, p.Seconds.Median)
+					hi = append(hi, i)
+				} else {
+					pf, mf = append(pf, p.Predicted), append(mf, p.Seconds.Median)
+				}
 			}
-			if p.HeldOut {
-				ph, mh = append(ph, p.Predicted), append(mh, p.Seconds.Median)
-				hi = append(hi, i)
-			} else {
-				pf, mf = append(pf, p.Predicted), append(mf, p.Seconds.Median)
+		}
+		collect(false)
+		if len(pf) < 2 || len(ph) == 0 {
+			// Too few quiet shapes (a loaded machine): fit and count the
+			// noisy ones too, and say so.
+			collect(true)
+			if len(pf) > 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: fewer than 2 quiet fit shapes or no quiet held-out shape: its noisy shapes are fitted and counted too", class))
 			}
 		}
 		if len(pf) == 0 && len(ph) == 0 {
@@ -212,6 +227,7 @@ func (r *Report) fit() {
 		for j, i := range hi {
 			cal[j] = params.Apply(ph[j], true)
 			r.Points[i].Calibrated = cal[j]
+			r.Points[i].Counted = true
 		}
 		for i := range r.Points {
 			if p := &r.Points[i]; p.Class == class && !p.HeldOut && p.Predicted > 0 {

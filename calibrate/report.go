@@ -10,8 +10,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/cpubench/bench/results"
 )
 
 // Markdown is the report's tables: per class the fitted parameters and the
@@ -76,7 +74,7 @@ func (r *Report) PlotCDF() ([]byte, error) {
 	p.Legend.Left = true
 	byClass := map[string][2][]float64{}
 	for _, pt := range r.Points {
-		if !pt.HeldOut || pt.Noisy() || !(pt.Seconds.Median > 0) || !r.fitted(pt.Class) {
+		if !pt.Counted {
 			continue
 		}
 		e := byClass[pt.Class]
@@ -126,10 +124,6 @@ func (r *Report) PlotCDF() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func (r *Report) fitted(class string) bool {
-	return slices.ContainsFunc(r.Classes, func(c resultsClass) bool { return c.Class == class })
-}
-
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x
@@ -154,5 +148,3 @@ var plotColors = []color.Color{
 	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 255}, color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 255},
 	color.RGBA{R: 0xe3, G: 0x77, B: 0xc2, A: 255}, color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 255},
 }
-
-type resultsClass = results.CalibrationClass
