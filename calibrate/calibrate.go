@@ -173,7 +173,29 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	return r, nil
 }
 
-// fit fits every class on its fit half's quiet points, sets the points'
+// groups are the (class, threads that run it) pairs of points, in
+// ClassOrder and then by thread count.
+func groups(points []Point) []roofline.CalibrationKey {
+	seen := map[roofline.CalibrationKey]bool{}
+	var out []roofline.CalibrationKey
+	for _, p := range points {
+		k := roofline.CalibrationKey{Class: p.Class, Threads: p.RunThreads()}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b roofline.CalibrationKey) int {
+		if d := slices.Index(ClassOrder, a.Class) - slices.Index(ClassOrder, b.Class); d != 0 {
+			return d
+		}
+		return a.Threads - b.Threads
+	})
+	return out
+}
+
+// fit fits every class at every thread count that runs it on its fit
+// half's quiet points, sets the points'
 // calibrated times and the held-out errors.
 func (r *Report) fit() {
 	r.Classes = nil
@@ -187,13 +209,14 @@ func (r *Report) fit() {
 	if noisy > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d shapes noisy after their repeats (cv > %.0f%%): neither fitted nor counted, unless a class has too few quiet ones", noisy, len(r.Points), 100*results.NoiseMaxCV))
 	}
-	for _, class := range ClassOrder {
+	for _, g := range groups(r.Points) {
+		class, threads := g.Class, g.Threads
 		var pf, mf, ph, mh []float64
 		var hi []int
 		collect := func(noisyToo bool) {
 			pf, mf, ph, mh, hi = nil, nil, nil, nil, nil
 			for i, p := range r.Points {
-				if p.Class != class || p.Noisy() && !noisyToo || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
+				if p.Class != class || p.RunThreads() != threads || p.Noisy() && !noisyToo || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
 					continue
 				}
 				if p.HeldOut {
@@ -210,16 +233,16 @@ func (r *Report) fit() {
 			// noisy ones too, and say so.
 			collect(true)
 			if len(pf) > 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("%s: fewer than 2 quiet fit shapes or no quiet held-out shape: its noisy shapes are fitted and counted too", class))
+				r.Notes = append(r.Notes, fmt.Sprintf("%s at %d threads: fewer than 2 quiet fit shapes or no quiet held-out shape: its noisy shapes are fitted and counted too", class, threads))
 			}
 		}
 		if len(pf) == 0 && len(ph) == 0 {
 			continue
 		}
-		cc := results.CalibrationClass{Class: class, FitShapes: len(pf), HeldOutShapes: len(ph)}
+		cc := results.CalibrationClass{Class: class, Threads: threads, FitShapes: len(pf), HeldOutShapes: len(ph)}
 		params, err := Fit(pf, mf)
 		if err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s: not calibrated: %v", class, err))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s at %d threads: not calibrated: %v", class, threads, err))
 			continue
 		}
 		cc.Efficiency, cc.FixedSeconds = params.Efficiency, params.FixedSeconds
@@ -230,7 +253,7 @@ func (r *Report) fit() {
 			r.Points[i].Counted = true
 		}
 		for i := range r.Points {
-			if p := &r.Points[i]; p.Class == class && !p.HeldOut && p.Predicted > 0 {
+			if p := &r.Points[i]; p.Class == class && p.RunThreads() == threads && !p.HeldOut && p.Predicted > 0 {
 				p.Calibrated = params.Apply(p.Predicted, true)
 			}
 		}

@@ -96,20 +96,27 @@ func TestSplit(t *testing.T) {
 		if !reflect.DeepEqual(ha, hb) {
 			t.Fatal("Split is not deterministic")
 		}
-		count := map[string][2]int{}
+		count := map[roofline.CalibrationKey][2]int{}
+		classes := map[string]bool{}
 		for i, s := range a {
-			c := count[s.Class]
+			k := roofline.CalibrationKey{Class: s.Class, Threads: s.RunThreads()}
+			classes[s.Class] = true
+			c := count[k]
 			if ha[i] {
 				c[1]++
 			} else {
 				c[0]++
 			}
-			count[s.Class] = c
+			count[k] = c
 		}
 		for _, class := range ClassOrder {
-			c := count[class]
-			if c[0] == 0 || c[1] == 0 || c[0]-c[1] > 1 || c[1]-c[0] > 1 {
-				t.Errorf("quick %v: class %s: %d fit, %d held out", quick, class, c[0], c[1])
+			if !classes[class] {
+				t.Errorf("quick %v: no %s shape", quick, class)
+			}
+		}
+		for k, c := range count {
+			if c[0]+c[1] >= 2 && (c[0] == 0 || c[1] == 0) || c[0]-c[1] > 1 || c[1]-c[0] > 1 {
+				t.Errorf("quick %v: %s at %d threads: %d fit, %d held out", quick, k.Class, k.Threads, c[0], c[1])
 			}
 		}
 		for _, s := range a {
@@ -138,6 +145,8 @@ func TestApplyRoundTrip(t *testing.T) {
 	r := &Report{Threads: []int{1, 2}, Classes: []results.CalibrationClass{
 		{Class: roofline.ClassGEMM, Efficiency: 0.5, FixedSeconds: 3e-6, FitShapes: 4, HeldOutShapes: 4},
 		{Class: roofline.ClassNorm, Efficiency: 0.25, FixedSeconds: 1e-6, FitShapes: 2, HeldOutShapes: 2},
+		// A thread count's own parameters take precedence over the class's.
+		{Class: roofline.ClassNorm, Threads: 2, Efficiency: 4, FixedSeconds: 0, FitShapes: 2, HeldOutShapes: 2},
 	}}
 	q, err := Apply(p, r, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
 	if err != nil {
@@ -165,7 +174,8 @@ func TestApplyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	norm, _ := roofline.VectorOp(roofline.OpAttnNorm, 1, 1024)
+	norm, _ := roofline.VectorOp(roofline.OpAttnNorm, 1, 1024)     // one row: one thread
+	normPar, _ := roofline.VectorOp(roofline.OpAttnNorm, 64, 1024) // on both workers
 	for _, c := range []struct {
 		op              roofline.Operator
 		eff, fixed      float64
@@ -173,6 +183,7 @@ func TestApplyRoundTrip(t *testing.T) {
 	}{
 		{roofline.LinearOp(roofline.OpQProj, 64, 1024, 1024), 0.5, 3e-6, true},
 		{norm, 0.25, 1e-6, true},
+		{normPar, 4, 0, true},
 		{roofline.LinearOp(roofline.OpQProj, 1, 1024, 1024), 1, 0, false}, // gemv: no parameters
 	} {
 		pb, err := roofline.Place(base, "fp32", []roofline.Operator{c.op})
@@ -222,7 +233,7 @@ func TestBadCalibration(t *testing.T) {
 		{results.Calibration{Schema: "bench.calibration/v9"}, `calibration.schema "bench.calibration/v9" is not supported`},
 		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 0}}}, "efficiency 0: must be > 0"},
 		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1, FixedSeconds: -1}}}, "fixed_seconds -1"},
-		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1}, {Class: "gemm", Efficiency: 2}}}, `class "gemm" appears twice`},
+		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1}, {Class: "gemm", Efficiency: 2}}}, `class "gemm" at threads 0 appears twice`},
 	} {
 		q := *p
 		q.Calibration = &c.cal

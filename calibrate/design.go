@@ -2,7 +2,6 @@ package calibrate
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/cpubench/bench/roofline"
 )
@@ -94,27 +93,35 @@ func Design(threads []int, quick bool) []Shape {
 	return out
 }
 
+// RunThreads is the thread count that runs the shape's operator:
+// Threads for linears and attention, roofline.OpThreads for a vector
+// operator (one thread for one row or few elements).
+func (s Shape) RunThreads() int {
+	switch s.Class {
+	case roofline.ClassGEMM, roofline.ClassGEMV, roofline.ClassAttention:
+		return s.Threads
+	}
+	op, err := predictOp(s)
+	if err != nil {
+		return s.Threads
+	}
+	n, _ := roofline.OpThreads(op, s.Threads)
+	return n
+}
+
 // Split assigns each shape to the fit half (false) or the held-out half
-// (true), stratified per class: within a class, in the order of shapes
-// of the design sorted by thread count (stably), the shapes alternate fit, held-out, fit,
-// … so each class has both halves and both span its range. It depends only
-// on the shapes, not on any measurement (deterministic).
+// (true), stratified per class and thread count that runs it
+// (RunThreads): within each such group, in design order (from the
+// smallest to the largest work), the shapes alternate fit, held-out, fit,
+// … so each group has both halves and both span its range. It depends
+// only on the shapes, not on any measurement (deterministic).
 func Split(shapes []Shape) []bool {
 	held := make([]bool, len(shapes))
-	byClass := map[string][]int{}
+	n := map[roofline.CalibrationKey]int{}
 	for i, s := range shapes {
-		byClass[s.Class] = append(byClass[s.Class], i)
-	}
-	for _, idx := range byClass {
-		slices.SortStableFunc(idx, func(a, b int) int {
-			if d := shapes[a].Threads - shapes[b].Threads; d != 0 {
-				return d
-			}
-			return 0
-		})
-		for j, i := range idx {
-			held[i] = j%2 == 1
-		}
+		k := roofline.CalibrationKey{Class: s.Class, Threads: s.RunThreads()}
+		held[i] = n[k]%2 == 1
+		n[k]++
 	}
 	return held
 }

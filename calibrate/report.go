@@ -18,14 +18,14 @@ import (
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Roofline calibration, held-out shapes\n\nProfile %s; threads %v; t = fixed + t_roofline / efficiency per class, fitted on the fit half; errors |pred−meas|/meas on the held-out half.\n\n", r.Profile, r.Threads)
-	b.WriteString("| class | efficiency | fixed (µs) | fit | held out | before p50 | before p90 | before max | after p50 | after p90 | after max |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| class | threads | efficiency | fixed (µs) | fit | held out | before p50 | before p90 | before max | after p50 | after p90 | after max |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	pc := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, c := range r.Classes {
-		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Class, c.Efficiency, 1e6*c.FixedSeconds,
+		fmt.Fprintf(&b, "| %s | %d | %.3f | %.2f | %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Class, c.Threads, c.Efficiency, 1e6*c.FixedSeconds,
 			c.FitShapes, c.HeldOutShapes, pc(c.Before.P50), pc(c.Before.P90), pc(c.Before.Max), pc(c.After.P50), pc(c.After.P90), pc(c.After.Max))
 	}
-	fmt.Fprintf(&b, "| all | | | | %d | %s | %s | %s | %s | %s | %s |\n\n", r.After.N, pc(r.Before.P50), pc(r.Before.P90), pc(r.Before.Max), pc(r.After.P50), pc(r.After.P90), pc(r.After.Max))
+	fmt.Fprintf(&b, "| all | | | | | %d | %s | %s | %s | %s | %s | %s |\n\n", r.After.N, pc(r.Before.P50), pc(r.Before.P90), pc(r.Before.Max), pc(r.After.P50), pc(r.After.P90), pc(r.After.Max))
 	b.WriteString(r.Verdict() + "\n\n")
 	for _, n := range r.Notes {
 		b.WriteString("- " + n + "\n")

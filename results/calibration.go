@@ -39,6 +39,11 @@ type CalibrationClass struct {
 	// Class is "gemm", "gemv", "attention", "norm", "residual", "rope",
 	// "softmax" or "silu_mul" (roofline.ClassOf).
 	Class string `json:"class"`
+	// Threads is the thread count that runs the class's operators these
+	// parameters are for (roofline.OpThreads: a small vector operator runs
+	// on one thread whatever the workers); 0: every thread count without
+	// an entry of its own.
+	Threads int `json:"threads,omitempty"`
 	// Efficiency is attained/roof (dimensionless, > 0): the roofline time
 	// is divided by it.
 	Efficiency float64 `json:"efficiency"`
@@ -67,15 +72,22 @@ func (c *Calibration) Validate() error {
 	if c.Schema != CalibrationSchemaV1 {
 		return fmt.Errorf("calibration.schema %q is not supported by this bench (it reads %q)", c.Schema, CalibrationSchemaV1)
 	}
-	seen := map[string]bool{}
+	type key struct {
+		class   string
+		threads int
+	}
+	seen := map[key]bool{}
 	for i, k := range c.Classes {
 		if k.Class == "" {
 			return fmt.Errorf("calibration.classes[%d]: missing key \"class\"", i)
 		}
-		if seen[k.Class] {
-			return fmt.Errorf("calibration.classes[%d]: class %q appears twice", i, k.Class)
+		if k.Threads < 0 {
+			return fmt.Errorf("calibration.classes[%d] (%s): threads %d: must be ≥ 0", i, k.Class, k.Threads)
 		}
-		seen[k.Class] = true
+		if seen[key{k.Class, k.Threads}] {
+			return fmt.Errorf("calibration.classes[%d]: class %q at threads %d appears twice", i, k.Class, k.Threads)
+		}
+		seen[key{k.Class, k.Threads}] = true
 		if !(k.Efficiency > 0) || math.IsInf(k.Efficiency, 0) {
 			return fmt.Errorf("calibration.classes[%d] (%s): efficiency %v: must be > 0 and finite", i, k.Class, k.Efficiency)
 		}

@@ -73,26 +73,47 @@ func (c ClassParams) Apply(t float64, fixed bool) float64 {
 	return t
 }
 
-// Calibration is the per-class parameters a machine applies to its
-// predictions on the cores (a profile's calibration section).
-type Calibration struct {
-	Classes map[string]ClassParams `json:"classes"`
-	Source  string                 `json:"source,omitempty"`
+// CalibrationKey names one set of parameters: an operator class at the
+// thread count that runs the operator (0: any thread count).
+type CalibrationKey struct {
+	Class   string `json:"class"`
+	Threads int    `json:"threads,omitempty"`
 }
 
-// For returns the parameters of o's class, and whether it has any.
-func (c *Calibration) For(o Operator) (ClassParams, bool) {
+// Calibration is the per-class parameters a machine applies to its
+// predictions (a profile's calibration section).
+type Calibration struct {
+	Params map[CalibrationKey]ClassParams `json:"-"`
+	Source string                         `json:"source,omitempty"`
+}
+
+// For returns the parameters of o's class at threads threads (those of
+// the class at any thread count where it has none of its own), and
+// whether there are any.
+func (c *Calibration) For(o Operator, threads int) (ClassParams, bool) {
 	if c == nil {
 		return ClassParams{}, false
 	}
-	p, ok := c.Classes[ClassOf(o)]
+	class := ClassOf(o)
+	if p, ok := c.Params[CalibrationKey{class, threads}]; ok {
+		return p, true
+	}
+	p, ok := c.Params[CalibrationKey{Class: class}]
 	return p, ok
 }
 
 // calibrate applies m's calibration to p (Time and every target's time):
-// operators of an uncalibrated class are unchanged.
+// operators of an uncalibrated class are unchanged. The thread count is
+// the one that runs the operator on the cores (OpThreads).
 func (m *Machine) calibrate(p *Placed) {
-	c, ok := m.Calibration.For(p.Operator)
+	if m.Calibration == nil {
+		return
+	}
+	n := p.Threads
+	if n == 0 {
+		n, _ = OpThreads(p.Operator, max(m.byKind(KindCores)[0].Workers, 1))
+	}
+	c, ok := m.Calibration.For(p.Operator, n)
 	if !ok {
 		return
 	}
@@ -116,12 +137,16 @@ func addCalibration(m *Machine, p *results.Profile, name string) error {
 	if len(c.Classes) == 0 {
 		return nil
 	}
-	m.Calibration = &Calibration{Classes: map[string]ClassParams{},
+	m.Calibration = &Calibration{Params: map[CalibrationKey]ClassParams{},
 		Source: fmt.Sprintf("%s: calibration section (%s, %s)", name, c.Schema, c.CreatedAt)}
 	var names []string
 	for _, k := range c.Classes {
-		m.Calibration.Classes[k.Class] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds}
-		names = append(names, fmt.Sprintf("%s ×1/%.2f +%.2g s", k.Class, k.Efficiency, k.FixedSeconds))
+		m.Calibration.Params[CalibrationKey{k.Class, k.Threads}] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds}
+		at := ""
+		if k.Threads > 0 {
+			at = fmt.Sprintf("@%dt", k.Threads)
+		}
+		names = append(names, fmt.Sprintf("%s%s ×1/%.2f +%.2g s", k.Class, at, k.Efficiency, k.FixedSeconds))
 	}
 	m.Notes = append(m.Notes, fmt.Sprintf("calibrated per operator class (bench calibrate): %v; other classes uncalibrated", names))
 	return nil
