@@ -109,7 +109,9 @@ func seconds(work float64, rate results.Stat) results.Stat {
 // attention runs opbench.RunAttention for the one shape on the cores
 // placement with Threads workers.
 func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error) {
-	c := opbench.AttentionConfig{Arch: ms.cfg.Arch, Placements: []string{opbench.PlaceCores}, Backends: ms.pair,
+	// The serial schedule: what the cores-only engine runs, and what the
+	// catalog's qk + softmax + pv predict.
+	c := opbench.AttentionConfig{Arch: ms.cfg.Arch, Placements: []string{opbench.PlaceCores}, Backends: ms.pair, NoPipeline: true,
 		CPUs: ms.cfg.CPUs[:s.Threads], Timing: opbench.Timing{Reps: ms.cfg.Reps, RepDuration: ms.cfg.RepDuration}}
 	if s.Phase == "prefill" {
 		c.Contexts = []int{s.Context}
@@ -131,7 +133,7 @@ func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error
 		return results.Stat{}, err
 	}
 	for _, p := range r.Points {
-		if p.Phase == s.Phase {
+		if p.Phase == s.Phase && (p.Schedule == "" || p.Schedule == opbench.ScheduleSerial) {
 			return p.Seconds, nil
 		}
 	}
@@ -274,8 +276,10 @@ func predictOp(s Shape) (roofline.Operator, error) {
 }
 
 // predict is the uncalibrated roofline time of shape s on m (the cores at
-// s.Threads workers), in seconds; attention is predicted by
-// opbench's catalog parts (qk, softmax, pv).
+// s.Threads workers), in seconds; attention is the sum of the catalog's
+// qk, softmax and pv as Place times them (the parts the attention class's
+// parameters apply to; roofline.PredictAttention's rescale term is not
+// part of it and stays uncalibrated).
 func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, error) {
 	mt := m.AtThreads(s.Threads)
 	if s.Class == roofline.ClassAttention {
