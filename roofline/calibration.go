@@ -2,6 +2,7 @@ package roofline
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/cpubench/bench/results"
 )
@@ -146,9 +147,9 @@ func addCalibration(m *Machine, p *results.Profile, name string) error {
 		if k.Threads > 0 {
 			at = fmt.Sprintf("@%dt", k.Threads)
 		}
-		names = append(names, fmt.Sprintf("%s%s ×1/%.2f +%.2g s", k.Class, at, k.Efficiency, k.FixedSeconds))
+		names = append(names, fmt.Sprintf("%s%s efficiency %.2f fixed %.3g µs", k.Class, at, k.Efficiency, 1e6*k.FixedSeconds))
 	}
-	m.Notes = append(m.Notes, fmt.Sprintf("calibrated per operator class (bench calibrate): %v; other classes uncalibrated", names))
+	m.Notes = append(m.Notes, fmt.Sprintf("calibrated per operator class and threads (bench calibrate; t = fixed + t_roofline/efficiency): %s; other classes uncalibrated", strings.Join(names, ", ")))
 	return nil
 }
 
