@@ -65,7 +65,7 @@ then apply it to the predictions of the calibrated classes.`,
 	f.StringVar(&o.Out, "out", "", "write the calibrated profile to this path (atomically)")
 	f.BoolVar(&o.Write, "write", false, "write the calibration into --profile in place (atomically)")
 	f.StringVar(&o.Dir, "report-dir", "", "directory of calibration.md, calibration-cdf.png, calibration.json (default results/calibrate-<host>-<yyyymmdd-hhmmss>)")
-	f.BoolVar(&o.Quick, "quick", false, "a small set of shapes with short repetitions (tests; about 20 s)")
+	f.BoolVar(&o.Quick, "quick", false, "a small set of shapes with short repetitions (tests; a few seconds)")
 	f.IntVar(&o.Threads, "threads", 0, "all-thread count (0: every allowed CPU); shapes run at 1 and at this many threads")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions per shape after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 20, "minimum duration of one repetition in ms")
