@@ -229,7 +229,9 @@ func (c *AttentionConfig) benchOptions(ws []gemm.Backend, phase string) engine.A
 	o := engine.AttentionBenchOptions{Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads, HeadDim: c.Arch.HeadDim,
 		MaxSeq: c.DecodeContext, Seqs: 1, KVPackPerCall: c.KVPackPerCall, Workers: ws}
 	if phase == "prefill" {
-		o.MaxSeq = slices.Max(c.Contexts)
+		if len(c.Contexts) > 0 {
+			o.MaxSeq = slices.Max(c.Contexts)
+		}
 		return o
 	}
 	if len(c.Batches) > 0 {
