@@ -37,6 +37,8 @@ type Batch struct {
 	vecG, matG *pool.Group
 	moe        moeBuffers
 	t          *timers
+	vp         vocabPar // the in-pool sampling passes' scratch (DecodeNext)
+	last       []float32
 }
 
 // slot is one sequence: its KV cache, per layer in the Batch's kvLayout
@@ -151,7 +153,19 @@ func (b *Batch) Prefill(slot int, tokens []int) ([]float32, error) {
 	if slot < 0 || slot >= len(b.slots) {
 		return nil, fmt.Errorf("engine: prefill: slot %d: batch has %d", slot, len(b.slots))
 	}
-	return b.forward(rowsOf(slot, len(tokens)), tokens, 0, false)
+	return b.forward(rowsOf(slot, len(tokens)), tokens, 0, false, nil)
+}
+
+// PrefillNext is Prefill followed by drawing the next token from the
+// logits with s (nil: greedy, Argmax) inside the same call on the worker
+// pool, as DecodeNext does; the logits stay readable through Logits.
+func (b *Batch) PrefillNext(slot int, tokens []int, s *Sampler) (int, error) {
+	if slot < 0 || slot >= len(b.slots) {
+		return 0, fmt.Errorf("engine: prefill: slot %d: batch has %d", slot, len(b.slots))
+	}
+	next := []int{0}
+	_, err := b.forward(rowsOf(slot, len(tokens)), tokens, 0, false, &sampleReq{s: s, next: next})
+	return next[0], err
 }
 
 // PrefillAll is Prefill returning the logits at every position:
@@ -160,7 +174,7 @@ func (b *Batch) PrefillAll(slot int, tokens []int) ([]float32, error) {
 	if slot < 0 || slot >= len(b.slots) {
 		return nil, fmt.Errorf("engine: prefill: slot %d: batch has %d", slot, len(b.slots))
 	}
-	return b.forward(rowsOf(slot, len(tokens)), tokens, 0, true)
+	return b.forward(rowsOf(slot, len(tokens)), tokens, 0, true, nil)
 }
 
 // Decode runs one decode step: tokens[i] into slots[i] at its position
@@ -168,20 +182,58 @@ func (b *Batch) PrefillAll(slot int, tokens []int) ([]float32, error) {
 // row i for slots[i], owned by the batch and valid until its next call.
 // Slots must be distinct.
 func (b *Batch) Decode(slots, tokens []int) ([]float32, error) {
+	if err := b.checkDecode(slots, tokens); err != nil {
+		return nil, err
+	}
+	return b.forward(slots, tokens, 1, true, nil)
+}
+
+// DecodeNext is Decode followed by drawing each slot's next token, in the
+// same call on the worker pool (issue #16): next[i] (len(slots) ints) gets
+// what s.Sample (nil s: Argmax) of row i of the logits returns, rows drawn
+// in order from s's one RNG stream. The vocabulary-wide passes (the
+// argmax; with a temperature the scaling, and for top-p the sort) are
+// split over every worker by vocabulary range and combined on worker 0,
+// so that no worker is idle, or parks after its spin and pays a wake-up
+// in the next step's first operator, while one thread samples. The
+// logits stay readable through Logits until the next call.
+func (b *Batch) DecodeNext(slots, tokens, next []int, s *Sampler) error {
+	if err := b.checkDecode(slots, tokens); err != nil {
+		return err
+	}
+	if len(next) != len(slots) {
+		return fmt.Errorf("engine: decode: %d slots but room for %d next tokens", len(slots), len(next))
+	}
+	_, err := b.forward(slots, tokens, 1, true, &sampleReq{s: s, next: next})
+	return err
+}
+
+// Logits is the logits of the last forward call (rows × Vocab, as that
+// call returned them; nil before any), valid until the next call.
+func (b *Batch) Logits() []float32 { return b.last }
+
+func (b *Batch) checkDecode(slots, tokens []int) error {
 	if len(slots) != len(tokens) {
-		return nil, fmt.Errorf("engine: decode: %d slots but %d tokens", len(slots), len(tokens))
+		return fmt.Errorf("engine: decode: %d slots but %d tokens", len(slots), len(tokens))
 	}
 	seen := make([]bool, len(b.slots))
 	for _, s := range slots {
 		if s < 0 || s >= len(b.slots) {
-			return nil, fmt.Errorf("engine: decode: slot %d: batch has %d", s, len(b.slots))
+			return fmt.Errorf("engine: decode: slot %d: batch has %d", s, len(b.slots))
 		}
 		if seen[s] {
-			return nil, fmt.Errorf("engine: decode: slot %d listed twice", s)
+			return fmt.Errorf("engine: decode: slot %d listed twice", s)
 		}
 		seen[s] = true
 	}
-	return b.forward(slots, tokens, 1, true)
+	return nil
+}
+
+// sampleReq asks forward to draw one token per logits row (s nil: greedy)
+// into next, inside the pool.
+type sampleReq struct {
+	s    *Sampler
+	next []int
 }
 
 // rowsOf is the slot of each of n prefill rows.
@@ -229,8 +281,9 @@ const parMinElems = 1 << 14
 // forward runs row r of tokens into slot rowSlot[r] at its next position
 // in phase p (0 prefill, 1 decode). Rows of one slot must be consecutive
 // (a prefill). With all, the logits of every row are returned, else the
-// last row's.
-func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool) ([]float32, error) {
+// last row's. With smp, each returned row's next token is drawn inside
+// the pool before it returns.
+func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool, smp *sampleReq) ([]float32, error) {
 	m := b.m
 	c := m.Config
 	if m.closed {
@@ -282,16 +335,39 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool) ([]float32
 			defer m.lay.end()
 		}
 		var err error
-		out, err = b.run(ms, plan, tokens, rowPos, segs, p, all)
-		return err
+		if out, err = b.run(ms, plan, tokens, rowPos, segs, p, all); err != nil || smp == nil {
+			return err
+		}
+		return b.sample(ms, out, smp)
 	})
 	if err != nil {
 		return nil, err
 	}
+	b.last = out
 	for _, sg := range segs {
 		b.slots[sg.slot].pos += sg.r1 - sg.r0
 	}
 	return out, nil
+}
+
+// sample draws smp.next[i] from row i of logits (Vocab floats a row),
+// rows in order, with the vocabulary-wide passes on every worker.
+func (b *Batch) sample(ms *pool.Master, logits []float32, smp *sampleReq) error {
+	V := b.m.Config.Vocab
+	b.vp.ms, b.vp.g, b.vp.err = ms, b.m.all, nil
+	defer func() { b.vp.ms, b.vp.g = nil, nil }()
+	for i := range smp.next {
+		row := logits[i*V : (i+1)*V]
+		if smp.s == nil {
+			smp.next[i] = b.vp.argmax(row)
+		} else {
+			smp.next[i] = smp.s.sample(&b.vp, row)
+		}
+		if b.vp.err != nil {
+			return fmt.Errorf("engine: sampling: %w", b.vp.err)
+		}
+	}
+	return nil
 }
 
 // par runs f over [0, n) cut into one chunk per worker of every worker,
