@@ -329,7 +329,7 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool, smp *sampl
 		return nil, err
 	}
 	var out []float32
-	err = m.pool.Do(func(ms *pool.Master) error {
+	err = m.do(func(ms *pool.Master) error {
 		if m.lay != nil { // the weight layout policy's per-call state (layout.go)
 			m.lay.begin(p)
 			defer m.lay.end()

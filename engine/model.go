@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cpubench/bench/internal/affinity"
@@ -207,6 +208,46 @@ type Model struct {
 	plans       map[planKey]map[string]Placement
 	expertPlans map[int]Placement // auto: an expert's placement by its routed tokens (moe.go)
 	closed      bool              // Close was called: the weights above are gone
+
+	// held is the pool's master while Hold runs its function (nil
+	// otherwise); inHeld marks a call running on it.
+	held   atomic.Pointer[pool.Master]
+	inHeld atomic.Bool
+}
+
+// Hold runs f with the worker pool held for its whole duration, f itself
+// running on worker 0's pinned thread: every forward call f makes from
+// its goroutine (Batch.Prefill, Decode, DecodeNext, ..., TimeLinear) runs
+// inline there instead of handing the thread over and back per call, so
+// a decode loop's steps follow one another with no wake-up of the caller
+// and no worker parking in between (issue #16; the workers spin while f's
+// code between calls runs). f must make those calls from its own
+// goroutine: no other goroutine may use the Model while f runs (one
+// overlapping a call of f's fails as busy, one between f's calls is not
+// detected). A nested Hold fails as busy. Errors: f's, or the pool's
+// (closed, busy).
+func (m *Model) Hold(f func() error) error {
+	if m.closed {
+		return fmt.Errorf("engine: model %s is closed", m.Config.Name)
+	}
+	return m.pool.Do(func(ms *pool.Master) error {
+		m.held.Store(ms)
+		defer m.held.Store(nil)
+		return f()
+	})
+}
+
+// do runs f on the pool's master: inline when Hold holds it, else
+// through Pool.Do.
+func (m *Model) do(f func(ms *pool.Master) error) error {
+	if ms := m.held.Load(); ms != nil {
+		if !m.inHeld.CompareAndSwap(false, true) {
+			return fmt.Errorf("engine: model %s: a call is already running on the held pool", m.Config.Name)
+		}
+		defer m.inHeld.Store(false)
+		return f(ms)
+	}
+	return m.pool.Do(f)
 }
 
 type layer struct {
@@ -592,7 +633,7 @@ func (m *Model) calibrate() error {
 	for i := range x {
 		x[i] = float32(i%7) * 0.01
 	}
-	err := m.pool.Do(func(ms *pool.Master) error {
+	err := m.do(func(ms *pool.Master) error {
 		for _, l := range all {
 			sh := shape{l.n, l.k}
 			if r, ok := rates[sh]; ok {
@@ -781,7 +822,7 @@ func (m *Model) TimeLinear(li int, op string, M, reps int) (float64, error) {
 		return 0, err
 	}
 	times := make([]float64, reps)
-	err = m.pool.Do(func(ms *pool.Master) error {
+	err = m.do(func(ms *pool.Master) error {
 		for i := range times {
 			if err := m.opts.ctxErr(); err != nil {
 				return err

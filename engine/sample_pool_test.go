@@ -166,3 +166,32 @@ func TestDecodeNext(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestHold: forward calls inside Hold run on the held pool and give the
+// same tokens as outside it; a nested Hold fails; after Hold the model
+// runs as before.
+func TestHold(t *testing.T) {
+	m, s := newStories(t, Options{Threads: 1})
+	defer m.Close()
+	want, err := s.Generate([]int{1}, 12, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Reset()
+	var got []int
+	err = m.Hold(func() error {
+		if err := m.Hold(func() error { return nil }); err == nil {
+			t.Error("nested Hold: no error")
+		}
+		var err error
+		got, err = s.Generate([]int{1}, 12, nil)
+		return err
+	})
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("inside Hold: %v, %v; outside %v", got, err, want)
+	}
+	s.Reset()
+	if again, err := s.Generate([]int{1}, 12, nil); err != nil || !slices.Equal(again, want) {
+		t.Fatalf("after Hold: %v, %v; want %v", again, err, want)
+	}
+}

@@ -132,11 +132,12 @@ func (e *engineCell) Prefill(slot, n int) error {
 	for i := range tokens {
 		tokens[i] = e.rng.IntN(e.m.Config.Vocab)
 	}
-	logits, err := e.b.Prefill(slot, tokens)
+	// The argmax runs inside the forward call, on every worker.
+	next, err := e.b.PrefillNext(slot, tokens, nil)
 	if err != nil {
 		return err
 	}
-	e.next[slot] = engine.Argmax(logits)
+	e.next[slot] = next
 	e.predict(engine.Prefill, 1, n, e.b.Pos(slot))
 	return nil
 }
@@ -149,13 +150,14 @@ func (e *engineCell) Decode(slots []int) error {
 		}
 		toks[i] = e.next[s]
 	}
-	logits, err := e.b.Decode(slots, toks)
-	if err != nil {
+	// The argmax of every slot's logits runs inside the step, split over
+	// the workers, so none parks before the next step (issue #16).
+	if err := e.b.DecodeNext(slots, toks, toks, nil); err != nil {
 		return err
 	}
-	V, ctx := e.m.Config.Vocab, 0
+	ctx := 0
 	for i, s := range slots {
-		e.next[s] = engine.Argmax(logits[i*V : (i+1)*V])
+		e.next[s] = toks[i]
 		ctx += e.b.Pos(s)
 	}
 	e.predict(engine.Decode, len(slots), 1, ctx/len(slots))
@@ -197,6 +199,9 @@ func (e *engineCell) ResetOps() {
 	e.b.ResetTimings()
 	clear(e.pred)
 }
+
+// Hold runs f with the model's workers held (engine.Model.Hold).
+func (e *engineCell) Hold(f func() error) error { return e.m.Hold(f) }
 
 func (e *engineCell) Backends() string     { return e.m.Backends() }
 func (e *engineCell) PackSeconds() float64 { return e.m.PackSeconds }

@@ -99,6 +99,10 @@ type (
 	// engineTargets gives what ran each placement target since
 	// ResetOps (backend, unit, weight precision, calls).
 	engineTargets interface{ Targets() []results.SweepTarget }
+	// engineHold runs the replay with the engine's workers held, the
+	// replay's loop on one of them (engine.Model.Hold), so that none
+	// parks between decode steps.
+	engineHold interface{ Hold(func() error) error }
 )
 
 // NewCellEngine builds the engine for one cell. An error wrapping
@@ -569,10 +573,19 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 		return nil, "", fmt.Errorf("warm-up reset: %w", err)
 	}
 	eng.ResetOps()
-	res, err := workloads.Replay(tr, eng, workloads.ReplayOptions{
-		Batch: cell.Batch, MaxGenTokens: cell.MaxGenTokens, MaxPromptTokens: cell.MaxPromptTokens,
-		SLO: workloads.SLO{TTFT: o.SLOTTFT, TPOT: o.SLOTPOT}, Progress: prog.request, Context: ctx,
-	})
+	var res *workloads.ReplayResult
+	replay := func() (err error) {
+		res, err = workloads.Replay(tr, eng, workloads.ReplayOptions{
+			Batch: cell.Batch, MaxGenTokens: cell.MaxGenTokens, MaxPromptTokens: cell.MaxPromptTokens,
+			SLO: workloads.SLO{TTFT: o.SLOTTFT, TPOT: o.SLOTPOT}, Progress: prog.request, Context: ctx,
+		})
+		return err
+	}
+	if h, ok := eng.(engineHold); ok {
+		err = h.Hold(replay)
+	} else {
+		err = replay()
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -333,10 +333,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// One untimed warm-up request (prefill + one decode step) first, so the
 	// figures exclude first-touch page faults and cold caches; then reset
 	// the KV caches and the operator timers.
-	if wl, err := b.Prefill(0, prompts[0]); err != nil {
+	if wt, err := b.PrefillNext(0, prompts[0], nil); err != nil {
 		return fmt.Errorf("run: warm-up prefill: %w", err)
 	} else if G > 0 {
-		if _, err := b.Decode([]int{0}, []int{engine.Argmax(wl)}); err != nil {
+		if err := b.DecodeNext([]int{0}, []int{wt}, []int{0}, nil); err != nil {
 			return fmt.Errorf("run: warm-up decode: %w", err)
 		}
 	}
@@ -354,11 +354,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	toks := make([]int, B)
 	for i := range B {
 		start := time.Now()
-		logits, err := b.Prefill(i, prompts[i])
+		tok, err := b.PrefillNext(i, prompts[i], nil)
 		if err != nil {
 			return fmt.Errorf("run: prefill of sequence %d: %w", i, err)
 		}
-		toks[i] = engine.Argmax(logits)
+		toks[i] = tok
 		prefill += time.Since(start).Seconds()
 	}
 	ctr.End()
@@ -366,17 +366,21 @@ func runRun(ctx context.Context, o *runOptions) error {
 		ctr.Begin("decode")
 	}
 	var decode float64
-	V := c.Vocab
-	for i := range G {
-		start := time.Now()
-		logits, err := b.Decode(slots, toks)
-		if err != nil {
-			return fmt.Errorf("run: decode step %d: %w", i+1, err)
+	// The greedy argmax runs inside the step on every worker (DecodeNext)
+	// and the loop on worker 0 (Hold), so no worker parks between steps
+	// (issue #16).
+	err = m.Hold(func() error {
+		for i := range G {
+			start := time.Now()
+			if err := b.DecodeNext(slots, toks, toks, nil); err != nil {
+				return fmt.Errorf("run: decode step %d: %w", i+1, err)
+			}
+			decode += time.Since(start).Seconds()
 		}
-		for s := range B {
-			toks[s] = engine.Argmax(logits[s*V : (s+1)*V])
-		}
-		decode += time.Since(start).Seconds()
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	ctr.End()
 

@@ -49,34 +49,35 @@ func decodeTimed(m *engine.Model, prompts [][]int, G int) (float64, []engine.Tim
 	if err != nil {
 		return 0, nil, err
 	}
-	if wl, err := b.Prefill(0, prompts[0]); err != nil {
+	if wt, err := b.PrefillNext(0, prompts[0], nil); err != nil {
 		return 0, nil, err
-	} else if _, err := b.Decode([]int{0}, []int{engine.Argmax(wl)}); err != nil {
+	} else if err := b.DecodeNext([]int{0}, []int{wt}, []int{0}, nil); err != nil {
 		return 0, nil, err
 	}
 	b.Reset(0)
 	slots, toks := make([]int, B), make([]int, B)
 	for i := range B {
 		slots[i] = i
-		logits, err := b.Prefill(i, prompts[i])
-		if err != nil {
+		if toks[i], err = b.PrefillNext(i, prompts[i], nil); err != nil {
 			return 0, nil, err
 		}
-		toks[i] = engine.Argmax(logits)
 	}
 	b.ResetTimings()
-	V := m.Config.Vocab
 	var decode float64
-	for range G {
-		start := time.Now()
-		logits, err := b.Decode(slots, toks)
-		if err != nil {
-			return 0, nil, err
+	// As the run's loop: the argmax inside the step, on every worker
+	// (DecodeNext), the loop on worker 0 (Hold).
+	err = m.Hold(func() error {
+		for range G {
+			start := time.Now()
+			if err := b.DecodeNext(slots, toks, toks, nil); err != nil {
+				return err
+			}
+			decode += time.Since(start).Seconds()
 		}
-		for s := range B {
-			toks[s] = engine.Argmax(logits[s*V : (s+1)*V])
-		}
-		decode += time.Since(start).Seconds()
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
 	}
 	return decode, b.Timings(), nil
 }
