@@ -66,6 +66,11 @@ type SweepCell struct {
 	GoodputReqS   float64  `json:"goodput_req_s"`              // requests meeting the SLO per second of WallS (Sandwich §8)
 	PackS         float64  `json:"pack_s"`                     // weight packing at load, not in WallS
 	PredictedTTFT *float64 `json:"predicted_ttft_s,omitempty"` // roofline TTFT of the mean prompt, when a profile is given
+	// PredictedPrecision says what the predictions assumed, as the cell
+	// ran: weight, activation and KV-cache dtypes, the ceilings and the
+	// target of the linear operators and the backends (engine.Precision's
+	// String), when a profile is given.
+	PredictedPrecision string `json:"predicted_precision,omitempty"`
 
 	// Ops are the per-operator times summed over the cell, with the
 	// roofline prediction for the same shapes where a profile was given.

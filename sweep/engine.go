@@ -96,7 +96,7 @@ func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
 	var note string
 	e.prec, note = m.PredictionPrecision(o.machine)
 	if o.machine != nil && note == "" {
-		e.notes = append(e.notes, "predictions: roofline at fp32 weights, activations and KV cache, per forward call (a batched decode step at the slots' mean context)")
+		e.notes = append(e.notes, "predictions: roofline at "+e.prec.String()+", per forward call (a batched decode step at the slots' mean context)")
 	} else if o.machine != nil {
 		e.notes = append(e.notes, note+", per forward call (a batched decode step at the slots' mean context)")
 	}
@@ -199,6 +199,9 @@ func (e *engineCell) ResetOps() {
 	e.b.ResetTimings()
 	clear(e.pred)
 }
+
+// PredictedPrecision says what the cell's predictions assume, as it ran.
+func (e *engineCell) PredictedPrecision() string { return e.prec.String() }
 
 // Hold runs f with the model's workers held (engine.Model.Hold).
 func (e *engineCell) Hold(f func() error) error { return e.m.Hold(f) }

@@ -103,6 +103,9 @@ type (
 	// replay's loop on one of them (engine.Model.Hold), so that none
 	// parks between decode steps.
 	engineHold interface{ Hold(func() error) error }
+	// enginePrecision says what the predictions assume, as the cell ran
+	// (engine.Precision's String).
+	enginePrecision interface{ PredictedPrecision() string }
 )
 
 // NewCellEngine builds the engine for one cell. An error wrapping
@@ -654,6 +657,9 @@ func sweepCellRecord(o *Options, cell workloads.Cell, tr *workloads.Trace, res *
 	for _, r := range res.Requests {
 		sc.Requests = append(sc.Requests, results.SweepRequest{ID: r.ID, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens,
 			ArrivalS: r.Arrival, StartS: r.Start, TTFTS: r.TTFT, TPOTS: r.TPOT, LatencyS: r.Latency, MetSLO: r.MetSLO})
+	}
+	if p, ok := eng.(enginePrecision); ok && o.machine != nil {
+		sc.PredictedPrecision = p.PredictedPrecision()
 	}
 	if p, ok := eng.(enginePredictor); ok && o.machine != nil {
 		mean := int(math.Round(float64(res.PromptTokens) / float64(len(res.Requests))))

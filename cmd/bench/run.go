@@ -410,7 +410,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			return fmt.Errorf("run: --profile %s: %w", o.Profile, err)
 		}
 		res.Profile, res.Machine, res.PredictedTTFT = o.Profile, machine.Name, &pt
-		res.Precision = fmt.Sprintf("weights %s, activations %s, KV cache %s, %s ceilings", prec.Weight, prec.Act, prec.KV, prec.Ceiling)
+		res.Precision = prec.String()
 		if precNote != "" {
 			res.Notes = append(res.Notes, precNote)
 		}
