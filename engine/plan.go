@@ -175,7 +175,9 @@ type Precision struct {
 // UniformPrecision is prec for weights, activations, KV cache and
 // ceilings (the fp32 engine: "fp32"), each operator on the target the
 // roofline places it on.
-func UniformPrecision(prec string) Precision { return Precision{Weight: prec, Act: prec, KV: prec, Ceiling: prec} }
+func UniformPrecision(prec string) Precision {
+	return Precision{Weight: prec, Act: prec, KV: prec, Ceiling: prec}
+}
 
 // String says what the prediction assumes, e.g. "weights bf16,
 // activations fp32, KV cache fp32, bf16 ceilings on the cores target for
