@@ -17,6 +17,10 @@
 // that does not fit is refused before anything is measured
 // (CheckMaxWorkingSet, GEMMBytes).
 //
+// Every figure's noise record (CPU time over wall time, steal, load
+// average, cv and the verdict) is read with internal/noise, which the
+// engine's runs share.
+//
 // probes uses the shared kernel package (kernels) for all hot loops; it must
 // not import reports, roofline or engine.
 package probes

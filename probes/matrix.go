@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
@@ -209,7 +210,7 @@ func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 	for attempt := 1; ; attempt++ {
 		var c callRates
 		cpus := b.Pool.CPUs()
-		steal0, total0, ticksOK := cpuTicks(cpus)
+		steal0, total0, ticksOK := noise.CPUTicks(cpus)
 		for rep := 0; rep <= b.Reps; rep++ {
 			rate, err := b.timeOnce(ctx, call, rep == 0)
 			if err != nil {
@@ -219,12 +220,12 @@ func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 				c.rates = append(c.rates, rate)
 			}
 		}
-		if steal1, total1, ok := cpuTicks(cpus); ok && ticksOK && total1 > total0 {
+		if steal1, total1, ok := noise.CPUTicks(cpus); ok && ticksOK && total1 > total0 {
 			c.noise.StealFraction = float64(steal1-steal0) / float64(total1-total0)
 		}
-		c.noise.LoadAvg1 = loadAvg1()
+		c.noise.LoadAvg1 = noise.LoadAvg1()
 		c.noise.CV = results.Summarize(c.rates).CV
-		judgeNoise(&c.noise, false)
+		noise.Judge(&c.noise, false)
 		if attempt == 1 || noisier(best.noise, c.noise) {
 			best = c
 		}

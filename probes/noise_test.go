@@ -3,36 +3,13 @@ package probes
 import (
 	"context"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/cpubench/bench/results"
 )
 
-func TestJudgeNoise(t *testing.T) {
-	for _, c := range []struct {
-		n     results.Noise
-		cpuOK bool
-		noisy bool
-		why   string
-	}{
-		{results.Noise{CPUFraction: 0.99, CV: 0.02}, true, false, ""},
-		{results.Noise{CPUFraction: 0.60, CV: 0.02}, true, true, "threads got 60% of their CPUs"},
-		{results.Noise{CPUFraction: 0.99, CV: 0.62}, true, true, "cv 62.0% > 10%"},
-		// Without a thread clock only the spread can mark a figure.
-		{results.Noise{CV: 0.02}, false, false, ""},
-		{results.Noise{CV: 0.2}, false, true, "cv 20.0%"},
-		// Steal alone is reported with a noisy figure, not a reason by itself.
-		{results.Noise{CPUFraction: 0.99, CV: 0.02, StealFraction: 0.05}, true, false, ""},
-		{results.Noise{CPUFraction: 0.99, CV: 0.3, StealFraction: 0.05}, true, true, "steal 5.0%"},
-	} {
-		n := c.n
-		judgeNoise(&n, c.cpuOK)
-		if n.Noisy != c.noisy || !strings.Contains(n.Why, c.why) || (!c.noisy && n.Why != "") {
-			t.Errorf("judgeNoise(%+v, %v) = noisy %v %q, want %v containing %q", c.n, c.cpuOK, n.Noisy, n.Why, c.noisy, c.why)
-		}
-	}
+func TestNoisier(t *testing.T) {
 	if !noisier(results.Noise{Noisy: true, CV: 0.01}, results.Noise{CV: 0.5}) ||
 		noisier(results.Noise{CV: 0.01}, results.Noise{CV: 0.02}) {
 		t.Error("noisier: a noisy attempt must lose to a clean one, then the larger cv")
@@ -70,15 +47,3 @@ func TestMeasureGroupsRecordsNoise(t *testing.T) {
 	}
 }
 
-func TestCPUTicks(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("/proc/stat is Linux's")
-	}
-	steal, total, ok := cpuTicks([]int{0})
-	if !ok || total == 0 || steal > total {
-		t.Fatalf("cpuTicks(cpu0) = %d, %d, %v", steal, total, ok)
-	}
-	if _, _, ok := cpuTicks([]int{1 << 20}); ok {
-		t.Fatal("cpuTicks of a CPU that does not exist must fail")
-	}
-}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/numa"
 	"github.com/cpubench/bench/results"
 )
@@ -158,7 +158,7 @@ func (w *worker) do(j job) repResult {
 	if j.warm || w.batch <= 0 {
 		w.batch = 1
 	}
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := noise.ThreadCPU()
 	start := time.Now()
 	deadline := start.Add(j.d)
 	var now time.Time
@@ -175,7 +175,7 @@ func (w *worker) do(j job) repResult {
 		}
 	}
 	r.start, r.end = start, now
-	if cpu1, ok := threadCPU(); ok && cpuOK {
+	if cpu1, ok := noise.ThreadCPU(); ok && cpuOK {
 		r.cpu, r.cpuOK = cpu1-cpu0, true
 	}
 	if j.warm {
@@ -334,7 +334,7 @@ func measureOnce(ctx context.Context, groups [][]*worker, tasks []task, d time.D
 			cpus = append(cpus, w.cpu)
 		}
 	}
-	steal0, total0, ticksOK := cpuTicks(cpus)
+	steal0, total0, ticksOK := noise.CPUTicks(cpus)
 	m := measured{samples: make([][]float64, len(groups)), sums: make([]float64, len(groups))}
 	var cpu, wall float64
 	cpuOK := true
@@ -358,31 +358,13 @@ func measureOnce(ctx context.Context, groups [][]*worker, tasks []task, d time.D
 	if cpuOK && wall > 0 {
 		n.CPUFraction = cpu / wall
 	}
-	if steal1, total1, ok := cpuTicks(cpus); ok && ticksOK && total1 > total0 {
+	if steal1, total1, ok := noise.CPUTicks(cpus); ok && ticksOK && total1 > total0 {
 		n.StealFraction = float64(steal1-steal0) / float64(total1-total0)
 	}
-	n.LoadAvg1 = loadAvg1()
+	n.LoadAvg1 = noise.LoadAvg1()
 	for _, s := range m.samples {
 		n.CV = max(n.CV, results.Summarize(s).CV)
 	}
-	judgeNoise(n, cpuOK)
+	noise.Judge(n, cpuOK)
 	return m, nil
-}
-
-// judgeNoise sets n.Noisy and n.Why from the thresholds of results.
-func judgeNoise(n *results.Noise, cpuOK bool) {
-	var why []string
-	if cpuOK && n.CPUFraction < results.NoiseMinCPUFraction {
-		why = append(why, fmt.Sprintf("threads got %.0f%% of their CPUs (< %.0f%%)", 100*n.CPUFraction, 100*results.NoiseMinCPUFraction))
-	}
-	if n.CV > results.NoiseMaxCV {
-		why = append(why, fmt.Sprintf("cv %.1f%% > %.0f%%", 100*n.CV, 100*results.NoiseMaxCV))
-	}
-	if n.StealFraction > 0.01 {
-		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))
-	}
-	n.Noisy = len(why) > 0 && (n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
-	if n.Noisy {
-		n.Why = strings.Join(why, ", ")
-	}
 }

@@ -27,6 +27,7 @@
 //
 // It imports engine, workloads, results, roofline, models, reports (the
 // dry-run table), kernels/gemm and kernels/quant (backend and format
-// names), internal/affinity, internal/topology and internal/memlimit;
+// names), internal/affinity, internal/topology, internal/memlimit and
+// internal/noise (each cell's noise record);
 // never probes (it measures through the engine only) or a command.
 package sweep

@@ -44,6 +44,7 @@ var rules = map[string]rule{
 	"internal/cpu":          {only: none},
 	"internal/deps":         {only: none},
 	"internal/memlimit":     {only: none},
+	"internal/noise":        {only: []string{"results"}, deny: []string{"probes", "engine", "reports", "kernels/...", "roofline", "models"}},
 	"internal/numa":         {only: none},
 	"internal/perfcount":    {only: []string{"results"}, deny: []string{"probes", "reports", "kernels/...", "engine", "roofline", "models"}},
 	"internal/qemutest":     {only: none},
@@ -69,7 +70,7 @@ var rules = map[string]rule{
 	"scripts/bochsinit":     {noDoc: true},
 	"sweep/sweeptest":       {only: []string{"sweep", "workloads", "results"}},
 	"sweep": {only: []string{"engine", "workloads", "results", "roofline", "models", "reports", "kernels/gemm", "kernels/quant",
-		"internal/affinity", "internal/topology", "internal/memlimit"}, deny: []string{"probes"}},
+		"internal/affinity", "internal/topology", "internal/memlimit", "internal/noise"}, deny: []string{"probes"}},
 	"workloads": {only: none},
 }
 

@@ -1,6 +1,6 @@
 //go:build linux
 
-package probes
+package noise
 
 import (
 	"os"
@@ -10,20 +10,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU returns the calling OS thread's CPU time in seconds
+// ThreadCPU returns the calling OS thread's CPU time in seconds
 // (CLOCK_THREAD_CPUTIME_ID), and false where it cannot be read.
-func threadCPU() (float64, bool) {
+func ThreadCPU() (float64, bool) { return clock(unix.CLOCK_THREAD_CPUTIME_ID) }
+
+// ProcessCPU returns the CPU time of every thread of this process in
+// seconds (CLOCK_PROCESS_CPUTIME_ID), and false where it cannot be read.
+func ProcessCPU() (float64, bool) { return clock(unix.CLOCK_PROCESS_CPUTIME_ID) }
+
+func clock(id int32) (float64, bool) {
 	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+	if unix.ClockGettime(id, &ts) != nil {
 		return 0, false
 	}
 	return float64(ts.Sec) + float64(ts.Nsec)*1e-9, true
 }
 
-// cpuTicks reads /proc/stat's per-CPU lines: for each CPU in cpus, its
-// steal ticks and its total ticks (user … steal). ok is false when the file
-// cannot be read or lacks a CPU.
-func cpuTicks(cpus []int) (steal, total uint64, ok bool) {
+// CPUTicks reads /proc/stat's per-CPU lines: for each CPU in cpus, its
+// steal ticks and its total ticks (user … steal), summed. ok is false when
+// the file cannot be read or lacks a CPU.
+func CPUTicks(cpus []int) (steal, total uint64, ok bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return 0, 0, false
@@ -55,8 +61,8 @@ func cpuTicks(cpus []int) (steal, total uint64, ok bool) {
 	return steal, total, found == len(cpus)
 }
 
-// loadAvg1 is the one-minute load average, 0 when unreadable.
-func loadAvg1() float64 {
+// LoadAvg1 is the one-minute load average, 0 when unreadable.
+func LoadAvg1() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return 0

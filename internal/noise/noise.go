@@ -1,0 +1,142 @@
+package noise
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/cpubench/bench/results"
+)
+
+// Judge sets n.Noisy and n.Why from results' thresholds: noisy when the
+// threads got less than results.NoiseMinCPUFraction of their CPUs (only
+// where cpuOK: the CPU time was read) or the cv exceeds
+// results.NoiseMaxCV; steal above 1% is named among the reasons of a
+// noisy figure but is not one by itself.
+func Judge(n *results.Noise, cpuOK bool) {
+	var why []string
+	if cpuOK && n.CPUFraction < results.NoiseMinCPUFraction {
+		why = append(why, fmt.Sprintf("threads got %.0f%% of their CPUs (< %.0f%%)", 100*n.CPUFraction, 100*results.NoiseMinCPUFraction))
+	}
+	if n.CV > results.NoiseMaxCV {
+		why = append(why, fmt.Sprintf("cv %.1f%% > %.0f%%", 100*n.CV, 100*results.NoiseMaxCV))
+	}
+	if n.StealFraction > 0.01 {
+		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))
+	}
+	n.Noisy = len(why) > 0 && (n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
+	n.Why = ""
+	if n.Noisy {
+		n.Why = strings.Join(why, ", ")
+	}
+}
+
+// Meter records the noise of timed spans run by a process whose threads
+// workers are pinned to cpus (an engine's worker pool): the process's CPU
+// time over the spans' wall time × threads, and the steal time of cpus
+// from the first Start to the last Stop. Not safe for concurrent use.
+type Meter struct {
+	cpus    []int
+	threads int
+
+	running        bool
+	start          time.Time
+	cpuStart       float64
+	cpuOK, started bool
+	cpu, wall      float64
+	steal0, total0 uint64
+	ticksOK        bool
+	steal, total   uint64
+}
+
+// NewMeter returns a Meter for threads workers on cpus (threads < 1 is
+// taken as len(cpus), at least 1).
+func NewMeter(cpus []int, threads int) *Meter {
+	if threads < 1 {
+		threads = max(len(cpus), 1)
+	}
+	return &Meter{cpus: append([]int(nil), cpus...), threads: threads, cpuOK: true}
+}
+
+// Start begins a timed span (a second Start without Stop is ignored).
+func (m *Meter) Start() {
+	if m.running {
+		return
+	}
+	if !m.started {
+		m.started = true
+		m.steal0, m.total0, m.ticksOK = CPUTicks(m.cpus)
+	}
+	m.running = true
+	var ok bool
+	m.cpuStart, ok = ProcessCPU()
+	m.cpuOK = m.cpuOK && ok
+	m.start = time.Now()
+}
+
+// Stop ends the span Start began (without one it does nothing).
+func (m *Meter) Stop() {
+	if !m.running {
+		return
+	}
+	m.wall += time.Since(m.start).Seconds()
+	c, ok := ProcessCPU()
+	m.cpuOK = m.cpuOK && ok
+	m.cpu += c - m.cpuStart
+	m.running = false
+	if m.ticksOK {
+		if s, t, ok := CPUTicks(m.cpus); ok && t >= m.total0 {
+			m.steal, m.total = s-m.steal0, t-m.total0
+		}
+	}
+}
+
+// Noise is the record of the spans so far, with cv (the caller's spread
+// of its repetitions, e.g. SuccessiveCV of its steps), judged (Judge):
+// CPUFraction the process's CPU seconds over wall seconds × threads (it
+// may slightly exceed 1: the Go runtime's own threads count too; 0 where
+// the clock cannot be read, which then marks nothing), StealFraction
+// from /proc/stat, LoadAvg1 now; Attempts 1 (an engine run is not
+// repeated).
+func (m *Meter) Noise(cv float64) results.Noise {
+	n := results.Noise{CV: cv, LoadAvg1: LoadAvg1(), Attempts: 1}
+	cpuOK := m.cpuOK && m.started && m.wall > 0
+	if cpuOK {
+		n.CPUFraction = m.cpu / (m.wall * float64(m.threads))
+	}
+	if m.total > 0 {
+		n.StealFraction = float64(m.steal) / float64(m.total)
+	}
+	Judge(&n, cpuOK)
+	return n
+}
+
+// SuccessiveCV is the coefficient of variation of a series whose level
+// drifts (a decode step's time grows with its context), from successive
+// differences (von Neumann's mean square successive difference): over
+// each pair of consecutive values with the same key (keys nil: one key;
+// else len(keys) == len(xs), e.g. the step's batch size), the difference
+// relative to the pair's mean, d, and cv = sqrt(Σd² / (2·pairs)). For
+// independent repetitions around a constant level it estimates the
+// ordinary cv; a slow drift adds little. It returns 0 and the count with
+// fewer than 2 pairs.
+func SuccessiveCV(xs []float64, keys []int) (cv float64, pairs int) {
+	var ss float64
+	for i := 1; i < len(xs); i++ {
+		if keys != nil && keys[i] != keys[i-1] {
+			continue
+		}
+		mean := (xs[i] + xs[i-1]) / 2
+		if !(mean > 0) || math.IsInf(mean, 0) {
+			continue
+		}
+		d := (xs[i] - xs[i-1]) / mean
+		ss += d * d
+		pairs++
+	}
+	if pairs < 2 {
+		return 0, pairs
+	}
+	return math.Sqrt(ss / (2 * float64(pairs))), pairs
+}

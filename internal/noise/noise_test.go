@@ -1,0 +1,101 @@
+package noise
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/results"
+)
+
+func TestJudge(t *testing.T) {
+	for _, c := range []struct {
+		n     results.Noise
+		cpuOK bool
+		noisy bool
+		why   string
+	}{
+		{results.Noise{CPUFraction: 0.99, CV: 0.02}, true, false, ""},
+		{results.Noise{CPUFraction: 0.60, CV: 0.02}, true, true, "threads got 60% of their CPUs"},
+		{results.Noise{CPUFraction: 0.99, CV: 0.62}, true, true, "cv 62.0% > 10%"},
+		// Without a CPU clock only the spread can mark a figure.
+		{results.Noise{CV: 0.02}, false, false, ""},
+		{results.Noise{CV: 0.2}, false, true, "cv 20.0%"},
+		// Steal alone is reported with a noisy figure, not a reason by itself.
+		{results.Noise{CPUFraction: 0.99, CV: 0.02, StealFraction: 0.05}, true, false, ""},
+		{results.Noise{CPUFraction: 0.99, CV: 0.3, StealFraction: 0.05}, true, true, "steal 5.0%"},
+	} {
+		n := c.n
+		Judge(&n, c.cpuOK)
+		if n.Noisy != c.noisy || !strings.Contains(n.Why, c.why) || (!c.noisy && n.Why != "") {
+			t.Errorf("Judge(%+v, %v) = noisy %v %q, want %v containing %q", c.n, c.cpuOK, n.Noisy, n.Why, c.noisy, c.why)
+		}
+	}
+}
+
+func TestCPUTicks(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/stat is Linux's")
+	}
+	steal, total, ok := CPUTicks([]int{0})
+	if !ok || total == 0 || steal > total {
+		t.Fatalf("CPUTicks(cpu0) = %d, %d, %v", steal, total, ok)
+	}
+	if _, _, ok := CPUTicks([]int{1 << 20}); ok {
+		t.Fatal("CPUTicks of a CPU that does not exist must fail")
+	}
+}
+
+// TestMeter: a span of one busy thread gets a CPU fraction in (0, 1.5]
+// on Linux; a Meter that never ran marks nothing by its CPU.
+func TestMeter(t *testing.T) {
+	if n := NewMeter([]int{0}, 1).Noise(0.01); n.Noisy || n.CPUFraction != 0 || n.Attempts != 1 {
+		t.Errorf("unused meter: %+v", n)
+	}
+	m := NewMeter([]int{0}, 1)
+	m.Start()
+	x := 0.0
+	for i := range 20_000_000 {
+		x += math.Sqrt(float64(i))
+	}
+	m.Stop()
+	n := m.Noise(0)
+	if runtime.GOOS == "linux" && (n.CPUFraction <= 0 || n.CPUFraction > 1.5) {
+		t.Errorf("busy span: CPU fraction %v (x %g)", n.CPUFraction, x)
+	}
+	if (n.Why != "") != n.Noisy {
+		t.Errorf("noisy %v, why %q", n.Noisy, n.Why)
+	}
+}
+
+// TestSuccessiveCV: independent draws of cv 5% around a level that
+// doubles over the series give about 5% (the drift adds little), where
+// the plain cv is far larger; keys split the pairs; too few pairs give 0.
+func TestSuccessiveCV(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	xs := make([]float64, 2000)
+	for i := range xs {
+		xs[i] = (1 + float64(i)/float64(len(xs))) * (1 + 0.05*rng.NormFloat64())
+	}
+	cv, pairs := SuccessiveCV(xs, nil)
+	if pairs != len(xs)-1 || cv < 0.045 || cv > 0.055 {
+		t.Errorf("SuccessiveCV = %.4f over %d pairs, want ≈ 0.05 over %d", cv, pairs, len(xs)-1)
+	}
+	if plain := results.Summarize(xs).CV; plain < 0.15 {
+		t.Errorf("plain cv %.3f: the drift should dominate it", plain)
+	}
+	// Two interleaved levels: keyed pairs see only their own level.
+	ys, keys := make([]float64, 400), make([]int, 400)
+	for i := range ys {
+		keys[i] = i / 100 % 2
+		ys[i] = float64(1+9*keys[i]) * (1 + 0.02*rng.NormFloat64())
+	}
+	if cv, _ := SuccessiveCV(ys, keys); cv > 0.03 {
+		t.Errorf("keyed SuccessiveCV = %.4f, want ≈ 0.02", cv)
+	}
+	if cv, n := SuccessiveCV([]float64{1, 2}, nil); cv != 0 || n != 1 {
+		t.Errorf("one pair: %v, %d", cv, n)
+	}
+}
