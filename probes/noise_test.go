@@ -46,4 +46,3 @@ func TestMeasureGroupsRecordsNoise(t *testing.T) {
 		t.Fatalf("CPU fraction %v: the thread clock was not read", st.Noise.CPUFraction)
 	}
 }
-
