@@ -514,6 +514,10 @@ func (m *Model) startPool(o Options) error {
 	return nil
 }
 
+// CPUs returns the CPU each pool worker is pinned to (-1: none), in
+// worker order: where the Model's threads run, for noise records.
+func (m *Model) CPUs() []int { return m.pool.CPUs() }
+
 // poolCPUs picks n CPUs for the workers: the first n allowed ones.
 func poolCPUs(n int) ([]int, error) {
 	cpus, err := affinity.Allowed()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/memlimit"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/perfcount"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/results"
@@ -261,6 +262,14 @@ type runResult struct {
 	Notes         []string   `json:"notes,omitempty"`
 	// Counters are the hardware counters per phase (--counters).
 	Counters *perfcount.Report `json:"counters,omitempty"`
+	// Noise is what the machine did during the timed phases (issue #16
+	// part 3): the process's CPU time over wall time × threads, steal,
+	// load average and the decode steps' cv; Noisy marks a run that
+	// fails a threshold.
+	Noise *results.Noise `json:"noise,omitempty"`
+	// Fidelity counts the operator rows within ±10% of their prediction
+	// (with a profile); a noisy run's is not counted.
+	Fidelity *sweep.Fidelity `json:"fidelity,omitempty"`
 
 	// Targets is what ran each placement target's linear operators in the
 	// timed calls: backend, unit, weight precision, calls and label.
@@ -349,46 +358,62 @@ func runRun(ctx context.Context, o *runOptions) error {
 		ctr = perfcount.NewRecorder(nil)
 		defer ctr.Report()
 	}
+	// The timed phases run with the pool held (Hold: the loops on worker
+	// 0, the argmax inside each call on every worker, so no worker parks
+	// between calls; issue #16) and metered for the noise record.
+	meter := noise.NewMeter(m.CPUs(), m.Threads)
 	ctr.Begin("prefill")
 	var prefill float64
+	prefills := make([]float64, 0, B)
 	toks := make([]int, B)
-	for i := range B {
-		start := time.Now()
-		tok, err := b.PrefillNext(i, prompts[i], nil)
-		if err != nil {
-			return fmt.Errorf("run: prefill of sequence %d: %w", i, err)
+	meter.Start()
+	err = m.Hold(func() error {
+		for i := range B {
+			start := time.Now()
+			tok, err := b.PrefillNext(i, prompts[i], nil)
+			if err != nil {
+				return fmt.Errorf("run: prefill of sequence %d: %w", i, err)
+			}
+			toks[i] = tok
+			prefills = append(prefills, time.Since(start).Seconds())
+			prefill += prefills[i]
 		}
-		toks[i] = tok
-		prefill += time.Since(start).Seconds()
+		return nil
+	})
+	meter.Stop()
+	if err != nil {
+		return err
 	}
 	ctr.End()
 	if G > 0 {
 		ctr.Begin("decode")
 	}
 	var decode float64
-	// The greedy argmax runs inside the step on every worker (DecodeNext)
-	// and the loop on worker 0 (Hold), so no worker parks between steps
-	// (issue #16).
+	steps := make([]float64, 0, G)
+	meter.Start()
 	err = m.Hold(func() error {
 		for i := range G {
 			start := time.Now()
 			if err := b.DecodeNext(slots, toks, toks, nil); err != nil {
 				return fmt.Errorf("run: decode step %d: %w", i+1, err)
 			}
-			decode += time.Since(start).Seconds()
+			steps = append(steps, time.Since(start).Seconds())
+			decode += steps[i]
 		}
 		return nil
 	})
+	meter.Stop()
 	if err != nil {
 		return err
 	}
 	ctr.End()
+	nz := sweep.RunNoise(meter, steps, nil, prefills)
 
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
 		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
 		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweep.Targets(b.Use()),
-		Counters: ctr.Report()}
+		Counters: ctr.Report(), Noise: &nz}
 	if m.Quant != nil {
 		res.QuantBackend = m.Quant.Name
 	}
@@ -454,6 +479,19 @@ func runRun(ctx context.Context, o *runOptions) error {
 			r := op.MeasuredS / p
 			op.MeasuredPredicted = &r
 		}
+	}
+	if machine != nil {
+		var pairs [][2]float64
+		for _, op := range res.Ops {
+			if op.PredictedS != nil {
+				pairs = append(pairs, [2]float64{op.MeasuredS, *op.PredictedS})
+			}
+		}
+		f := sweep.CountFidelity(pairs, res.Noise)
+		res.Fidelity = &f
+	}
+	if nz.Noisy {
+		fmt.Fprintf(o.IO.Err, "run: NOISY: %s (the figures are kept, marked, and not counted in the fidelity figures)\n", nz.Why)
 	}
 	if G > 0 {
 		res.Checks = append(res.Checks, runCheck{What: "engine overhead outside operators, decode",
@@ -554,14 +592,21 @@ func writeRun(w io.Writer, r *runResult) error {
 		return f(*p)
 	}
 	ratio := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	// A noisy run's measured figures are marked in the table (issue #16).
+	mark := func(s string) string {
+		if r.Noise != nil && r.Noise.Noisy {
+			return s + " NOISY"
+		}
+		return s
+	}
 	t := newMarkdown(w, "metric", "measured", "predicted")
-	t.Append([]string{fmt.Sprintf("TTFT (prefill of %d)", r.PromptTokens), fmtTime(r.TTFTS), opt(r.PredictedTTFT, fmtTime)})
+	t.Append([]string{fmt.Sprintf("TTFT (prefill of %d)", r.PromptTokens), mark(fmtTime(r.TTFTS)), opt(r.PredictedTTFT, fmtTime)})
 	if r.GenTokens > 0 {
 		what := fmt.Sprintf("TPOT (mean of %d decode steps)", r.GenTokens)
 		if r.Batch > 1 {
 			what = fmt.Sprintf("TPOT (mean of %d decode steps of %d sequences)", r.GenTokens, r.Batch)
 		}
-		t.Append([]string{what, fmtTime(r.TPOTS), opt(r.PredictedTPOT, fmtTime)})
+		t.Append([]string{what, mark(fmtTime(r.TPOTS)), opt(r.PredictedTPOT, fmtTime)})
 		t.Append([]string{"decode tokens/s", fmt.Sprintf("%.4g", r.DecodeTokS), "—"})
 	} else {
 		t.Append([]string{"TPOT", "— (no decode steps)", "—"})
@@ -572,6 +617,9 @@ func writeRun(w io.Writer, r *runResult) error {
 		return err
 	}
 	fmt.Fprintln(w)
+	if r.Noise != nil {
+		fmt.Fprintf(w, "%s\n\n", sweep.NoiseLine(r.Noise))
+	}
 	if r.Machine != "" {
 		fmt.Fprintf(w, "predicted: roofline of %s at %s\n\n", r.Machine, r.Precision)
 	}
@@ -586,6 +634,9 @@ func writeRun(w io.Writer, r *runResult) error {
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	if r.Fidelity != nil {
+		fmt.Fprintf(w, "\n%s\n", r.Fidelity)
 	}
 	if len(r.Checks) > 0 {
 		fmt.Fprintln(w)
