@@ -71,6 +71,14 @@ type SweepCell struct {
 	// target of the linear operators and the backends (engine.Precision's
 	// String), when a profile is given.
 	PredictedPrecision string `json:"predicted_precision,omitempty"`
+	// Noise is what the machine did during the cell's replay (issue #16
+	// part 3): the process's CPU time over wall time × threads, the steal
+	// of the workers' CPUs, the load average and the cv of the decode
+	// steps (successive differences between steps of the same batch
+	// size). A cell marked Noisy is flagged in the tables and left out of
+	// the prediction-error figures ("noisy runs are flagged, not
+	// counted"). Absent in cells written before the check.
+	Noise *Noise `json:"noise,omitempty"`
 
 	// Ops are the per-operator times summed over the cell, with the
 	// roofline prediction for the same shapes where a profile was given.
@@ -116,6 +124,9 @@ func (t SweepTarget) Short() string {
 	}
 	return t.Backend
 }
+
+// Noisy reports whether the cell's replay was marked noisy (Noise).
+func (c *SweepCell) Noisy() bool { return c.Noise != nil && c.Noise.Noisy }
 
 // PlacementLabel says what ran the cell's linear operators, generated from
 // Targets (those with calls; all where none has): "cores = avx2-fp32",

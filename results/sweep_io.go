@@ -344,6 +344,13 @@ func WriteBenchstat(w io.Writer, cells []SweepCell) error {
 		set("slo-ttft-sec", ff(c.Config.SLOTTFTS))
 		set("slo-tpot-sec", ff(c.Config.SLOTPOTS))
 		set("bench-version", c.Config.BenchVersion)
+		if c.Noise != nil { // a label per cell: "ok", or "NOISY: why"
+			nz := "ok"
+			if c.Noise.Noisy {
+				nz = "NOISY: " + c.Noise.Why
+			}
+			set("noise", nz)
+		}
 
 		n := len(c.Requests)
 		fmt.Fprintf(&b, "Benchmark%s-%d\t%d", c.BenchName(), c.Threads, n)

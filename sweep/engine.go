@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/results"
@@ -57,6 +58,10 @@ type engineCell struct {
 	prec    engine.Precision                  // the predictions' dtypes and ceilings
 	predErr error
 	notes   []string
+	// The timed calls' seconds since ResetOps, for the noise record:
+	// each decode step's with its batch size, each prefill's.
+	steps, prefills []float64
+	stepSlots       []int
 }
 
 func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
@@ -133,10 +138,12 @@ func (e *engineCell) Prefill(slot, n int) error {
 		tokens[i] = e.rng.IntN(e.m.Config.Vocab)
 	}
 	// The argmax runs inside the forward call, on every worker.
+	st := time.Now()
 	next, err := e.b.PrefillNext(slot, tokens, nil)
 	if err != nil {
 		return err
 	}
+	e.prefills = append(e.prefills, time.Since(st).Seconds())
 	e.next[slot] = next
 	e.predict(engine.Prefill, 1, n, e.b.Pos(slot))
 	return nil
@@ -152,9 +159,12 @@ func (e *engineCell) Decode(slots []int) error {
 	}
 	// The argmax of every slot's logits runs inside the step, split over
 	// the workers, so none parks before the next step (issue #16).
+	st := time.Now()
 	if err := e.b.DecodeNext(slots, toks, toks, nil); err != nil {
 		return err
 	}
+	e.steps = append(e.steps, time.Since(st).Seconds())
+	e.stepSlots = append(e.stepSlots, len(slots))
 	ctx := 0
 	for i, s := range slots {
 		e.next[s] = toks[i]
@@ -198,6 +208,16 @@ func (e *engineCell) Ops() []results.SweepOp {
 func (e *engineCell) ResetOps() {
 	e.b.ResetTimings()
 	clear(e.pred)
+	e.steps, e.stepSlots, e.prefills = e.steps[:0], e.stepSlots[:0], e.prefills[:0]
+}
+
+// CPUs is where the model's workers run, and how many there are.
+func (e *engineCell) CPUs() ([]int, int) { return e.m.CPUs(), e.m.Threads }
+
+// Steps is the timed calls' seconds since ResetOps: each decode step's
+// with its batch size, each prefill's.
+func (e *engineCell) Steps() (steps []float64, slots []int, prefills []float64) {
+	return e.steps, e.stepSlots, e.prefills
 }
 
 // PredictedPrecision says what the cell's predictions assume, as it ran.

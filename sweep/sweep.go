@@ -21,6 +21,7 @@ import (
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/reports"
@@ -103,6 +104,13 @@ type (
 	// replay's loop on one of them (engine.Model.Hold), so that none
 	// parks between decode steps.
 	engineHold interface{ Hold(func() error) error }
+	// engineNoise gives what the cell's noise record needs: the
+	// workers' CPUs and count, and the timed calls' seconds since
+	// ResetOps (decode steps with their batch sizes, prefills).
+	engineNoise interface {
+		CPUs() ([]int, int)
+		Steps() (steps []float64, slots []int, prefills []float64)
+	}
 	// enginePrecision says what the predictions assume, as the cell ran
 	// (engine.Precision's String).
 	enginePrecision interface{ PredictedPrecision() string }
@@ -584,6 +592,12 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 		})
 		return err
 	}
+	var meter *noise.Meter
+	if c, ok := eng.(engineNoise); ok {
+		cpus, threads := c.CPUs()
+		meter = noise.NewMeter(cpus, threads)
+		meter.Start()
+	}
 	if h, ok := eng.(engineHold); ok {
 		err = h.Hold(replay)
 	} else {
@@ -592,7 +606,15 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 	if err != nil {
 		return nil, "", err
 	}
+	if meter != nil {
+		meter.Stop()
+	}
 	sc := sweepCellRecord(o, cell, tr, res, eng, host)
+	if meter != nil {
+		steps, keys, prefills := eng.(engineNoise).Steps()
+		nz := RunNoise(meter, steps, keys, prefills)
+		sc.Noise = &nz
+	}
 	sc.Notes = append([]string{fmt.Sprintf("timed after one untimed warm-up request (prefill of %d tokens + 1 decode step)", warm)}, sc.Notes...)
 	return sc, "", nil
 }
@@ -962,6 +984,10 @@ func (p *sweepProgress) doneCell(c workloads.Cell, sc *results.SweepCell) {
 	if p.lines {
 		fmt.Fprintf(p.w, "sweep: cell %d/%d (%s %s): done in %.1f s (TTFT p50 %s, %.3g tok/s, SLO %.0f%%)\n",
 			p.offset+p.pos+1, p.total, c.Model, cellLabel(c), time.Since(p.start).Seconds(), FormatSeconds(sc.TTFT.P50), sc.OutputTokS, 100*sc.SLOAttained)
+	}
+	if sc.Noisy() { // on stderr even with a progress bar (issue #16 part 3)
+		fmt.Fprintf(p.w, "sweep: cell %d/%d (%s %s): NOISY: %s (kept, marked, not counted in the prediction error)\n",
+			p.offset+p.pos+1, p.total, c.Model, cellLabel(c), sc.Noise.Why)
 	}
 }
 
