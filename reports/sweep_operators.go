@@ -142,6 +142,18 @@ func (r *sweepReport) breakdownSection(b *bytes.Buffer) error {
 	return nil
 }
 
+// noisyBase counts the cells of the prediction error's set (d.base) that
+// are marked noisy, which predPoints leaves out.
+func (d *sweepData) noisyBase() int {
+	n := 0
+	for _, i := range d.base {
+		if d.cells[i].Noisy() {
+			n++
+		}
+	}
+	return n
+}
+
 // predPoint is one operator's measured and predicted seconds in one cell.
 type predPoint struct {
 	phase, op, group    string
@@ -151,6 +163,9 @@ type predPoint struct {
 func (d *sweepData) predPoints() []predPoint {
 	var out []predPoint
 	for _, i := range d.base {
+		if d.cells[i].Noisy() { // flagged, not counted (issue #16)
+			continue
+		}
 		for _, op := range d.cells[i].Ops {
 			if op.PredictedS == nil || !(*op.PredictedS > 0) || !(op.MeasuredS > 0) || !finite(*op.PredictedS) || !finite(op.MeasuredS) {
 				continue
@@ -210,6 +225,9 @@ func phaseRank(p string) int {
 // predictionSection: scatter, error CDF, median and p90.
 func (r *sweepReport) predictionSection(b *bytes.Buffer) error {
 	b.WriteString("## Measured vs predicted operator time\n\n")
+	if n := r.d.noisyBase(); n > 0 {
+		fmt.Fprintf(b, "%d cell(s) marked NOISY (threads below 90%% of their CPUs or decode-step cv above 10%%) are left out of the prediction error: flagged, not counted.\n\n", n)
+	}
 	pts := r.d.predPoints()
 	pe := predictionError(pts)
 	if pe == nil {

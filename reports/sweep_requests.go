@@ -160,7 +160,11 @@ func (r *sweepReport) cellsSection(b *bytes.Buffer) error {
 	for _, i := range idx {
 		c := &d.cells[i]
 		row := d.keyRow(i)
-		row = append(row, c.PlacementLabel())
+		pl := c.PlacementLabel()
+		if c.Noisy() {
+			pl += " NOISY"
+		}
+		row = append(row, pl)
 		if len(d.ablations) > 0 {
 			row = append(row, orDash(c.Ablation))
 		}

@@ -411,3 +411,32 @@ func TestSweepContextStopped(t *testing.T) {
 		t.Errorf("files in the report directory: %v", names)
 	}
 }
+
+// TestSweepNoisyCells (issue #16): a cell marked noisy is flagged in the
+// per-cell table and left out of the prediction error.
+func TestSweepNoisyCells(t *testing.T) {
+	cells := synthCells()
+	var noisy int
+	for i := range cells {
+		if cells[i].Ablation == "" && noisy < 2 {
+			cells[i].Noise = &results.Noise{Noisy: true, Why: "cv 30.0% > 10%", Attempts: 1}
+			noisy++
+		}
+	}
+	dir := t.TempDir()
+	s, err := Sweep(cells, dir, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two of the 18 baseline cells out, 4 samples each: 64 of 72.
+	if s.PredError == nil || s.PredError.N != 64 {
+		t.Fatalf("prediction error %+v, want 64 samples (2 noisy cells of 4 left out)", s.PredError)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), " NOISY |") || !strings.Contains(string(md), "2 cell(s) marked NOISY") {
+		t.Errorf("report.md does not flag the noisy cells")
+	}
+}
