@@ -74,7 +74,16 @@
 //     operators, see Predict and EngineOp), so measured and predicted times
 //     can be joined.
 //   - Sampling: greedy (Argmax) and temperature/top-p with a seeded PRNG
-//     (Sampler).
+//     (Sampler), run inside the forward call on the worker pool
+//     (Batch.DecodeNext, PrefillNext: the vocabulary-wide passes split
+//     over the workers, the ids those of the serial Sampler), and
+//     Model.Hold, which runs a caller's decode loop on worker 0 with the
+//     pool held, so that no worker parks between decode steps (issue
+//     #16).
+//   - Predictions at what ran (plan.go): Model.PredictionPrecision gives
+//     the weight, activation and KV-cache dtypes, the ceilings and the
+//     roofline target of the backends the placement ran (Precision), and
+//     PredictOpsAs times the engine's operators with it.
 //   - AttentionBench (attention_bench.go): the attention kernel alone, in
 //     its work units, on synthetic KV caches in the packed or row-major
 //     layout, one fp32 backend per worker, with a float64 output check;
