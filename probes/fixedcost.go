@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cpubench/bench/internal/noise"
 	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/results"
 )
@@ -127,8 +128,8 @@ func measureDispatch(ctx context.Context, cpus []int) (results.DispatchPoint, er
 // load; no CPU fraction: the pool's workers park between calls).
 func dispatchStat(s []float64) results.Stat {
 	st := results.Summarize(s)
-	n := results.Noise{CV: st.CV, LoadAvg1: loadAvg1(), Attempts: 1}
-	judgeNoise(&n, false)
+	n := results.Noise{CV: st.CV, LoadAvg1: noise.LoadAvg1(), Attempts: 1}
+	noise.Judge(&n, false)
 	st.Noise = &n
 	return st
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/numa"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
@@ -410,7 +411,7 @@ func dramNoise(ns []results.Noise, cv float64) *results.Noise {
 	if !cpuOK {
 		out.CPUFraction = 0
 	}
-	judgeNoise(&out, cpuOK)
+	noise.Judge(&out, cpuOK)
 	return &out
 }
 
