@@ -20,7 +20,7 @@
 // (results.Calibration, schema bench.calibration/v1), which
 // roofline.FromProfile applies to every prediction of those classes.
 //
-// calibrate imports only kernels, kernels/gemm, kernels/pool, probes (the
+// calibrate imports only internal/noise (load average), kernels, kernels/gemm, kernels/pool, probes (the
 // GEMM bench), opbench (the attention sweep, which reaches engine), models,
 // roofline and results; it must not import reports or sweep, even
 // indirectly (the command writes its files), nor cmd. Units: seconds,

@@ -3,12 +3,9 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"math"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
@@ -44,7 +41,7 @@ func (ms *measurer) measure(ctx context.Context, s Shape) (results.Stat, error) 
 			// measured it (probes.GEMMBench, opbench).
 			return st, nil
 		}
-		n := results.Noise{CV: st.CV, LoadAvg1: loadAvg1(), Attempts: a}
+		n := results.Noise{CV: st.CV, LoadAvg1: noise.LoadAvg1(), Attempts: a}
 		if st.CV > results.NoiseMaxCV {
 			n.Noisy = true
 			n.Why = fmt.Sprintf("cv %.0f%% > %.0f%%", 100*st.CV, 100*results.NoiseMaxCV)
@@ -244,23 +241,6 @@ func (ms *measurer) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 		}
 	}
 	return results.Summarize(secs), nil
-}
-
-// loadAvg1 is the one-minute load average (/proc/loadavg), 0 where unknown.
-func loadAvg1() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil || math.IsNaN(v) {
-		return 0
-	}
-	return v
 }
 
 // predictOp is the roofline operator of shape s (fp32).

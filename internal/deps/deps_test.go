@@ -35,7 +35,7 @@ var none = []string{}
 // Apart from these, nothing imports a command (cmd/...) and only test
 // files import internal/qemutest (its doc.go).
 var rules = map[string]rule{
-	"calibrate":             {only: []string{"kernels", "kernels/gemm", "kernels/pool", "models", "opbench", "probes", "results", "roofline"}, deny: []string{"reports", "sweep"}},
+	"calibrate":             {only: []string{"internal/noise", "kernels", "kernels/gemm", "kernels/pool", "models", "opbench", "probes", "results", "roofline"}, deny: []string{"reports", "sweep"}},
 	"cmd/bench":             {noDoc: true},
 	"engine":                {deny: []string{"probes", "reports"}},
 	"gguf":                  {only: none},
