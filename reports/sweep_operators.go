@@ -226,11 +226,15 @@ func phaseRank(p string) int {
 func (r *sweepReport) predictionSection(b *bytes.Buffer) error {
 	b.WriteString("## Measured vs predicted operator time\n\n")
 	if n := r.d.noisyBase(); n > 0 {
-		fmt.Fprintf(b, "%d cell(s) marked NOISY (threads below 90%% of their CPUs or decode-step cv above 10%%) are left out of the prediction error: flagged, not counted.\n\n", n)
+		fmt.Fprintf(b, "%d cell(s) marked NOISY (their threads got below 90%% of their CPUs: taken by other processes or stolen) are left out of the prediction error: flagged, not counted.\n\n", n)
 	}
 	pts := r.d.predPoints()
 	pe := predictionError(pts)
 	if pe == nil {
+		if n := r.d.noisyBase(); n > 0 {
+			r.note(b, fmt.Sprintf("pred_scatter.png, pred_error.png: no operator of a quiet cell carries a roofline prediction (%d NOISY cell(s) left out)", n))
+			return nil
+		}
 		r.note(b, "pred_scatter.png, pred_error.png: no operator carries a roofline prediction (run the sweep with --profile)")
 		return nil
 	}

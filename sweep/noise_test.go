@@ -33,8 +33,11 @@ func (s *steadyOrNot) Steps() ([]float64, []int, []float64) {
 }
 
 // TestCellNoise: every cell of an engine that reports its steps carries a
-// noise record; a cell whose decode steps spread is marked NOISY in its
-// JSON, in bench.txt's labels and on stderr.
+// noise record with its decode steps' cv; a replay is judged on its CPU
+// share alone (ReplayNoise: its steps are not repetitions), so a spread of
+// the steps is recorded but marks nothing, and a cell whose threads got
+// less than 90% of their CPUs is marked NOISY in its JSON, in bench.txt's
+// labels and on stderr.
 func TestCellNoise(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "sw")
 	withCellEngine(t, func(c workloads.Cell, _ *sweep.Options) (sweep.CellEngine, error) {
@@ -50,15 +53,26 @@ func TestCellNoise(t *testing.T) {
 	if err != nil || len(cells) != 2 {
 		t.Fatalf("%d cells, %v", len(cells), err)
 	}
+	anyNoisy := false
 	for _, c := range cells {
 		if c.Noise == nil || c.Noise.Attempts != 1 {
 			t.Fatalf("batch %d: noise %+v", c.Batch, c.Noise)
 		}
-		if cvNoisy := c.Batch == 2; (c.Noise.CV > results.NoiseMaxCV) != cvNoisy || (cvNoisy && !c.Noisy()) {
-			t.Errorf("batch %d: noise %+v", c.Batch, c.Noise)
+		if spread := c.Batch == 2; (c.Noise.CV > results.NoiseMaxCV) != spread || strings.Contains(c.Noise.Why, "cv ") {
+			t.Errorf("batch %d: noise %+v: want the cv recorded, not judged", c.Batch, c.Noise)
 		}
+		starved := c.Noise.CPUFraction > 0 && c.Noise.CPUFraction < results.NoiseMinCPUFraction
+		if c.Noisy() != starved {
+			t.Errorf("batch %d: noisy %v with CPU share %.2f", c.Batch, c.Noisy(), c.Noise.CPUFraction)
+		}
+		anyNoisy = anyNoisy || c.Noisy()
 	}
-	if !strings.Contains(errb.String(), "NOISY: ") || !strings.Contains(errb.String(), "cv ") {
+	// The fake engine's cells last milliseconds: the CPU share is the
+	// process's own, usually far below 90%, so the marks can be checked.
+	if !anyNoisy {
+		t.Skip("no cell starved of CPU here: the NOISY marks are not exercised")
+	}
+	if !strings.Contains(errb.String(), "NOISY: ") {
 		t.Errorf("stderr does not flag the noisy cell: %q", errb.String())
 	}
 	bench, err := os.ReadFile(filepath.Join(dir, sweep.BenchFile))

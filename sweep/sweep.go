@@ -612,7 +612,7 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 	sc := sweepCellRecord(o, cell, tr, res, eng, host)
 	if meter != nil {
 		steps, keys, prefills := eng.(engineNoise).Steps()
-		nz := RunNoise(meter, steps, keys, prefills)
+		nz := ReplayNoise(meter, steps, keys, prefills)
 		sc.Noise = &nz
 	}
 	sc.Notes = append([]string{fmt.Sprintf("timed after one untimed warm-up request (prefill of %d tokens + 1 decode step)", warm)}, sc.Notes...)

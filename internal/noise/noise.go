@@ -45,10 +45,24 @@ type Meter struct {
 	cpuStart       float64
 	cpuOK, started bool
 	cpu, wall      float64
-	steal0, total0 uint64
+	t0             Ticks
 	ticksOK        bool
-	steal, total   uint64
+	ticks          Ticks // from the first Start to the last Stop
 }
+
+// Ticks are /proc/stat ticks (USER_HZ, 1/100 s) of a set of CPUs, summed:
+// Steal (the hypervisor's), Idle (idle and iowait) and Total (user …
+// steal).
+type Ticks struct{ Steal, Idle, Total uint64 }
+
+// userHZ is /proc/stat's tick rate (USER_HZ: 100 on every Linux ABI Go
+// supports).
+const userHZ = 100
+
+// minTicks is the fewest ticks over which the others' share of the CPUs
+// is judged (1 s of one CPU); over fewer, tick sampling is too coarse and
+// the process's own CPU share is used.
+const minTicks = userHZ
 
 // NewMeter returns a Meter for threads workers on cpus (threads < 1 is
 // taken as len(cpus), at least 1).
@@ -66,7 +80,7 @@ func (m *Meter) Start() {
 	}
 	if !m.started {
 		m.started = true
-		m.steal0, m.total0, m.ticksOK = CPUTicks(m.cpus)
+		m.t0, m.ticksOK = CPUTimes(m.cpus)
 	}
 	m.running = true
 	var ok bool
@@ -86,30 +100,47 @@ func (m *Meter) Stop() {
 	m.cpu += c - m.cpuStart
 	m.running = false
 	if m.ticksOK {
-		if s, t, ok := CPUTicks(m.cpus); ok && t >= m.total0 {
-			m.steal, m.total = s-m.steal0, t-m.total0
+		if t, ok := CPUTimes(m.cpus); ok && t.Total >= m.t0.Total && t.Idle >= m.t0.Idle && t.Steal >= m.t0.Steal {
+			m.ticks = Ticks{Steal: t.Steal - m.t0.Steal, Idle: t.Idle - m.t0.Idle, Total: t.Total - m.t0.Total}
 		}
 	}
 }
 
 // Noise is the record of the spans so far, with cv (the caller's spread
 // of its repetitions, e.g. SuccessiveCV of its steps), judged (Judge):
-// CPUFraction the process's CPU seconds over wall seconds × threads (it
-// may slightly exceed 1: the Go runtime's own threads count too; 0 where
-// the clock cannot be read, which then marks nothing), StealFraction
-// from /proc/stat, LoadAvg1 now; Attempts 1 (an engine run is not
-// repeated).
+// StealFraction from /proc/stat, LoadAvg1 now, Attempts 1 (an engine run
+// is not repeated), and CPUFraction the share of the CPUs' time that was
+// not taken from this process: 1 − (ticks busy outside this process +
+// steal) / all ticks of the CPUs, from /proc/stat over the spans (this
+// process's busy ticks being its CPU seconds × USER_HZ). An engine run
+// leaves CPUs idle by itself (a sweep's replay schedules requests on one
+// thread; decode has serial stretches), which is not contention, so its
+// own CPU over wall × threads would mark a quiet run noisy. Over fewer
+// than minTicks, or without /proc/stat, CPUFraction is the process's CPU
+// seconds over wall seconds × threads (it may slightly exceed 1: the Go
+// runtime's own threads count too; 0 where the clock cannot be read,
+// which then marks nothing).
 func (m *Meter) Noise(cv float64) results.Noise {
 	n := results.Noise{CV: cv, LoadAvg1: LoadAvg1(), Attempts: 1}
 	cpuOK := m.cpuOK && m.started && m.wall > 0
 	if cpuOK {
-		n.CPUFraction = m.cpu / (m.wall * float64(m.threads))
+		n.CPUFraction = cpuShare(m.cpu, m.wall, m.threads, m.ticks)
 	}
-	if m.total > 0 {
-		n.StealFraction = float64(m.steal) / float64(m.total)
+	if t := m.ticks; t.Total > 0 {
+		n.StealFraction = float64(t.Steal) / float64(t.Total)
 	}
 	Judge(&n, cpuOK)
 	return n
+}
+
+// cpuShare is Noise's CPUFraction for cpu seconds of this process over
+// wall seconds of spans on threads workers, the CPUs' ticks t over them.
+func cpuShare(cpu, wall float64, threads int, t Ticks) float64 {
+	if t.Total < minTicks || t.Idle+t.Steal > t.Total {
+		return cpu / (wall * float64(threads))
+	}
+	others := float64(t.Total-t.Idle-t.Steal) - cpu*userHZ
+	return 1 - (max(others, 0)+float64(t.Steal))/float64(t.Total)
 }
 
 // SuccessiveCV is the coefficient of variation of a series whose level

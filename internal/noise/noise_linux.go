@@ -30,9 +30,15 @@ func clock(id int32) (float64, bool) {
 // steal ticks and its total ticks (user … steal), summed. ok is false when
 // the file cannot be read or lacks a CPU.
 func CPUTicks(cpus []int) (steal, total uint64, ok bool) {
+	t, ok := CPUTimes(cpus)
+	return t.Steal, t.Total, ok
+}
+
+// CPUTimes is CPUTicks with the idle ticks (idle and iowait) too.
+func CPUTimes(cpus []int) (t Ticks, ok bool) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, false
+		return Ticks{}, false
 	}
 	want := make(map[string]bool, len(cpus))
 	for _, c := range cpus {
@@ -50,15 +56,18 @@ func CPUTicks(cpus []int) (steal, total uint64, ok bool) {
 		for i := 1; i <= 8; i++ {
 			v, err := strconv.ParseUint(f[i], 10, 64)
 			if err != nil {
-				return 0, 0, false
+				return Ticks{}, false
 			}
-			total += v
-			if i == 8 {
-				steal += v
+			t.Total += v
+			switch i {
+			case 4, 5:
+				t.Idle += v
+			case 8:
+				t.Steal += v
 			}
 		}
 	}
-	return steal, total, found == len(cpus)
+	return t, found == len(cpus)
 }
 
 // LoadAvg1 is the one-minute load average, 0 when unreadable.

@@ -99,3 +99,26 @@ func TestSuccessiveCV(t *testing.T) {
 		t.Errorf("one pair: %v, %d", cv, n)
 	}
 }
+
+// TestCPUShare: a run that leaves its CPUs idle by itself is not
+// contended; CPU time taken by other processes or stolen is.
+func TestCPUShare(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		cpu, wall float64
+		t         Ticks
+		want      float64
+	}{
+		// 2 CPUs for 2 s = 400 ticks; this process used 2 CPU s (200
+		// ticks), the rest idle: nothing taken from it.
+		{"idle by itself", 2, 2, Ticks{Idle: 200, Total: 400}, 1},
+		// Others busy 100 ticks, 40 stolen: 1 − 140/400.
+		{"others and steal", 2, 2, Ticks{Idle: 60, Steal: 40, Total: 400}, 0.65},
+		// Too few ticks to judge: the process's own share, 0.1 / (0.1 × 2).
+		{"short span", 0.1, 0.1, Ticks{Idle: 10, Total: 20}, 0.5},
+	} {
+		if got := cpuShare(c.cpu, c.wall, 2, c.t); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: cpuShare = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
