@@ -3,7 +3,6 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/kernels"
@@ -209,38 +208,10 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 const ropeHeadDim = 128
 
 // timeCalls runs a warm-up and cfg.Reps timed repetitions of call inside
-// Pool.Do, each at least RepDuration, and summarizes seconds per call.
+// Pool.Do, each at least RepDuration, and summarizes seconds per call (as
+// bench gemm --sweep and bench attention time theirs).
 func (ms *measurer) timeCalls(ctx context.Context, call func(m *kpool.Master) error) (results.Stat, error) {
-	var secs []float64
-	for rep := 0; rep <= ms.cfg.Reps; rep++ {
-		if err := ctx.Err(); err != nil {
-			return results.Stat{}, err
-		}
-		d := ms.cfg.RepDuration
-		if rep == 0 {
-			d /= 2
-		}
-		var s float64
-		err := ms.bench.Pool.Do(func(m *kpool.Master) error {
-			t0 := time.Now()
-			for n := 1; ; n++ {
-				if err := call(m); err != nil {
-					return err
-				}
-				if el := time.Since(t0); el >= d {
-					s = el.Seconds() / float64(n)
-					return nil
-				}
-			}
-		})
-		if err != nil {
-			return results.Stat{}, err
-		}
-		if rep > 0 {
-			secs = append(secs, s)
-		}
-	}
-	return results.Summarize(secs), nil
+	return opbench.Timing{Reps: ms.cfg.Reps, RepDuration: ms.cfg.RepDuration}.SecondsPerCall(ctx, ms.bench.Pool, call)
 }
 
 // predictOp is the roofline operator of shape s (fp32).

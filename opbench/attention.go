@@ -342,7 +342,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 				if sched == SchedulePipelined {
 					call = func(m *kpool.Master) error { return a.PrefillPipelined(ctx, m, vecG, matG, T) }
 				}
-				if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, call); err != nil {
+				if pt.Seconds, err = c.Timing.SecondsPerCall(ctx, p, call); err != nil {
 					return nil, fmt.Errorf("attention %s prefill context %d %s: %w", pl, T, sched, err)
 				}
 				for _, row := range []int{0, T / 2, T - 1} {
@@ -386,7 +386,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d width %d", pl, C, B, W))
 			}
-			if pt.Seconds, err = c.Timing.secondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }); err != nil {
+			if pt.Seconds, err = c.Timing.SecondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }); err != nil {
 				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
 			}
 			for _, s := range []int{0, B - 1} {

@@ -27,10 +27,10 @@ func (t Timing) validate() error {
 	return nil
 }
 
-// secondsPerCall runs a warm-up and t.Reps timed repetitions of call
+// SecondsPerCall runs a warm-up and t.Reps timed repetitions of call
 // inside p.Do and returns the seconds per call of each repetition
 // (summarized). ctx is checked between repetitions.
-func (t Timing) secondsPerCall(ctx context.Context, p *kpool.Pool, call func(m *kpool.Master) error) (results.Stat, error) {
+func (t Timing) SecondsPerCall(ctx context.Context, p *kpool.Pool, call func(m *kpool.Master) error) (results.Stat, error) {
 	var secs []float64
 	for rep := 0; rep <= t.Reps; rep++ {
 		if err := ctx.Err(); err != nil {
