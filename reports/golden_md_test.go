@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,52 +86,7 @@ func goldenMarkdown(t *testing.T) map[string][]byte {
 }
 
 func TestGoldenMarkdown(t *testing.T) {
-	mds := goldenMarkdown(t)
-	dir := filepath.Join("testdata", "golden")
-	if *update {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		old, _ := filepath.Glob(filepath.Join(dir, "*.md"))
-		for _, f := range old {
-			if err := os.Remove(f); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	var names []string
-	for n := range mds {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		got := mds[name]
-		path := filepath.Join(dir, name+".md")
-		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%s: %v (go test ./reports -run TestGoldenMarkdown -update writes it)", name, err)
-			continue
-		}
-		if d := mdDiff(got, want); d != "" {
-			gotPath := filepath.Join(t.TempDir(), name+".md")
-			_ = os.WriteFile(gotPath, got, 0o644)
-			t.Errorf("%s differs from %s (new rendering in %s; go test ./reports -run TestGoldenMarkdown -update to accept): %s", name, path, gotPath, d)
-		}
-	}
-	if !*update {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.md"))
-		for _, f := range files {
-			if _, ok := mds[strings.TrimSuffix(filepath.Base(f), ".md")]; !ok {
-				t.Errorf("%s: no such rendering any more (-update removes it)", f)
-			}
-		}
-	}
+	checkGolden(t, goldenMarkdown(t), "md", "TestGoldenMarkdown", mdDiff)
 }
 
 // mdDiff returns "" or the first differing line of two renderings.

@@ -248,12 +248,26 @@ func goldenFigures(t *testing.T) map[string]Figure {
 
 func TestGoldenFigures(t *testing.T) {
 	figs := goldenFigures(t)
+	svgs := make(map[string][]byte, len(figs))
+	for name, f := range figs {
+		svgs[name] = goldenSVG(t, f)
+	}
+	checkGolden(t, svgs, "svg", "TestGoldenFigures", svgDiff)
+}
+
+// checkGolden compares each rendering in got with testdata/golden/NAME.ext
+// (diff: "" when they match, else the first difference), and that no
+// golden file is left without a rendering. Under -update it rewrites the
+// directory's *.ext files from got instead. test names the test in the
+// messages' -update hint.
+func checkGolden(t *testing.T, got map[string][]byte, ext, test string, diff func(got, want []byte) string) {
+	t.Helper()
 	dir := filepath.Join("testdata", "golden")
 	if *update {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		old, _ := filepath.Glob(filepath.Join(dir, "*.svg"))
+		old, _ := filepath.Glob(filepath.Join(dir, "*."+ext))
 		for _, f := range old {
 			if err := os.Remove(f); err != nil {
 				t.Fatal(err)
@@ -261,36 +275,35 @@ func TestGoldenFigures(t *testing.T) {
 		}
 	}
 	var names []string
-	for n := range figs {
+	for n := range got {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		got := goldenSVG(t, figs[name])
-		path := filepath.Join(dir, name+".svg")
+		path := filepath.Join(dir, name+"."+ext)
 		if *update {
-			if err := os.WriteFile(path, got, 0o644); err != nil {
+			if err := os.WriteFile(path, got[name], 0o644); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Errorf("%s: %v (go test ./reports -run TestGoldenFigures -update writes it)", name, err)
+			t.Errorf("%s: %v (go test ./reports -run %s -update writes it)", name, err, test)
 			continue
 		}
-		if d := svgDiff(got, want); d != "" {
-			gotPath := filepath.Join(t.TempDir(), name+".svg")
-			_ = os.WriteFile(gotPath, got, 0o644)
-			t.Errorf("%s differs from %s (new drawing in %s; go test ./reports -run TestGoldenFigures -update to accept): %s", name, path, gotPath, d)
+		if d := diff(got[name], want); d != "" {
+			gotPath := filepath.Join(t.TempDir(), name+"."+ext)
+			_ = os.WriteFile(gotPath, got[name], 0o644)
+			t.Errorf("%s differs from %s (new rendering in %s; go test ./reports -run %s -update to accept): %s", name, path, gotPath, test, d)
 		}
 	}
 	if !*update {
-		// No golden file without a figure.
-		files, _ := filepath.Glob(filepath.Join(dir, "*.svg"))
+		// No golden file without a rendering.
+		files, _ := filepath.Glob(filepath.Join(dir, "*."+ext))
 		for _, f := range files {
-			if _, ok := figs[strings.TrimSuffix(filepath.Base(f), ".svg")]; !ok {
-				t.Errorf("%s: no figure of that kind any more (-update removes it)", f)
+			if _, ok := got[strings.TrimSuffix(filepath.Base(f), "."+ext)]; !ok {
+				t.Errorf("%s: no such rendering any more (-update removes it)", f)
 			}
 		}
 	}
