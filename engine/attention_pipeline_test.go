@@ -232,15 +232,7 @@ func TestPipelineLogits(t *testing.T) {
 		rng := rand.New(rand.NewPCG(7, uint64(window)))
 		lens := []int{200, 33}
 		const steps = 2
-		toks := make([][]int, len(lens))
-		want := make([][][]float64, len(lens))
-		for s, n := range lens {
-			toks[s] = make([]int, n+steps)
-			for i := range toks[s] {
-				toks[s][i] = rng.IntN(c.Vocab)
-			}
-			want[s], _ = refForward(w, toks[s])
-		}
+		toks, want := refSequences(w, rng, lens, steps)
 		check := func(what string, got []float32, ref []float64) {
 			t.Helper()
 			sc := refScale(ref)

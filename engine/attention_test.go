@@ -364,15 +364,7 @@ func TestKVCacheLogits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	lens := []int{150, 40, 129}
 	const steps = 3
-	toks := make([][]int, len(lens)) // each slot's prompt and decoded tokens
-	want := make([][][]float64, len(lens))
-	for s, n := range lens {
-		toks[s] = make([]int, n+steps)
-		for i := range toks[s] {
-			toks[s][i] = rng.IntN(c.Vocab)
-		}
-		want[s], _ = refForward(w, toks[s])
-	}
+	toks, want := refSequences(w, rng, lens, steps) // each slot's prompt and decoded tokens
 	check := func(what string, got []float32, ref []float64) {
 		t.Helper()
 		sc := refScale(ref)

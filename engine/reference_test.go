@@ -390,6 +390,21 @@ const (
 	refTightTol = 1e-5
 )
 
+// refSequences draws len(lens) random token sequences from rng, sequence
+// s its prompt of lens[s] tokens and steps more, with the float64
+// reference logits of every position.
+func refSequences(w *Weights, rng *rand.Rand, lens []int, steps int) (toks [][]int, want [][][]float64) {
+	toks, want = make([][]int, len(lens)), make([][][]float64, len(lens))
+	for s, n := range lens {
+		toks[s] = make([]int, n+steps)
+		for i := range toks[s] {
+			toks[s][i] = rng.IntN(w.Config.Vocab)
+		}
+		want[s], _ = refForward(w, toks[s])
+	}
+	return toks, want
+}
+
 // refScale is max(max_j |x_j|, 1e-3): the logits' magnitude at a position.
 func refScale(x []float64) float64 {
 	s := 1e-3
