@@ -128,6 +128,16 @@ type Options struct {
 	// workers, the copy threads the next CPUs. A count that leaves no
 	// compute thread, or one given with another policy, is an error.
 	CopyThreads int
+	// NUMA is the NUMA placement policy (numa.go; ArcLight §2.3–3.4; ""
+	// is os).
+	NUMA NUMAPolicy
+	// TPDegree is the number of tensor-parallel thread groups of policy tp
+	// (0: one per NUMA node of the Model's CPUs). It must divide the query
+	// and KV heads and be at most the thread count.
+	TPDegree int
+	// Sync is the tensor-parallel synchronization of policy tp (ArcLight
+	// §3.4, Fig. 9; "" is b).
+	Sync SyncMode
 	// Context, if set, is checked by New before it packs each layer, by
 	// every forward call (Batch.Prefill, PrefillAll, Decode, Session's)
 	// before each decoder layer and before the LM head, and by TimeLinear
@@ -336,6 +346,9 @@ func New(w *Weights, o Options) (*Model, error) {
 	}
 	if o.Threads < 0 {
 		return nil, fmt.Errorf("engine: threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
+	}
+	if err := o.checkNUMA(w.Config); err != nil {
+		return nil, err
 	}
 	pair, err := gemm.ChoosePair(o.Backend, o.MatrixBackend)
 	if err != nil {

@@ -46,7 +46,11 @@ type runOptions struct {
 	CountersPlot string // --counters-plot FILE
 	// WeightLayout and CopyThreads: the PIM-SHERPA policy (layout_run.go).
 	WeightLayout string
-	CopyThreads  int
+	// NUMA, TPDegree and Sync: the ArcLight policy (numa_run.go).
+	NUMA        string
+	TPDegree    int
+	Sync        string
+	CopyThreads int
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
@@ -160,6 +164,7 @@ per-layer columns say what one layer costs.
 	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
 	f.StringVar(&opts.CountersPlot, "counters-plot", "", "with --counters: draw prefill vs decode as grouped bars (Sandwich Fig. 1) to this .png/.svg/.pdf, or a figure saying why the counters are unavailable")
 	addLayoutFlags(f, opts)
+	addNUMAFlags(f, opts)
 	return cmd
 }
 
@@ -207,6 +212,9 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		if _, err := engine.ParseAblation(a); err != nil {
 			return fmt.Errorf("run: --ablate %q: want one of %s", a, strings.Join(engine.AblationNames(), ", "))
 		}
+	}
+	if err := o.validateNUMA(); err != nil {
+		return err
 	}
 	return o.validateLayout()
 }
@@ -313,7 +321,8 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	place, _ := engine.ParsePlacement(o.Placement)
 	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
-		WeightLayout: engine.WeightLayout(o.WeightLayout), CopyThreads: o.CopyThreads}
+		WeightLayout: engine.WeightLayout(o.WeightLayout), CopyThreads: o.CopyThreads,
+		NUMA: engine.NUMAPolicy(o.NUMA), TPDegree: o.TPDegree, Sync: engine.SyncMode(o.Sync)}
 	for _, a := range o.Ablate {
 		engine.Ablation(a).Apply(&eo)
 	}
