@@ -143,8 +143,17 @@ func (b *Batch) Reset(slot int) error {
 // Timings returns every operator's accumulated time, per phase and layer.
 func (b *Batch) Timings() []Timing { return b.t.list() }
 
-// ResetTimings zeroes the timers and the counts of Use.
-func (b *Batch) ResetTimings() { b.t = newTimers(b.m.Config.Layers) }
+// ResetTimings zeroes the timers and the counts of Use; the OpObserver
+// stays.
+func (b *Batch) ResetTimings() {
+	obs := b.t.obs
+	b.t = newTimers(b.m.Config.Layers)
+	b.t.obs = obs
+}
+
+// Observe sets the function called as each operator of the Batch's
+// forward calls ends (nil: none).
+func (b *Batch) Observe(f OpObserver) { b.t.obs = f }
 
 // Prefill runs tokens into slot at positions Pos(slot)..Pos(slot)+len-1
 // (GEMMs with M = len(tokens)) and returns the logits after the last one,

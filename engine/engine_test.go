@@ -3,9 +3,11 @@ package engine
 import (
 	"bufio"
 	"encoding/binary"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -364,4 +366,38 @@ func BenchmarkStoriesPrefill256(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(ref.input))*float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+}
+
+// TestOpObserver: the observer sees every timed operator once per call, in
+// the phase that ran it, and stays set across ResetTimings.
+func TestOpObserver(t *testing.T) {
+	ref := loadReference(t)
+	_, s := newStories(t, Options{})
+	seen := map[string]int{}
+	var order []string
+	s.b.Observe(func(p roofline.Phase, op string) {
+		seen[string(p)+"/"+op]++
+		if p == Prefill && len(order) < 3 {
+			order = append(order, op)
+		}
+	})
+	s.ResetTimings()
+	if _, err := s.Prefill(ref.input[:8]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range ref.input[8:11] {
+		if _, err := s.Decode(tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int{}
+	for _, tm := range s.Timings() {
+		want[string(tm.Phase)+"/"+tm.Op] += tm.Calls
+	}
+	if len(want) == 0 || !maps.Equal(seen, want) {
+		t.Errorf("observed %v\nwant (timed calls) %v", seen, want)
+	}
+	if !slices.Equal(order, []string{OpEmbed, OpAttnNorm, OpQProj}) {
+		t.Errorf("first prefill operators observed %v", order)
+	}
 }

@@ -142,6 +142,11 @@ func (b *Batch) moeFFN(ms *pool.Master, plan opPlan, l *layer, tm *[nLayerOps]ce
 	tm[iMoECombine].ns += combineNS
 	tm[iMoECombine].calls++
 	tm[iMoECombine].tokens += T
+	// The experts and their combine interleave: an OpObserver sees them as
+	// one operator, OpExperts.
+	if c := &tm[iExperts]; c.t != nil && c.t.obs != nil {
+		c.t.obs(phaseName(c.p), OpExperts)
+	}
 	return nil
 }
 

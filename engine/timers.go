@@ -105,19 +105,40 @@ type cell struct {
 	ns     int64
 	calls  int
 	tokens int
+	// t, p and op let add tell the timers' OpObserver which operator of
+	// which phase ended.
+	t  *timers
+	p  int
+	op string
 }
+
+// OpObserver is called when an operator of a forward call ends, after its
+// time is taken and before the next operator's timer starts: phase and the
+// roofline catalog name of the operator. It runs on the thread that drives
+// the forward call (worker 0 under Model.Hold) while the other workers
+// wait; hardware counters per operator class hook here (Batch.Observe).
+type OpObserver func(phase roofline.Phase, op string)
 
 // timers accumulates per (phase, layer, op).
 type timers struct {
 	layer [2][][nLayerOps]cell
 	head  [2][nHeadOps]cell
-	use   linUse // linear-operator calls per backend (Batch.Use)
+	use   linUse     // linear-operator calls per backend (Batch.Use)
+	obs   OpObserver // nil: none
 }
 
 func newTimers(layers int) *timers {
 	t := &timers{}
 	for p := range t.layer {
 		t.layer[p] = make([][nLayerOps]cell, layers)
+		for l := range t.layer[p] {
+			for i := range t.layer[p][l] {
+				t.layer[p][l][i] = cell{t: t, p: p, op: layerOps[i]}
+			}
+		}
+		for i := range t.head[p] {
+			t.head[p][i] = cell{t: t, p: p, op: headOps[i]}
+		}
 	}
 	return t
 }
@@ -133,6 +154,9 @@ func (c *cell) add(start time.Time, tokens int) {
 	c.ns += int64(time.Since(start))
 	c.calls++
 	c.tokens += tokens
+	if c.t != nil && c.t.obs != nil {
+		c.t.obs(phaseName(c.p), c.op)
+	}
 }
 
 // list returns every operator that ran, phase by phase, layer by layer

@@ -44,6 +44,7 @@ type runOptions struct {
 	Amdahl       bool
 	Counters     bool   // --counters: hardware counters per phase
 	CountersPlot string // --counters-plot FILE
+	CountersOps  bool   // --counters-ops: also per operator class
 	// WeightLayout and CopyThreads: the PIM-SHERPA policy (layout_run.go).
 	WeightLayout string
 	// NUMA, TPDegree and Sync: the ArcLight policy (numa_run.go).
@@ -162,6 +163,7 @@ per-layer columns say what one layer costs.
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	addJSONFlag(cmd, &opts.JSON, "the run (one object)")
 	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
+	f.BoolVar(&opts.CountersOps, "counters-ops", false, "with the counters: also per operator class within each phase (linear, attention, nonlinear, elementwise, between operators; Sandwich Fig. 1 per operator), read at every operator's end, which adds one read(2) per thread and counter group to each operator (outside its timer); implies --counters")
 	f.StringVar(&opts.CountersPlot, "counters-plot", "", "with --counters: draw prefill vs decode as grouped bars (Sandwich Fig. 1) to this .png/.svg/.pdf, or a figure saying why the counters are unavailable")
 	addLayoutFlags(f, opts)
 	addNUMAFlags(f, opts)
@@ -363,9 +365,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	m.ResetLayout()
 	notes = append(notes, "timed after one untimed warm-up request (prefill + 1 decode step)")
 	var ctr *perfcount.Recorder
-	if o.Counters || o.CountersPlot != "" {
+	if o.Counters || o.CountersOps || o.CountersPlot != "" {
 		ctr = perfcount.NewRecorder(nil)
 		defer ctr.Report()
+		if o.CountersOps && ctr.Counting() {
+			b.Observe(func(_ roofline.Phase, op string) { ctr.Mark(string(roofline.Kind(op))) })
+			notes = append(notes, "hardware counters read at every operator's end (--counters-ops): the reads run outside the operators' timers but inside the phase times")
+		}
 	}
 	// The timed phases run with the pool held (Hold: the loops on worker
 	// 0, the argmax inside each call on every worker, so no worker parks

@@ -70,9 +70,11 @@ func (c Counts) Metrics() []Metric {
 	return out
 }
 
-// Phase is the counts of one phase of a run.
+// Phase is the counts of one phase of a run, or of one operator class
+// within a phase (Report.Operators: Name the class, Phase the phase).
 type Phase struct {
 	Name    string   `json:"name"`
+	Phase   string   `json:"phase,omitempty"`
 	Counts  Counts   `json:"counts"`
 	Metrics []Metric `json:"metrics"`
 }
@@ -86,6 +88,10 @@ type Report struct {
 	// Unsupported are events this PMU or kernel refused, with why.
 	Unsupported map[string]string `json:"unsupported,omitempty"`
 	Phases      []Phase           `json:"phases,omitempty"`
+	// Operators are the counts per operator class within each phase
+	// (Recorder.Mark; engine operator kinds: linear, attention, nonlinear,
+	// elementwise, and BetweenOperators), when the run marked them.
+	Operators []Phase `json:"operators,omitempty"`
 	// Scope says what was counted.
 	Scope string `json:"scope,omitempty"`
 }
@@ -144,6 +150,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	r.writeOperators(&b)
 	if len(r.Unsupported) > 0 {
 		var s []string
 		for e, why := range r.Unsupported {
@@ -155,6 +162,88 @@ func (r *Report) WriteText(w io.Writer) error {
 	b.WriteString("  * scaled for multiplexing (counted part of the time)\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeOperators writes the per-operator-class rows: per phase and class,
+// the share of the phase's cycles and the metrics.
+func (r *Report) writeOperators(b *strings.Builder) {
+	if len(r.Operators) == 0 {
+		return
+	}
+	names := MetricNames()
+	b.WriteString("  per operator class (counts from the previous operator's end to this one's end, every thread, the reads included):\n")
+	fmt.Fprintf(b, "  %-8s %-18s %9s", "phase", "class", "cycles %")
+	for _, n := range names {
+		fmt.Fprintf(b, " %14s", n)
+	}
+	b.WriteString("\n")
+	for _, o := range r.Operators {
+		share := "-"
+		for _, p := range r.Phases {
+			if tot := p.Counts.Values["cycles"]; p.Name == o.Phase && tot > 0 {
+				share = fmt.Sprintf("%.1f", 100*o.Counts.Values["cycles"]/tot)
+			}
+		}
+		fmt.Fprintf(b, "  %-8s %-18s %9s", o.Phase, o.Name, share)
+		for _, n := range names {
+			i := slices.IndexFunc(o.Metrics, func(m Metric) bool { return m.Name == n })
+			if i < 0 {
+				fmt.Fprintf(b, " %14s", "-")
+			} else {
+				fmt.Fprintf(b, " %14.4g", o.Metrics[i].Value)
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+// Sub is c − prev per event (Values and Raw; a counter that did not move
+// stays at 0). RunningFraction and NotCounted are c's: the fractions of
+// the phase so far. Threads is c's.
+func (c Counts) Sub(prev Counts) Counts {
+	d := Counts{Values: map[string]float64{}, Raw: map[string]uint64{}, RunningFraction: map[string]float64{},
+		NotCounted: c.NotCounted, Threads: c.Threads}
+	for k, v := range c.Values {
+		d.Values[k] = v - prev.Values[k]
+	}
+	for k, v := range c.Raw {
+		if p := prev.Raw[k]; p <= v {
+			d.Raw[k] = v - p
+		}
+	}
+	for k, v := range c.RunningFraction {
+		d.RunningFraction[k] = v
+	}
+	return d
+}
+
+// Add is c + d per event (Values and Raw); RunningFraction and NotCounted
+// are d's (the later), Threads the larger.
+func (c Counts) Add(d Counts) Counts {
+	s := Counts{Values: map[string]float64{}, Raw: map[string]uint64{}, RunningFraction: map[string]float64{},
+		NotCounted: d.NotCounted, Threads: max(c.Threads, d.Threads)}
+	for _, x := range []Counts{c, d} {
+		for k, v := range x.Values {
+			s.Values[k] += v
+		}
+		for k, v := range x.Raw {
+			s.Raw[k] += v
+		}
+	}
+	for k, v := range d.RunningFraction {
+		s.RunningFraction[k] = v
+	}
+	return s
+}
+
+// any reports whether some event counted more than nothing.
+func (c Counts) any() bool {
+	for _, v := range c.Values {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // finite reports whether v is a number to plot.

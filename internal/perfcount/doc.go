@@ -12,6 +12,12 @@
 // multiplexed the PMU. ParseRead decodes the read(2) buffer; it is pure
 // and tested on buffers laid out as perf_event_open(2) documents them.
 //
+// A Recorder counts the phases of a run one after another (Begin, End)
+// and, where the caller marks each operator's end (Mark, which reads the
+// counters without stopping them), splits each phase per operator class:
+// the engine's operator kinds (linear, attention, nonlinear, elementwise)
+// and what ran between operators.
+//
 // Where the kernel refuses (no PMU in a VM, perf_event_paranoid too high,
 // not Linux) every output says "unavailable: <why>" — the error of the
 // open and the perf_event_paranoid value — instead of figures.

@@ -198,6 +198,12 @@ func (s *Set) Stop() (Counts, error) {
 	if err := s.ioctlAll(unix.PERF_EVENT_IOC_DISABLE); err != nil {
 		return Counts{}, err
 	}
+	return s.Read()
+}
+
+// Read reads the counts since Start without stopping the counters: one
+// read(2) per thread and group.
+func (s *Set) Read() (Counts, error) {
 	var reads []groupRead
 	for _, g := range s.groups {
 		n, err := unix.Read(g.leader, s.buf)

@@ -16,4 +16,7 @@ func (s *Set) Start() error                   { return &UnavailableError{Why: "p
 func (s *Set) Stop() (Counts, error) {
 	return Counts{}, &UnavailableError{Why: "perf_event_open is Linux-only"}
 }
+func (s *Set) Read() (Counts, error) {
+	return Counts{}, &UnavailableError{Why: "perf_event_open is Linux-only"}
+}
 func (s *Set) Close() {}

@@ -263,3 +263,81 @@ func TestReportTextAndPlot(t *testing.T) {
 		t.Error("nil report")
 	}
 }
+
+// recordedSet replays cumulative counts, as a Set's Read returns them
+// between Start and Stop.
+type recordedSet struct {
+	reads []Counts
+	i     int
+}
+
+func (s *recordedSet) Start() error { s.i = 0; return nil }
+func (s *recordedSet) Read() (Counts, error) {
+	c := s.reads[s.i]
+	s.i++
+	return c, nil
+}
+func (s *recordedSet) Stop() (Counts, error)          { return s.Read() }
+func (s *recordedSet) Close()                         {}
+func (s *recordedSet) Threads() int                   { return 2 }
+func (s *recordedSet) Unsupported() map[string]string { return nil }
+
+// TestRecorderOperators: Mark attributes each read's increase to the
+// operator class that just ended, classes accumulate over calls, the rest
+// after the last Mark is "between operators", and the classes sum to the
+// phase. The cumulative counts are sums of real counter-group buffers
+// (the fixtures) scaled by 1, 2, 3, ...
+func TestRecorderOperators(t *testing.T) {
+	names := map[uint64]string{1: "cycles", 2: "instructions"}
+	mux, err := ParseRead(fixture(t, fixtureGroupMux), FormatGroup|FormatTotalTimeEnabled|FormatTotalTimeRunning)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Values[0].ID, mux.Values[1].ID = 1, 2
+	at := func(k uint64) Counts { // k times the fixture group, cumulative
+		r := mux
+		r.Values = []ReadValue{{mux.Values[0].Value * k, 1, 0}, {mux.Values[1].Value * k, 2, 0}}
+		return sum([]groupRead{{r, names}})
+	}
+	set := &recordedSet{reads: []Counts{at(1), at(3), at(4), at(6), at(10)}}
+	r := &Recorder{set: set}
+	r.Mark("linear") // outside a phase: nothing read
+	r.Begin("decode")
+	r.Mark("linear")    // 1
+	r.Mark("nonlinear") // 3 − 1
+	r.Mark("linear")    // 4 − 3
+	r.Mark("attention") // 6 − 4
+	r.End()             // 10 − 6 between operators
+	rep := r.Report()
+	if len(rep.Phases) != 1 || len(rep.Operators) != 4 {
+		t.Fatalf("phases %d operators %+v", len(rep.Phases), rep.Operators)
+	}
+	unit := at(1).Values["cycles"]
+	want := map[string]float64{"linear": 2, "nonlinear": 2, "attention": 2, BetweenOperators: 4}
+	var tot float64
+	for i, o := range rep.Operators {
+		if o.Phase != "decode" || math.Abs(o.Counts.Values["cycles"]-want[o.Name]*unit) > 1e-6*unit {
+			t.Errorf("operator %d %s/%s cycles %g, want %g", i, o.Phase, o.Name, o.Counts.Values["cycles"], want[o.Name]*unit)
+		}
+		if ipc := o.Metrics[0]; ipc.Name != "IPC" || math.Abs(ipc.Value-0.5) > 1e-12 {
+			t.Errorf("%s metrics %+v", o.Name, o.Metrics)
+		}
+		tot += o.Counts.Values["cycles"]
+	}
+	if math.Abs(tot-rep.Phases[0].Counts.Values["cycles"]) > 1e-6*unit {
+		t.Errorf("classes sum to %g, phase %g", tot, rep.Phases[0].Counts.Values["cycles"])
+	}
+	if rep.Operators[0].Name != "linear" || rep.Operators[3].Name != BetweenOperators {
+		t.Errorf("order %v", rep.Operators)
+	}
+	var b bytes.Buffer
+	rep.Scope = "test"
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"per operator class", "decode   linear", "20.0", BetweenOperators, "40.0"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("text lacks %q:\n%s", s, b.String())
+		}
+	}
+}

@@ -56,9 +56,24 @@ func sum(reads []groupRead) Counts {
 // records nothing; a Recorder whose counters could not be opened records
 // why, and its Report says "unavailable: <why>".
 type Recorder struct {
-	set   *Set
+	set   counterSet
 	rep   Report
 	phase string
+	// last is the phase's counts at the previous Mark (zero at Begin);
+	// ops the counts per operator class of the phase so far, in the order
+	// the classes first ended.
+	last Counts
+	ops  []Phase
+}
+
+// counterSet is what a Recorder reads: *Set, or a recorded one in tests.
+type counterSet interface {
+	Start() error
+	Read() (Counts, error)
+	Stop() (Counts, error)
+	Close()
+	Threads() int
+	Unsupported() map[string]string
 }
 
 // NewRecorder opens the groups (DefaultGroups when nil) on every thread of
@@ -86,15 +101,55 @@ func (r *Recorder) fail(err error) {
 	r.set = nil
 }
 
+// Counting reports whether the counters are open (false for a nil
+// Recorder, or one whose counters are unavailable or failed).
+func (r *Recorder) Counting() bool { return r != nil && r.set != nil }
+
 // Begin starts counting phase name.
 func (r *Recorder) Begin(name string) {
 	if r == nil || r.set == nil {
 		return
 	}
 	r.phase = name
+	r.last, r.ops = Counts{}, nil
 	if err := r.set.Start(); err != nil {
 		r.fail(err)
 	}
+}
+
+// BetweenOperators is the operator class End gives the counts after the
+// phase's last Mark: sampling, bookkeeping and the workers' spinning
+// between forward calls.
+const BetweenOperators = "between operators"
+
+// Mark attributes the counts since the previous Mark (or since Begin) to
+// operator class op of the current phase: call it when an operator ends,
+// with nothing else timed in between (the engine's OpObserver does). It
+// reads every thread's counters without stopping them (Set.Read: one
+// read(2) per thread and group), which the counts include. Outside a phase
+// it does nothing.
+func (r *Recorder) Mark(op string) {
+	if r == nil || r.set == nil || r.phase == "" {
+		return
+	}
+	c, err := r.set.Read()
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.addOp(op, c.Sub(r.last))
+	r.last = c
+}
+
+// addOp adds d to the phase's operator class op.
+func (r *Recorder) addOp(op string, d Counts) {
+	for i := range r.ops {
+		if r.ops[i].Name == op {
+			r.ops[i].Counts = r.ops[i].Counts.Add(d)
+			return
+		}
+	}
+	r.ops = append(r.ops, Phase{Name: op, Counts: d})
 }
 
 // End stops counting the phase Begin started and keeps its counts; without
@@ -111,6 +166,17 @@ func (r *Recorder) End() {
 		return
 	}
 	r.rep.Phases = append(r.rep.Phases, Phase{Name: name, Counts: c, Metrics: c.Metrics()})
+	if len(r.ops) > 0 {
+		if rest := c.Sub(r.last); rest.any() {
+			r.addOp(BetweenOperators, rest)
+		}
+		for _, o := range r.ops {
+			o.Phase = name
+			o.Metrics = o.Counts.Metrics()
+			r.rep.Operators = append(r.rep.Operators, o)
+		}
+	}
+	r.ops = nil
 }
 
 // Report closes the counters and returns what was recorded (nil for a
