@@ -43,7 +43,10 @@ type rooflineOptions struct {
 	JSON    string
 	PNG     string
 	EBWPlot string
-	Fig     figureFlags // --format, --width
+	// NUMANodes > 0: predict decode under each NUMA policy on that many
+	// nodes (roofline.NUMAPredict) instead of the operator analysis.
+	NUMANodes int
+	Fig       figureFlags // --format, --width
 
 	// Parsed by RunE.
 	actDefault bool // --act-dtype not given: fall back where the machine has no fp16 ceiling
@@ -111,6 +114,7 @@ seconds scaled for display.`,
 	addJSONFlag(cmd, &opts.JSON, "the analysis (or the sweep)")
 	f.StringVar(&opts.PNG, "png", "", "draw the roofline (or, with --sweep, the sweep) to this file: .png, .pdf or .svg by extension")
 	f.StringVar(&opts.EBWPlot, "ebw-plot", "", "draw the low-bit GEMV paper's Fig. 4 for the machine (ebw = min(β, B/γ) per core against β, one line per format and core type) to this file (.png, .pdf or .svg by extension), and its table to the same name with .md; --model is then optional")
+	f.IntVar(&opts.NUMANodes, "numa-nodes", 0, "decode only: predict tok/s under each NUMA policy (os, interleave, local, tp with Sync A and B; ArcLight §3) with the threads spread over this many nodes of the machine's NUMA matrix, beside ArcLight's published speedups")
 	opts.Fig.register(cmd, true)
 	return cmd
 }
@@ -129,6 +133,12 @@ func (o *rooflineOptions) validate(cmd *cobra.Command) error {
 				return err
 			}
 		}
+	}
+	switch {
+	case o.NUMANodes < 0:
+		return fmt.Errorf("roofline: --numa-nodes %d: must be ≥ 1 (0: no NUMA prediction)", o.NUMANodes)
+	case o.NUMANodes > 0 && (o.Sweep != "" || o.PNG != ""):
+		return fmt.Errorf("roofline: --numa-nodes %d: not with --sweep or --png (a table and --json only)", o.NUMANodes)
 	}
 	if o.Model == "" && o.EBWPlot == "" {
 		return errors.New("roofline: --model: required (one of " + strings.Join(models.Names(), ", ") + ", or a config.json path)")
@@ -273,7 +283,18 @@ func rooflineRun(o *rooflineOptions) error {
 		table  func(io.Writer) error
 		fig    func() (reports.Figure, error)
 	)
-	if o.Sweep != "" {
+	if o.NUMANodes > 0 {
+		preds, notes, err := m.NUMAPredict(arch, r, prec, o.NUMANodes)
+		if err != nil {
+			return fmt.Errorf("roofline: --numa-nodes: %w", err)
+		}
+		result = struct {
+			Predictions []roofline.NUMAPrediction `json:"predictions"`
+			Notes       []string                  `json:"notes"`
+			Published   string                    `json:"published"`
+		}{preds, notes, arcLightPublished}
+		table = func(w io.Writer) error { return writeNUMAPredict(w, m, arch, r, preds, notes) }
+	} else if o.Sweep != "" {
 		s, err := roofline.Sweep(m, arch, r, prec, o.sweepVar, o.sweepVals)
 		if err != nil {
 			return fmt.Errorf("roofline: %w", err)
@@ -323,6 +344,30 @@ func rooflineRun(o *rooflineOptions) error {
 			return fmt.Errorf("roofline: --png: %w", err)
 		}
 	}
+	return nil
+}
+
+// arcLightPublished is what ArcLight reports for its policies (abstract,
+// §4, Fig. 11), to print beside the model's prediction.
+const arcLightPublished = "ArcLight (Kunpeng-920, Qwen3-4B Q4_0, decode): TP up to 46% higher throughput than llama.cpp --numa distribute (abstract, §4 Fig. 11, 2 and 4 nodes); Sync B about 5 tok/s more than Sync A (§4)"
+
+func writeNUMAPredict(w io.Writer, m *roofline.Machine, arch roofline.Arch, r roofline.Request, preds []roofline.NUMAPrediction, notes []string) error {
+	fmt.Fprintf(w, "NUMA policies: %s, %d layers, %s on %s, threads spread over %d node(s) (ArcLight §3; model: roofline.NUMABandwidth)\n\n",
+		arch.Name, arch.Layers, describe(r), m.Name, preds[0].Nodes)
+	t := newMarkdown(w, "policy", "sync", "weight roof GB/s", "memory", "compute", "barriers", "TPOT", "tok/s", "vs os")
+	for _, p := range preds {
+		t.Append([]string{p.Policy, p.Sync, fmt.Sprintf("%.4g", p.RoofGBps), fmtTime(p.MemoryS), fmtTime(p.ComputeS), fmtTime(p.SyncS),
+			fmtTime(p.TPOTS), fmt.Sprintf("%.4g", p.TokPerS), fmt.Sprintf("%.2f×", p.Speedup)})
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	for _, n := range notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintf(w, "note: os is this engine's: weights on the node that loaded them; llama.cpp's distribute places them by first touch, which this model gives local's roof, so the published gain over llama.cpp is not a bandwidth gain in this model\n")
+	fmt.Fprintf(w, "published: %s\n", arcLightPublished)
 	return nil
 }
 

@@ -245,3 +245,22 @@ func TestRooflineDefaultActOnProbedProfile(t *testing.T) {
 		t.Errorf("explicit fp16: exit %d, %q", code, errs)
 	}
 }
+
+// TestRooflineNUMANodes: --numa-nodes prints the policies' predictions on
+// the 4-node Kunpeng-920 beside ArcLight's published figures, and a
+// machine without a NUMA matrix is one error line.
+func TestRooflineNUMANodes(t *testing.T) {
+	code, out, errs := runRoofline(t, "--profile", "kunpeng-920", "--model", "qwen3-4b", "--dtype", "q4_0", "--numa-nodes", "4")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"threads spread over 4 node(s)", "| os ", "| interleave", "| tp         | b", "404", "published: ArcLight", "46%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	code, _, errs = runRoofline(t, "--profile", "m4-pro", "--model", "qwen3-4b", "--numa-nodes", "2")
+	if code == 0 || !strings.Contains(errs, "--numa-nodes: roofline: machine m4-pro has no NUMA matrix") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("m4-pro: exit %d, %q", code, errs)
+	}
+}
