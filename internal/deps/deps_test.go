@@ -61,6 +61,7 @@ var rules = map[string]rule{
 	"kernels/registry":      {only: []string{"internal/cpu"}, deny: []string{"kernels", "kernels/gemm", "kernels/peak", "probes", "engine"}},
 	"layouts":               {only: []string{"engine", "internal/memlimit", "models", "reports", "results", "roofline"}, deny: []string{"probes"}},
 	"models":                {noDoc: true},
+	"numabench":             {only: []string{"engine", "internal/affinity", "internal/topology", "reports", "results", "roofline", "sweep"}, deny: []string{"probes"}},
 	"opbench":               {deny: []string{"reports"}},
 	"probes":                {deny: []string{"reports", "roofline", "engine"}},
 	"reports":               {deny: []string{"probes", "kernels/...", "engine"}},
