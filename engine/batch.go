@@ -39,6 +39,7 @@ type Batch struct {
 	t          *timers
 	vp         vocabPar // the in-pool sampling passes' scratch (DecodeNext)
 	last       []float32
+	tp         *tpBatch // NUMA policy tp's per-group caches and buffers (tp_batch.go)
 }
 
 // slot is one sequence: its KV cache, per layer in the Batch's kvLayout
@@ -87,6 +88,9 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	}
 	if b.vecG, b.matG, err = m.attnGroups(); err != nil {
 		return nil, err
+	}
+	if m.tp != nil {
+		return b, m.tpNewBatch(b)
 	}
 	for i := range b.slots {
 		b.allocKV(&b.slots[i])
@@ -328,7 +332,7 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool, smp *sampl
 	}
 	for _, sg := range segs {
 		sl := &b.slots[sg.slot]
-		if sl.kc == nil {
+		if sl.kc == nil && m.tp == nil {
 			b.allocKV(sl)
 		}
 	}
@@ -344,7 +348,11 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool, smp *sampl
 			defer m.lay.end()
 		}
 		var err error
-		if out, err = b.run(ms, plan, tokens, rowPos, segs, p, all); err != nil || smp == nil {
+		run := b.run
+		if m.tp != nil {
+			run = b.tpRun
+		}
+		if out, err = run(ms, plan, tokens, rowPos, segs, p, all); err != nil || smp == nil {
 			return err
 		}
 		return b.sample(ms, out, smp)

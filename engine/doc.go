@@ -68,6 +68,17 @@
 //     worker that claims it; Qwen3-MoE layers route each token to
 //     its top-k experts and run each expert's GEMMs on the rows routed to
 //     it (moe.go).
+//   - NUMA policy tp (tp.go, tp_batch.go; ArcLight §3.2–3.4, Figs. 4, 8,
+//     9): the decoder layers partitioned over TPDegree thread groups (one
+//     per NUMA node of the Model's CPUs by default; the nodes read from
+//     sysfs with internal/topology's CPU-list parser): W_q, W_k, W_v,
+//     W_gate, W_up by output rows, W_o and W_down by input columns,
+//     attention and the KV cache by heads, each group with its own
+//     activations and copy of the hidden state; Scatter, the Gathers
+//     (attn_gather, ffn_gather: the partial sums added into the residual
+//     by every group, in parallel) with double-buffered partials, and Sync
+//     A (a global barrier per operator) or Sync B (group barriers, global
+//     only at the Gathers); Model.TP describes the groups.
 //   - Per-operator timers (Batch.Timings), accumulated per layer and per
 //     phase under the operator names of roofline's catalog (attn_norm,
 //     q_proj, ..., lm_head; attention and experts fuse several catalog
@@ -99,7 +110,8 @@
 //
 // The engine calls kernels (the non-linear kernels) and kernels/gemm, never
 // assembly directly; it reads configs through models, GGUF headers
-// through gguf, and shares operator names and phases with roofline; weight files are opened with
+// through gguf, and shares operator names and phases with roofline (tp's
+// Gathers excepted, tpOps); weight files are opened with
 // internal/regfile (a named pipe or device is refused). Sizes from configs
 // and files are counted with internal/memlimit's overflow-checked Size
 // (Config.ParamCount, Config.KVBytes), and NewBatch checks its KV caches

@@ -213,6 +213,7 @@ type Model struct {
 	layers    []layer
 
 	lay *layoutState // the weight layout policy (nil: none)
+	tp  *tpState     // NUMA policy tp's partition (tp.go; nil: none)
 
 	planMu      sync.Mutex
 	plans       map[planKey]map[string]Placement
@@ -392,6 +393,11 @@ func New(w *Weights, o Options) (*Model, error) {
 		}
 	}()
 	start := time.Now()
+	if o.NUMA == NUMATP { // the decoder layers partitioned over thread groups (tp.go)
+		if err := m.tpInit(w); err != nil {
+			return nil, err
+		}
+	}
 	mk := func(op, what string, li int, data []float32, q *quant.Matrix, n, k int) *linear {
 		if err != nil {
 			return nil
@@ -415,6 +421,9 @@ func New(w *Weights, o Options) (*Model, error) {
 	}
 	d, q, kv, h := c.Dim, c.QDim(), c.KVDim(), c.Intermediate
 	for i := range m.layers {
+		if m.tp != nil {
+			break // tpInit packed the layers
+		}
 		if err == nil {
 			err = o.ctxErr()
 		}
@@ -555,7 +564,7 @@ func (m *Model) Close() {
 		m.lay.stop()
 	}
 	m.closed = true
-	m.embed, m.finalNorm, m.lmHead, m.layers = nil, nil, nil, nil
+	m.embed, m.finalNorm, m.lmHead, m.layers, m.tp = nil, nil, nil, nil, nil
 }
 
 // Backends names the gemm backends the placement uses, e.g.
@@ -822,6 +831,9 @@ func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p P
 func (m *Model) TimeLinear(li int, op string, M, reps int) (float64, error) {
 	if li < 0 || li >= len(m.layers) || M < 1 || reps < 1 {
 		return 0, fmt.Errorf("engine: TimeLinear: layer %d of %d, M %d, reps %d", li, len(m.layers), M, reps)
+	}
+	if m.tp != nil && op != OpLMHead {
+		return m.tpTimeLinear(li, op, M, reps)
 	}
 	l := &m.layers[li]
 	w := map[string]*linear{OpQProj: l.wq, OpKProj: l.wk, OpVProj: l.wv, OpOProj: l.wo, OpGateProj: l.gate,

@@ -42,14 +42,24 @@ const (
 	OpFFNResidual = roofline.OpFFNResidual
 	OpFinalNorm   = roofline.OpFinalNorm
 	OpLMHead      = roofline.OpLMHead
+	// OpAttnGather and OpFFNGather are NUMA policy tp's Gathers (tp.go;
+	// ArcLight §3.3): the sum of the groups' o_proj or down_proj partial
+	// sums into the residual, with the wait for the slowest group. They
+	// take the place of attn_residual and ffn_residual and are not in
+	// roofline's vocabulary (tpOps).
+	OpAttnGather = "attn_gather"
+	OpFFNGather  = "ffn_gather"
 )
+
+// tpOps are the operators only NUMA policy tp runs.
+var tpOps = []string{OpAttnGather, OpFFNGather}
 
 // layerOps are the per-layer operators in execution order; headOps the
 // model-level ones (Layer -1 in Timing).
 var (
 	layerOps = []string{OpAttnNorm, OpQProj, OpKProj, OpVProj, OpQKNorm, OpRoPE, OpKVWrite, OpAttention,
 		OpOProj, OpAttnResidual, OpFFNNorm, OpGateProj, OpUpProj, OpSiLUMul, OpDownProj,
-		OpRouter, OpRouterTopK, OpExperts, OpMoECombine, OpFFNResidual}
+		OpRouter, OpRouterTopK, OpExperts, OpMoECombine, OpFFNResidual, OpAttnGather, OpFFNGather}
 	headOps = []string{OpEmbed, OpFinalNorm, OpLMHead}
 )
 
@@ -75,6 +85,8 @@ const (
 	iExperts
 	iMoECombine
 	iFFNResidual
+	iAttnGather
+	iFFNGather
 	nLayerOps
 )
 
