@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/pflag"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/topology"
 )
 
 // The NUMA flags of `bench run` (engine/numa.go; ArcLight §2.3–3.4).
@@ -33,4 +35,59 @@ func (o *runOptions) validateNUMA() error {
 		return fmt.Errorf("run: --sync %s: only with --numa tp", o.Sync)
 	}
 	return nil
+}
+
+// runNUMA is the NUMA policy's part of `bench run --json`: the policy and,
+// under tp, the degree, the sync mode and each thread group.
+type runNUMA struct {
+	Policy   string       `json:"policy"`
+	TPDegree int          `json:"tp_degree,omitempty"`
+	Sync     string       `json:"sync,omitempty"`
+	Groups   []runTPGroup `json:"tp_groups,omitempty"`
+}
+
+// runTPGroup is one tensor-parallel thread group: its CPUs, their node
+// (-1: several or unknown) and the heads and KV heads it owns
+// ([first, last+1)).
+type runTPGroup struct {
+	CPUs    []int  `json:"cpus"`
+	Node    int    `json:"node"`
+	Heads   [2]int `json:"heads"`
+	KVHeads [2]int `json:"kv_heads"`
+}
+
+// numaResult is what the model runs with (nil under os, the default).
+func numaResult(m *engine.Model, policy string) *runNUMA {
+	if policy == "" || policy == string(engine.NUMAOS) {
+		return nil
+	}
+	r := &runNUMA{Policy: policy}
+	if tp := m.TP(); tp != nil {
+		r.TPDegree, r.Sync = tp.Degree, string(tp.Sync)
+		for _, g := range tp.Groups {
+			r.Groups = append(r.Groups, runTPGroup{CPUs: g.CPUs, Node: g.Node, Heads: g.Heads, KVHeads: g.KVHeads})
+		}
+	}
+	return r
+}
+
+// writeRunNUMA prints the policy line (nothing under os).
+func writeRunNUMA(w io.Writer, r *runNUMA) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "NUMA policy %s", r.Policy)
+	if r.TPDegree > 0 {
+		fmt.Fprintf(w, ": degree %d, sync %s (%s)", r.TPDegree, r.Sync, map[string]string{
+			"a": "global barrier after every operator", "b": "group-local barriers, global only at the Gathers"}[r.Sync])
+		for g, gr := range r.Groups {
+			node := "nodes mixed or unknown"
+			if gr.Node >= 0 {
+				node = fmt.Sprintf("node %d", gr.Node)
+			}
+			fmt.Fprintf(w, "; group %d: CPUs %s (%s), heads %d–%d, KV heads %d–%d", g, topology.FormatCPUList(gr.CPUs), node,
+				gr.Heads[0], gr.Heads[1]-1, gr.KVHeads[0], gr.KVHeads[1]-1)
+		}
+	}
+	fmt.Fprint(w, "\n\n")
 }

@@ -269,6 +269,7 @@ type runResult struct {
 	Checks        []runCheck `json:"checks,omitempty"`
 	Amdahl        *runAmdahl `json:"amdahl,omitempty"`
 	Layout        *runLayout `json:"weight_layout,omitempty"`
+	NUMA          *runNUMA   `json:"numa,omitempty"`
 	Notes         []string   `json:"notes,omitempty"`
 	// Counters are the hardware counters per phase (--counters).
 	Counters *perfcount.Report `json:"counters,omitempty"`
@@ -519,6 +520,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 	}
 	res.Layout = measuredLayout(m, B)
+	res.NUMA = numaResult(m, o.NUMA)
 	if err := runStandaloneChecks(m, &res, b.Timings(), T, B); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -588,6 +590,7 @@ func writeRun(w io.Writer, r *runResult) error {
 	}
 	pl := (&results.SweepCell{Placement: r.Placement, Targets: r.Targets}).PlacementLabel()
 	fmt.Fprintf(w, "batch %d, %d threads, placement %s, ablations %s\n\n", r.Batch, r.Threads, pl, abl)
+	writeRunNUMA(w, r.NUMA)
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "linear operators: %s\n\n", sweep.TargetsLine(r.Targets))
 	}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/internal/affinity"
+)
+
+// TestRunNUMATP: `bench run --numa tp --tp 2 --sync a|b` runs end to end
+// and states the policy, degree, sync mode and groups' CPUs in its table
+// output and its JSON, with the Gathers as operator rows.
+func TestRunNUMATP(t *testing.T) {
+	if cpus, err := affinity.Allowed(); err != nil || len(cpus) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	for _, sync := range []string{"a", "b"} {
+		path := filepath.Join(t.TempDir(), "run.json")
+		code, out, errs := run(t, "run", "--weights", stories, "--layers", "2", "--prompt-tokens", "6", "--gen-tokens", "2", "--batch", "2",
+			"--threads", "2", "--numa", "tp", "--tp", "2", "--sync", sync, "--json", path)
+		if code != 0 {
+			t.Fatalf("sync %s: exit %d: %s", sync, code, errs)
+		}
+		for _, want := range []string{"NUMA policy tp: degree 2, sync " + sync + " (", "; group 0: CPUs ", "; group 1: CPUs ",
+			"heads 0–3, KV heads 0–1", "| decode  | attn_gather", "| prefill | ffn_gather"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("sync %s: output lacks %q:\n%s", sync, want, out)
+			}
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r runResult
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatal(err)
+		}
+		n := r.NUMA
+		if n == nil || n.Policy != "tp" || n.TPDegree != 2 || n.Sync != sync || len(n.Groups) != 2 ||
+			len(n.Groups[0].CPUs) != 1 || len(n.Groups[1].CPUs) != 1 || n.Groups[0].CPUs[0] == n.Groups[1].CPUs[0] ||
+			n.Groups[1].Heads != [2]int{4, 8} || n.Groups[1].KVHeads != [2]int{2, 4} {
+			t.Errorf("sync %s: numa %+v", sync, n)
+		}
+	}
+}
+
+// TestRunNUMATPErrors: an impossible degree is one error line naming it.
+func TestRunNUMATPErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--numa", "tp", "--tp", "3"}, "bench run: engine: TP degree 3: must divide the 8 query heads and 4 KV heads (allowed: 1, 2, 4)\n"},
+		{[]string{"--numa", "tp", "--tp", "2", "--threads", "1"}, "bench run: engine: TP degree 2: must be between 1 and the 1 threads\n"},
+		{[]string{"--numa", "tp", "--weight-dtype", "q8_0"}, "bench run: engine: NUMA policy tp: unsupported with weight format q8_0 (fp32 only)\n"},
+	} {
+		args := append([]string{"run", "--weights", stories, "--layers", "1", "--prompt-tokens", "2", "--gen-tokens", "1"}, c.args...)
+		code, _, errs := run(t, args...)
+		if code == 0 || errs != c.want {
+			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
+		}
+	}
+}
