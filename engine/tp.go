@@ -61,10 +61,11 @@ import (
 // global barrier for the slowest group, which is where the groups'
 // imbalance shows.
 //
-// Memory placement: every buffer a group owns is allocated by allocFor and
-// first written by one of the group's workers, and its weights are packed
-// by one of its workers, so under the OS's first-touch policy each group's
-// weights, KV cache and activations land on the node of its CPUs.
+// Memory placement: every buffer a group keeps is allocated by allocFor
+// and first written by one of the group's workers, and its weights are
+// packed by one of its workers, so under the OS's first-touch policy each
+// group's weights, KV cache and activations land on the node of its CPUs
+// (see allocFor for where a binding goes).
 //
 // Restrictions: fp32 weights, dense layers, placement cores, no weight
 // layout policy, no PackPerCall and no ForcePipeline (prefill attention
@@ -305,21 +306,25 @@ func (m *Model) tpInit(w *Weights) error {
 	return nil
 }
 
-// allocFor returns n zeroed floats for group g: one of its weight slices,
-// its KV cache or its activation buffers. Every buffer a group owns is
-// allocated here and first written by one of the group's own workers, so
-// under the OS's default first-touch policy its pages land on the node of
-// the group's CPUs (t.nodes[g]); an explicit binding of group g's memory
-// to that node (mbind) belongs here. The Go heap allocates it: no binding
-// is made.
+// allocFor returns n zeroed floats for group g: its norm weights, its KV
+// cache or its activation buffers. Every buffer a group keeps is allocated
+// here and first written by one of the group's own workers, so under the
+// OS's default first-touch policy its pages land on the node of the
+// group's CPUs (t.nodes[g]); an explicit binding of group g's memory to
+// that node (mbind) belongs here. The packed weight panels are allocated
+// by gemm.PackFP32, called on one of the group's workers (tpPackLayer):
+// first touch places them too, but binding them would need gemm to pack
+// into a buffer from here. Today allocFor allocates on the Go heap and
+// binds nothing.
 func (t *tpState) allocFor(g, n int) []float32 {
 	_ = g
 	return make([]float32, n)
 }
 
-// tpPackLayer slices layer li's weights for group g (allocFor, on the
-// calling worker: one of g's), packs them for the cores backend and
-// returns the bytes it holds (the slices and their packed copies).
+// tpPackLayer packs group g's share of layer li's weights for the cores
+// backend, on the calling worker (one of g's), copies its norm weights
+// (allocFor), and returns the bytes as WeightBytes counts them (the
+// source tensor's share and its packed copy, 4 bytes each per value).
 func (m *Model) tpPackLayer(t *tpState, g, li int, lw *LayerWeights) (int64, error) {
 	c := m.Config
 	d, hd := c.Dim, c.HeadDim
@@ -327,13 +332,11 @@ func (m *Model) tpPackLayer(t *tpState, g, li int, lw *LayerWeights) (int64, err
 	k0, k1 := g*t.kvHeads*hd, (g+1)*t.kvHeads*hd
 	i0, i1 := t.inter[g], t.inter[g+1]
 	var bytes int64
-	rows := func(src []float32, r0, r1, k int) []float32 { // rows [r0, r1) of an N×k matrix
-		dst := t.allocFor(g, (r1-r0)*k)
-		copy(dst, src[r0*k:r1*k])
-		return dst
+	rows := func(src []float32, r0, r1, k int) []float32 { // rows [r0, r1) of an N×k matrix, in place
+		return src[r0*k : r1*k]
 	}
-	cols := func(src []float32, n, k, c0, c1 int) []float32 { // columns [c0, c1) of an n×k matrix
-		dst := t.allocFor(g, n*(c1-c0))
+	cols := func(src []float32, n, k, c0, c1 int) []float32 { // columns [c0, c1) of an n×k matrix, a temporary copy
+		dst := make([]float32, n*(c1-c0))
 		for r := range n {
 			copy(dst[r*(c1-c0):(r+1)*(c1-c0)], src[r*k+c0:r*k+c1])
 		}
@@ -358,7 +361,7 @@ func (m *Model) tpPackLayer(t *tpState, g, li int, lw *LayerWeights) (int64, err
 			err = fmt.Errorf("%s: %w", tensor{name: name, layer: li}, err)
 			return nil
 		}
-		bytes += 8 * int64(len(data)) // the slice and its packed copy, as WeightBytes counts
+		bytes += 8 * int64(len(data))
 		return pw
 	}
 	L := &t.layers[g][li]

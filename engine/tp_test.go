@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/kernels"
 )
 
@@ -89,12 +92,18 @@ func TestTPMatchesSingleGroup(t *testing.T) {
 		want := tpRunScript(t, ref, toks)
 		ref.Close()
 		ref64, _ := refForward(w, toks[0][:40])
-		for _, o := range []Options{
+		opts := []Options{
 			{Threads: 2, NUMA: NUMATP, TPDegree: 2, Sync: SyncA},
 			{Threads: 2, NUMA: NUMATP, TPDegree: 2, Sync: SyncB},
 			{Threads: 2, NUMA: NUMATP, TPDegree: 2, KVPackPerCall: true},
 			{Threads: 2, NUMA: NUMATP, TPDegree: 1},
-		} {
+		}
+		// Degree 4 where the CPUs allow 4 workers (the engine pins one
+		// worker per CPU) and the heads divide.
+		if len(allowedCPUs(t)) >= 4 && checkTPDegree(c, 4) == nil {
+			opts = append(opts, Options{Threads: 4, NUMA: NUMATP, TPDegree: 4, Sync: SyncA}, Options{Threads: 4, NUMA: NUMATP, TPDegree: 4, Sync: SyncB})
+		}
+		for _, o := range opts {
 			name := c.Name + "/d" + string(rune('0'+o.TPDegree)) + "-sync-" + string(o.Sync)
 			if o.KVPackPerCall {
 				name += "-kvrowmajor"
@@ -305,5 +314,120 @@ func TestCPUNodes(t *testing.T) {
 	}
 	if _, err := cpuNodes(t.TempDir()); err == nil {
 		t.Error("empty directory: no error")
+	}
+}
+
+// TestTPDefaultDegree: degree 0 is one group per NUMA node of the Model's
+// CPUs (sysfs), each group on one node.
+func TestTPDefaultDegree(t *testing.T) {
+	nodes, err := cpuNodes(sysNodeDir)
+	if err != nil {
+		t.Skip(err)
+	}
+	c := tpConfigs()[0]
+	m, err := New(refWeights(c, 5), Options{NUMA: NUMATP})
+	if err != nil {
+		if strings.Contains(err.Error(), "must divide") {
+			t.Skip(err) // this machine's node count does not divide the heads
+		}
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want := map[int]bool{}
+	for _, cpu := range m.CPUs() {
+		want[nodes[cpu]] = true
+	}
+	info := m.TP()
+	if info.Degree != len(want) {
+		t.Errorf("degree %d, want %d (the nodes of CPUs %v)", info.Degree, len(want), m.CPUs())
+	}
+	for g, gr := range info.Groups {
+		for _, cpu := range gr.CPUs {
+			if nodes[cpu] != gr.Node {
+				t.Errorf("group %d (node %d) has CPU %d of node %d", g, gr.Node, cpu, nodes[cpu])
+			}
+		}
+	}
+	if _, err := tpRunOne(m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tpRunOne prefills 4 tokens and decodes one.
+func tpRunOne(m *Model) ([]float32, error) {
+	s, err := m.NewSession(16)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Prefill([]int{1, 2, 3, 4}); err != nil {
+		return nil, err
+	}
+	return s.Decode(5)
+}
+
+// TestTPContext: a cancelled Context stops a tp forward call with its
+// error.
+func TestTPContext(t *testing.T) {
+	if len(allowedCPUs(t)) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m, err := New(refWeights(tpConfigs()[0], 6), Options{Threads: 2, NUMA: NUMATP, TPDegree: 2, Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := tpRunOne(m); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if _, err := tpRunOne(m); !errors.Is(err, context.Canceled) {
+		t.Errorf("after cancel: %v, want context.Canceled", err)
+	}
+}
+
+// BenchmarkTPDecodeStep: one decode step of one sequence at position 64
+// on 2 groups (2 threads), Sync A vs Sync B (ArcLight Fig. 9), on a
+// synthetic GQA model of 4 layers, Dim 512.
+func BenchmarkTPDecodeStep(b *testing.B) {
+	if cpus, err := affinity.Allowed(); err != nil || len(cpus) < 2 {
+		b.Skip("needs 2 CPUs")
+	}
+	c := Config{Name: "tp-bench", Dim: 512, Intermediate: 1536, Layers: 4, Heads: 8, KVHeads: 4, HeadDim: 64, Vocab: 512, MaxSeq: 128,
+		RoPETheta: 10000, RMSEps: 1e-5}
+	w := refWeights(c, 9)
+	for _, sync := range []SyncMode{SyncA, SyncB} {
+		b.Run("sync-"+string(sync), func(b *testing.B) {
+			m, err := New(w, Options{Threads: 2, NUMA: NUMATP, TPDegree: 2, Sync: sync})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			s, err := m.NewSession(c.MaxSeq)
+			if err != nil {
+				b.Fatal(err)
+			}
+			prompt := make([]int, 64)
+			for i := range prompt {
+				prompt[i] = i % c.Vocab
+			}
+			err = m.Hold(func() error {
+				for b.Loop() {
+					b.StopTimer()
+					s.Reset()
+					if _, err := s.Prefill(prompt); err != nil {
+						return err
+					}
+					b.StartTimer()
+					if _, err := s.Decode(7); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
 }
