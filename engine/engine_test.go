@@ -309,9 +309,9 @@ func TestTimings(t *testing.T) {
 		for l := range m.Config.Layers {
 			for _, op := range layerOps {
 				tm, ok := got[string(ph.name)+"/"+op+"/"+strconv.Itoa(l)]
-				if op == OpQKNorm || moeOp[op] {
+				if op == OpQKNorm || moeOp[op] || slices.Contains(tpOps, op) {
 					if ok {
-						t.Errorf("%s layer %d: %s timed for a dense model without QK-norm", ph.name, l, op)
+						t.Errorf("%s layer %d: %s timed for a dense model without QK-norm or tp", ph.name, l, op)
 					}
 					continue
 				}
@@ -322,7 +322,7 @@ func TestTimings(t *testing.T) {
 		}
 	}
 	tot := Totals(ts)
-	if want := 2 * (len(layerOps) - 1 - len(moeOp) + len(headOps)); len(tot) != want {
+	if want := 2 * (len(layerOps) - 1 - len(moeOp) - len(tpOps) + len(headOps)); len(tot) != want {
 		t.Errorf("Totals: %d rows, want %d", len(tot), want)
 	}
 	for _, tm := range tot {

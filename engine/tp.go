@@ -59,7 +59,9 @@ import (
 // from its start to the barrier after it: under Sync A the slowest group's
 // time, under Sync B group 0's; a Gather's time includes waiting at its
 // global barrier for the slowest group, which is where the groups'
-// imbalance shows.
+// imbalance shows. An OpObserver (Batch.Observe) is called there too, on
+// worker 0 inside the layer's fork-join: under Sync B other groups may be
+// inside another operator when it runs.
 //
 // Memory placement: every buffer a group keeps is allocated by allocFor
 // and first written by one of the group's workers, and its weights are
