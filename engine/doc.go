@@ -68,6 +68,11 @@
 //     worker that claims it; Qwen3-MoE layers route each token to
 //     its top-k experts and run each expert's GEMMs on the rows routed to
 //     it (moe.go).
+//   - Per-phase service configurations (phase.go; Sandwich §3.2–3.3):
+//     Options.PrefillCPUs and DecodeCPUs run prefill and decode on the
+//     workers of their own CPUs, views of one pool spanning the union
+//     (no thread created when the phase switches); PhaseThreads and
+//     PhaseCPUs say what ran each phase.
 //   - Per-operator timers (Batch.Timings), accumulated per layer and per
 //     phase under the operator names of roofline's catalog (attn_norm,
 //     q_proj, ..., lm_head; attention and experts fuse several catalog
