@@ -17,8 +17,9 @@ import (
 // prefill needs): views of the one pool, so switching phase starts no
 // thread. Index 0 is prefill, 1 decode.
 type phaseGroups struct {
-	g    [2]*pool.Group
-	cpus [2][]int
+	g     [2]*pool.Group
+	cpus  [2][]int
+	union []int // the pool's CPUs, worker by worker (phaseUnion)
 }
 
 // phaseUnion orders the pool's CPUs for per-phase configurations: the
@@ -90,7 +91,7 @@ func (m *Model) phaseCheck(o *Options) error {
 		}
 	}
 	if !o.NoPipeline && (o.ForcePipeline || m.attnBackend().Unit == gemm.MatrixUnit) {
-		m.Notes = append(m.Notes, "per-phase configurations: the prefill attention pipeline (pairs across the whole pool) is off; prefill attention runs each job serially on the prefill workers (identical outputs)")
+		m.Notes = append(m.Notes, phaseNotePrefix+"the prefill attention pipeline (pairs across the whole pool) is off; prefill attention runs each job serially on the prefill workers (identical outputs)")
 	}
 	o.NoPipeline = true
 	return nil
@@ -102,9 +103,38 @@ func (m *Model) phaseGroups(o Options) error {
 	if o.PrefillCPUs == nil {
 		return nil
 	}
-	union := phaseUnion(o.PrefillCPUs, o.DecodeCPUs)
-	pg := &phaseGroups{}
-	for i, set := range [2][]int{o.PrefillCPUs, o.DecodeCPUs} {
+	return m.setPhases(phaseUnion(o.PrefillCPUs, o.DecodeCPUs), o.PrefillCPUs, o.DecodeCPUs)
+}
+
+// SetPhaseCPUs moves prefill and decode to the workers of other CPUs of
+// the Model's pool (a Model made with per-phase configurations), without
+// creating a thread: `--configs auto` measures several configurations on
+// one Model so. Errors: a Model without per-phase configurations, an
+// empty list, a CPU twice or one the pool has no worker on (naming the
+// pool's CPUs). Not while a forward call runs.
+func (m *Model) SetPhaseCPUs(prefill, decode []int) error {
+	if m.phases == nil {
+		return fmt.Errorf("engine: SetPhaseCPUs: model %s was made without per-phase configurations", m.Config.Name)
+	}
+	for _, set := range [][]int{prefill, decode} {
+		if len(set) == 0 {
+			return fmt.Errorf("engine: SetPhaseCPUs: prefill CPUs %v, decode CPUs %v: each must be non-empty", prefill, decode)
+		}
+		for i, c := range set {
+			if slices.Contains(set[:i], c) || !slices.Contains(m.phases.union, c) {
+				return fmt.Errorf("engine: SetPhaseCPUs: CPUs %s: CPU %d twice or not among the pool's CPUs %s", topology.FormatCPUList(set), c, topology.FormatCPUList(m.phases.union))
+			}
+		}
+	}
+	m.Notes = slices.DeleteFunc(m.Notes, func(n string) bool { return strings.HasPrefix(n, phaseNotePrefix) })
+	return m.setPhases(m.phases.union, prefill, decode)
+}
+
+const phaseNotePrefix = "per-phase configurations: "
+
+func (m *Model) setPhases(union, prefill, decode []int) error {
+	pg := &phaseGroups{union: union}
+	for i, set := range [2][]int{prefill, decode} {
 		var idx []int
 		for w, c := range union {
 			if slices.Contains(set, c) {
@@ -119,7 +149,7 @@ func (m *Model) phaseGroups(o Options) error {
 		pg.cpus[i] = slices.Sorted(slices.Values(set))
 	}
 	m.phases = pg
-	m.Notes = append(m.Notes, fmt.Sprintf("per-phase configurations: prefill on %d workers %v (CPUs %s), decode on %d workers %v (CPUs %s); one pool of %d workers, the phase's view picked per forward call (no thread created)",
+	m.Notes = append(m.Notes, fmt.Sprintf(phaseNotePrefix+"prefill on %d workers %v (CPUs %s), decode on %d workers %v (CPUs %s); one pool of %d workers, the phase's view picked per forward call (no thread created)",
 		pg.g[0].Size(), pg.g[0].Workers(), topology.FormatCPUList(pg.cpus[0]), pg.g[1].Size(), pg.g[1].Workers(), topology.FormatCPUList(pg.cpus[1]), len(union)))
 	var outside []string
 	for i, name := range []string{"prefill", "decode"} {
@@ -128,7 +158,7 @@ func (m *Model) phaseGroups(o Options) error {
 		}
 	}
 	if len(outside) > 0 {
-		m.Notes = append(m.Notes, fmt.Sprintf("per-phase configurations: the master (worker 0, CPU %d) runs the forward loop and the operators too small to split (one row's norms, single-job attention); it is outside the %s configuration, whose CPUs share no CPU with the other's",
+		m.Notes = append(m.Notes, fmt.Sprintf(phaseNotePrefix+"the master (worker 0, CPU %d) runs the forward loop and the operators too small to split (one row's norms, single-job attention); it is outside the %s configuration",
 			union[0], strings.Join(outside, " and ")))
 	}
 	return nil

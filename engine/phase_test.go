@@ -111,3 +111,31 @@ func TestPhaseConfigsBad(t *testing.T) {
 		}
 	}
 }
+
+func TestSetPhaseCPUs(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil {
+		t.Skip(err)
+	}
+	c := Config{Name: "tiny-phase", Dim: 32, Intermediate: 64, Layers: 1, Heads: 2, KVHeads: 1, HeadDim: 16, Vocab: 40, MaxSeq: 16,
+		RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6}
+	w, err := Synthetic(c, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(w, Options{PrefillCPUs: cpus, DecodeCPUs: cpus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	want := greedyTokens(t, m, []int{1, 2, 3, 4, 5}, 3)
+	if err := m.SetPhaseCPUs(cpus, cpus[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := greedyTokens(t, m, []int{1, 2, 3, 4, 5}, 3); !slices.Equal(got, want) || m.PhaseThreads(Decode) != 1 {
+		t.Errorf("after SetPhaseCPUs: tokens %v (want %v), decode threads %d", got, want, m.PhaseThreads(Decode))
+	}
+	if err := m.SetPhaseCPUs(cpus, []int{1 << 20}); err == nil || !strings.Contains(err.Error(), "not among the pool's CPUs") {
+		t.Errorf("a CPU outside the pool: %v", err)
+	}
+}
