@@ -1,0 +1,99 @@
+package sweep
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/roofline"
+)
+
+func fixtureMachine(t *testing.T) *roofline.Machine {
+	t.Helper()
+	p := "../results/testdata/profile-amd-epyc-2core-all-sections.json"
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := roofline.ParseMachine(data, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+var phaseTestConfig = engine.Config{Name: "tiny-phase", Dim: 128, Intermediate: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, Vocab: 300, MaxSeq: 96,
+	RoPETheta: 1e6, RoPELayout: kernels.RoPEHalf, RMSEps: 1e-6, QKNorm: true}
+
+// TestRankConfigs: the candidates are ranked per phase by the roofline's
+// time at their thread counts; prefill (compute-bound at T = 64) ranks
+// the most threads first.
+func TestRankConfigs(t *testing.T) {
+	mach := fixtureMachine(t)
+	prec := engine.Precision{Weight: "fp32", Act: "fp32", KV: "fp32", Ceiling: "fp32", VectorCeiling: "fp32", Target: roofline.KindCores}
+	cands := []PhaseConfig{{Spec: "cpus=0", CPUs: []int{0}}, {Spec: "cpus=0-3", CPUs: []int{0, 1, 2, 3}}, {Spec: "cpus=0-1", CPUs: []int{0, 1}}}
+	a, err := RankConfigs(mach, phaseTestConfig, prec, 1, 64, 8, cands, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Prefill[0].Spec != "cpus=0-3" || a.Prefill[2].Spec != "cpus=0" {
+		t.Errorf("prefill ranking %v: want cpus=0-3 first and cpus=0 last", a.Prefill)
+	}
+	for _, l := range [][]PhaseTry{a.Prefill, a.Decode} {
+		for i := 1; i < len(l); i++ {
+			if l[i].PredictedS < l[i-1].PredictedS || l[i].Threads != len(l[i].CPUs) {
+				t.Errorf("ranking %v: not ascending by prediction, or threads not the CPUs", l)
+			}
+		}
+	}
+	if _, err := RankConfigs(mach, phaseTestConfig, prec, 1, 64, 8, nil, 2); err == nil {
+		t.Error("no candidates: no error")
+	}
+}
+
+// TestAutoConfigsMeasure: with one configuration tried per phase, auto
+// measures and chooses the predicted best, and leaves the Model on it.
+func TestAutoConfigsMeasure(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil {
+		t.Skip(err)
+	}
+	mach := fixtureMachine(t)
+	w, err := engine.Synthetic(phaseTestConfig, 0, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := engine.New(w, engine.Options{PrefillCPUs: cpus, DecodeCPUs: cpus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	prec, _ := m.PredictionPrecision(mach)
+	cands := []PhaseConfig{{Spec: "one", CPUs: cpus[:1]}}
+	if len(cpus) > 1 {
+		cands = append(cands, PhaseConfig{Spec: "all", CPUs: cpus})
+	}
+	a, err := RankConfigs(mach, phaseTestConfig, prec, 2, 16, 4, cands, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts := [][]int{{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, {16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1}}
+	if err := a.Measure(m, prompts, 4); err != nil {
+		t.Fatal(err)
+	}
+	if a.PrefillChoice != 0 || a.DecodeChoice != 0 || a.Prefill[0].MeasuredS == nil || a.Decode[0].MeasuredS == nil || a.DecodeSteps != 4 {
+		t.Errorf("auto: choices %d, %d, measured %v %v, steps %d; want the predicted best (0, 0) measured over 4 steps",
+			a.PrefillChoice, a.DecodeChoice, a.Prefill[0].MeasuredS, a.Decode[0].MeasuredS, a.DecodeSteps)
+	}
+	for i := 1; i < len(a.Prefill); i++ {
+		if a.Prefill[i].MeasuredS != nil {
+			t.Errorf("prefill rank %d measured with --configs-try 1", i+1)
+		}
+	}
+	if m.PhaseThreads(roofline.Prefill) != a.Prefill[0].Threads || m.PhaseThreads(roofline.Decode) != a.Decode[0].Threads {
+		t.Errorf("model left on %d/%d threads, want the choices' %d/%d", m.PhaseThreads(roofline.Prefill), m.PhaseThreads(roofline.Decode),
+			a.Prefill[0].Threads, a.Decode[0].Threads)
+	}
+}
