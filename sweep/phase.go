@@ -2,23 +2,23 @@ package sweep
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
+	"github.com/cpubench/bench/workloads"
 )
 
 // PhaseConfig is one phase's service configuration as a run or a sweep
 // cell records it (Sandwich §3.2–3.3): the configuration as given, what
 // it resolved to, the CPUs and the threads (one per CPU).
-type PhaseConfig struct {
-	Spec    string `json:"spec"`
-	Label   string `json:"label"`
-	CPUs    []int  `json:"cpus"`
-	Threads int    `json:"threads"`
-}
+type PhaseConfig = results.SweepPhaseConfig
 
 // PredictPhases is Predict with prefill predicted at prefillThreads
 // workers and decode at decodeThreads (roofline.Machine.AtThreads: the
@@ -181,4 +181,220 @@ func MeasurePhaseTimes(m *engine.Model, prompts [][]int, G int) (ttft, tpot floa
 		return nil
 	})
 	return ttft, tpot, err
+}
+
+// validatePhases checks the per-phase settings (their syntax is the
+// command's to check) and puts them in the grid: the configurations
+// (auto: "auto" for both) join each cell's key.
+func (o *Options) validatePhases(g *workloads.Grid) error {
+	switch {
+	case o.Configs != "" && o.Configs != "auto":
+		return fmt.Errorf("sweep: --configs %q: the only value is auto", o.Configs)
+	case o.Configs != "" && o.ConfigsTry < 1:
+		return fmt.Errorf("sweep: --configs-try %d: must be ≥ 1", o.ConfigsTry)
+	case o.PrefillConfig == "" && o.DecodeConfig == "" && o.Configs == "":
+		return nil
+	case o.Configs != "" && (o.PrefillConfig != "" || o.DecodeConfig != ""):
+		return errors.New("sweep: --configs auto picks both phases' configurations: give it without --prefill-config and --decode-config")
+	case o.ThreadsGiven:
+		return fmt.Errorf("sweep: --threads %s: the per-phase configurations set the threads; leave --threads out", o.Threads)
+	case o.ResolveConfig == nil || o.ConfigCandidates == nil:
+		return errors.New("sweep: per-phase configurations: no configuration resolver")
+	}
+	for _, p := range g.Placements {
+		if p == string(engine.PlaceMixed) || p == string(engine.PlaceAuto) {
+			return fmt.Errorf("sweep: --placement %s: per-phase configurations run placement cores or matrix (give --placement cores)", p)
+		}
+	}
+	if o.Configs == "auto" {
+		if o.Profile == "" {
+			return errors.New("sweep: --configs auto: needs --profile (the configurations are ranked by the roofline's predictions)")
+		}
+		g.PrefillConfig, g.DecodeConfig = "auto", "auto"
+		return nil
+	}
+	g.PrefillConfig, g.DecodeConfig = cmp.Or(o.PrefillConfig, "all"), cmp.Or(o.DecodeConfig, "all")
+	return nil
+}
+
+// cellPhases are a cell's per-phase configurations: resolved, or the
+// candidates of --configs auto.
+type cellPhases struct {
+	prefill, decode PhaseConfig
+	cands           []PhaseConfig
+	auto            *AutoConfigs
+}
+
+// cellPhases resolves the cell's configurations for model c and sets
+// eo's per-phase CPUs (auto: the union of the candidates' for both;
+// setupPhases then moves them). nil without per-phase configurations.
+func (o *Options) cellPhases(cell workloads.Cell, c engine.Config, eo *engine.Options) (*cellPhases, error) {
+	if cell.PrefillConfig == "" {
+		return nil, nil
+	}
+	eo.Threads = 0
+	ph := &cellPhases{}
+	if cell.PrefillConfig == "auto" {
+		cs, err := o.ConfigCandidates(c)
+		if err != nil {
+			return nil, fmt.Errorf("--configs auto: %w", err)
+		}
+		var union []int
+		for _, cd := range cs {
+			for _, x := range cd.CPUs {
+				if !slices.Contains(union, x) {
+					union = append(union, x)
+				}
+			}
+		}
+		slices.Sort(union)
+		ph.cands, eo.PrefillCPUs, eo.DecodeCPUs = cs, union, union
+		return ph, nil
+	}
+	var err error
+	if ph.prefill, err = o.ResolveConfig(cell.PrefillConfig, c); err != nil {
+		return nil, fmt.Errorf("--prefill-config: %w", err)
+	}
+	if ph.decode, err = o.ResolveConfig(cell.DecodeConfig, c); err != nil {
+		return nil, fmt.Errorf("--decode-config: %w", err)
+	}
+	eo.PrefillCPUs, eo.DecodeCPUs = ph.prefill.CPUs, ph.decode.CPUs
+	return ph, nil
+}
+
+// setupPhases runs --configs auto for the cell (ranked at the trace's
+// mean prompt and output lengths, capped as the cell caps them, and the
+// cell's batch; the best few measured on random prompts of that length),
+// and sets the machines each phase is predicted with.
+func (e *engineCell) setupPhases(ph *cellPhases, tr *workloads.Trace, cell workloads.Cell) error {
+	e.mach = [2]*roofline.Machine{e.o.machine, e.o.machine}
+	if ph == nil {
+		return nil
+	}
+	e.phases = ph
+	if ph.cands != nil {
+		var pt, ot int
+		for _, r := range tr.Requests {
+			p, g := r.PromptTokens, r.OutputTokens
+			if cell.MaxPromptTokens > 0 {
+				p = min(p, cell.MaxPromptTokens)
+			}
+			if cell.MaxGenTokens > 0 {
+				g = min(g, cell.MaxGenTokens)
+			}
+			pt, ot = pt+p, ot+g
+		}
+		n := max(len(tr.Requests), 1)
+		T, G := max(pt/n, 1), max(ot/n, 1)
+		a, err := RankConfigs(e.o.machine, e.m.Config, e.prec, cell.Batch, T, G, ph.cands, e.o.ConfigsTry)
+		if err != nil {
+			return fmt.Errorf("--configs auto: %w", err)
+		}
+		prompts := make([][]int, cell.Batch)
+		for i := range prompts {
+			prompts[i] = make([]int, T)
+			for j := range prompts[i] {
+				prompts[i][j] = e.rng.IntN(e.m.Config.Vocab)
+			}
+		}
+		if err := a.Measure(e.m, prompts, G); err != nil {
+			return fmt.Errorf("--configs auto: %w", err)
+		}
+		ph.auto = a
+		ph.prefill, ph.decode = a.Prefill[a.PrefillChoice].PhaseConfig, a.Decode[a.DecodeChoice].PhaseConfig
+		e.notes = append(e.notes, a.Lines(T)...)
+	}
+	// The Model's per-phase notes as they are now (auto moved the phases).
+	isPhaseNote := func(n string) bool { return strings.HasPrefix(n, "per-phase configurations: ") }
+	e.notes = slices.DeleteFunc(e.notes, isPhaseNote)
+	for _, n := range e.m.Notes {
+		if isPhaseNote(n) {
+			e.notes = append(e.notes, n)
+		}
+	}
+	ph.prefill.CPUs, ph.prefill.Threads = e.m.PhaseCPUs(engine.Prefill), e.m.PhaseThreads(engine.Prefill)
+	ph.decode.CPUs, ph.decode.Threads = e.m.PhaseCPUs(engine.Decode), e.m.PhaseThreads(engine.Decode)
+	if e.o.machine != nil {
+		if _, ok := e.o.machine.Target(roofline.KindCores); ok {
+			e.mach = [2]*roofline.Machine{e.o.machine.AtThreads(ph.prefill.Threads), e.o.machine.AtThreads(ph.decode.Threads)}
+			e.notes = append(e.notes, fmt.Sprintf("predictions per phase at its threads: prefill %d, decode %d (the cores target's ceilings scaled)", ph.prefill.Threads, ph.decode.Threads))
+		}
+	}
+	e.notes = append(e.notes, "prefill configuration: "+ph.prefill.Label, "decode configuration: "+ph.decode.Label)
+	return nil
+}
+
+// machine is the roofline machine phase is predicted with.
+func (e *engineCell) machine(phase roofline.Phase) *roofline.Machine {
+	if phase == roofline.Decode && e.mach[1] != nil {
+		return e.mach[1]
+	}
+	if e.mach[0] != nil {
+		return e.mach[0]
+	}
+	return e.o.machine
+}
+
+// enginePhases is an engine that ran per-phase configurations.
+type enginePhases interface {
+	PhaseConfigs() (prefill, decode *results.SweepPhaseConfig)
+}
+
+// PhaseConfigs is what ran each phase (nil, nil without per-phase
+// configurations).
+func (e *engineCell) PhaseConfigs() (prefill, decode *results.SweepPhaseConfig) {
+	if e.phases == nil {
+		return nil, nil
+	}
+	p, d := e.phases.prefill, e.phases.decode
+	return &p, &d
+}
+
+// Lines are the ranked configurations as note lines: per phase and rank,
+// the configuration, predicted and measured time; T is the prompt length
+// they were ranked at.
+func (a *AutoConfigs) Lines(T int) []string {
+	out := []string{fmt.Sprintf("--configs auto: TP-1 configurations ranked by the roofline at their threads (prefill: TTFT of %d tokens; decode: TPOT), the %d best per phase measured (decode over %d steps), the measured best chosen", T, a.Try, a.DecodeSteps)}
+	for _, ph := range []struct {
+		name   string
+		l      []PhaseTry
+		choice int
+	}{{"prefill", a.Prefill, a.PrefillChoice}, {"decode", a.Decode, a.DecodeChoice}} {
+		for i, t := range ph.l {
+			meas := "not measured"
+			if t.MeasuredS != nil {
+				meas = fmt.Sprintf("measured %.4g s (measured/predicted %.2f)", *t.MeasuredS, *t.MeasuredS/t.PredictedS)
+			}
+			chosen := ""
+			if i == ph.choice {
+				chosen = ", chosen"
+			}
+			out = append(out, fmt.Sprintf("--configs auto: %s #%d %s (%d threads): predicted %.4g s, %s%s", ph.name, i+1, t.Label, t.Threads, t.PredictedS, meas, chosen))
+		}
+	}
+	return out
+}
+
+// phaseArgs are the flags that reproduce the per-phase settings for a
+// job (--configs auto, or the two configurations), or --threads threads
+// without them.
+func (o *Options) phaseArgs(threads string) []string {
+	switch {
+	case o.grid.PrefillConfig == "":
+		return []string{"--threads", threads}
+	case o.grid.PrefillConfig == "auto":
+		return []string{"--configs", "auto", "--configs-try", fmt.Sprint(o.ConfigsTry)}
+	}
+	return []string{"--prefill-config", o.grid.PrefillConfig, "--decode-config", o.grid.DecodeConfig}
+}
+
+// threadsLabel is the summary's threads column: the cell's threads, or
+// with per-phase configurations each phase's threads and CPUs
+// ("prefill 2 (0-1), decode 1 (0)").
+func threadsLabel(c *results.SweepCell) string {
+	if c.PrefillConfig == nil || c.DecodeConfig == nil {
+		return fmt.Sprint(c.Threads)
+	}
+	return fmt.Sprintf("prefill %d (%s), decode %d (%s)", c.PrefillConfig.Threads, topology.FormatCPUList(c.PrefillConfig.CPUs),
+		c.DecodeConfig.Threads, topology.FormatCPUList(c.DecodeConfig.CPUs))
 }

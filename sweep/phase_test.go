@@ -1,7 +1,9 @@
 package sweep
 
 import (
+	"bytes"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/cpubench/bench/engine"
@@ -95,5 +97,52 @@ func TestAutoConfigsMeasure(t *testing.T) {
 	if m.PhaseThreads(roofline.Prefill) != a.Prefill[0].Threads || m.PhaseThreads(roofline.Decode) != a.Decode[0].Threads {
 		t.Errorf("model left on %d/%d threads, want the choices' %d/%d", m.PhaseThreads(roofline.Prefill), m.PhaseThreads(roofline.Decode),
 			a.Prefill[0].Threads, a.Decode[0].Threads)
+	}
+}
+
+func phaseOptions() *Options {
+	o := defaults(&bytes.Buffer{}, &bytes.Buffer{})
+	o.Placement, o.ConfigsTry = "cores", 2
+	o.ResolveConfig = func(spec string, c engine.Config) (PhaseConfig, error) {
+		return PhaseConfig{Spec: spec, Label: spec, CPUs: []int{0}, Threads: 1}, nil
+	}
+	o.ConfigCandidates = func(engine.Config) ([]PhaseConfig, error) { return nil, nil }
+	return o
+}
+
+// TestValidatePhases: the per-phase settings join the cells' keys and the
+// job flags, and conflicting ones are one error line each.
+func TestValidatePhases(t *testing.T) {
+	o := phaseOptions()
+	o.DecodeConfig = "remove(1,core)"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cells, _, err := o.Cells()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := cells[0].Key(); !strings.HasSuffix(k, "/prefill=all/decode=remove(1,core)") {
+		t.Errorf("key %s: want the configurations at its end", k)
+	}
+	if a := strings.Join(o.args(false), " "); !strings.Contains(a, "--prefill-config all --decode-config remove(1,core)") || strings.Contains(a, "--threads") {
+		t.Errorf("job flags %q: want the configurations and no --threads", a)
+	}
+	for _, c := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Configs = "best" }, `sweep: --configs "best": the only value is auto`},
+		{func(o *Options) { o.Configs, o.DecodeConfig = "auto", "all" }, "give it without --prefill-config"},
+		{func(o *Options) { o.DecodeConfig, o.ThreadsGiven, o.Threads = "all", true, "1" }, "sweep: --threads 1: the per-phase configurations set the threads"},
+		{func(o *Options) { o.DecodeConfig, o.Placement = "all", "cores,mixed" }, "sweep: --placement mixed: per-phase configurations run placement cores or matrix"},
+		{func(o *Options) { o.Configs, o.Profile = "auto", "" }, "sweep: --configs auto: needs --profile"},
+	} {
+		o := phaseOptions()
+		c.set(o)
+		err := o.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("error %v: want one line with %q", err, c.want)
+		}
 	}
 }

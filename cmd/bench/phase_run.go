@@ -50,13 +50,8 @@ func (p *phaseFlags) validate(cmd string, threads int, placement, numa, layout s
 	if p.Configs != "" && (p.PrefillConfig != "" || p.DecodeConfig != "") {
 		return fmt.Errorf("%s: --configs auto picks both phases' configurations: give it without --prefill-config and --decode-config", cmd)
 	}
-	for _, v := range []struct{ flag, spec string }{{"prefill-config", p.PrefillConfig}, {"decode-config", p.DecodeConfig}} {
-		if v.spec == "" {
-			continue
-		}
-		if _, err := topotree.ParseConfigSpec(v.spec); err != nil {
-			return fmt.Errorf("%s: --%s: %w", cmd, v.flag, err)
-		}
+	if err := p.syntax(cmd); err != nil {
+		return err
 	}
 	switch {
 	case threads != 0:
@@ -69,6 +64,51 @@ func (p *phaseFlags) validate(cmd string, threads int, placement, numa, layout s
 		return fmt.Errorf("%s: --weight-layout %s: per-phase configurations run without a weight layout policy", cmd, layout)
 	}
 	return nil
+}
+
+// syntax checks the two configurations' syntax (topotree.ParseConfigSpec).
+func (p *phaseFlags) syntax(cmd string) error {
+	for _, v := range []struct{ flag, spec string }{{"prefill-config", p.PrefillConfig}, {"decode-config", p.DecodeConfig}} {
+		if v.spec == "" {
+			continue
+		}
+		if _, err := topotree.ParseConfigSpec(v.spec); err != nil {
+			return fmt.Errorf("%s: --%s: %w", cmd, v.flag, err)
+		}
+	}
+	return nil
+}
+
+// sweepPhaseResolvers are sweep.Options' ResolveConfig and
+// ConfigCandidates on the live machine's TopoTree with each model's
+// head limits.
+func sweepPhaseResolvers(o *sweep.Options) {
+	o.ResolveConfig = func(spec string, c engine.Config) (sweep.PhaseConfig, error) {
+		tree, err := liveTree()
+		if err != nil {
+			return sweep.PhaseConfig{}, err
+		}
+		pc, err := topotree.ResolveConfig(tree, spec, topotree.Limits{Heads: c.Heads, KVHeads: c.KVHeads})
+		if err != nil {
+			return sweep.PhaseConfig{}, err
+		}
+		return sweep.PhaseConfig{Spec: pc.Spec, Label: pc.Label, CPUs: pc.CPUs, Threads: len(pc.CPUs)}, nil
+	}
+	o.ConfigCandidates = func(c engine.Config) ([]sweep.PhaseConfig, error) {
+		tree, err := liveTree()
+		if err != nil {
+			return nil, err
+		}
+		cs, err := topotree.Candidates(tree, topotree.Limits{Heads: c.Heads, KVHeads: c.KVHeads})
+		if err != nil {
+			return nil, err
+		}
+		var out []sweep.PhaseConfig
+		for _, cd := range cs {
+			out = append(out, sweep.PhaseConfig{Spec: cd.Spec, Label: cd.Label, CPUs: cd.CPUs, Threads: len(cd.CPUs)})
+		}
+		return out, nil
+	}
 }
 
 // phaseState is the flags resolved on the live machine's TopoTree.
