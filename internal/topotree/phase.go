@@ -199,3 +199,44 @@ func Candidates(t *Tree, lim Limits) ([]Candidate, error) {
 	}
 	return out, nil
 }
+
+// Location is one core-location experiment of Sandwich Fig. 3(a) on a
+// tree: a preset remove transform (or "all cores"), the CPUs it keeps
+// active and those it leaves idle, or why it does not apply here.
+type Location struct {
+	Name          string `json:"name"`
+	Spec          string `json:"spec"`
+	CPUs          []int  `json:"cpus,omitempty"`
+	Idle          []int  `json:"idle,omitempty"`
+	NotApplicable string `json:"not_applicable,omitempty"`
+}
+
+// LocationPresets are the transforms of Fig. 3(a) that Locations tries,
+// in order: one idle core per L2 cluster, per L3 cluster, per NUMA node;
+// SC-RM (one in every 4 neighbouring cores); NUMA-RM (the last core of
+// each core's parent); fast NUMA (the last node of each package).
+var LocationPresets = []string{"idle-per-l2", "idle-per-l3", "idle-per-node", "sc-rm", "numa-rm", "fast-numa"}
+
+// Locations lists "all cores" and every LocationPresets transform on t.
+// A preset that fails on t (no such level, one core per cluster, a
+// group that does not divide) or that leaves no CPU idle or none active
+// is kept with NotApplicable saying why, not dropped.
+func Locations(t *Tree) []Location {
+	out := []Location{{Name: "all cores", Spec: "all", CPUs: t.Active()}}
+	for _, p := range LocationPresets {
+		l := Location{Name: p, Spec: p}
+		tr, err := t.ApplySpec(p)
+		switch {
+		case err != nil:
+			l.NotApplicable = strings.ReplaceAll(err.Error(), "topotree: ", "")
+		case len(tr.Active()) == 0:
+			l.NotApplicable = "it leaves no CPU active"
+		case len(tr.Idle()) == 0:
+			l.NotApplicable = "it leaves no CPU idle"
+		default:
+			l.CPUs, l.Idle = tr.Active(), tr.Idle()
+		}
+		out = append(out, l)
+	}
+	return out
+}

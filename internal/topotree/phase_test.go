@@ -77,3 +77,41 @@ func TestCandidates(t *testing.T) {
 		t.Errorf("candidates %v: want every CPU and at least one with idle PUs", cs)
 	}
 }
+
+// TestLocations: the Fig. 3(a) presets on the 4-node Kunpeng-920 snapshot
+// and on a one-node tree without L3 groups, those that do not apply
+// saying why.
+func TestLocations(t *testing.T) {
+	ls := Locations(synth(t, "numa=2,core=4"))
+	if len(ls) != 1+len(LocationPresets) || ls[0].Name != "all cores" || topology.FormatCPUList(ls[0].CPUs) != "0-7" {
+		t.Fatalf("locations %+v", ls)
+	}
+	by := map[string]Location{}
+	for _, l := range ls {
+		by[l.Name] = l
+	}
+	if l := by["idle-per-node"]; topology.FormatCPUList(l.CPUs) != "0-2,4-6" || topology.FormatCPUList(l.Idle) != "3,7" {
+		t.Errorf("idle-per-node: %+v", l)
+	}
+	if l := by["idle-per-l3"]; !strings.Contains(l.NotApplicable, "no l3 level") {
+		t.Errorf("idle-per-l3 on a tree without L3: %+v", l)
+	}
+	if l := by["fast-numa"]; topology.FormatCPUList(l.CPUs) != "0-3" {
+		t.Errorf("fast-numa: %+v", l)
+	}
+	kp := snapshot(t, "linux-arm64-kunpeng-920-4n")
+	for _, l := range Locations(kp) {
+		if l.NotApplicable == "" && (len(l.CPUs) == 0 || l.Name != "all cores" && len(l.Idle) == 0) {
+			t.Errorf("Kunpeng %s: %+v", l.Name, l)
+		}
+		if l.Name == "idle-per-node" && l.NotApplicable != "" {
+			t.Errorf("Kunpeng idle-per-node not applicable: %s", l.NotApplicable)
+		}
+	}
+	one := Locations(synth(t, "core=2"))
+	for _, l := range one[1:] {
+		if l.Name != "numa-rm" && l.NotApplicable == "" {
+			t.Errorf("one-node 2-core tree: %s applies (%+v)", l.Name, l)
+		}
+	}
+}
