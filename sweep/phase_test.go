@@ -3,12 +3,14 @@ package sweep
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -144,5 +146,55 @@ func TestValidatePhases(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("error %v: want one line with %q", err, c.want)
 		}
+	}
+}
+
+func tinyConfigPath(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-qwen3.json")
+	cfg := `{"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+		"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 96,
+		"max_position_embeddings": 64, "rope_theta": 1000000, "rms_norm_eps": 1e-06, "tie_word_embeddings": true}`
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCoreLocation: the experiment runs each applicable experiment on its
+// CPUs, relates it to all cores, lists the others as not applicable and
+// writes the Markdown, JSON and figure.
+func TestCoreLocation(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) < 2 {
+		t.Skipf("needs 2 allowed CPUs (have %v, %v)", cpus, err)
+	}
+	dir := t.TempDir()
+	var md bytes.Buffer
+	r, err := CoreLocation(LocationOptions{Model: tinyConfigPath(t), Seed: 1, PromptTokens: 8, GenTokens: 2, Reps: 1,
+		Machine: fixtureMachine(t), Out: dir, Figures: reports.FigureOptions{Formats: []string{"svg"}}, W: &md,
+		Experiments: []LocationRun{{Name: "all cores", Spec: "all", CPUs: cpus},
+			{Name: "idle-per-node", Spec: "idle-per-node", CPUs: cpus[:1], Idle: cpus[1:]},
+			{Name: "idle-per-l3", Spec: "idle-per-l3", NotApplicable: "idle-per-l3: this tree has no l3 level"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Runs) != 3 || r.Runs[0].DecodeRel != 1 || r.Runs[0].PredDecodeRel != 1 || r.Runs[1].Threads != 1 ||
+		!(r.Runs[1].DecodeRel > 0) || !(r.Runs[1].PredPrefillRel > 0) || r.Runs[2].DecodeTokS != 0 {
+		t.Errorf("runs %+v", r.Runs)
+	}
+	for _, want := range []string{"| idle-per-l3 ", "not applicable: idle-per-l3: this tree has no l3 level", "corelocation.svg"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	for _, f := range []string{"corelocation.md", "corelocation.json", "corelocation.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if _, err := CoreLocation(LocationOptions{Model: "x", PromptTokens: 1, GenTokens: 1, Reps: 1,
+		Experiments: []LocationRun{{Name: "x", NotApplicable: "no"}}}); err == nil || !strings.Contains(err.Error(), "all-cores") {
+		t.Errorf("no all-cores run: %v", err)
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,6 +91,42 @@ func TestRunConfigsAuto(t *testing.T) {
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasSuffix(strings.TrimSpace(l), "| yes    |") && !strings.Contains(l, "| 1    |") {
 			t.Errorf("chosen row is not rank 1: %s", l)
+		}
+	}
+}
+
+// TestTopoMeasure: the core-location experiment on this machine's tree
+// runs "all cores" and lists every Fig. 3(a) preset, measured or not
+// applicable with why; its bad flags are one line each.
+func TestTopoMeasure(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cl")
+	code, out, errs := run(t, "topo", "--measure", "--model", tinyQwen3Config(t), "--layers", "1", "--prompt-tokens", "8",
+		"--gen-tokens", "2", "--reps", "1", "--roofline", fixtureProfile, "--out", dir, "--format", "svg")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"## Core location (Sandwich Fig. 3)", "| all cores ", "| idle-per-l3 ", "| fast-numa ", "predicted: roofline of"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"corelocation.md", "corelocation.json", "corelocation.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--measure", "--shape", "core=4"}, "topo: --measure runs the engine on this machine"},
+		{[]string{"--measure", "--remove", "idle-per-node"}, "give no --remove or --configs"},
+		{[]string{"--measure", "--reps", "0"}, "topo: --reps 0: must be ≥ 1"},
+		{[]string{"--out", "x"}, "topo: --out and --roofline belong to --measure"},
+	} {
+		code, _, errs := run(t, append([]string{"topo"}, c.args...)...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("bench topo %v: exit %d, stderr %q, want one line with %q", c.args, code, errs, c.want)
 		}
 	}
 }
