@@ -343,6 +343,8 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool, smp *sampl
 	}
 	var out []float32
 	err = m.do(func(ms *pool.Master) error {
+		// The phase configuration's workers (phase.go).
+		m.usePhase(p)
 		if m.lay != nil { // the weight layout policy's per-call state (layout.go)
 			m.lay.begin(p)
 			defer m.lay.end()

@@ -79,6 +79,11 @@
 //     by every group, in parallel) with double-buffered partials, and Sync
 //     A (a global barrier per operator) or Sync B (group barriers, global
 //     only at the Gathers); Model.TP describes the groups.
+//   - Per-phase service configurations (phase.go; Sandwich §3.2–3.3):
+//     Options.PrefillCPUs and DecodeCPUs run prefill and decode on the
+//     workers of their own CPUs, views of one pool spanning the union
+//     (no thread created when the phase switches); PhaseThreads and
+//     PhaseCPUs say what ran each phase.
 //   - Per-operator timers (Batch.Timings), accumulated per layer and per
 //     phase under the operator names of roofline's catalog (attn_norm,
 //     q_proj, ..., lm_head; attention and experts fuse several catalog

@@ -138,6 +138,10 @@ type Options struct {
 	// Sync is the tensor-parallel synchronization of policy tp (ArcLight
 	// §3.4, Fig. 9; "" is b).
 	Sync SyncMode
+	// PrefillCPUs and DecodeCPUs, when set (both), run each phase on the
+	// workers pinned to those CPUs (Sandwich §3.2–3.3; phase.go): the pool
+	// spans their union, and Threads must be 0.
+	PrefillCPUs, DecodeCPUs []int
 	// Context, if set, is checked by New before it packs each layer, by
 	// every forward call (Batch.Prefill, PrefillAll, Decode, Session's)
 	// before each decoder layer and before the LM head, and by TimeLinear
@@ -199,7 +203,8 @@ type Model struct {
 
 	opts      Options
 	pool      *pool.Pool
-	all       *pool.Group         // every worker
+	all       *pool.Group         // the running phase's workers: every worker, or its configuration's (phase.go)
+	phases    *phaseGroups        // per-phase configurations (nil: every worker runs both phases)
 	coresG    *pool.Group         // mixed: the cores' half (includes worker 0)
 	matG      *pool.Group         // mixed: the matrix half
 	scratches []*gemm.Scratch     // per pool worker, cores backend's blocking
@@ -378,6 +383,9 @@ func New(w *Weights, o Options) (*Model, error) {
 	if err := m.layoutCheck(&o, w); err != nil {
 		return nil, err
 	}
+	if err := m.phaseCheck(&o); err != nil {
+		return nil, err
+	}
 	m.opts = o
 	if err := m.startPool(o); err != nil {
 		return nil, err
@@ -486,7 +494,9 @@ func New(w *Weights, o Options) (*Model, error) {
 // startPool starts Threads pinned workers and cuts the groups.
 func (m *Model) startPool(o Options) error {
 	po := pool.Options{Spin: o.WorkerSpin}
-	if o.Threads > 0 {
+	if o.PrefillCPUs != nil {
+		po.CPUs = phaseUnion(o.PrefillCPUs, o.DecodeCPUs)
+	} else if o.Threads > 0 {
 		cpus, err := poolCPUs(o.Threads)
 		if err != nil {
 			return err
@@ -500,6 +510,10 @@ func (m *Model) startPool(o Options) error {
 	m.pool, m.all, m.Threads = p, p.All(), p.Size()
 	if pe := p.PinErr(); pe != nil {
 		m.Notes = append(m.Notes, "workers not pinned: "+pe.Error())
+	}
+	if err := m.phaseGroups(o); err != nil {
+		p.Close()
+		return err
 	}
 	// The pool's workers park after a short spin; close them when the
 	// Model is dropped without Close.
@@ -852,6 +866,7 @@ func (m *Model) TimeLinear(li int, op string, M, reps int) (float64, error) {
 	}
 	times := make([]float64, reps)
 	err = m.do(func(ms *pool.Master) error {
+		m.usePhase(0) // the prefill GEMMs' workers
 		for i := range times {
 			if err := m.opts.ctxErr(); err != nil {
 				return err

@@ -39,6 +39,11 @@ type SweepCell struct {
 	// unit that executes it, the weight precision that ran and the calls.
 	// Absent in cells written before it existed.
 	Targets []SweepTarget `json:"targets,omitempty"`
+	// PrefillConfig and DecodeConfig are the per-phase service
+	// configurations the cell ran (bench sweep --prefill-config,
+	// --decode-config, --configs auto); nil without.
+	PrefillConfig *SweepPhaseConfig `json:"prefill_config,omitempty"`
+	DecodeConfig  *SweepPhaseConfig `json:"decode_config,omitempty"`
 
 	Config SweepConfig `json:"config"`
 
@@ -205,4 +210,15 @@ type Dist struct {
 	P90  float64 `json:"p90"`
 	P99  float64 `json:"p99"`
 	N    int     `json:"n"`
+}
+
+// SweepPhaseConfig is one phase's service configuration (Sandwich
+// §3.2–3.3): the configuration as given (e.g. "remove(1,core)",
+// "cpus=0-3", "config=3"), what it resolved to, the CPUs its workers ran
+// on and their count.
+type SweepPhaseConfig struct {
+	Spec    string `json:"spec"`
+	Label   string `json:"label"`
+	CPUs    []int  `json:"cpus"`
+	Threads int    `json:"threads"`
 }

@@ -17,6 +17,12 @@
 //   - Weight resolution for bench run and the sweep (ResolveWeights,
 //     CheckMemory): synthetic, llama2.c or GGUF weights, quantized as
 //     asked, checked against the memory this process may use.
+//   - Per-phase service configurations (phase.go; Sandwich §3.2–3.3):
+//     --prefill-config/--decode-config resolved per cell (the command's
+//     ResolveConfig) into the engine's per-phase CPUs, each phase
+//     predicted at its threads (PredictPhases); --configs auto ranks the
+//     TP-1 candidates by the roofline (RankConfigs) and measures the best
+//     few (AutoConfigs.Measure) — for bench run too.
 //   - The measured/predicted join (Predict, CellEngine.Ops) and the speed
 //     checks (RoofCheck, StandaloneChecks); the record of what ran each
 //     placement target (Targets, TargetsLine, CheckBackends).

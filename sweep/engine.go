@@ -48,14 +48,19 @@ func cellWeights(cell workloads.Cell, maxSeq int) (*engine.Weights, int, []strin
 }
 
 type engineCell struct {
-	m       *engine.Model
-	b       *engine.Batch
-	full    int
-	next    []int // each slot's next input token: the argmax of its last logits
-	rng     *rand.Rand
-	o       *Options
-	pred    map[[2]string]engine.OpPrediction // (phase, op) → predicted seconds, FLOPs, bytes since ResetOps
-	prec    engine.Precision                  // the predictions' dtypes and ceilings
+	m    *engine.Model
+	b    *engine.Batch
+	full int
+	next []int // each slot's next input token: the argmax of its last logits
+	rng  *rand.Rand
+	o    *Options
+	pred map[[2]string]engine.OpPrediction // (phase, op) → predicted seconds, FLOPs, bytes since ResetOps
+	// phases are the per-phase configurations (nil without; phase.go)
+	// and mach the machines each phase is predicted with (o.machine, or
+	// it at the phase's threads).
+	phases  *cellPhases
+	mach    [2]*roofline.Machine
+	prec    engine.Precision // the predictions' dtypes and ceilings
 	predErr error
 	notes   []string
 	// The timed calls' seconds since ResetOps, for the noise record:
@@ -83,6 +88,10 @@ func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
 	eo := engine.Options{Context: o.ctx, Threads: cell.Threads, Placement: engine.Placement(cell.Placement), Machine: o.machine,
 		Backend: cell.CoresBackend, MatrixBackend: cell.MatrixBackend}
 	engine.Ablation(cell.Ablation).Apply(&eo)
+	ph, err := o.cellPhases(cell, w.Config, &eo)
+	if err != nil {
+		return nil, err
+	}
 	m, err := engine.New(w, eo)
 	if err != nil {
 		return nil, err
@@ -105,6 +114,10 @@ func newEngineCell(cell workloads.Cell, o *Options) (CellEngine, error) {
 	} else if o.machine != nil {
 		e.notes = append(e.notes, note+", per forward call (a batched decode step at the slots' mean context)")
 	}
+	if err := e.setupPhases(ph, tr, cell); err != nil {
+		m.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -114,7 +127,7 @@ func (e *engineCell) predict(phase roofline.Phase, B, T, C int) {
 	if e.o.machine == nil || e.predErr != nil {
 		return
 	}
-	p, err := engine.PredictOpsAs(e.o.machine, e.m.Config, phase, B, T, C, e.prec)
+	p, err := engine.PredictOpsAs(e.machine(phase), e.m.Config, phase, B, T, C, e.prec)
 	if err != nil {
 		e.predErr = err
 		return
@@ -246,7 +259,7 @@ func (e *engineCell) PredictPrefill(n int) (float64, error) {
 	if e.o.machine == nil {
 		return 0, errors.New("no profile")
 	}
-	p, err := engine.PredictOpsAs(e.o.machine, e.m.Config, engine.Prefill, 1, n, n, e.prec)
+	p, err := engine.PredictOpsAs(e.machine(engine.Prefill), e.m.Config, engine.Prefill, 1, n, n, e.prec)
 	if err != nil {
 		return 0, err
 	}

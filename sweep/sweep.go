@@ -163,6 +163,18 @@ type Options struct {
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
 
+	// PrefillConfig and DecodeConfig (--prefill-config, --decode-config;
+	// "" with the other set: all) and Configs ("auto", --configs) with
+	// ConfigsTry (--configs-try): Sandwich's per-phase service
+	// configurations (phase.go), resolved for each cell's model by
+	// ResolveConfig and, for auto, listed by ConfigCandidates (the
+	// command's: they read the machine's TopoTree). The command checks
+	// their syntax.
+	PrefillConfig, DecodeConfig, Configs string
+	ConfigsTry                           int
+	ResolveConfig                        func(spec string, c engine.Config) (PhaseConfig, error)
+	ConfigCandidates                     func(c engine.Config) ([]PhaseConfig, error)
+
 	// ThreadsGiven and ModelsGiven say whether --threads and --models were
 	// given (without --threads the grid runs on every allowed CPU; --models
 	// is refused with a checkpoint).
@@ -244,6 +256,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	g.CoresBackend, g.MatrixBackend = o.CoresBackend, o.MatrixBackend
+	if err := o.validatePhases(&g); err != nil {
+		return err
+	}
 	if o.ResolveProfile != nil {
 		o.Profile = o.ResolveProfile(o.Profile)
 	}
@@ -707,6 +722,9 @@ func sweepCellRecord(o *Options, cell workloads.Cell, tr *workloads.Trace, res *
 	if tg, ok := eng.(engineTargets); ok {
 		sc.Targets = tg.Targets()
 	}
+	if ph, ok := eng.(enginePhases); ok {
+		sc.PrefillConfig, sc.DecodeConfig = ph.PhaseConfigs()
+	}
 	return sc
 }
 
@@ -823,8 +841,9 @@ func (o *Options) args(abs bool) []string {
 	} else {
 		a = append(a, "--weights", path(o.Weights))
 	}
-	a = append(a, "--layers", strconv.Itoa(g.Layers), "--workloads", strings.Join(g.Workloads, ","),
-		"--batch", ints(g.Batches), "--threads", ints(g.Threads), "--placement", strings.Join(g.Placements, ","))
+	a = append(a, "--layers", strconv.Itoa(g.Layers), "--workloads", strings.Join(g.Workloads, ","), "--batch", ints(g.Batches))
+	a = append(a, o.phaseArgs(ints(g.Threads))...)
+	a = append(a, "--placement", strings.Join(g.Placements, ","))
 	if len(g.Ablations) > 1 {
 		a = append(a, "--ablate", strings.Join(g.Ablations[1:], ","))
 	}
@@ -894,7 +913,7 @@ func writeSweepSummary(w io.Writer, cells []results.SweepCell) error {
 		if c.TPOT.N > 0 {
 			tpot = FormatSeconds(c.TPOT.P50)
 		}
-		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), strconv.Itoa(c.Threads), c.PlacementLabel(), abl, c.Config.Arrival,
+		t.Append([]string{c.Workload, modelLabel(c.Model, c.WeightDType), strconv.Itoa(c.Batch), threadsLabel(&c), c.PlacementLabel(), abl, c.Config.Arrival,
 			FormatSeconds(c.TTFT.P50), tpot, FormatSeconds(c.Latency.P90), fmt.Sprintf("%.4g", c.OutputTokS),
 			fmt.Sprintf("%.0f%%", 100*c.SLOAttained), fmt.Sprintf("%.3g", c.GoodputReqS)})
 	}

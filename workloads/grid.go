@@ -40,6 +40,11 @@ type Grid struct {
 	// placements' cores and matrix targets ("": the engine's choice by
 	// capability), checked by the caller.
 	CoresBackend, MatrixBackend string
+	// PrefillConfig and DecodeConfig are the per-phase service
+	// configurations every cell runs (Sandwich §3.2–3.3; bench sweep
+	// --prefill-config, --decode-config, "auto" for --configs auto; "":
+	// every worker runs both phases), checked by the caller.
+	PrefillConfig, DecodeConfig string
 	// Skip, when set, leaves combinations out of Cells: given a cell (its
 	// Index not yet set) it returns why it is left out, one line that is
 	// the same for every cell left out for one reason, or "" to keep it.
@@ -68,6 +73,8 @@ type Cell struct {
 	MaxPromptTokens int
 	// CoresBackend and MatrixBackend are Grid's ("": the engine's choice).
 	CoresBackend, MatrixBackend string
+	// PrefillConfig and DecodeConfig are Grid's ("": none).
+	PrefillConfig, DecodeConfig string
 }
 
 // KeyPart is one key=value part of a cell's key.
@@ -76,8 +83,9 @@ type KeyPart struct{ Key, Value string }
 // Parts are the cell's coordinates and settings in key order, values
 // escaped (EscapeKeyValue): model, weights (only when not synthetic),
 // wdtype (only when set), layers, workload, batch, threads, placement, ablate ("none" for no
-// ablation), requests, arrival, seed, maxgen, maxprompt, and cores and
-// matrix (the backends, only when named).
+// ablation), requests, arrival, seed, maxgen, maxprompt, cores and
+// matrix (the backends, only when named), and prefill and decode (the
+// per-phase configurations, only when set).
 func (c Cell) Parts() []KeyPart {
 	abl := c.Ablation
 	if abl == "" {
@@ -108,6 +116,9 @@ func (c Cell) Parts() []KeyPart {
 	}
 	if c.MatrixBackend != "" {
 		ps = append(ps, KeyPart{"matrix", c.MatrixBackend})
+	}
+	if c.PrefillConfig != "" || c.DecodeConfig != "" {
+		ps = append(ps, KeyPart{"prefill", c.PrefillConfig}, KeyPart{"decode", c.DecodeConfig})
 	}
 	for i := range ps {
 		ps[i].Value = EscapeKeyValue(ps[i].Value)
@@ -263,7 +274,8 @@ func (g Grid) Cells() (cells []Cell, skipped []string) {
 									c := Cell{Model: m, Weights: weights, WeightDType: d, Layers: g.Layers, Workload: w,
 										Batch: b, Threads: t, Placement: p, Ablation: a, Requests: g.Requests, Arrival: arr,
 										Seed: g.Seed, MaxGenTokens: g.MaxGenTokens, MaxPromptTokens: g.MaxPromptTokens,
-										CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend}
+										CoresBackend: g.CoresBackend, MatrixBackend: g.MatrixBackend,
+										PrefillConfig: g.PrefillConfig, DecodeConfig: g.DecodeConfig}
 									if g.Skip != nil {
 										if why := g.Skip(c); why != "" {
 											skip(why)

@@ -52,6 +52,9 @@ type runOptions struct {
 	TPDegree    int
 	Sync        string
 	CopyThreads int
+	// PrefillConfig, DecodeConfig, Configs and ConfigsTry: Sandwich's
+	// per-phase service configurations (phase_run.go).
+	phaseFlags
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
@@ -167,6 +170,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.CountersPlot, "counters-plot", "", "with --counters: draw prefill vs decode as grouped bars (Sandwich Fig. 1) to this .png/.svg/.pdf, or a figure saying why the counters are unavailable")
 	addLayoutFlags(f, opts)
 	addNUMAFlags(f, opts)
+	addPhaseFlags(f, &opts.phaseFlags)
 	return cmd
 }
 
@@ -218,6 +222,9 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 	if err := o.validateNUMA(); err != nil {
 		return err
 	}
+	if err := o.phaseFlags.validate("run", o.Threads, o.Placement, o.NUMA, o.WeightLayout); err != nil {
+		return err
+	}
 	return o.validateLayout()
 }
 
@@ -236,6 +243,9 @@ type runOp struct {
 	PredictedS        *float64 `json:"predicted_s,omitempty"`
 	PredictedLayerS   *float64 `json:"predicted_per_layer_s,omitempty"`
 	MeasuredPredicted *float64 `json:"measured_over_predicted,omitempty"`
+	// Threads is the workers that ran the operator's phase, with
+	// per-phase configurations (0, left out, without).
+	Threads int `json:"threads,omitempty"`
 }
 
 // runResult is the JSON object of `bench run --json`.
@@ -285,6 +295,9 @@ type runResult struct {
 	// Targets is what ran each placement target's linear operators in the
 	// timed calls: backend, unit, weight precision, calls and label.
 	Targets []results.SweepTarget `json:"targets"`
+	// Phases are the per-phase configurations (--prefill-config,
+	// --decode-config, --configs auto); nil without them.
+	Phases *runPhases `json:"phases,omitempty"`
 }
 
 func runRun(ctx context.Context, o *runOptions) error {
@@ -329,11 +342,18 @@ func runRun(ctx context.Context, o *runOptions) error {
 	for _, a := range o.Ablate {
 		engine.Ablation(a).Apply(&eo)
 	}
+	phases, err := o.phaseFlags.resolve(c, &eo)
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 	m, err := engine.New(w, eo)
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	defer m.Close()
+	if err := phases.runAuto(m, machine, o, o.IO.Err); err != nil {
+		return fmt.Errorf("run: --configs auto: %w", err)
+	}
 	notes = append(notes, m.Notes...)
 	b, err := m.NewBatch(B, T+G)
 	if err != nil {
@@ -447,7 +467,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	var pred map[[2]string]float64
 	if machine != nil {
 		var pt, pd float64
-		if pred, pt, pd, err = sweep.Predict(machine, c, prec, B, T, G); err != nil {
+		predict := sweep.Predict
+		if m.PerPhase() {
+			predict = func(mach *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int) (map[[2]string]float64, float64, float64, error) {
+				return sweep.PredictPhases(mach, c, prec, B, T, G, m.PhaseThreads(roofline.Prefill), m.PhaseThreads(roofline.Decode))
+			}
+		}
+		if pred, pt, pd, err = predict(machine, c, prec, B, T, G); err != nil {
 			return fmt.Errorf("run: --profile %s: %w", o.Profile, err)
 		}
 		res.Profile, res.Machine, res.PredictedTTFT = o.Profile, machine.Name, &pt
@@ -477,8 +503,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 		op.MeasuredS += t.Seconds
 		op.Calls = max(op.Calls, t.Calls)
 	}
+	res.Phases = phases.record(m)
 	for i := range res.Ops {
 		op := &res.Ops[i]
+		if m.PerPhase() {
+			op.Threads = m.PhaseThreads(op.Phase)
+		}
 		if op.PerLayer {
 			op.MeasuredLayerS = op.MeasuredS / float64(c.Layers)
 		}
@@ -594,6 +624,9 @@ func writeRun(w io.Writer, r *runResult) error {
 	if len(r.Targets) > 0 {
 		fmt.Fprintf(w, "linear operators: %s\n\n", sweep.TargetsLine(r.Targets))
 	}
+	if err := writeRunPhases(w, r.Phases); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "weights: %s", r.WeightDType)
 	if r.QuantBackend != "" {
 		fmt.Fprintf(w, " (kernels/quant backend %s; activations quantized to int8 per 32-element block as llama.cpp does)", r.QuantBackend)
@@ -641,14 +674,22 @@ func writeRun(w io.Writer, r *runResult) error {
 	if r.Machine != "" {
 		fmt.Fprintf(w, "predicted: roofline of %s at %s\n\n", r.Machine, r.Precision)
 	}
-	t = newMarkdown(w, "phase", "operator", "calls", "measured", "measured/layer", "predicted", "predicted/layer", "measured/predicted")
+	cols := []string{"phase", "operator", "calls", "measured", "measured/layer", "predicted", "predicted/layer", "measured/predicted"}
+	if r.Phases != nil {
+		cols = append(cols, "threads")
+	}
+	t = newMarkdown(w, cols...)
 	for _, op := range r.Ops {
 		ml := "—"
 		if op.PerLayer {
 			ml = fmtTime(op.MeasuredLayerS)
 		}
-		t.Append([]string{string(op.Phase), op.Op, fmt.Sprint(op.Calls), fmtTime(op.MeasuredS), ml,
-			opt(op.PredictedS, fmtTime), opt(op.PredictedLayerS, fmtTime), opt(op.MeasuredPredicted, ratio)})
+		row := []string{string(op.Phase), op.Op, fmt.Sprint(op.Calls), fmtTime(op.MeasuredS), ml,
+			opt(op.PredictedS, fmtTime), opt(op.PredictedLayerS, fmtTime), opt(op.MeasuredPredicted, ratio)}
+		if r.Phases != nil {
+			row = append(row, fmt.Sprint(op.Threads))
+		}
+		t.Append(row)
 	}
 	if err := t.Render(); err != nil {
 		return err

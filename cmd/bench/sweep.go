@@ -25,6 +25,8 @@ func newCmdSweep(streams IO, runF func(context.Context, *sweep.Options) error) *
 		IsTerminal:     func() bool { return stderrIsTerminal(streams.Err) },
 		ResolveProfile: func(flag string) string { return defaultProfile(flag, streams, "sweep") },
 		LoadMachine:    loadMachine}
+	sweepPhaseResolvers(o)
+	var pf phaseFlags
 	cmd := &cobra.Command{
 		Use:   "sweep [--models M,...] [--workloads W,...] [--batch 1,4] [--threads T,...] [--placement P,...] [--out DIR]",
 		Short: "Replay request traces on the engine over a grid of models, workloads, batch sizes, threads and placements",
@@ -108,6 +110,10 @@ index and key). --dry-run lists the cells.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ThreadsGiven = cmd.Flags().Changed("threads")
 			o.ModelsGiven = cmd.Flags().Changed("models")
+			if err := pf.syntax("sweep"); err != nil {
+				return err
+			}
+			o.PrefillConfig, o.DecodeConfig, o.Configs, o.ConfigsTry = pf.PrefillConfig, pf.DecodeConfig, pf.Configs, pf.ConfigsTry
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -142,5 +148,6 @@ index and key). --dry-run lists the cells.`,
 	f.BoolVar(&o.DryRun, "dry-run", false, "list the grid's cells (and which are done in --out) without running them")
 	f.IntVar(&o.Cell, "cell", -1, "run only cell N of the grid (0-based, as --dry-run and jobs/cells.txt number them); used by --emit-jobs")
 	f.BoolVarP(&o.Quiet, "quiet", "q", false, "no progress bar or per-cell lines")
+	addPhaseFlags(f, &pf)
 	return cmd
 }

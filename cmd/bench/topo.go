@@ -36,6 +36,8 @@ type topoOptions struct {
 	MaxRemoves int
 	MaxTrees   int
 	JSON       string // --json: "", "-" (stdout) or a file (jsonflag.go)
+	// Measure: the core-location experiment (phase_topo.go).
+	Measure topoMeasure
 }
 
 func newTopoCmd(streams IO) *cobra.Command { return newCmdTopo(streams, nil) }
@@ -64,8 +66,19 @@ of n children with stride t at depth d), remove(n,d) (the n right-most
 children of every node at depth d-1), d a depth or a level kind (core,
 numa, l3, ...); or the core-location experiments of Sandwich Fig. 3(a):
 ` + strings.Join(topotree.Presets, ", ") + `.
-It prints the active and idle CPUs; run the engine on the active ones with
-'taskset -c LIST bench run ...'.
+It prints the active and idle CPUs; run the engine's decode on the active
+ones with 'bench run --decode-config SPEC ...' (--prefill-config likewise;
+or 'taskset -c LIST bench run ...' for both phases).
+
+--measure runs Sandwich Fig. 3's core-location experiment on this machine:
+for all cores and each preset of Fig. 3(a) (` + strings.Join(topotree.LocationPresets, ", ") + `),
+the engine (--model, --layers, synthetic fp32) prefills --prompt-tokens and
+decodes --gen-tokens steps on the preset's active CPUs only, --reps times;
+the table gives tok/s of both phases relative to all cores with the
+roofline's prediction (--roofline, a profile.json or published machine;
+default the newest probe profile). Presets that do not apply here (one
+node, no L3 groups) are listed as "not applicable: why". --out DIR writes
+corelocation.md, corelocation.json and the figure.
 
 --configs lists the configurations: of the --remove tree, or, without
 --remove, of every tree the transforms reach (--max-groups group
@@ -88,6 +101,9 @@ that divide the model's query and KV heads.`,
 			if runF != nil {
 				return runF(opts)
 			}
+			if opts.Measure.On {
+				return topoMeasureRun(cmd.Context(), opts)
+			}
 			return topoRun(opts)
 		},
 	}
@@ -102,6 +118,7 @@ that divide the model's query and KV heads.`,
 	f.IntVar(&opts.MaxRemoves, "max-removes", 1, "with --configs and no --remove: successive removes per tree")
 	f.IntVar(&opts.MaxTrees, "max-trees", 20000, "with --configs and no --remove: stop after this many distinct trees")
 	addJSONFlag(cmd, &opts.JSON, "the tree, transforms and configurations (one object)")
+	addTopoMeasureFlags(cmd, &opts.Measure)
 	return cmd
 }
 
@@ -123,10 +140,10 @@ func (o *topoOptions) validate() error {
 			return fmt.Errorf("topo: --cpus: %w", err)
 		}
 	}
-	if o.Model != "" && !o.Configs {
-		return errors.New("topo: --model limits the configurations: it needs --configs")
+	if o.Model != "" && !o.Configs && !o.Measure.On {
+		return errors.New("topo: --model limits the configurations: it needs --configs (or is the model --measure runs)")
 	}
-	return nil
+	return o.validateMeasure()
 }
 
 // topoTree loads the base tree and names its source.
@@ -268,7 +285,8 @@ func writeTopo(w io.Writer, r *topotree.Result) error {
 	if len(r.Transforms) > 0 {
 		fmt.Fprintf(w, "\nactive CPUs (%d): %s\n", len(r.Active), topology.FormatCPUList(r.Active))
 		fmt.Fprintf(w, "idle CPUs (%d): %s\n", len(r.Idle), topology.FormatCPUList(r.Idle))
-		fmt.Fprintf(w, "run on them: taskset -c %s bench run ...\n", topology.FormatCPUList(r.Active))
+		fmt.Fprintf(w, "run on them: bench run --decode-config cpus=%s ... (or taskset -c %s bench run ... for both phases)\n",
+			topology.FormatCPUList(r.Active), topology.FormatCPUList(r.Active))
 	}
 	if r.Configs == nil && r.ConfigDups == 0 && r.Limited == 0 {
 		return nil
