@@ -4,7 +4,11 @@
 // bandwidth shared between two concurrent thread groups (SMEPilot §3.1), and
 // the node-to-node NUMA matrix (ArcLight §3.1, Table 1), and the fixed
 // cost of one parallel call on kernels/pool, hot and after the workers
-// parked (the dispatch section, fixedcost.go; issue #16).
+// parked (the dispatch section, fixedcost.go; issue #16). Where CPUID and
+// sysfs report no L3 (a VM), the last-level cache's size is found from the
+// knee of the read bandwidth curves (knee.go: DetectKnee, WithMeasuredLLC,
+// KneeRule) and recorded as a cache of source "measured knee" with an L3
+// read roof in memory.levels.
 //
 // Every figure is the median of at least five timed repetitions after a
 // warm-up, with min, max and the coefficient of variation, measured on

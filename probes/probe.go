@@ -280,6 +280,12 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 			return nil, err
 		}
 	}
+	// A last-level cache CPUID and sysfs hide (a VM), from the knee of the
+	// read bandwidth curves (knee.go).
+	if q, note := WithMeasuredLLC(p); note != "" {
+		q.Notes = append(slices.Clone(q.Notes), note)
+		p = q
+	}
 	return p, nil
 }
 

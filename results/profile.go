@@ -186,9 +186,30 @@ type Cache struct {
 	// SharedBy is the number of logical CPUs sharing one instance.
 	SharedBy int `json:"shared_by"`
 	// Source is "cpuid" when sysfs had no cache information and the entry
-	// comes from CPUID (sharing assumed, see Topology.CacheNote); empty for
-	// sysfs.
+	// comes from CPUID (sharing assumed, see Topology.CacheNote); "measured
+	// knee" for a level neither reports, found from the read bandwidth
+	// curves (Topology.CacheKnees); empty for sysfs.
 	Source string `json:"source,omitempty"`
+}
+
+// CacheKnee is one knee of the read bandwidth vs working set curve at one
+// thread count: the bandwidth stays on a plateau above DRAM's up to
+// SizeBytes, and falls below ThresholdGBps from FirstBelowBytes (bytes are
+// whole working sets over all threads; GB/s = 1e9 bytes/s).
+type CacheKnee struct {
+	Threads int `json:"threads"`
+	// SizeBytes is the largest working set still on the level.
+	SizeBytes int64 `json:"size_bytes"`
+	// FirstBelowBytes is the first working set below the threshold.
+	FirstBelowBytes int64 `json:"first_below_bytes"`
+	// AboveBytes is the capacity of the last level known at these
+	// threads (the search starts past twice it).
+	AboveBytes int64 `json:"above_bytes"`
+	// PlateauGBps is the highest read bandwidth past AboveBytes, DRAMGBps
+	// the median at the largest working sets, ThresholdGBps their mean.
+	PlateauGBps   float64 `json:"plateau_gbps"`
+	DRAMGBps      float64 `json:"dram_gbps"`
+	ThresholdGBps float64 `json:"threshold_gbps"`
 }
 
 // NUMANode is one NUMA node of the topology section.
@@ -227,8 +248,15 @@ type Topology struct {
 	LineBytes int   `json:"line_bytes"`
 	// CacheNote says where the cache figures came from when not from
 	// sysfs, and what is unknown; empty when sysfs described the caches.
-	CacheNote string     `json:"cache_note,omitempty"`
-	Nodes     []NUMANode `json:"nodes"`
+	CacheNote string `json:"cache_note,omitempty"`
+	// CacheKnees are the knees of the read bandwidth curves a cache level
+	// was found from where CPUID and sysfs report none (a cache entry of
+	// source "measured knee"), one per thread count with a knee, and
+	// KneeRule the rule that found them (probes.DetectKnee); absent
+	// otherwise.
+	CacheKnees []CacheKnee `json:"cache_knees,omitempty"`
+	KneeRule   string      `json:"knee_rule,omitempty"`
+	Nodes      []NUMANode  `json:"nodes"`
 	// Distances is the NUMA distance matrix (ACPI SLIT units, 10 = local),
 	// Distances[i][j] from node Nodes[i] to node Nodes[j].
 	Distances [][]int   `json:"distances"`
