@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -59,6 +60,10 @@ type Point struct {
 	// has none), in seconds.
 	Predicted  float64 `json:"predicted_s"`
 	Calibrated float64 `json:"calibrated_s"`
+	// Level is what bounds the uncalibrated prediction (roofline's
+	// Placed.Bound: "L1", "L2", "L3", "DRAM" or "compute"; an
+	// attention's, its QKᵀ's): the point's class is fitted per level.
+	Level string `json:"level"`
 	// HeldOut is true for the held-out half (false: the fit half).
 	HeldOut bool `json:"held_out"`
 	// Counted is true for a held-out point counted in its class's error
@@ -69,6 +74,15 @@ type Point struct {
 // Noisy reports whether the point's measurement was marked noisy (it is
 // then neither fitted nor counted in the errors).
 func (p Point) Noisy() bool { return p.Seconds.Noisy() }
+
+// CalibrationKey is the calibration key the point is fitted under: its class, the
+// thread count that runs it and the level that bounds it.
+func (p Point) CalibrationKey() roofline.CalibrationKey {
+	return roofline.CalibrationKey{Class: p.Class, Threads: p.RunThreads(), Level: p.Level}
+}
+
+// Name is the shape's one-line name with its level.
+func (p Point) Name() string { return p.Shape.Key() + " @" + p.Level }
 
 // Report is a calibration run's result.
 type Report struct {
@@ -107,11 +121,16 @@ func (c *Config) validate() error {
 }
 
 // Uncalibrated is the roofline machine of p without its calibration
-// section.
-func Uncalibrated(p *results.Profile, name string) (*roofline.Machine, error) {
-	q := *p
-	q.Calibration = nil
-	return roofline.FromProfile(&q, name)
+// section, with the L3 found at the knee of its read bandwidth curves
+// where its topology has none (probes.WithMeasuredLLC, as bench probe now
+// records it), and the note saying what was found ("" when nothing was
+// looked for).
+func Uncalibrated(p *results.Profile, name string) (*roofline.Machine, string, error) {
+	q, note := probes.WithMeasuredLLC(p)
+	r := *q
+	r.Calibration = nil
+	m, err := roofline.FromProfile(&r, name)
+	return m, note, err
 }
 
 // Run measures the designed shapes, fits each class on the fit half and
@@ -120,7 +139,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	m, err := Uncalibrated(c.Profile, c.ProfileName)
+	m, llcNote, err := Uncalibrated(c.Profile, c.ProfileName)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -152,35 +171,47 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	defer b.Close()
 	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int]*probes.GEMMWeights{}}
-	shapes := Design(threads, c.Quick)
-	held := Split(shapes)
+	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * c.Arch.KVHeads * c.Arch.HeadDim * 4)}
+	shapes := Design(threads, c.Quick, sz)
 	r := &Report{Profile: c.ProfileName, Threads: threads, Target: Target}
+	if llcNote != "" {
+		r.Notes = append(r.Notes, llcNote)
+	}
+	keys := make([]roofline.CalibrationKey, len(shapes))
 	for i, s := range shapes {
+		pred, level, err := predict(m, c.Arch, s)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", s.Key(), err)
+		}
+		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level})
+		keys[i] = r.Points[i].CalibrationKey()
+	}
+	for i, h := range Split(keys) {
+		r.Points[i].HeldOut = h
+	}
+	for i := range r.Points {
+		p := &r.Points[i]
 		if c.Progress != nil {
-			c.Progress(fmt.Sprintf("calibrate %d/%d: %s", i+1, len(shapes), s.Key()))
+			c.Progress(fmt.Sprintf("calibrate %d/%d: %s", i+1, len(shapes), p.Name()))
 		}
-		pred, err := predict(m, c.Arch, s)
-		if err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", s.Key(), err)
+		if p.Seconds, err = ms.measure(ctx, p.Shape); err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", p.Shape.Key(), err)
 		}
-		st, err := ms.measure(ctx, s)
-		if err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", s.Key(), err)
-		}
-		r.Points = append(r.Points, Point{Shape: s, Seconds: st, Predicted: pred, Calibrated: pred, HeldOut: held[i]})
 	}
 	r.fit()
 	return r, nil
 }
 
-// groups are the (class, threads that run it) pairs of points, in
-// ClassOrder and then by thread count.
+// LevelOrder is the order levels are reported in.
+var LevelOrder = []string{"L1", "L2", "L3", "DRAM", roofline.BoundCompute}
+
+// groups are the calibration keys (class, threads that run it, level) of
+// points, in ClassOrder, then by thread count, then in LevelOrder.
 func groups(points []Point) []roofline.CalibrationKey {
 	seen := map[roofline.CalibrationKey]bool{}
 	var out []roofline.CalibrationKey
 	for _, p := range points {
-		k := roofline.CalibrationKey{Class: p.Class, Threads: p.RunThreads()}
-		if !seen[k] {
+		if k := p.CalibrationKey(); !seen[k] {
 			seen[k] = true
 			out = append(out, k)
 		}
@@ -189,9 +220,17 @@ func groups(points []Point) []roofline.CalibrationKey {
 		if d := slices.Index(ClassOrder, a.Class) - slices.Index(ClassOrder, b.Class); d != 0 {
 			return d
 		}
-		return a.Threads - b.Threads
+		if a.Threads != b.Threads {
+			return a.Threads - b.Threads
+		}
+		return slices.Index(LevelOrder, a.Level) - slices.Index(LevelOrder, b.Level)
 	})
 	return out
+}
+
+// keyText names a calibration key in notes.
+func keyText(k roofline.CalibrationKey) string {
+	return fmt.Sprintf("%s at %d threads bound by %s", k.Class, k.Threads, k.Level)
 }
 
 // fit fits every class at every thread count that runs it on its fit
@@ -209,14 +248,14 @@ func (r *Report) fit() {
 	if noisy > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d shapes noisy after their repeats (cv > %.0f%%): neither fitted nor counted, unless a class has too few quiet ones", noisy, len(r.Points), 100*results.NoiseMaxCV))
 	}
+	var uncal []string
 	for _, g := range groups(r.Points) {
-		class, threads := g.Class, g.Threads
 		var pf, mf, ph, mh []float64
 		var hi []int
 		collect := func(noisyToo bool) {
 			pf, mf, ph, mh, hi = nil, nil, nil, nil, nil
 			for i, p := range r.Points {
-				if p.Class != class || p.RunThreads() != threads || p.Noisy() && !noisyToo || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
+				if p.CalibrationKey() != g || p.Noisy() && !noisyToo || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
 					continue
 				}
 				if p.HeldOut {
@@ -232,17 +271,19 @@ func (r *Report) fit() {
 			// Too few quiet shapes (a loaded machine): fit and count the
 			// noisy ones too, and say so.
 			collect(true)
-			if len(pf) > 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("%s at %d threads: fewer than 2 quiet fit shapes or no quiet held-out shape: its noisy shapes are fitted and counted too", class, threads))
+			if len(pf) >= 2 {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s: fewer than 2 quiet fit shapes or no quiet held-out shape: its noisy shapes are fitted and counted too", keyText(g)))
 			}
 		}
-		if len(pf) == 0 && len(ph) == 0 {
+		if len(pf) < 2 {
+			// One shape fixes no line: the key stays uncalibrated.
+			uncal = append(uncal, fmt.Sprintf("%s (%d shape(s))", keyText(g), len(pf)+len(ph)))
 			continue
 		}
-		cc := results.CalibrationClass{Class: class, Threads: threads, FitShapes: len(pf), HeldOutShapes: len(ph)}
+		cc := results.CalibrationClass{Class: g.Class, Threads: g.Threads, Level: g.Level, FitShapes: len(pf), HeldOutShapes: len(ph)}
 		params, err := Fit(pf, mf)
 		if err != nil {
-			r.Notes = append(r.Notes, fmt.Sprintf("%s at %d threads: not calibrated: %v", class, threads, err))
+			r.Notes = append(r.Notes, fmt.Sprintf("%s: not calibrated: %v", keyText(g), err))
 			continue
 		}
 		cc.Efficiency, cc.FixedSeconds = params.Efficiency, params.FixedSeconds
@@ -253,7 +294,7 @@ func (r *Report) fit() {
 			r.Points[i].Counted = true
 		}
 		for i := range r.Points {
-			if p := &r.Points[i]; p.Class == class && p.RunThreads() == threads && !p.HeldOut && p.Predicted > 0 {
+			if p := &r.Points[i]; p.CalibrationKey() == g && !p.HeldOut && p.Predicted > 0 {
 				p.Calibrated = params.Apply(p.Predicted, true)
 			}
 		}
@@ -262,6 +303,10 @@ func (r *Report) fit() {
 		allB, allA = append(allB, before...), append(allA, after...)
 		r.Classes = append(r.Classes, cc)
 	}
+	if len(uncal) > 0 {
+		r.Notes = append(r.Notes, "uncalibrated (fewer than 2 fit shapes; operators of these keys are predicted by the roofline alone): "+strings.Join(uncal, ", "))
+	}
+	r.Notes = append(r.Notes, "classes are keyed by the level that bounds an operator's prediction (L1, L2, L3, DRAM: the memory level holding most of its bytes; compute: the FLOP ceiling or non-linear rate): an operator whose class has no entry at its level is predicted uncalibrated")
 	r.Before, r.After = Summarize(allB), Summarize(allA)
 }
 
@@ -283,13 +328,17 @@ func Apply(p *results.Profile, r *Report, now time.Time) (*results.Profile, erro
 	if len(r.Classes) == 0 {
 		return nil, errors.New("calibrate: no class was fitted: nothing to write")
 	}
-	q := *p
-	q.Calibration = &results.Calibration{Schema: results.CalibrationSchemaV1, CreatedAt: now.UTC().Format(time.RFC3339),
+	// The L3 the calibration was keyed by (found at the knee where the
+	// topology has none) goes with it.
+	q, _ := probes.WithMeasuredLLC(p)
+	qq := *q
+	q = &qq
+	q.Calibration = &results.Calibration{Schema: results.CalibrationSchemaV2, CreatedAt: now.UTC().Format(time.RFC3339),
 		Precision: "fp32", Threads: r.Threads, Classes: slices.Clone(r.Classes), Notes: slices.Clone(r.Notes)}
 	if err := q.Calibration.Validate(); err != nil {
 		return nil, err
 	}
-	return &q, nil
+	return q, nil
 }
 
 // Verdict is the target line: the held-out p90 after calibration against

@@ -4,10 +4,12 @@ import (
 	"context"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
@@ -83,24 +85,53 @@ func TestFitBadInput(t *testing.T) {
 	}
 }
 
-// TestSplit: the split is deterministic, stratified per class (both halves
-// in every class, sizes within one) and the same for the same design.
+// TestSplit: the design and the split are deterministic, stratified per
+// calibration key (both halves in every key with two shapes or more,
+// sizes within one), and the full design reaches every level: GEMVs and
+// vector operators bound by DRAM (≥ 4× the LLC) as well as by the caches.
 func TestSplit(t *testing.T) {
+	p, err := results.ReadProfile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := Uncalibrated(p, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := models.Load("qwen3-0.6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := mc.Arch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * arch.KVHeads * arch.HeadDim * 4)}
+	if sz.LLCBytes != 32<<20 {
+		t.Fatalf("fixture LLC %d bytes, want its 32 MiB L3", sz.LLCBytes)
+	}
 	for _, quick := range []bool{false, true} {
-		a := Design([]int{1, 2}, quick)
-		b := Design([]int{1, 2}, quick)
+		a := Design([]int{1, 2}, quick, sz)
+		b := Design([]int{1, 2}, quick, sz)
 		if !reflect.DeepEqual(a, b) {
 			t.Fatal("Design is not deterministic")
 		}
-		ha, hb := Split(a), Split(b)
+		keys := make([]roofline.CalibrationKey, len(a))
+		for i, s := range a {
+			_, level, err := predict(m, arch, s)
+			if err != nil {
+				t.Fatalf("%s: %v", s.Key(), err)
+			}
+			keys[i] = Point{Shape: s, Level: level}.CalibrationKey()
+		}
+		ha, hb := Split(keys), Split(slices.Clone(keys))
 		if !reflect.DeepEqual(ha, hb) {
 			t.Fatal("Split is not deterministic")
 		}
 		count := map[roofline.CalibrationKey][2]int{}
 		classes := map[string]bool{}
-		for i, s := range a {
-			k := roofline.CalibrationKey{Class: s.Class, Threads: s.RunThreads()}
-			classes[s.Class] = true
+		for i, k := range keys {
+			classes[k.Class] = true
 			c := count[k]
 			if ha[i] {
 				c[1]++
@@ -116,7 +147,20 @@ func TestSplit(t *testing.T) {
 		}
 		for k, c := range count {
 			if c[0]+c[1] >= 2 && (c[0] == 0 || c[1] == 0) || c[0]-c[1] > 1 || c[1]-c[0] > 1 {
-				t.Errorf("quick %v: %s at %d threads: %d fit, %d held out", quick, k.Class, k.Threads, c[0], c[1])
+				t.Errorf("quick %v: %s: %d fit, %d held out", quick, keyText(k), c[0], c[1])
+			}
+		}
+		if !quick {
+			for _, k := range []roofline.CalibrationKey{
+				{Class: roofline.ClassGEMV, Threads: 2, Level: "DRAM"}, {Class: roofline.ClassGEMV, Threads: 1, Level: "DRAM"},
+				{Class: roofline.ClassGEMV, Threads: 1, Level: "L2"}, {Class: roofline.ClassGEMV, Threads: 2, Level: "L3"},
+				{Class: roofline.ClassResidual, Threads: 2, Level: "DRAM"}, {Class: roofline.ClassResidual, Threads: 1, Level: "L1"},
+				{Class: roofline.ClassGEMM, Threads: 2, Level: roofline.BoundCompute},
+				{Class: roofline.ClassAttention, Threads: 2, Level: "DRAM"},
+			} {
+				if c := count[k]; c[0] < 2 || c[1] < 1 {
+					t.Errorf("full design: %s: %d fit, %d held out shapes, want ≥ 2 and ≥ 1", keyText(k), c[0], c[1])
+				}
 			}
 		}
 		for _, s := range a {
@@ -147,6 +191,8 @@ func TestApplyRoundTrip(t *testing.T) {
 		{Class: roofline.ClassNorm, Efficiency: 0.25, FixedSeconds: 1e-6, FitShapes: 2, HeldOutShapes: 2},
 		// A thread count's own parameters take precedence over the class's.
 		{Class: roofline.ClassNorm, Threads: 2, Efficiency: 4, FixedSeconds: 0, FitShapes: 2, HeldOutShapes: 2},
+		// Keyed by level: DRAM-bound GEMVs only.
+		{Class: roofline.ClassGEMV, Level: "DRAM", Efficiency: 0.8, FixedSeconds: 1e-6, FitShapes: 2, HeldOutShapes: 2},
 	}}
 	q, err := Apply(p, r, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC))
 	if err != nil {
@@ -184,7 +230,8 @@ func TestApplyRoundTrip(t *testing.T) {
 		{roofline.LinearOp(roofline.OpQProj, 64, 1024, 1024), 0.5, 3e-6, true},
 		{norm, 0.25, 1e-6, true},
 		{normPar, 4, 0, true},
-		{roofline.LinearOp(roofline.OpQProj, 1, 1024, 1024), 1, 0, false}, // gemv: no parameters
+		{roofline.LinearOp(roofline.OpQProj, 1, 1024, 1024), 1, 0, false},     // gemv in the L3: no parameters
+		{roofline.LinearOp(roofline.OpQProj, 1, 8192, 4096), 0.8, 1e-6, true}, // 128 MiB of weights: DRAM
 	} {
 		pb, err := roofline.Place(base, "fp32", []roofline.Operator{c.op})
 		if err != nil {
@@ -213,7 +260,7 @@ func TestApplyRoundTrip(t *testing.T) {
 		}
 	}
 	// Uncalibrated drops the section.
-	u, err := Uncalibrated(back, "p")
+	u, _, err := Uncalibrated(back, "p")
 	if err != nil || u.Calibration != nil {
 		t.Errorf("Uncalibrated: %v, calibration %v", err, u.Calibration)
 	}
@@ -233,7 +280,7 @@ func TestBadCalibration(t *testing.T) {
 		{results.Calibration{Schema: "bench.calibration/v9"}, `calibration.schema "bench.calibration/v9" is not supported`},
 		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 0}}}, "efficiency 0: must be > 0"},
 		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1, FixedSeconds: -1}}}, "fixed_seconds -1"},
-		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1}, {Class: "gemm", Efficiency: 2}}}, `class "gemm" at threads 0 appears twice`},
+		{results.Calibration{Schema: results.CalibrationSchemaV1, Classes: []results.CalibrationClass{{Class: "gemm", Efficiency: 1}, {Class: "gemm", Efficiency: 2}}}, `class "gemm" at threads 0, level "" appears twice`},
 	} {
 		q := *p
 		q.Calibration = &c.cal
@@ -275,7 +322,7 @@ func TestRunQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Points) != len(Design([]int{1}, true)) {
+	if len(r.Points) != len(Design([]int{1}, true, Sizes{})) {
 		t.Errorf("%d points", len(r.Points))
 	}
 	for _, pt := range r.Points {

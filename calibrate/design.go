@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cpubench/bench/roofline"
 )
@@ -40,17 +41,59 @@ func (s Shape) Key() string {
 	return fmt.Sprintf("%s %d×%d t=%d", s.Class, s.Rows, s.Width, s.Threads)
 }
 
+// Sizes scale the design's level-spanning shapes to the machine and the
+// model.
+type Sizes struct {
+	// LLCBytes is the last cache level's capacity the roofline knows
+	// (roofline.Machine.LastLevelBytes: with a measured knee where CPUID
+	// hides the L3); 0: no L3- or DRAM-sized shapes.
+	LLCBytes int64
+	// KVBytesPerPos is the fp32 K and V bytes of one position of one layer
+	// (2 · KV heads · head dim · 4): decode attention at DRAM-sized
+	// contexts; 0: none.
+	KVBytesPerPos int64
+}
+
 // Design returns the designed set of shapes at every thread count of
 // threads (1 and all, in the command), in a fixed order: per class, the
 // shapes from the smallest to the largest work. quick is a smaller set
-// (tests, `--quick`).
-func Design(threads []int, quick bool) []Shape {
+// (tests, `--quick`) without the level-spanning shapes.
+//
+// Besides the grid of GEMM/GEMV M × (N, K), attention contexts and vector
+// rows × widths (their bytes mostly in L1, L2 and the L3), the full design
+// has, from sz, shapes whose bytes lie at each level so that every class
+// is fitted where the engine's operators are bound (calibration is keyed
+// by that level, roofline.Placed.Bound): GEMVs of L2-sized weights and of
+// 4× and 8× the LLC (DRAM: the decode linears of a model larger than the
+// LLC); vector operators at width 1024 whose bytes are 1/4, 3/8 and 1/2 of
+// the LLC, and 4×, 6× and 8× it; decode attention over 4×, 6× and 8× the
+// LLC of KV; and prefill-sized GEMMs (M 512 and 2048 at the FFN and
+// projection shapes of a 0.6B model), whose attained rate, not the ceiling
+// measured at one shape, is what the engine's prefill linears run at.
+func Design(threads []int, quick bool, sz Sizes) []Shape {
 	ms := []int{1, 2, 4, 8, 16, 32, 64, 128, 256}
 	nks := [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {2048, 2048}}
 	ctxs := []int{64, 128, 256, 512}
 	decCtx := []int{128, 256, 512, 1024, 2048, 4096}
 	rows := []int{1, 4, 16, 64}
 	widths := []int{512, 1024, 3072}
+	gemvMs := []int{1, 2, 4, 8}
+	smallNKs := [][2]int{{256, 128}, {256, 256}, {512, 256}, {512, 384}}
+	prefillMs := []int{512, 2048}
+	prefillNKs := [][2]int{{3072, 1024}, {1024, 3072}, {2048, 1024}}
+	var dramNKs [][2]int
+	if sz.LLCBytes > 0 {
+		const k = 4096
+		for _, f := range []int64{4, 8} {
+			n := (f*sz.LLCBytes/(4*k) + 255) / 256 * 256
+			dramNKs = append(dramNKs, [2]int{int(n), k})
+		}
+		if sz.KVBytesPerPos > 0 {
+			for _, f := range []int64{4, 6, 8} {
+				decCtx = append(decCtx, int((f*sz.LLCBytes+sz.KVBytesPerPos-1)/sz.KVBytesPerPos))
+			}
+		}
+	}
 	if quick {
 		ms = []int{1, 4, 16, 64}
 		nks = [][2]int{{256, 256}, {512, 256}}
@@ -58,16 +101,35 @@ func Design(threads []int, quick bool) []Shape {
 		decCtx = []int{64, 128, 256, 512}
 		rows = []int{1, 8}
 		widths = []int{256, 1024}
+		smallNKs, prefillMs, dramNKs = nil, nil, nil
+	}
+	linear := func(t, m int, nk [2]int) Shape {
+		c := roofline.ClassGEMM
+		if m <= roofline.GEMVMaxRows {
+			c = roofline.ClassGEMV
+		}
+		return Shape{Class: c, Op: roofline.OpQProj, Threads: t, M: m, N: nk[0], K: nk[1]}
 	}
 	var out []Shape
 	for _, t := range threads {
+		for _, nk := range smallNKs {
+			for _, m := range gemvMs {
+				out = append(out, linear(t, m, nk))
+			}
+		}
 		for _, nk := range nks {
 			for _, m := range ms {
-				c := roofline.ClassGEMM
-				if m <= roofline.GEMVMaxRows {
-					c = roofline.ClassGEMV
-				}
-				out = append(out, Shape{Class: c, Op: roofline.OpQProj, Threads: t, M: m, N: nk[0], K: nk[1]})
+				out = append(out, linear(t, m, nk))
+			}
+		}
+		for _, nk := range dramNKs {
+			for _, m := range gemvMs {
+				out = append(out, linear(t, m, nk))
+			}
+		}
+		for _, m := range prefillMs {
+			for _, nk := range prefillNKs {
+				out = append(out, linear(t, m, nk))
 			}
 		}
 		for _, c := range ctxs {
@@ -87,6 +149,19 @@ func Design(threads []int, quick bool) []Shape {
 				for _, w := range widths {
 					out = append(out, Shape{Class: v.class, Op: v.op, Threads: t, Rows: r, Width: w})
 				}
+			}
+			if quick || sz.LLCBytes <= 0 {
+				continue
+			}
+			// Rows of width 1024 whose bytes are a given fraction of the LLC.
+			const w = 1024
+			one, err := predictOp(Shape{Class: v.class, Op: v.op, Rows: 1, Width: w})
+			if err != nil || !(one.Bytes.Total() > 0) {
+				continue
+			}
+			for _, f := range []float64{0.25, 0.375, 0.5, 4, 6, 8} {
+				r := int(math.Ceil(f * float64(sz.LLCBytes) / one.Bytes.Total()))
+				out = append(out, Shape{Class: v.class, Op: v.op, Threads: t, Rows: max(r, 1), Width: w})
 			}
 		}
 	}
@@ -110,16 +185,16 @@ func (s Shape) RunThreads() int {
 }
 
 // Split assigns each shape to the fit half (false) or the held-out half
-// (true), stratified per class and thread count that runs it
-// (RunThreads): within each such group, in design order (from the
-// smallest to the largest work), the shapes alternate fit, held-out, fit,
-// … so each group has both halves and both span its range. It depends
-// only on the shapes, not on any measurement (deterministic).
-func Split(shapes []Shape) []bool {
-	held := make([]bool, len(shapes))
+// (true), stratified per calibration key (class, thread count that runs
+// it, RunThreads, and the level that bounds its prediction): keys[i] is
+// shape i's. Within each key, in design order (from the smallest to the
+// largest work), the shapes alternate fit, held-out, fit, … so each group
+// has both halves and both span its range. It depends only on the shapes
+// and the uncalibrated model, not on any measurement (deterministic).
+func Split(keys []roofline.CalibrationKey) []bool {
+	held := make([]bool, len(keys))
 	n := map[roofline.CalibrationKey]int{}
-	for i, s := range shapes {
-		k := roofline.CalibrationKey{Class: s.Class, Threads: s.RunThreads()}
+	for i, k := range keys {
 		held[i] = n[k]%2 == 1
 		n[k]++
 	}

@@ -227,11 +227,13 @@ func predictOp(s Shape) (roofline.Operator, error) {
 }
 
 // predict is the uncalibrated roofline time of shape s on m (the cores at
-// s.Threads workers), in seconds; attention is the sum of the catalog's
-// qk, softmax and pv as Place times them (the parts the attention class's
-// parameters apply to; roofline.PredictAttention's rescale term is not
-// part of it and stays uncalibrated).
-func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, error) {
+// s.Threads workers), in seconds, and the level that bounds it
+// (roofline.Placed.Bound; an attention's is its QKᵀ's, which the roofline
+// also keys its softmax and P·V by); attention is the sum of the
+// catalog's qk, softmax and pv as Place times them (the parts the
+// attention class's parameters apply to; roofline.PredictAttention's
+// rescale term is not part of it and stays uncalibrated).
+func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, string, error) {
 	mt := m.AtThreads(s.Threads)
 	if s.Class == roofline.ClassAttention {
 		req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: s.Context, Context: s.Context,
@@ -242,7 +244,7 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, error) 
 		}
 		cat, err := roofline.BuildCatalog(arch, req)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		var ops []roofline.Operator
 		for _, o := range cat.Layers[0].Ops {
@@ -254,19 +256,24 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, error) 
 	}
 	op, err := predictOp(s)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	return placeSum(mt, []roofline.Operator{op})
 }
 
-func placeSum(m *roofline.Machine, ops []roofline.Operator) (float64, error) {
+// placeSum is the sum of ops' placed times and the bound of the first
+// (the call's: QKᵀ of an attention).
+func placeSum(m *roofline.Machine, ops []roofline.Operator) (float64, string, error) {
 	ps, err := roofline.Place(m, "fp32", ops)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	t := 0.0
 	for _, p := range ps {
 		t += p.Time
 	}
-	return t, nil
+	if len(ps) == 0 {
+		return 0, "", fmt.Errorf("no operator to predict")
+	}
+	return t, ps[0].Bound, nil
 }

@@ -17,15 +17,15 @@ import (
 // then every shape, and the target line.
 func (r *Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Roofline calibration, held-out shapes\n\nProfile %s; threads %v; t = fixed + t_roofline / efficiency per class, fitted on the fit half; errors |pred−meas|/meas on the held-out half.\n\n", r.Profile, r.Threads)
-	b.WriteString("| class | threads | efficiency | fixed (µs) | fit | held out | before p50 | before p90 | before max | after p50 | after p90 | after max |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	fmt.Fprintf(&b, "# Roofline calibration, held-out shapes\n\nProfile %s; threads %v; t = fixed + t_roofline / efficiency per class, thread count and bounding level, fitted on the fit half; errors |pred−meas|/meas on the held-out half.\n\n", r.Profile, r.Threads)
+	b.WriteString("| class | threads | level | efficiency | fixed (µs) | fit | held out | before p50 | before p90 | before max | after p50 | after p90 | after max |\n")
+	b.WriteString("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	pc := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 	for _, c := range r.Classes {
-		fmt.Fprintf(&b, "| %s | %d | %.3f | %.2f | %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Class, c.Threads, c.Efficiency, 1e6*c.FixedSeconds,
+		fmt.Fprintf(&b, "| %s | %d | %s | %.3f | %.2f | %d | %d | %s | %s | %s | %s | %s | %s |\n", c.Class, c.Threads, c.Level, c.Efficiency, 1e6*c.FixedSeconds,
 			c.FitShapes, c.HeldOutShapes, pc(c.Before.P50), pc(c.Before.P90), pc(c.Before.Max), pc(c.After.P50), pc(c.After.P90), pc(c.After.Max))
 	}
-	fmt.Fprintf(&b, "| all | | | | | %d | %s | %s | %s | %s | %s | %s |\n\n", r.After.N, pc(r.Before.P50), pc(r.Before.P90), pc(r.Before.Max), pc(r.After.P50), pc(r.After.P90), pc(r.After.Max))
+	fmt.Fprintf(&b, "| all | | | | | | %d | %s | %s | %s | %s | %s | %s |\n\n", r.After.N, pc(r.Before.P50), pc(r.Before.P90), pc(r.Before.Max), pc(r.After.P50), pc(r.After.P90), pc(r.After.Max))
 	b.WriteString(r.Verdict() + "\n\n")
 	for _, n := range r.Notes {
 		b.WriteString("- " + n + "\n")
@@ -44,7 +44,7 @@ func (r *Report) Markdown() string {
 			half += " (NOISY: " + p.Seconds.Noise.Why + ")"
 		}
 		m := p.Seconds.Median
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %.1f%% | %.2f | %.2f | %s | %s |\n", p.Key(), half, 1e6*m, 100*p.Seconds.CV, 1e6*p.Predicted, 1e6*p.Calibrated,
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %.1f%% | %.2f | %.2f | %s | %s |\n", p.Name(), half, 1e6*m, 100*p.Seconds.CV, 1e6*p.Predicted, 1e6*p.Calibrated,
 			relPct(p.Predicted, m), relPct(p.Calibrated, m))
 	}
 	return b.String()

@@ -10,6 +10,15 @@ import (
 // refuses a calibration section whose schema it does not know.
 const CalibrationSchemaV1 = "bench.calibration/v1"
 
+// CalibrationSchemaV2 adds each class's level (the memory level, or
+// "compute", that bounds the roofline time of the shapes it was fitted
+// on): a class is then applied only to operators bound by the same level,
+// so a fit on cache-resident GEMVs never applies to DRAM-sized ones. A new
+// version because a v1 reader would apply every level's entry to every
+// operator (and refuse the repeated class). v1 sections are still read:
+// their classes have no level and apply at every level.
+const CalibrationSchemaV2 = "bench.calibration/v2"
+
 // Calibration is the "calibration" section of a profile, written by `bench
 // calibrate` (issue #16 part 2): for each operator class, the parameters of
 //
@@ -19,7 +28,7 @@ const CalibrationSchemaV1 = "bench.calibration/v1"
 // designed set of measured shapes, and the relative error |pred−meas|/meas
 // on the held-out half before and after.
 type Calibration struct {
-	// Schema is CalibrationSchemaV1.
+	// Schema is CalibrationSchemaV2 (or V1: no levels).
 	Schema    string `json:"schema"`
 	CreatedAt string `json:"created_at"`
 	// Precision is the precision the shapes ran and were predicted at
@@ -44,6 +53,12 @@ type CalibrationClass struct {
 	// on one thread whatever the workers); 0: every thread count without
 	// an entry of its own.
 	Threads int `json:"threads,omitempty"`
+	// Level is what bounds the roofline time of the class's shapes: the
+	// memory level holding most of their bytes ("L1", "L2", "L3", "DRAM")
+	// when the memory term is the max, "compute" when the FLOP ceiling or
+	// the non-linear rate is (roofline.Placed.Bound). Absent (v1): every
+	// level.
+	Level string `json:"level,omitempty"`
 	// Efficiency is attained/roof (dimensionless, > 0): the roofline time
 	// is divided by it.
 	Efficiency float64 `json:"efficiency"`
@@ -69,12 +84,13 @@ type ErrorSummary struct {
 // Validate checks the section: its schema, and every class's efficiency
 // > 0 and fixed cost ≥ 0, finite, with no class twice.
 func (c *Calibration) Validate() error {
-	if c.Schema != CalibrationSchemaV1 {
-		return fmt.Errorf("calibration.schema %q is not supported by this bench (it reads %q)", c.Schema, CalibrationSchemaV1)
+	if c.Schema != CalibrationSchemaV1 && c.Schema != CalibrationSchemaV2 {
+		return fmt.Errorf("calibration.schema %q is not supported by this bench (it reads %q and %q)", c.Schema, CalibrationSchemaV2, CalibrationSchemaV1)
 	}
 	type key struct {
 		class   string
 		threads int
+		level   string
 	}
 	seen := map[key]bool{}
 	for i, k := range c.Classes {
@@ -84,10 +100,13 @@ func (c *Calibration) Validate() error {
 		if k.Threads < 0 {
 			return fmt.Errorf("calibration.classes[%d] (%s): threads %d: must be ≥ 0", i, k.Class, k.Threads)
 		}
-		if seen[key{k.Class, k.Threads}] {
-			return fmt.Errorf("calibration.classes[%d]: class %q at threads %d appears twice", i, k.Class, k.Threads)
+		if k.Level != "" && c.Schema == CalibrationSchemaV1 {
+			return fmt.Errorf("calibration.classes[%d] (%s): level %q needs schema %q", i, k.Class, k.Level, CalibrationSchemaV2)
 		}
-		seen[key{k.Class, k.Threads}] = true
+		if seen[key{k.Class, k.Threads, k.Level}] {
+			return fmt.Errorf("calibration.classes[%d]: class %q at threads %d, level %q appears twice", i, k.Class, k.Threads, k.Level)
+		}
+		seen[key{k.Class, k.Threads, k.Level}] = true
 		if !(k.Efficiency > 0) || math.IsInf(k.Efficiency, 0) {
 			return fmt.Errorf("calibration.classes[%d] (%s): efficiency %v: must be > 0 and finite", i, k.Class, k.Efficiency)
 		}

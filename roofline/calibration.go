@@ -75,11 +75,18 @@ func (c ClassParams) Apply(t float64, fixed bool) float64 {
 }
 
 // CalibrationKey names one set of parameters: an operator class at the
-// thread count that runs the operator (0: any thread count).
+// thread count that runs the operator (0: any thread count) and the level
+// that bounds its roofline time (Placed.Bound: "L1", "L2", "L3", "DRAM" or
+// BoundCompute; "": any level, calibrations of schema v1).
 type CalibrationKey struct {
 	Class   string `json:"class"`
 	Threads int    `json:"threads,omitempty"`
+	Level   string `json:"level,omitempty"`
 }
+
+// BoundCompute is Placed.Bound of an operator whose roofline time is its
+// compute term (F/π or the non-linear rate), not a memory level's.
+const BoundCompute = "compute"
 
 // Calibration is the per-class parameters a machine applies to its
 // predictions (a profile's calibration section).
@@ -88,25 +95,32 @@ type Calibration struct {
 	Source string                         `json:"source,omitempty"`
 }
 
-// For returns the parameters of o's class at threads threads (those of
-// the class at any thread count where it has none of its own), and
-// whether there are any.
-func (c *Calibration) For(o Operator, threads int) (ClassParams, bool) {
+// For returns the parameters of o's class at threads threads bound by
+// level (Placed.Bound), and whether there are any: the class's entry at
+// that thread count and level, else at that level for any thread count;
+// else an entry without level (schema v1) at that thread count, else at
+// any. A class fitted at other levels only is not applied (uncalibrated):
+// a fit on cache-resident shapes says nothing of DRAM-sized ones.
+func (c *Calibration) For(o Operator, threads int, level string) (ClassParams, bool) {
 	if c == nil {
 		return ClassParams{}, false
 	}
 	class := ClassOf(o)
-	if p, ok := c.Params[CalibrationKey{class, threads}]; ok {
-		return p, true
+	for _, k := range []CalibrationKey{{class, threads, level}, {class, 0, level}, {class, threads, ""}, {Class: class}} {
+		if p, ok := c.Params[k]; ok {
+			return p, true
+		}
 	}
-	p, ok := c.Params[CalibrationKey{Class: class}]
-	return p, ok
+	return ClassParams{}, false
 }
 
 // calibrate applies m's calibration to p (Time and every target's time):
-// operators of an uncalibrated class are unchanged. The thread count is
-// the one that runs the operator on the cores (OpThreads).
-func (m *Machine) calibrate(p *Placed) {
+// operators of an uncalibrated class, or of a class not fitted at the
+// level that bounds them, are unchanged. The thread count is the one that
+// runs the operator on the cores (OpThreads); the level is p.Bound, except
+// for the softmax and P·V of an attention, which take attn, the bound of
+// their call's QKᵀ (the attention class is fitted on the three together).
+func (m *Machine) calibrate(p *Placed, attn string) {
 	if m.Calibration == nil {
 		return
 	}
@@ -114,7 +128,11 @@ func (m *Machine) calibrate(p *Placed) {
 	if n == 0 {
 		n, _ = OpThreads(p.Operator, max(m.byKind(KindCores)[0].Workers, 1))
 	}
-	c, ok := m.Calibration.For(p.Operator, n)
+	level := p.Bound
+	if (p.Name == OpSoftmax || p.Name == OpPV) && attn != "" {
+		level = attn
+	}
+	c, ok := m.Calibration.For(p.Operator, n, level)
 	if !ok {
 		return
 	}
@@ -141,15 +159,25 @@ func addCalibration(m *Machine, p *results.Profile, name string) error {
 	m.Calibration = &Calibration{Params: map[CalibrationKey]ClassParams{},
 		Source: fmt.Sprintf("%s: calibration section (%s, %s)", name, c.Schema, c.CreatedAt)}
 	var names []string
+	anyLevel := false
 	for _, k := range c.Classes {
-		m.Calibration.Params[CalibrationKey{k.Class, k.Threads}] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds}
+		m.Calibration.Params[CalibrationKey{k.Class, k.Threads, k.Level}] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds}
 		at := ""
 		if k.Threads > 0 {
 			at = fmt.Sprintf("@%dt", k.Threads)
 		}
+		if k.Level != "" {
+			at += "@" + k.Level
+		} else {
+			anyLevel = true
+		}
 		names = append(names, fmt.Sprintf("%s%s efficiency %.2f fixed %.3g µs", k.Class, at, k.Efficiency, 1e6*k.FixedSeconds))
 	}
-	m.Notes = append(m.Notes, fmt.Sprintf("calibrated per operator class and threads (bench calibrate; t = fixed + t_roofline/efficiency): %s; other classes uncalibrated", strings.Join(names, ", ")))
+	note := fmt.Sprintf("calibrated per operator class, threads and bounding level (bench calibrate; t = fixed + t_roofline/efficiency): %s; other classes, and classes at a level they were not fitted at, uncalibrated", strings.Join(names, ", "))
+	if anyLevel {
+		note += "; the entries without a level (schema " + results.CalibrationSchemaV1 + ") apply at every level: rerun bench calibrate to fit per level"
+	}
+	m.Notes = append(m.Notes, note)
 	return nil
 }
 

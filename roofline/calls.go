@@ -2,7 +2,6 @@ package roofline
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -222,7 +221,7 @@ func (m *Machine) maxRoofThreads() int {
 // model (see the package's per-call terms): fixed cost of its pool calls
 // plus max(F/π scaled to its threads, the memory time at the level roofs,
 // elems/the non-linear rate scaled to its threads for non-linear
-// operators). It fills p's Threads, Calls, FixedSeconds and Roof.
+// operators). It fills p's Threads, Calls, FixedSeconds, Roof and Bound.
 func (m *Machine) callTime(cores Target, prec string, o Operator, resident float64, p *Placed) float64 {
 	workers := max(cores.Workers, 1)
 	n, calls := OpThreads(o, workers)
@@ -235,11 +234,16 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		mem, p.Roof = cb.Seconds, cb.Roof
 	}
 	t := mem
+	p.Bound = p.Roof
 	if pi := cores.Ceiling(prec); pi > 0 {
-		t = math.Max(t, o.FLOPs/(pi*share*1e9))
+		if c := o.FLOPs / (pi * share * 1e9); c > t {
+			t, p.Bound = c, BoundCompute
+		}
 	}
 	if o.Kind == KindNonlinear && m.Nonlinear != nil && m.Nonlinear.GElemsPerS > 0 {
-		t = math.Max(t, o.Elems/(m.Nonlinear.GElemsPerS*share*1e9))
+		if c := o.Elems / (m.Nonlinear.GElemsPerS * share * 1e9); c > t {
+			t, p.Bound = c, BoundCompute
+		}
 	}
 	return p.FixedSeconds + t
 }
@@ -321,4 +325,17 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 	if len(f.Points) > 0 {
 		m.FixedCosts = f
 	}
+}
+
+// LastLevelBytes is the capacity of the last cache level of m's level
+// roofs (the largest capacity of any level but DRAM, at any thread count),
+// in bytes; 0 without level roofs.
+func (m *Machine) LastLevelBytes() int64 {
+	n := int64(0)
+	for _, r := range m.LevelRoofs {
+		if r.Level != "DRAM" {
+			n = max(n, r.CapacityBytes)
+		}
+	}
+	return n
 }

@@ -113,6 +113,11 @@ type Placed struct {
 	Calls        int     `json:"calls,omitempty"`
 	FixedSeconds float64 `json:"fixed_s,omitempty"`
 	Roof         string  `json:"roof,omitempty"`
+	// Bound is what bounds the cores' time on a machine with per-call
+	// terms: Roof when the memory term is the max, BoundCompute when the
+	// FLOP ceiling or the non-linear rate is; the level a calibration
+	// class is keyed by (calibration.go).
+	Bound string `json:"bound,omitempty"`
 }
 
 // Place classifies every operator and chooses its target (SMEPilot §3.2,
@@ -158,6 +163,7 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 	}
 	cores := m.byKind(KindCores)[0]
 	out := make([]Placed, 0, len(ops))
+	attn := "" // the bound of the last QKᵀ, for its softmax and P·V
 	for _, o := range ops {
 		p := Placed{Operator: o, Intensity: o.Intensity(), Times: map[string]float64{}}
 		any := m.HasCeilings(prec)
@@ -229,7 +235,10 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 				p.Time = p.Times[p.Target]
 			}
 		}
-		m.calibrate(&p)
+		if p.Name == OpQK {
+			attn = p.Bound
+		}
+		m.calibrate(&p, attn)
 		out = append(out, p)
 	}
 	return out, nil

@@ -95,7 +95,7 @@ func calibrateRun(ctx context.Context, o *calibrateOptions) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: --profile: %w", err)
 	}
-	if _, err := calibrate.Uncalibrated(p, path); err != nil {
+	if _, _, err := calibrate.Uncalibrated(p, path); err != nil {
 		return fmt.Errorf("calibrate: --profile: %w", err)
 	}
 	dest := o.Out

@@ -51,7 +51,7 @@ func TestCalibrateQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Calibration == nil || p.Calibration.Schema != results.CalibrationSchemaV1 || len(p.Calibration.Classes) == 0 {
+	if p.Calibration == nil || p.Calibration.Schema != results.CalibrationSchemaV2 || len(p.Calibration.Classes) == 0 {
 		t.Fatalf("calibration section %+v", p.Calibration)
 	}
 	for _, f := range []string{"calibration.md", "calibration-cdf.png", "calibration.json"} {

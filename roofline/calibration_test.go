@@ -1,0 +1,76 @@
+package roofline
+
+import (
+	"strings"
+	"testing"
+)
+
+// A GEMV whose weights fit the L2 is calibrated by the class's L2 entry;
+// one whose weights are DRAM-sized is not (the class has no DRAM entry),
+// and a compute-bound GEMM takes the "compute" entry.
+func TestCalibrationKeyedByLevel(t *testing.T) {
+	m := callMachine()
+	m.Calibration = &Calibration{Params: map[CalibrationKey]ClassParams{
+		{Class: ClassGEMV, Threads: 2, Level: "L2"}:         {Efficiency: 4},
+		{Class: ClassGEMM, Threads: 2, Level: BoundCompute}: {Efficiency: 0.5},
+	}}
+	un := callMachine()
+	for _, c := range []struct {
+		o     Operator
+		bound string
+		scale float64 // calibrated / uncalibrated time
+	}{
+		{linear(OpQProj, 1, 256, 256, 4, 4), "L2", 0.25},          // 256 KiB of weights
+		{linear(OpQProj, 1, 4096, 4096, 4, 4), "DRAM", 1},         // 64 MiB: uncalibrated
+		{linear(OpQProj, 512, 1024, 1024, 4, 4), BoundCompute, 2}, // compute-bound
+	} {
+		got, err := Place(m, "fp32", []Operator{c.o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Place(un, "fp32", []Operator{c.o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Bound != c.bound {
+			t.Errorf("%s: bound %q, want %q", c.o.Shape, got[0].Bound, c.bound)
+		}
+		if r := got[0].Time / want[0].Time; !nearRel(r, c.scale) {
+			t.Errorf("%s: calibrated/uncalibrated %v, want %v", c.o.Shape, r, c.scale)
+		}
+	}
+}
+
+// An entry without level (schema v1) applies at every level, after the
+// level's own entries.
+func TestCalibrationForFallbacks(t *testing.T) {
+	o := linear(OpQProj, 1, 256, 256, 4, 4)
+	c := &Calibration{Params: map[CalibrationKey]ClassParams{
+		{Class: ClassGEMV}:                          {Efficiency: 1},
+		{Class: ClassGEMV, Level: "L3"}:             {Efficiency: 3},
+		{Class: ClassGEMV, Threads: 2, Level: "L3"}: {Efficiency: 32},
+	}}
+	for _, k := range []struct {
+		threads int
+		level   string
+		eff     float64
+	}{{2, "L3", 32}, {1, "L3", 3}, {2, "DRAM", 1}, {1, "", 1}} {
+		p, ok := c.For(o, k.threads, k.level)
+		if !ok || p.Efficiency != k.eff {
+			t.Errorf("%d threads, level %q: %+v %v, want efficiency %v", k.threads, k.level, p, ok, k.eff)
+		}
+	}
+	delete(c.Params, CalibrationKey{Class: ClassGEMV})
+	if p, ok := c.For(o, 2, "DRAM"); ok {
+		t.Errorf("DRAM with only L3 entries: %+v applied", p)
+	}
+}
+
+func TestLastLevelBytes(t *testing.T) {
+	if n := callMachine().LastLevelBytes(); n != 2<<20 {
+		t.Errorf("last level %d bytes, want the 2-thread L2's 2 MiB", n)
+	}
+	if !strings.Contains(BoundCompute, "compute") {
+		t.Fatal(BoundCompute)
+	}
+}
