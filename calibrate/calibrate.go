@@ -199,7 +199,66 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	r.fit()
+	if note := r.coverage(m, c.Arch, c.Model); note != "" {
+		r.Notes = append(r.Notes, note)
+	}
 	return r, nil
+}
+
+// coverage says which of the model's operators, as `bench run` and
+// scripts/fidelity.sh run it (prefill of 128, 512 and 2048 tokens, decode
+// at batch 1 and 4 after those prompts, fp32 on the cores), fall under a
+// calibration key with no fitted entry and stay uncalibrated ("" when
+// every classified operator is covered).
+func (r *Report) coverage(m *roofline.Machine, arch roofline.Arch, model string) string {
+	fitted := map[roofline.CalibrationKey]bool{}
+	for _, c := range r.Classes {
+		fitted[roofline.CalibrationKey{Class: c.Class, Threads: c.Threads, Level: c.Level}] = true
+	}
+	var reqs []roofline.Request
+	for _, t := range []int{128, 512, 2048} {
+		reqs = append(reqs, roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: t, Context: t})
+		for _, b := range []int{1, 4} {
+			reqs = append(reqs, roofline.Request{Phase: roofline.Decode, Batch: b, Tokens: 1, Context: t + 1})
+		}
+	}
+	seen := map[string]bool{}
+	var missing []string
+	for _, q := range reqs {
+		q.Weight, q.Act, q.KV, q.Routing = "fp32", "fp32", "fp32", roofline.Routing{Kind: "uniform"}
+		a, err := roofline.Analyze(m, arch, q, "fp32")
+		if err != nil {
+			return fmt.Sprintf("coverage of %s's operators not checked: %v", model, err)
+		}
+		ops := slices.Clone(a.Head)
+		for _, l := range a.Layers {
+			ops = append(ops, l.Ops...)
+		}
+		attn := ""
+		for _, p := range ops {
+			class := roofline.ClassOf(p.Operator)
+			level := p.Bound
+			if p.Name == roofline.OpQK {
+				attn = p.Bound
+			}
+			if (p.Name == roofline.OpSoftmax || p.Name == roofline.OpPV) && attn != "" {
+				level = attn
+			}
+			k := roofline.CalibrationKey{Class: class, Threads: p.Threads, Level: level}
+			if class == "" || fitted[k] || fitted[roofline.CalibrationKey{Class: class, Level: level}] {
+				continue
+			}
+			name := fmt.Sprintf("%s %s (%s)", q.Phase, p.Name, keyText(k))
+			if !seen[name] {
+				seen[name] = true
+				missing = append(missing, name)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s's operators (prefill 128/512/2048, decode batch 1 and 4, fp32 cores) with no fitted entry at their level, predicted uncalibrated: %s", model, strings.Join(missing, ", "))
 }
 
 // LevelOrder is the order levels are reported in.
