@@ -61,8 +61,9 @@ type Point struct {
 	Predicted  float64 `json:"predicted_s"`
 	Calibrated float64 `json:"calibrated_s"`
 	// Level is what bounds the uncalibrated prediction (roofline's
-	// Placed.Bound: "L1", "L2", "L3", "DRAM" or "compute"; an
-	// attention's, its QKᵀ's): the point's class is fitted per level.
+	// Placed.Bound: "L1", "L2", "L3", "DRAM", or "compute/" and the
+	// activations' level; an attention's, its QKᵀ's): the point's class
+	// is fitted per level.
 	Level string `json:"level"`
 	// HeldOut is true for the held-out half (false: the fit half).
 	HeldOut bool `json:"held_out"`
@@ -78,7 +79,7 @@ func (p Point) Noisy() bool { return p.Seconds.Noisy() }
 // CalibrationKey is the calibration key the point is fitted under: its class, the
 // thread count that runs it and the level that bounds it.
 func (p Point) CalibrationKey() roofline.CalibrationKey {
-	return roofline.CalibrationKey{Class: p.Class, Threads: p.RunThreads(), Level: p.Level}
+	return roofline.CalibrationKey{Class: p.Class, Threads: p.RunThreads(), Level: roofline.CalibrationLevel(p.Class, p.Level)}
 }
 
 // Name is the shape's one-line name with its level.
@@ -244,7 +245,7 @@ func (r *Report) coverage(m *roofline.Machine, arch roofline.Arch, model string)
 			if (p.Name == roofline.OpSoftmax || p.Name == roofline.OpPV) && attn != "" {
 				level = attn
 			}
-			k := roofline.CalibrationKey{Class: class, Threads: p.Threads, Level: level}
+			k := roofline.CalibrationKey{Class: class, Threads: p.Threads, Level: roofline.CalibrationLevel(class, level)}
 			if class == "" || fitted[k] || fitted[roofline.CalibrationKey{Class: class, Level: level}] {
 				continue
 			}
@@ -262,7 +263,8 @@ func (r *Report) coverage(m *roofline.Machine, arch roofline.Arch, model string)
 }
 
 // LevelOrder is the order levels are reported in.
-var LevelOrder = []string{"L1", "L2", "L3", "DRAM", roofline.BoundCompute}
+var LevelOrder = []string{"L1", "L2", "L3", "DRAM", roofline.BoundCompute, roofline.BoundCompute + "/L1",
+	roofline.BoundCompute + "/L2", roofline.BoundCompute + "/L3", roofline.BoundCompute + "/DRAM"}
 
 // groups are the calibration keys (class, threads that run it, level) of
 // points, in ClassOrder, then by thread count, then in LevelOrder.
@@ -365,7 +367,7 @@ func (r *Report) fit() {
 	if len(uncal) > 0 {
 		r.Notes = append(r.Notes, "uncalibrated (fewer than 2 fit shapes; operators of these keys are predicted by the roofline alone): "+strings.Join(uncal, ", "))
 	}
-	r.Notes = append(r.Notes, "classes are keyed by the level that bounds an operator's prediction (L1, L2, L3, DRAM: the memory level holding most of its bytes; compute: the FLOP ceiling or non-linear rate): an operator whose class has no entry at its level is predicted uncalibrated")
+	r.Notes = append(r.Notes, "classes are keyed by the level that bounds an operator's prediction (L1, L2, L3, DRAM: the memory level holding most of its bytes; compute/LEVEL: the FLOP ceiling or non-linear rate, with the level holding its activations): an operator whose class has no entry at its level is predicted uncalibrated")
 	r.Before, r.After = Summarize(allB), Summarize(allA)
 }
 

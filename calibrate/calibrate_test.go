@@ -155,7 +155,7 @@ func TestSplit(t *testing.T) {
 				{Class: roofline.ClassGEMV, Threads: 2, Level: "DRAM"}, {Class: roofline.ClassGEMV, Threads: 1, Level: "DRAM"},
 				{Class: roofline.ClassGEMV, Threads: 1, Level: "L2"}, {Class: roofline.ClassGEMV, Threads: 2, Level: "L3"},
 				{Class: roofline.ClassResidual, Threads: 2, Level: "DRAM"}, {Class: roofline.ClassResidual, Threads: 1, Level: "L1"},
-				{Class: roofline.ClassGEMM, Threads: 2, Level: roofline.BoundCompute},
+				{Class: roofline.ClassGEMM, Threads: 2, Level: roofline.BoundCompute + "/L3"},
 				{Class: roofline.ClassAttention, Threads: 2, Level: "DRAM"},
 			} {
 				if c := count[k]; c[0] < 2 || c[1] < 1 {

@@ -94,6 +94,10 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 			}
 		}
 	}
+	if sz.LLCBytes > 0 {
+		// The engine's prompts of 1024 and 2048 tokens.
+		ctxs = append(ctxs, 1024, 2048)
+	}
 	if quick {
 		ms = []int{1, 4, 16, 64}
 		nks = [][2]int{{256, 256}, {512, 256}}

@@ -15,10 +15,11 @@
 // read bandwidth curves: probes.WithMeasuredLLC), decode attention over
 // DRAM-sized KV and prefill-sized GEMMs. Each shape's calibration key is
 // its class, the thread count that runs it and the level that bounds its
-// uncalibrated prediction (roofline.Placed.Bound: L1, L2, L3, DRAM or
-// compute), so a fit on cache-resident GEMVs never applies to DRAM-sized
-// ones; a key with fewer than 2 fit shapes stays uncalibrated, and the
-// report says so.
+// uncalibrated prediction (roofline.Placed.Bound: L1, L2, L3, DRAM, or
+// compute/ and the level holding the activations), so a fit on
+// cache-resident GEMVs never applies to DRAM-sized ones; a key with fewer
+// than 2 fit shapes stays uncalibrated, and the report says so, naming
+// the model's operators that fall under such keys.
 //
 // The shapes are split deterministically into a fit half and a held-out
 // half, stratified per calibration key (Split). On the fit half each key

@@ -11,7 +11,7 @@ import (
 const CalibrationSchemaV1 = "bench.calibration/v1"
 
 // CalibrationSchemaV2 adds each class's level (the memory level, or
-// "compute", that bounds the roofline time of the shapes it was fitted
+// "compute/" and the activations' level, that bounds the roofline time of the shapes it was fitted
 // on): a class is then applied only to operators bound by the same level,
 // so a fit on cache-resident GEMVs never applies to DRAM-sized ones. A new
 // version because a v1 reader would apply every level's entry to every
@@ -55,9 +55,10 @@ type CalibrationClass struct {
 	Threads int `json:"threads,omitempty"`
 	// Level is what bounds the roofline time of the class's shapes: the
 	// memory level holding most of their bytes ("L1", "L2", "L3", "DRAM")
-	// when the memory term is the max, "compute" when the FLOP ceiling or
-	// the non-linear rate is (roofline.Placed.Bound). Absent (v1): every
-	// level.
+	// when the memory term is the max; when the FLOP ceiling or the
+	// non-linear rate is, "compute/" and the level holding the activations
+	// ("compute/L3"; a GEMM's attained rate falls when its panels leave
+	// the caches) (roofline.Placed.Bound). Absent (v1): every level.
 	Level string `json:"level,omitempty"`
 	// Efficiency is attained/roof (dimensionless, > 0): the roofline time
 	// is divided by it.

@@ -76,16 +76,29 @@ func (c ClassParams) Apply(t float64, fixed bool) float64 {
 
 // CalibrationKey names one set of parameters: an operator class at the
 // thread count that runs the operator (0: any thread count) and the level
-// that bounds its roofline time (Placed.Bound: "L1", "L2", "L3", "DRAM" or
-// BoundCompute; "": any level, calibrations of schema v1).
+// that bounds its roofline time (Placed.Bound: "L1", "L2", "L3", "DRAM",
+// or BoundCompute and the activations' level, "compute/L3"; "": any
+// level, calibrations of schema v1).
 type CalibrationKey struct {
 	Class   string `json:"class"`
 	Threads int    `json:"threads,omitempty"`
 	Level   string `json:"level,omitempty"`
 }
 
-// BoundCompute is Placed.Bound of an operator whose roofline time is its
-// compute term (F/π or the non-linear rate), not a memory level's.
+// CalibrationLevel is the level a calibration key of class takes for an
+// operator bound by bound (Placed.Bound): bound itself, except that a
+// compute-bound attention is keyed "compute" whatever level holds its
+// activations (its scores grow with the context through every level, and
+// its kernel's rate is not a GEMM's: one key keeps enough shapes to fit).
+func CalibrationLevel(class, bound string) string {
+	if class == ClassAttention && strings.HasPrefix(bound, BoundCompute) {
+		return BoundCompute
+	}
+	return bound
+}
+
+// BoundCompute begins Placed.Bound of an operator whose roofline time is
+// its compute term (F/π or the non-linear rate), not a memory level's.
 const BoundCompute = "compute"
 
 // Calibration is the per-class parameters a machine applies to its
@@ -132,7 +145,7 @@ func (m *Machine) calibrate(p *Placed, attn string) {
 	if (p.Name == OpSoftmax || p.Name == OpPV) && attn != "" {
 		level = attn
 	}
-	c, ok := m.Calibration.For(p.Operator, n, level)
+	c, ok := m.Calibration.For(p.Operator, n, CalibrationLevel(ClassOf(p.Operator), level))
 	if !ok {
 		return
 	}

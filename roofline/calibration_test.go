@@ -7,12 +7,13 @@ import (
 
 // A GEMV whose weights fit the L2 is calibrated by the class's L2 entry;
 // one whose weights are DRAM-sized is not (the class has no DRAM entry),
-// and a compute-bound GEMM takes the "compute" entry.
+// and a compute-bound GEMM takes the entry of "compute" and the level
+// holding its activations.
 func TestCalibrationKeyedByLevel(t *testing.T) {
 	m := callMachine()
 	m.Calibration = &Calibration{Params: map[CalibrationKey]ClassParams{
-		{Class: ClassGEMV, Threads: 2, Level: "L2"}:         {Efficiency: 4},
-		{Class: ClassGEMM, Threads: 2, Level: BoundCompute}: {Efficiency: 0.5},
+		{Class: ClassGEMV, Threads: 2, Level: "L2"}:                   {Efficiency: 4},
+		{Class: ClassGEMM, Threads: 2, Level: BoundCompute + "/DRAM"}: {Efficiency: 0.5},
 	}}
 	un := callMachine()
 	for _, c := range []struct {
@@ -20,9 +21,10 @@ func TestCalibrationKeyedByLevel(t *testing.T) {
 		bound string
 		scale float64 // calibrated / uncalibrated time
 	}{
-		{linear(OpQProj, 1, 256, 256, 4, 4), "L2", 0.25},          // 256 KiB of weights
-		{linear(OpQProj, 1, 4096, 4096, 4, 4), "DRAM", 1},         // 64 MiB: uncalibrated
-		{linear(OpQProj, 512, 1024, 1024, 4, 4), BoundCompute, 2}, // compute-bound
+		{linear(OpQProj, 1, 256, 256, 4, 4), "L2", 0.25},            // 256 KiB of weights
+		{linear(OpQProj, 1, 4096, 4096, 4, 4), "DRAM", 1},           // 64 MiB: uncalibrated
+		{linear(OpQProj, 512, 1024, 1024, 4, 4), "compute/DRAM", 2}, // compute-bound, 4 MiB of activations
+		{linear(OpQProj, 64, 1024, 1024, 4, 4), "compute/L2", 1},    // activations in the L2: uncalibrated
 	} {
 		got, err := Place(m, "fp32", []Operator{c.o})
 		if err != nil {
@@ -72,5 +74,18 @@ func TestLastLevelBytes(t *testing.T) {
 	}
 	if !strings.Contains(BoundCompute, "compute") {
 		t.Fatal(BoundCompute)
+	}
+}
+
+func TestCalibrationLevel(t *testing.T) {
+	for _, c := range []struct{ class, bound, want string }{
+		{ClassAttention, "compute/DRAM", BoundCompute},
+		{ClassAttention, "DRAM", "DRAM"},
+		{ClassGEMM, "compute/L3", "compute/L3"},
+		{ClassResidual, "L1", "L1"},
+	} {
+		if got := CalibrationLevel(c.class, c.bound); got != c.want {
+			t.Errorf("CalibrationLevel(%s, %s) = %s, want %s", c.class, c.bound, got, c.want)
+		}
 	}
 }

@@ -114,9 +114,11 @@ type Placed struct {
 	FixedSeconds float64 `json:"fixed_s,omitempty"`
 	Roof         string  `json:"roof,omitempty"`
 	// Bound is what bounds the cores' time on a machine with per-call
-	// terms: Roof when the memory term is the max, BoundCompute when the
-	// FLOP ceiling or the non-linear rate is; the level a calibration
-	// class is keyed by (calibration.go).
+	// terms: Roof when the memory term is the max; when the FLOP ceiling
+	// or the non-linear rate is, BoundCompute followed, on a machine with
+	// level roofs, by "/" and the level holding the activations
+	// ("compute/L2", "compute/DRAM"); the level a calibration class is
+	// keyed by (calibration.go).
 	Bound string `json:"bound,omitempty"`
 }
 

@@ -27,6 +27,14 @@ PROMPTS=${PROMPTS:-"128 512 2048"}
 BATCHES=${BATCHES:-"1 4"}
 GEN=${GEN:-8}
 
+# What the predictions come from: the calibration section (its schema and
+# classes; v2 keys them by level) and a last-level cache found at a knee of
+# the read bandwidth curves where CPUID hides it.
+jq -r '
+  "profile: calibration \(.calibration.schema // "none")\(if .calibration then ", \(.calibration.classes | length) classes: " + ([.calibration.classes[] | "\(.class)@\(.threads // 0)t@\(.level // "any")"] | join(" ")) else "" end)",
+  "profile: caches " + ([.topology.caches[]? | select(.type != "Instruction") | "L\(.level) \(.size_bytes / 1024 | floor) KiB\(if .source then " (" + .source + ")" else "" end)"] | join(", "))
+' "$prof" >&2 || true
+
 for l in $LAYERS; do
 	for p in $PLACEMENTS; do
 		for t in $PROMPTS; do
