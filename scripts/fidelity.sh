@@ -55,7 +55,7 @@ jq -s -r '
   | [ .[] | select(.noise.noisy // false) ] as $noisy
   | [ $ok[] | .operators[] | select(.predicted_s != null and .predicted_s > 0) | {m: .measured_s, p: .predicted_s, ph: .phase, op: .op} ] as $rows
   | ($rows | map(select(within)) ) as $in
-  | ($rows | map(.m) | add) as $tot
+  | ($rows | map(.m) | add // 0) as $tot
   | ($in | map(.m) | add // 0) as $intime
   | [ $ok[] | select(.predicted_ttft_s != null) | .ttft_s / .predicted_ttft_s ] as $ttft
   | [ $ok[] | select(.predicted_tpot_s != null and .tpot_s > 0) | .tpot_s / .predicted_tpot_s ] as $tpot
