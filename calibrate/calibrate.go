@@ -384,7 +384,7 @@ func Summarize(errs []float64) results.ErrorSummary {
 }
 
 // Apply returns a copy of p with r's fitted classes as its calibration
-// section (schema results.CalibrationSchemaV1), stamped now.
+// section (schema results.CalibrationSchemaV2), stamped now.
 func Apply(p *results.Profile, r *Report, now time.Time) (*results.Profile, error) {
 	if len(r.Classes) == 0 {
 		return nil, errors.New("calibrate: no class was fitted: nothing to write")

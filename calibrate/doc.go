@@ -29,7 +29,7 @@
 // relative errors |pred−meas|/meas before and after are summarized per
 // class (p50, p90, max) and drawn as CDFs (PlotCDF, gonum/plot). Apply
 // writes the parameters into the profile's calibration section
-// (results.Calibration, schema bench.calibration/v1), which
+// (results.Calibration, schema bench.calibration/v2), which
 // roofline.FromProfile applies to every prediction of those classes.
 //
 // calibrate imports only internal/noise (load average), kernels, kernels/gemm, kernels/pool, probes (the

@@ -42,18 +42,29 @@ and SiLU·mul at several widths — and records each one's measured time
 at most 3 times, and if still noisy neither fitted nor counted) beside the
 roofline's prediction from --profile.
 
-The shapes are split into a fit half and a held-out half, alternating per
-operator class; per class, t = fixed + t_roofline / efficiency is fitted on
-the fit half (weighted least squares on the relative error), and the
-held-out half's relative error |pred−meas|/meas before and after is
-reported per class (p50, p90, max; calibration.md, a CDF in
-calibration-cdf.png, calibration.json in --report-dir), with the target
-line: held-out p90 ≤ 15%.
+The design spans the memory levels: GEMVs and vector operators whose bytes
+lie in L1, L2, the L3 and DRAM (4× to 8× the last-level cache; where CPUID
+and sysfs report no L3, its size is taken from the knee of the profile's
+read bandwidth curves, and the profile written carries it), decode
+attention over DRAM-sized KV, and prefill-sized GEMMs (M 512, 2048).
+
+Each shape's key is its operator class, the thread count that runs it and
+what bounds its roofline prediction (the level holding most of its bytes:
+L1, L2, L3, DRAM; or compute/ and the level holding its activations). The
+shapes are split into a fit half and a held-out half, alternating per key;
+per key, t = fixed + t_roofline / efficiency is fitted on the fit half
+(weighted least squares on the relative error; a key with fewer than 2
+fit shapes stays uncalibrated), and the held-out half's relative error
+|pred−meas|/meas before and after is reported per key (p50, p90, max;
+calibration.md, a CDF in calibration-cdf.png, calibration.json in
+--report-dir), with the target line: held-out p90 ≤ 15%, and the model's
+operators whose key has no fit.
 
 --out P2 writes the profile with a calibration section (schema
-bench.calibration/v1, docs/profile-schema.md) to P2; --write replaces
+bench.calibration/v2, docs/profile-schema.md) to P2; --write replaces
 --profile in place. bench roofline, run, sweep, attention and gemm --sweep
-then apply it to the predictions of the calibrated classes.`,
+then apply it to the predictions of operators of a calibrated class at the
+same thread count and bounding level; others stay uncalibrated.`,
 		Example: `  bench calibrate --profile results/host-20261125-120000/profile.json --out calibrated.json
   bench calibrate --write
   bench calibrate --quick --report-dir /tmp/cal`,
