@@ -234,6 +234,11 @@ func goldenFigures(t *testing.T) map[string]Figure {
 		{"copy 0", "copy", "layer 1", 1, 0.001, 0.003}, {"compute 1", "gemm", "q_proj", 0, 0.001, 0.0021}}, "per-thread timeline (fixture)"); err != nil {
 		t.Fatal(err)
 	}
+	// bench topo --measure (Sandwich Fig. 3): core location, made-up ratios.
+	if out["core-location"], err = CoreLocationFigure([]CoreLocationBar{{"all cores", 1, 1, 1, 1}, {"idle-per-node", 0.94, 0.93, 0.78, 0.67},
+		{"numa-rm", 0.64, 0.84, 0.78, 0.67}}, "Core location (fixture)"); err != nil {
+		t.Fatal(err)
+	}
 	// bench run --counters-plot (Sandwich Fig. 1): prefill vs decode
 	// counters, from a made-up report (this VM has no PMU).
 	mk := func(name string, cyc, ins, llc, miss float64) perfcount.Phase {
