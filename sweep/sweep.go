@@ -256,14 +256,14 @@ func (o *Options) Validate() error {
 		return err
 	}
 	g.CoresBackend, g.MatrixBackend = o.CoresBackend, o.MatrixBackend
-	if err := o.validatePhases(&g); err != nil {
-		return err
-	}
 	if o.ResolveProfile != nil {
 		o.Profile = o.ResolveProfile(o.Profile)
 	}
 	if slices.Contains(g.Placements, string(engine.PlaceAuto)) && o.Profile == "" {
 		return errors.New("sweep: --placement auto: needs --profile (auto plans each operator from the roofline of a probed machine; run 'bench probe' or name a published profile)")
+	}
+	if err := o.validatePhases(&g); err != nil {
+		return err
 	}
 	g.Ablations = []string{""}
 	if o.Ablate != "" {

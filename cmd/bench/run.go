@@ -556,7 +556,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if o.Amdahl && m.Quant != nil && G > 0 {
 		// This run's pinned workers must not compete with the reference's.
-		threads := m.Threads
+		threads := m.PhaseThreads(roofline.Decode)
 		m.Close()
 		if a, err := measureAmdahl(ctx, c, o.Seed, threads, prompts, G, decode, b.Timings()); ctx.Err() != nil {
 			return ctx.Err()

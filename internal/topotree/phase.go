@@ -11,7 +11,7 @@ import (
 
 // ConfigSyntax is what a phase configuration (ParseConfigSpec) may be, for
 // error messages and help texts.
-const ConfigSyntax = "all, cpus=LIST (kernel cpulist, e.g. cpus=0-7), config=N (the N-th line of 'bench topo --configs'), " +
+const ConfigSyntax = "all, cpus=LIST (kernel cpulist, e.g. cpus=0-7), config=N (the N-th line of 'bench topo --configs --model M' for the model run), " +
 	"or a transform list: group(n,t,d), remove(n,d), " + "idle-per-l2, idle-per-l3, idle-per-node, sc-rm[:N], numa-rm[:N], fast-numa"
 
 // ConfigSpec is a parsed phase configuration (Sandwich §3.2–3.3: prefill
