@@ -49,8 +49,9 @@ func phaseUnion(prefill, decode []int) []int {
 // neither, non-empty, no CPU twice, every CPU in the process's affinity
 // mask, Threads 0, and a placement, NUMA policy and weight layout that
 // run on one group of workers (cores or matrix; os; none). The attention
-// pipeline pairs workers across the whole pool, so per-phase
-// configurations turn it off (identical outputs, Options.NoPipeline).
+// pipeline pairs workers across the whole pool, so where it would run
+// per-phase configurations turn it off (identical outputs,
+// Options.NoPipeline).
 func (m *Model) phaseCheck(o *Options) error {
 	if o.PrefillCPUs == nil && o.DecodeCPUs == nil {
 		return nil
@@ -92,8 +93,8 @@ func (m *Model) phaseCheck(o *Options) error {
 	}
 	if !o.NoPipeline && (o.ForcePipeline || m.attnBackend().Unit == gemm.MatrixUnit) {
 		m.Notes = append(m.Notes, phaseNotePrefix+"the prefill attention pipeline (pairs across the whole pool) is off; prefill attention runs each job serially on the prefill workers (identical outputs)")
+		o.NoPipeline = true
 	}
-	o.NoPipeline = true
 	return nil
 }
 
