@@ -304,11 +304,15 @@ func writeTopo(w io.Writer, r *topotree.Result) error {
 	if r.Model != "" {
 		lim = fmt.Sprintf("%d excluded by %s's %d query and %d KV heads (TP must divide both)", r.Limited, r.Model, r.Heads, r.KVHeads)
 	}
-	fmt.Fprintf(w, "configurations: %d, %d duplicates skipped, %s\n\n", len(r.Configs), r.ConfigDups, lim)
-	t = newMarkdown(w, "#", "phase", "tree", "cross-section", "processes (TP)", "PUs/process", "NUMA nodes", "idle PUs")
+	fmt.Fprintf(w, "configurations: %d, %d duplicates skipped, %s; those of TP 1 run with bench run --prefill-config/--decode-config config=N (numbered with the run's model as --model)\n\n", len(r.Configs), r.ConfigDups, lim)
+	t = newMarkdown(w, "#", "phase", "tree", "cross-section", "processes (TP)", "PUs/process", "NUMA nodes", "idle PUs", "CPUs")
 	for i, c := range r.Configs {
+		var cl []string
+		for _, p := range c.CPUs {
+			cl = append(cl, topology.FormatCPUList(p))
+		}
 		if err := t.Append([]string{fmt.Sprint(i + 1), c.Phase, c.Tree, fmt.Sprintf("%d %s", c.Depth, c.Kind), fmt.Sprint(c.Processes),
-			span(c.PUsMin, c.PUsMax), c.NodesString(), fmt.Sprint(c.Idle)}); err != nil {
+			span(c.PUsMin, c.PUsMax), c.NodesString(), fmt.Sprint(c.Idle), abbrevLists(cl)}); err != nil {
 			return err
 		}
 	}
