@@ -45,10 +45,10 @@ const (
 	// OpAttnGather and OpFFNGather are NUMA policy tp's Gathers (tp.go;
 	// ArcLight §3.3): the sum of the groups' o_proj or down_proj partial
 	// sums into the residual, with the wait for the slowest group. They
-	// take the place of attn_residual and ffn_residual and are not in
-	// roofline's vocabulary (tpOps).
-	OpAttnGather = "attn_gather"
-	OpFFNGather  = "ffn_gather"
+	// take the place of attn_residual and ffn_residual; roofline's catalog
+	// has no tp operators, so they get no prediction (tpOps).
+	OpAttnGather = roofline.OpAttnGather
+	OpFFNGather  = roofline.OpFFNGather
 )
 
 // tpOps are the operators only NUMA policy tp runs.

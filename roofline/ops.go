@@ -43,6 +43,12 @@ const (
 	OpMoECombine    = "moe_combine"
 	OpFinalNorm     = "final_norm"
 	OpLMHead        = "lm_head"
+	// OpAttnGather and OpFFNGather are NUMA policy tp's Gathers (ArcLight
+	// §3.3): the sum of the thread groups' o_proj or down_proj partial
+	// sums into the residual, in place of attn_residual and ffn_residual;
+	// the catalog has no tp operators (NUMAPredict models tp as a whole).
+	OpAttnGather = "attn_gather"
+	OpFFNGather  = "ffn_gather"
 
 	// Names of fused operators, which the catalog splits: the engine's
 	// fused causal attention (qk, softmax and pv in one tiled kernel; the
@@ -117,6 +123,8 @@ var opInfo = map[string]OpInfo{
 	OpSiLUMul:       {KindNonlinear, GroupFFN},
 	OpDownProj:      {KindLinear, GroupFFN},
 	OpFFNResidual:   {KindElementwise, GroupOther},
+	OpAttnGather:    {KindElementwise, GroupOther},
+	OpFFNGather:     {KindElementwise, GroupOther},
 	OpRouter:        {KindLinear, GroupFFN},
 	OpRouterTopK:    {KindNonlinear, GroupFFN},
 	OpExpert:        {KindLinear, GroupFFN},
