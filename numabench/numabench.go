@@ -78,6 +78,8 @@ type Point struct {
 	PredPrefillTokS float64 `json:"predicted_prefill_tok_s,omitempty"`
 	PredModel       string  `json:"prediction_model,omitempty"`
 	Backend         string  `json:"backend,omitempty"`
+
+	prec engine.Precision // what ran, for the prediction
 }
 
 // Result is a run's points and notes.
@@ -286,7 +288,7 @@ func syncLabel(s engine.SyncMode) string {
 
 // measure builds the model under one policy and thread count and times
 // Reps requests (prefill of the prompt, then GenTokens greedy decode
-// steps) after one untimed warm-up. A policy the engine refuses is a
+// steps; sweep.MeasurePhaseTimes, each after an untimed warm-up). A policy the engine refuses is a
 // Point with NotRun; a stopped context is an error.
 func measure(o *Options, w *engine.Weights, prompt []int, pol engine.NUMAPolicy, s engine.SyncMode, threads int, nodes map[int]int) (Point, error) {
 	p := Point{Policy: string(pol), Sync: string(s), Threads: threads}
@@ -306,40 +308,16 @@ func measure(o *Options, w *engine.Weights, prompt []int, pol engine.NUMAPolicy,
 	defer m.Close()
 	p.CPUs, p.Backend = m.CPUs(), m.Backends()
 	p.Nodes = nodesOf(p.CPUs, nodes)
-	b, err := m.NewBatch(1, len(prompt)+o.GenTokens+1)
-	if err != nil {
-		return p, fmt.Errorf("numa: %w", err)
-	}
 	var pre, dec []float64
-	for rep := range o.Reps + 1 {
-		if err := b.Reset(0); err != nil {
-			return p, err
-		}
-		var tp, td float64
-		err := m.Hold(func() error {
-			st := time.Now()
-			tok, err := b.PrefillNext(0, prompt, nil)
-			if err != nil {
-				return err
-			}
-			tp = time.Since(st).Seconds()
-			toks := []int{tok}
-			st = time.Now()
-			for range o.GenTokens {
-				if err := b.DecodeNext([]int{0}, toks, toks, nil); err != nil {
-					return err
-				}
-			}
-			td = time.Since(st).Seconds()
-			return nil
-		})
+	for range o.Reps {
+		ttft, tpot, err := sweep.MeasurePhaseTimes(m, [][]int{prompt}, o.GenTokens)
 		if err != nil {
 			return p, fmt.Errorf("numa: %s%s, %d thread(s): %w", pol, syncLabel(s), threads, err)
 		}
-		if rep > 0 { // rep 0 is the warm-up
-			pre = append(pre, float64(len(prompt))/tp)
-			dec = append(dec, float64(o.GenTokens)/td)
-		}
+		pre, dec = append(pre, float64(len(prompt))/ttft), append(dec, 1/tpot)
+	}
+	if o.Machine != nil {
+		p.prec, _ = m.PredictionPrecision(o.Machine)
 	}
 	p.PrefillTokS, p.PrefillMin, p.PrefillMax = medianMinMax(pre)
 	p.DecodeTokS, p.DecodeMinTokS, p.DecodeMaxTokS = medianMinMax(dec)
@@ -362,9 +340,8 @@ func predict(o *Options, r *Result, cfg engine.Config, p *Point) {
 	}
 	c := cfg
 	c.Layers = r.Layers
-	prec := engine.Precision{Weight: "fp32", Act: "fp32", KV: "fp32", Ceiling: "fp32", VectorCeiling: "fp32", Target: roofline.KindCores}
 	if p.Nodes <= 1 {
-		_, ttft, tpot, err := sweep.Predict(o.Machine.AtThreads(p.Threads), c, prec, 1, o.PromptTokens, o.GenTokens)
+		_, ttft, tpot, err := sweep.PredictPhases(o.Machine, c, p.prec, 1, o.PromptTokens, o.GenTokens, p.Threads, p.Threads)
 		if err != nil || ttft <= 0 || tpot <= 0 {
 			return
 		}
