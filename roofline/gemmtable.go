@@ -165,7 +165,7 @@ var gemvDTypes = map[string]bool{"fp32": true, "bf16": true, "fp16": true}
 // single ceiling.
 func addGEMMTable(m *Machine, p *results.Profile, name string) {
 	mx := p.Matrix
-	if mx == nil || len(mx.GEMMShapes) == 0 {
+	if mx == nil {
 		return
 	}
 	t := &GEMMTable{}
@@ -179,11 +179,15 @@ func addGEMMTable(m *Machine, p *results.Profile, name string) {
 			t.GEMV = append(t.GEMV, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: 1, N: g.N, K: g.K, GFLOPS: g.WeightGBps})
 		}
 	}
-	if len(t.GEMM) == 0 {
+	if len(t.GEMM) == 0 && len(t.GEMV) == 0 {
 		return
 	}
 	t.Source = name + ": matrix.gemm_shapes (medians) and matrix.gemv's float formats (weight GB/s)"
 	m.GEMMTable = t
+	if len(t.GEMM) == 0 {
+		m.Notes = append(m.Notes, "a GEMV-shaped linear (M 1) streams DRAM-resident weights at the measured GEMV weight bandwidth of its precision (matrix.gemv), not the read kernel's DRAM roof; no matrix.gemm_shapes: linear operators' compute term is the single ceiling")
+		return
+	}
 	var dts []string
 	seen := map[string]bool{}
 	for _, g := range t.GEMM {
