@@ -47,7 +47,7 @@ type GEMMTable struct {
 }
 
 // AttainedGEMMRule is how AttainedGEMM reads the table.
-const AttainedGEMMRule = "measured attained GEMM, this machine: the points of the precision at the measured thread count nearest below the operator's (scaled by the thread ratio when not equal), the (N, K) class nearest in log(N·K), then linear interpolation in log M between the measured M bracketing the operator's (clamped to the largest; none below the smallest)"
+const AttainedGEMMRule = "measured attained GEMM, this machine: the points of the precision at the measured thread count nearest below the operator's (scaled by the thread ratio when not equal), the (N, K) class nearest in log(N·K) (ties: nearest in log(N/K)), then linear interpolation in log M between the measured M bracketing the operator's (clamped to the largest; none below the smallest)"
 
 // AttainedGEMM returns the attained GEMM rate in GFLOP/s for a linear
 // operator of M rows and an N×K weight in precision prec on threads
@@ -72,15 +72,18 @@ func (m *Machine) AttainedGEMM(prec string, threads, M, N, K int) (gflops float6
 	}
 	nt := nearestThreads(have, threads)
 	nk := math.Log(float64(N) * float64(K))
-	bestD, class := math.Inf(1), [2]int{}
+	aspect := math.Log(float64(N) / float64(K))
+	bestD, bestA, class := math.Inf(1), math.Inf(1), [2]int{}
 	for _, p := range pts {
 		if p.Threads != nt {
 			continue
 		}
 		d := math.Abs(math.Log(float64(p.N)*float64(p.K)) - nk)
-		// Ties: the larger class, then the larger N.
-		if d < bestD-1e-12 || (math.Abs(d-bestD) <= 1e-12 && (p.N*p.K > class[0]*class[1] || (p.N*p.K == class[0]*class[1] && p.N > class[0]))) {
-			bestD, class = d, [2]int{p.N, p.K}
+		a := math.Abs(math.Log(float64(p.N)/float64(p.K)) - aspect)
+		// Ties in N·K: the nearest aspect N/K (gate 3072×1024 is not
+		// down 1024×3072), then the larger class.
+		if d < bestD-1e-9 || (math.Abs(d-bestD) <= 1e-9 && (a < bestA-1e-9 || (math.Abs(a-bestA) <= 1e-9 && p.N*p.K > class[0]*class[1]))) {
+			bestD, bestA, class = d, a, [2]int{p.N, p.K}
 		}
 	}
 	// The best backend's rate at each M of the class.

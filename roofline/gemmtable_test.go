@@ -16,6 +16,8 @@ func testTable() *GEMMTable {
 		{Precision: "fp32", Backend: "b", Threads: 2, M: 2048, N: 1024, K: 1024, GFLOPS: 250},
 		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 4096, K: 4096, GFLOPS: 400},
 		{Precision: "fp32", Backend: "b", Threads: 1, M: 256, N: 1024, K: 1024, GFLOPS: 160},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 3072, K: 1024, GFLOPS: 500},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 1024, K: 3072, GFLOPS: 50},
 	}, GEMV: []GEMMPoint{{Precision: "fp32", Backend: "b", Threads: 2, M: 1, N: 65536, K: 4096, GFLOPS: 60}}}
 }
 
@@ -31,11 +33,14 @@ func TestAttainedGEMMRule(t *testing.T) {
 		{2, 64, 1024, 1024, 200, true},     // halfway in log M between 16 and 256
 		{2, 4096, 1024, 1024, 250, true},   // clamped to the largest M
 		{2, 8, 1024, 1024, 0, false},       // below the smallest M
-		{2, 256, 2048, 1024, 300, true},    // nearer 1024² than 4096² in log N·K
+		{2, 256, 1536, 1024, 300, true},    // nearer 1024² than 3072×1024 in log N·K
+		{2, 256, 2048, 1024, 500, true},    // nearer 3072×1024 (log 1.5) than 1024² (log 2)
 		{2, 256, 3072, 3072, 400, true},    // nearer 4096²
 		{1, 256, 1024, 1024, 160, true},    // its own thread count
 		{4, 256, 1024, 1024, 600, true},    // nearest below (2), scaled ×2
 		{2, 256, 1024, 1024 * 0, 0, false}, // bad shape
+		{2, 256, 3072, 1024, 500, true},    // the aspect breaks the N·K tie
+		{2, 256, 1024, 3072, 50, true},
 	} {
 		r, used, ok := m.AttainedGEMM("fp32", c.threads, c.M, c.N, c.K)
 		if ok != c.ok || (ok && !near(r, c.want)) {
