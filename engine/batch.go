@@ -258,6 +258,9 @@ func rowsOf(slot, n int) []int {
 	return r
 }
 
+// unitWeight is AxpyRows' one row weight of the residual adds.
+var unitWeight = [1]float32{1}
+
 func (b *Batch) grow(T int) {
 	if T <= b.rows {
 		return
@@ -436,10 +439,9 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	}
 	add := func(dst, src []float32) error {
 		return b.par(ms, T, d, func(i0, i1 int) {
-			a, s := dst[i0*d:i1*d], src[i0*d:i1*d]
-			for i := range a {
-				a[i] += s[i]
-			}
+			// a += 1·s on the vector kernel: FMA by 1 rounds once, as
+			// a[i] += s[i] does, at the read roof (not a scalar loop).
+			kernels.AxpyRows(dst[i0*d:i1*d], unitWeight[:], src[i0*d:i1*d], 0)
 		})
 	}
 

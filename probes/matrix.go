@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cpubench/bench/internal/affinity"
@@ -25,6 +26,81 @@ import (
 var matrixShapes = map[bool][3]int{
 	false: {512, 3072, 3072}, // default: M, N, K
 	true:  {256, 2048, 2048}, // quick
+}
+
+// gemmShapeTable is the attained-GEMM table's shapes (matrix.gemm_shapes,
+// issue #16): M rows from decode batches to long prefills × the (N, K)
+// classes of the shipped models' linears (qwen3-0.6b's 1024×1024,
+// gate/up 3072×1024, down 1024×3072; the 3–8B models' ≈ 4096×4096), from
+// which the roofline interpolates a linear's attained rate
+// (roofline.AttainedGEMM). Measured per dtype the engine runs (fp32 on the
+// cores, bf16 the matrix placement's) with each dtype's best backend, at
+// every compute thread count, gemmTableReps repetitions of at least
+// gemmTableRep: the big shapes are one call a repetition. From the FLOPs
+// (133 GFLOP a pass per backend and thread count, 6 passes with the
+// warm-up) at the 2-core VM's attained 176 and 372 GFLOP/s, about 14 s for
+// fp32 and bf16 at 1 and 2 threads (quick: about 2 s), more where a
+// noisy figure is measured again.
+var gemmShapeTable = map[bool]struct {
+	Ms []int
+	NK [][2]int
+}{
+	false: {Ms: []int{16, 64, 256, 512, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096}}},
+	true:  {Ms: []int{16, 256, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}}},
+}
+
+// gemmTableDTypes are the dtypes of the attained-GEMM table.
+var gemmTableDTypes = []gemm.DType{gemm.FP32, gemm.BF16}
+
+const (
+	gemmTableReps = 5
+	gemmTableRep  = 5 * time.Millisecond
+)
+
+// gemmTableBackends returns the best backend of each table dtype, except
+// the portable "go" ones (too slow for the table's shapes).
+func gemmTableBackends() []gemm.Backend {
+	var out []gemm.Backend
+	for _, dt := range gemmTableDTypes {
+		if be, err := gemm.Best(dt); err == nil && be.ISA != "go" {
+			out = append(out, be)
+		}
+	}
+	return out
+}
+
+// gemmTable measures the attained-GEMM table (gemmShapeTable) on b, one
+// progress step per backend and thread count.
+func (r *runner) gemmTable(ctx context.Context, b *GEMMBench, compute *results.Compute, memory *results.Memory) ([]results.GEMMResult, error) {
+	reps, rep := b.Reps, b.RepDuration
+	b.Reps, b.RepDuration = gemmTableReps, min(rep, gemmTableRep)
+	defer func() { b.Reps, b.RepDuration = reps, rep }()
+	sh := gemmShapeTable[r.cfg.Quick]
+	out := []results.GEMMResult{}
+	for _, be := range gemmTableBackends() {
+		ws := make([]*GEMMWeights, 0, len(sh.NK))
+		for _, nk := range sh.NK {
+			w, err := NewGEMMWeights(be, nk[0], nk[1], 3)
+			if err != nil {
+				return nil, err
+			}
+			ws = append(ws, w)
+		}
+		for _, t := range r.computeThreads() {
+			for _, w := range ws {
+				for _, m := range sh.Ms {
+					g, err := b.Measure(ctx, w, m, t, false)
+					if err != nil {
+						return nil, err
+					}
+					GEMMFraction(&g, compute, memory, nil)
+					out = append(out, g)
+				}
+			}
+			r.step(fmt.Sprintf("matrix gemm table %s threads=%d", be.Name, t))
+		}
+	}
+	return out, nil
 }
 
 const (
@@ -643,7 +719,7 @@ func matrixPair() (p gemm.Pair, ok bool) {
 // for the GEMV, and the mixed run with ≥ 2 cores.
 func (r *runner) matrixSteps() int {
 	run, _ := matrixBackends()
-	n := (len(run) + len(matrixDTypes) + len(quant.KernelFormats())) * len(r.computeThreads())
+	n := (len(run) + len(matrixDTypes) + len(quant.KernelFormats()) + len(gemmTableBackends())) * len(r.computeThreads())
 	n += len(quant.KernelFormats()) // the up-convert loops
 	if _, ok := matrixPair(); ok && r.plan.cores >= 2 {
 		n++
@@ -681,8 +757,9 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		"warm-up then %d reps of ≥ %v (≥ 1 call each); GFLOP/s = 2MNK/s; every figure checks %d elements of Y "+
 		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
 		"(≥ 4× LLC), weight GB/s = N·K·bytes/s (q8_0/q4_0: kernels/quant, activations quantized inside every call, the packed bytes); "+
-		"quant_ebw: the up-convert-and-compute loop on one L1-resident panel gives γ (cycles per 32 B), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
-		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.maxWS))
+		"gemm_shapes: M %v × N×K %v per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop on one L1-resident panel gives γ (cycles per 32 B), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
+		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.maxWS),
+		gemmShapeTable[r.cfg.Quick].Ms, gemmShapeTable[r.cfg.Quick].NK, tableBackendNames(), gemmTableReps, min(r.cfg.RepDuration, gemmTableRep))
 
 	threads := r.computeThreads()
 	packed := map[string]*GEMMWeights{}
@@ -702,6 +779,10 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			out.GEMM = append(out.GEMM, g)
 			r.step(fmt.Sprintf("matrix gemm %s threads=%d", be.Name, t))
 		}
+	}
+
+	if out.GEMMShapes, err = r.gemmTable(ctx, b, compute, memory); err != nil {
+		return nil, err
 	}
 
 	for _, dt := range matrixDTypes {
@@ -787,4 +868,13 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		r.step(fmt.Sprintf("matrix mixed %s+%s", a.Name, bb.Name))
 	}
 	return out, nil
+}
+
+// tableBackendNames lists gemmTableBackends' names.
+func tableBackendNames() string {
+	var n []string
+	for _, be := range gemmTableBackends() {
+		n = append(n, be.Name)
+	}
+	return strings.Join(n, ", ")
 }

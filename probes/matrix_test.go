@@ -20,7 +20,14 @@ func smallMatrix(t *testing.T) {
 	t.Helper()
 	old := matrixShapes
 	matrixShapes = map[bool][3]int{false: {13, 96, 40}, true: {13, 96, 40}}
-	t.Cleanup(func() { matrixShapes = old })
+	oldTable := gemmShapeTable
+	small := gemmShapeTable[true]
+	small.Ms, small.NK = []int{3, 13}, [][2]int{{96, 40}, {32, 64}}
+	gemmShapeTable = map[bool]struct {
+		Ms []int
+		NK [][2]int
+	}{false: small, true: small}
+	t.Cleanup(func() { matrixShapes, gemmShapeTable = old, oldTable })
 }
 
 // The matrix section measures every measured backend at 1 thread and all
@@ -55,6 +62,18 @@ func TestMatrixSection(t *testing.T) {
 	run, skipped := matrixBackends()
 	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != (len(matrixDTypes)+len(quant.KernelFormats()))*len(threads) {
 		t.Errorf("%d GEMM and %d GEMV figures for %d backends, %d threads", len(m.GEMM), len(m.GEMV), len(run), len(threads))
+	}
+	// The attained-GEMM table: every shape per table backend and thread
+	// count, in order, with the table's repetitions.
+	sh := gemmShapeTable[true]
+	if want := len(gemmTableBackends()) * len(threads) * len(sh.NK) * len(sh.Ms); len(m.GEMMShapes) != want {
+		t.Errorf("%d gemm_shapes figures, want %d", len(m.GEMMShapes), want)
+	}
+	for i, g := range m.GEMMShapes {
+		nk := sh.NK[(i/len(sh.Ms))%len(sh.NK)]
+		if g.M != sh.Ms[i%len(sh.Ms)] || g.N != nk[0] || g.K != nk[1] || !(g.GFLOPS.Median > 0) || g.GFLOPS.N != gemmTableReps || g.Checksum == 0 {
+			t.Errorf("gemm_shapes[%d]: %+v", i, g)
+		}
 	}
 	if len(m.Unavailable) != len(skipped) {
 		t.Errorf("unavailable %v, want %v", m.Unavailable, skipped)

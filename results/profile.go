@@ -582,9 +582,15 @@ type MatrixSplit struct {
 // precision at large LLM shapes (the roofline's attainable compute ceiling),
 // GEMV attained bandwidth, and partitioned mixed execution.
 type Matrix struct {
-	Method      string        `json:"method,omitempty"`
-	GEMM        []GEMMResult  `json:"gemm"`
-	GEMV        []GEMMResult  `json:"gemv"`
+	Method string       `json:"method,omitempty"`
+	GEMM   []GEMMResult `json:"gemm"`
+	GEMV   []GEMMResult `json:"gemv"`
+	// GEMMShapes is the attained GEMM at several shapes per backend and
+	// thread count: M in {16, 64, 256, 512, 2048} × the (N, K) classes of
+	// the shipped models' linears (the table the roofline interpolates a
+	// linear operator's compute term from, roofline.AttainedGEMM; issue
+	// #16). Added within v1: absent from older profiles.
+	GEMMShapes  []GEMMResult  `json:"gemm_shapes,omitempty"`
 	Mixed       []MatrixSplit `json:"mixed,omitempty"`
 	Unavailable []Unavailable `json:"unavailable,omitempty"`
 	// QuantEBW is the effective-bandwidth roofline of each quantized

@@ -179,6 +179,11 @@ type callBytes struct {
 	// ActLevel is the level holding the activations (inputs, outputs, KV
 	// writes) for the call.
 	ActLevel string
+	// Weights are the operator's weight bytes, read at WeightsGBps from
+	// WeightsLevel (part of Seconds).
+	Weights      float64
+	WeightsGBps  float64
+	WeightsLevel string
 }
 
 // memTime is the memory time of o on threads threads when resident bytes
@@ -204,7 +209,8 @@ func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes,
 			rwAt = r
 		}
 	}
-	cb := callBytes{Seconds: act/(ra.GBps*1e9) + stream/(rwAt.GBps*1e9), Roof: ra.Level, ActLevel: ra.Level}
+	cb := callBytes{Seconds: act/(ra.GBps*1e9) + stream/(rwAt.GBps*1e9), Roof: ra.Level, ActLevel: ra.Level,
+		Weights: o.Bytes.Weights, WeightsGBps: rwAt.GBps, WeightsLevel: rwAt.Level}
 	if stream >= act {
 		cb.Roof = rwAt.Level
 	}
@@ -234,7 +240,8 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 	mem := o.Bytes.Total() / (cores.BandwidthGBps * 1e9)
 	p.Roof = "β"
 	compute := BoundCompute
-	if cb, ok := m.memTime(o, n, resident); ok {
+	cb, haveLevels := m.memTime(o, n, resident)
+	if haveLevels {
 		mem, p.Roof = cb.Seconds, cb.Roof
 		// A compute-bound kernel's attained rate falls when its
 		// activation panels leave the caches (a GEMM of 2048 rows runs at
@@ -244,8 +251,22 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 	}
 	t := mem
 	p.Bound = p.Roof
+	if o.Kind == KindLinear && o.M == 1 && cb.WeightsLevel == "DRAM" && o.Bytes.Weights > 0 && weightsIn(o, prec) {
+		// A GEMV streams its DRAM-resident weights at the kernel's own
+		// measured rate, not the read kernel's roof (gemmtable.go).
+		if g, used, ok := m.GEMVWeightGBps(prec, n); ok {
+			mem = mem - cb.Weights/(cb.WeightsGBps*1e9) + o.Bytes.Weights/(g*1e9)
+			t, p.Rate = mem, used
+		}
+	}
 	if pi := cores.Ceiling(prec); pi > 0 {
-		if c := o.FLOPs / (pi * share * 1e9); c > t {
+		c := o.FLOPs / (pi * share * 1e9)
+		if o.Kind == KindLinear && o.M > 0 {
+			if r, used, ok := m.AttainedGEMM(prec, n, o.M, o.N, o.K); ok && r > 0 {
+				c, p.Rate = o.FLOPs/(r*1e9), used
+			}
+		}
+		if c > t {
 			t, p.Bound = c, compute
 		}
 	}

@@ -14,7 +14,10 @@
 // operator's bytes, and the thread count that runs it; and the per-class
 // calibration of a profile (calibration.go, issue #16 part 2: an efficiency
 // and a fixed cost per operator class, ClassOf, fitted by package
-// calibrate and applied to every prediction of that class). It owns the vocabulary of what it models, typed: the
+// calibrate and applied to every prediction of that class), and the measured attained
+// GEMM table (gemmtable.go: a linear operator's compute term interpolated
+// over a profile's matrix.gemm_shapes, AttainedGEMMRule, and a GEMV's DRAM
+// weights at matrix.gemv's weight bandwidth). It owns the vocabulary of what it models, typed: the
 // request phases (Phase) and the operator names with their kinds and
 // breakdown groups (ops.go: LookupOp, Group, Kind), which the engine's
 // timers, the sweep and the reports use.

@@ -227,6 +227,11 @@ type Machine struct {
 	// profile's calibration section (bench calibrate; calibration.go),
 	// applied to every operator's predicted times. Absent: uncalibrated.
 	Calibration *Calibration `json:"calibration,omitempty"`
+	// GEMMTable is the measured attained GEMM at several shapes and the
+	// attained GEMV weight bandwidth (schema v3, gemmtable.go); with it a
+	// linear operator's compute term on the cores is read from the table
+	// (AttainedGEMM). Absent: the single ceiling.
+	GEMMTable *GEMMTable `json:"gemm_table,omitempty"`
 }
 
 // Attainable is the roofline bound of SMEPilot §3.2:
@@ -458,8 +463,8 @@ func ParseMachine(data []byte, name string) (*Machine, error) {
 				}
 			}
 		}
-		if m.Schema != MachineSchemaV3 && (len(m.LevelRoofs) > 0 || m.FixedCosts != nil) {
-			return nil, fmt.Errorf("%s: level_roofs and fixed_costs need schema %q (have %q)", name, MachineSchemaV3, m.Schema)
+		if m.Schema != MachineSchemaV3 && (len(m.LevelRoofs) > 0 || m.FixedCosts != nil || m.GEMMTable != nil) {
+			return nil, fmt.Errorf("%s: level_roofs, fixed_costs and gemm_table need schema %q (have %q)", name, MachineSchemaV3, m.Schema)
 		}
 		if err := m.Validate(name); err != nil {
 			return nil, err
@@ -555,6 +560,7 @@ func FromProfile(p *results.Profile, name string) (*Machine, error) {
 	}
 	addCompute(m, p, name, hasMatrixISA)
 	addAttainedGEMM(m, p)
+	addGEMMTable(m, p, name)
 	addNonlinear(m, p, name)
 	addEffectiveBandwidth(m, p, name)
 	addLevelRoofs(m, p, name)

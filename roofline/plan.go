@@ -120,6 +120,12 @@ type Placed struct {
 	// ("compute/L2", "compute/DRAM"); the level a calibration class is
 	// keyed by (calibration.go).
 	Bound string `json:"bound,omitempty"`
+	// Rate says which measured rate replaced the single ceiling or roof
+	// in the cores' time, when one did: "… GFLOP/s, measured attained
+	// GEMM, this machine (…)" for a linear operator's compute term,
+	// "… GB/s, measured attained GEMV weight bandwidth, this machine (…)"
+	// for a GEMV's DRAM-resident weights (gemmtable.go); "" otherwise.
+	Rate string `json:"rate,omitempty"`
 }
 
 // Place classifies every operator and chooses its target (SMEPilot §3.2,

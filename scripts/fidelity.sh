@@ -28,10 +28,14 @@ BATCHES=${BATCHES:-"1 4"}
 GEN=${GEN:-8}
 
 # What the predictions come from: the calibration section (its schema and
-# classes; v2 keys them by level) and a last-level cache found at a knee of
-# the read bandwidth curves where CPUID hides it.
+# classes; v2 keys them by level), the attained-GEMM table the linear
+# operators' compute term is read from, and a last-level cache found at a
+# knee of the read bandwidth curves where CPUID hides it.
+# scripts/fidreplay re-predicts the run files of OUTDIR without measuring:
+#   go run ./scripts/fidreplay -profile PROFILE OUTDIR/run-*.json
 jq -r '
   "profile: calibration \(.calibration.schema // "none")\(if .calibration then ", \(.calibration.classes | length) classes: " + ([.calibration.classes[] | "\(.class)@\(.threads // 0)t@\(.level // "any")"] | join(" ")) else "" end)",
+  "profile: attained-GEMM table (matrix.gemm_shapes): \(.matrix.gemm_shapes // [] | length) points\(if (.matrix.gemm_shapes // [] | length) == 0 then " (none: linear operators at the single ceiling; a probe since issue #16 records it)" else "" end)",
   "profile: caches " + ([.topology.caches[]? | select(.type != "Instruction") | "L\(.level) \(.size_bytes / 1024 | floor) KiB\(if .source then " (" + .source + ")" else "" end)"] | join(", "))
 ' "$prof" >&2 || true
 

@@ -1,0 +1,214 @@
+package roofline
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cpubench/bench/results"
+)
+
+// The measured attained GEMM table (issue #16). The single compute
+// ceiling π is one shape's attained rate (the probe's matrix.gemm, M 512 ×
+// N 3072 × K 3072); the GEMM kernel's rate at the engine's shapes differs
+// from it (on this project's 2-core VM 232–381 GFLOP/s at 2 threads
+// against 372 at the probe's shape, worst at M 2048 where the activation
+// panels leave the caches). With a profile's matrix.gemm_shapes the compute
+// term of a linear operator on the cores is F / r, r read from the table by
+// AttainedGEMM's rule ("measured attained GEMM, this machine"); the
+// single ceiling stays for every other use (ridges, regimes, splits).
+//
+// A GEMV-shaped linear (M = 1) whose weights stream from DRAM moves them at
+// the profile's matrix.gemv weight GB/s (the kernel's own streaming rate at
+// that precision and thread count, W ≥ 4× the LLC) instead of the read
+// kernel's DRAM roof, which on the same VM is 33.9 GB/s at 2 threads
+// against the fp32 GEMV's 63.6 (GEMVWeightGBps).
+
+// GEMMPoint is one measured attained GEMM: Y[M×N] = X[M×K]·Wᵀ on backend
+// at Threads threads, GFLOPS = 2·M·N·K / seconds / 1e9 (median).
+type GEMMPoint struct {
+	Precision string  `json:"precision"`
+	Backend   string  `json:"backend"`
+	Threads   int     `json:"threads"`
+	M         int     `json:"m"`
+	N         int     `json:"n"`
+	K         int     `json:"k"`
+	GFLOPS    float64 `json:"gflops"`
+}
+
+// GEMMTable is the attained GEMM at several shapes (GEMM points) and the
+// attained GEMV weight bandwidth (GEMV points: M 1, DRAM-sized W; GFLOPS
+// there is the weight GB/s) of one machine.
+type GEMMTable struct {
+	GEMM   []GEMMPoint `json:"gemm"`
+	GEMV   []GEMMPoint `json:"gemv,omitempty"`
+	Source string      `json:"source"`
+}
+
+// AttainedGEMMRule is how AttainedGEMM reads the table.
+const AttainedGEMMRule = "measured attained GEMM, this machine: the points of the precision at the measured thread count nearest below the operator's (scaled by the thread ratio when not equal), the (N, K) class nearest in log(N·K) (ties: nearest in log(N/K)), then linear interpolation in log M between the measured M bracketing the operator's (clamped to the largest; none below the smallest)"
+
+// AttainedGEMM returns the attained GEMM rate in GFLOP/s for a linear
+// operator of M rows and an N×K weight in precision prec on threads
+// threads, by AttainedGEMMRule, with a one-line description of the points
+// used; ok is false without table, without points of prec, or for M
+// below the smallest measured M (a GEMV-like shape the table does not
+// cover).
+func (m *Machine) AttainedGEMM(prec string, threads, M, N, K int) (gflops float64, used string, ok bool) {
+	if m.GEMMTable == nil || M < 1 || N < 1 || K < 1 {
+		return 0, "", false
+	}
+	var pts []GEMMPoint
+	var have []int
+	for _, p := range m.GEMMTable.GEMM {
+		if p.Precision == prec && p.GFLOPS > 0 && p.M > 0 && p.N > 0 && p.K > 0 && p.Threads > 0 {
+			pts = append(pts, p)
+			have = append(have, p.Threads)
+		}
+	}
+	if len(pts) == 0 {
+		return 0, "", false
+	}
+	nt := nearestThreads(have, threads)
+	nk := math.Log(float64(N) * float64(K))
+	aspect := math.Log(float64(N) / float64(K))
+	bestD, bestA, class := math.Inf(1), math.Inf(1), [2]int{}
+	for _, p := range pts {
+		if p.Threads != nt {
+			continue
+		}
+		d := math.Abs(math.Log(float64(p.N)*float64(p.K)) - nk)
+		a := math.Abs(math.Log(float64(p.N)/float64(p.K)) - aspect)
+		// Ties in N·K: the nearest aspect N/K (gate 3072×1024 is not
+		// down 1024×3072), then the larger class.
+		if d < bestD-1e-9 || (math.Abs(d-bestD) <= 1e-9 && (a < bestA-1e-9 || (math.Abs(a-bestA) <= 1e-9 && p.N*p.K > class[0]*class[1]))) {
+			bestD, bestA, class = d, a, [2]int{p.N, p.K}
+		}
+	}
+	// The best backend's rate at each M of the class.
+	byM := map[int]GEMMPoint{}
+	for _, p := range pts {
+		if p.Threads == nt && p.N == class[0] && p.K == class[1] {
+			if cur, ok := byM[p.M]; !ok || p.GFLOPS > cur.GFLOPS {
+				byM[p.M] = p
+			}
+		}
+	}
+	ms := make([]int, 0, len(byM))
+	for k := range byM {
+		ms = append(ms, k)
+	}
+	sort.Ints(ms)
+	if M < ms[0] {
+		return 0, "", false
+	}
+	var r float64
+	var at string
+	switch {
+	case M >= ms[len(ms)-1]:
+		p := byM[ms[len(ms)-1]]
+		r, at = p.GFLOPS, fmt.Sprintf("M %d %.1f", p.M, p.GFLOPS)
+	default:
+		i := sort.SearchInts(ms, M) // ms[i] ≥ M > ms[i-1], or ms[i] == M
+		if ms[i] == M {
+			p := byM[M]
+			r, at = p.GFLOPS, fmt.Sprintf("M %d %.1f", p.M, p.GFLOPS)
+			break
+		}
+		lo, hi := byM[ms[i-1]], byM[ms[i]]
+		f := (math.Log(float64(M)) - math.Log(float64(lo.M))) / (math.Log(float64(hi.M)) - math.Log(float64(lo.M)))
+		r = lo.GFLOPS + f*(hi.GFLOPS-lo.GFLOPS)
+		at = fmt.Sprintf("M %d %.1f–M %d %.1f", lo.M, lo.GFLOPS, hi.M, hi.GFLOPS)
+	}
+	if nt != threads {
+		r *= float64(threads) / float64(nt)
+	}
+	b := byM[ms[0]].Backend
+	return r, fmt.Sprintf("%.1f GFLOP/s, measured attained GEMM, this machine (%s %s N×K %d×%d at %d threads: %s)", r, prec, b, class[0], class[1], nt, at), true
+}
+
+// GEMVWeightGBps returns the attained GEMV weight bandwidth in GB/s of
+// precision prec on threads threads (the measured thread count nearest
+// below, scaled by the thread ratio when not equal), and what it is; ok is
+// false without such a point.
+func (m *Machine) GEMVWeightGBps(prec string, threads int) (gbps float64, used string, ok bool) {
+	if m.GEMMTable == nil {
+		return 0, "", false
+	}
+	var have []int
+	for _, p := range m.GEMMTable.GEMV {
+		if p.Precision == prec && p.GFLOPS > 0 && p.Threads > 0 {
+			have = append(have, p.Threads)
+		}
+	}
+	if len(have) == 0 {
+		return 0, "", false
+	}
+	nt := nearestThreads(have, threads)
+	for _, p := range m.GEMMTable.GEMV {
+		if p.Precision == prec && p.Threads == nt && p.GFLOPS > gbps {
+			gbps, used = p.GFLOPS, fmt.Sprintf("%s %s GEMV %d×%d at %d threads", prec, p.Backend, p.N, p.K, nt)
+		}
+	}
+	if nt != threads {
+		gbps *= float64(threads) / float64(nt)
+	}
+	return gbps, fmt.Sprintf("%.1f GB/s, measured attained GEMV weight bandwidth, this machine (%s)", gbps, used), true
+}
+
+// gemvDTypes are the GEMV dtypes whose weight bandwidth stands for the
+// roofline precision of the same name (float formats; the quantized ones
+// have the effective-bandwidth model).
+var gemvDTypes = map[string]bool{"fp32": true, "bf16": true, "fp16": true}
+
+// addGEMMTable copies the profile's matrix.gemm_shapes (and, with them,
+// matrix.gemv's float formats) into m.GEMMTable. Profiles without
+// gemm_shapes (older probes, published profiles) get no table and keep the
+// single ceiling.
+func addGEMMTable(m *Machine, p *results.Profile, name string) {
+	mx := p.Matrix
+	if mx == nil {
+		return
+	}
+	t := &GEMMTable{}
+	for _, g := range mx.GEMMShapes {
+		if g.GFLOPS.Median > 0 && g.M > 0 && g.N > 0 && g.K > 0 && g.Threads > 0 {
+			t.GEMM = append(t.GEMM, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: g.M, N: g.N, K: g.K, GFLOPS: g.GFLOPS.Median})
+		}
+	}
+	for _, g := range mx.GEMV {
+		if gemvDTypes[g.DType] && g.M == 1 && g.WeightGBps > 0 && g.Threads > 0 {
+			t.GEMV = append(t.GEMV, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: 1, N: g.N, K: g.K, GFLOPS: g.WeightGBps})
+		}
+	}
+	if len(t.GEMM) == 0 && len(t.GEMV) == 0 {
+		return
+	}
+	t.Source = name + ": matrix.gemm_shapes (medians) and matrix.gemv's float formats (weight GB/s)"
+	m.GEMMTable = t
+	if len(t.GEMM) == 0 {
+		m.Notes = append(m.Notes, "a GEMV-shaped linear (M 1) streams DRAM-resident weights at the measured GEMV weight bandwidth of its precision (matrix.gemv), not the read kernel's DRAM roof; no matrix.gemm_shapes: linear operators' compute term is the single ceiling")
+		return
+	}
+	var dts []string
+	seen := map[string]bool{}
+	for _, g := range t.GEMM {
+		if !seen[g.Precision] {
+			seen[g.Precision] = true
+			dts = append(dts, g.Precision)
+		}
+	}
+	m.Notes = append(m.Notes, fmt.Sprintf("linear operators' compute term on the cores: %s (%d points, %s), not the single ceiling; a GEMV-shaped linear (M 1) streams DRAM-resident weights at the measured GEMV weight bandwidth of its precision where measured", AttainedGEMMRule, len(t.GEMM), strings.Join(dts, ", ")))
+}
+
+// weightsIn reports whether linear o's weights are held in precision prec
+// (N·K elements of its size): the GEMV rate of prec then applies.
+func weightsIn(o Operator, prec string) bool {
+	b, err := DTypeBytes(prec)
+	if err != nil || b <= 0 {
+		return false
+	}
+	want := float64(o.N) * float64(o.K) * b
+	return math.Abs(o.Bytes.Weights-want) <= 1e-9*want
+}

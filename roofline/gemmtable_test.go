@@ -1,0 +1,117 @@
+package roofline
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/results"
+)
+
+// Synthetic table (test values only).
+func testTable() *GEMMTable {
+	return &GEMMTable{GEMM: []GEMMPoint{
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 16, N: 1024, K: 1024, GFLOPS: 100},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 1024, K: 1024, GFLOPS: 300},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 2048, N: 1024, K: 1024, GFLOPS: 250},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 4096, K: 4096, GFLOPS: 400},
+		{Precision: "fp32", Backend: "b", Threads: 1, M: 256, N: 1024, K: 1024, GFLOPS: 160},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 3072, K: 1024, GFLOPS: 500},
+		{Precision: "fp32", Backend: "b", Threads: 2, M: 256, N: 1024, K: 3072, GFLOPS: 50},
+	}, GEMV: []GEMMPoint{{Precision: "fp32", Backend: "b", Threads: 2, M: 1, N: 65536, K: 4096, GFLOPS: 60}}}
+}
+
+func TestAttainedGEMMRule(t *testing.T) {
+	m := &Machine{GEMMTable: testTable()}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	for _, c := range []struct {
+		threads, M, N, K int
+		want             float64
+		ok               bool
+	}{
+		{2, 256, 1024, 1024, 300, true},
+		{2, 64, 1024, 1024, 200, true},     // halfway in log M between 16 and 256
+		{2, 4096, 1024, 1024, 250, true},   // clamped to the largest M
+		{2, 8, 1024, 1024, 0, false},       // below the smallest M
+		{2, 256, 1536, 1024, 300, true},    // nearer 1024² than 3072×1024 in log N·K
+		{2, 256, 2048, 1024, 500, true},    // nearer 3072×1024 (log 1.5) than 1024² (log 2)
+		{2, 256, 3072, 3072, 400, true},    // nearer 4096²
+		{1, 256, 1024, 1024, 160, true},    // its own thread count
+		{4, 256, 1024, 1024, 600, true},    // nearest below (2), scaled ×2
+		{2, 256, 1024, 1024 * 0, 0, false}, // bad shape
+		{2, 256, 3072, 1024, 500, true},    // the aspect breaks the N·K tie
+		{2, 256, 1024, 3072, 50, true},
+	} {
+		r, used, ok := m.AttainedGEMM("fp32", c.threads, c.M, c.N, c.K)
+		if ok != c.ok || (ok && !near(r, c.want)) {
+			t.Errorf("%+v: got %v %v (%s)", c, r, ok, used)
+		}
+		if ok && !strings.Contains(used, "measured attained GEMM, this machine") {
+			t.Errorf("%+v: used %q", c, used)
+		}
+	}
+	if _, _, ok := m.AttainedGEMM("bf16", 2, 256, 1024, 1024); ok {
+		t.Error("bf16 without bf16 points")
+	}
+	if g, _, ok := m.GEMVWeightGBps("fp32", 2); !ok || g != 60 {
+		t.Errorf("GEMV: %v %v", g, ok)
+	}
+	if _, _, ok := (&Machine{}).AttainedGEMM("fp32", 2, 256, 1024, 1024); ok {
+		t.Error("no table")
+	}
+}
+
+// A profile's matrix.gemm_shapes set a linear's compute term; a profile
+// without them keeps the single ceiling; published machines are unchanged.
+func TestGEMMTableFromProfile(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-amd-epyc-2core.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
+	p.Compute = &results.Compute{Peaks: []results.ComputePeak{{Kernel: "avx2_fma_fp32", ISA: "avx2", Precision: "fp32", Threads: 2, Rate: st(160)}}}
+	p.Matrix = &results.Matrix{GEMM: []results.GEMMResult{{Backend: "avx2-fp32", DType: "fp32", M: 512, N: 3072, K: 3072, Threads: 2, GFLOPS: st(150)}}}
+	before, err := FromProfile(p, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.GEMMTable != nil {
+		t.Fatalf("table without gemm_shapes or gemv: %+v", before.GEMMTable)
+	}
+	op := LinearOp("q_proj", 2048, 1024, 1024)
+	pb, err := Place(before, "fp32", []Operator{op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pb[0].Rate != "" {
+		t.Errorf("rate without table: %q", pb[0].Rate)
+	}
+	p.Matrix.GEMMShapes = []results.GEMMResult{
+		{Backend: "avx2-fp32", DType: "fp32", M: 512, N: 1024, K: 1024, Threads: 2, GFLOPS: st(120)},
+		{Backend: "avx2-fp32", DType: "fp32", M: 2048, N: 1024, K: 1024, Threads: 2, GFLOPS: st(60)},
+	}
+	after, err := FromProfile(p, "p.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, err := Place(after, "fp32", []Operator{op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := op.FLOPs / 60e9
+	if !strings.Contains(pa[0].Rate, "60.0 GFLOP/s, measured attained GEMM, this machine") || pa[0].Time < want || pa[0].Time > want*1.01 {
+		t.Errorf("with table: time %v (want ≈ %v), rate %q", pa[0].Time, want, pa[0].Rate)
+	}
+	if !strings.Contains(strings.Join(after.Notes, "\n"), "measured attained GEMM, this machine") {
+		t.Errorf("notes: %v", after.Notes)
+	}
+	for _, name := range []string{"m4-pro", "kunpeng-920"} {
+		m, err := Published(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.GEMMTable != nil {
+			t.Errorf("%s: table", name)
+		}
+	}
+}
