@@ -75,6 +75,11 @@ type attnScratch struct {
 	o    []float32    // [M][hdPad] unnormalized output accumulator
 	m, l []float32    // [M] running max of the scores and sum of e^(s-m)
 	a    []float32    // [M] per tile: m_old - m_new, then the rescale e^(m_old-m_new)
+	lt   []float32    // [M] per tile: the sum of the tile's e^(s-m_new)
+
+	// rmax and expSubSum are kernels.SoftmaxPasses, taken once per job.
+	rmax      func(x []float32) float32
+	expSubSum func(dst, src []float32, m float32) float32
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout
@@ -201,6 +206,8 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	ws.m = growF32(ws.m, M)
 	ws.l = growF32(ws.l, M)
 	ws.a = growF32(ws.a, M)
+	ws.lt = growF32(ws.lt, M)
+	ws.rmax, ws.expSubSum = kernels.SoftmaxPasses()
 
 	// The block's queries, scaled, one row per (position, served head).
 	qo := j.kvHead * group * hd
@@ -318,48 +325,31 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 }
 
 // softmaxTile is the online softmax of tile ti's scores in s[b] (the
-// vector stage): per row its new max over the visible keys, the scores
-// shifted by it (masked ones -Inf), one Exp over the tile's scores and one
-// over the rescale exponents a, and the running sum l updated.
+// vector stage), two vector passes per row over its visible keys only:
+// the new running max, then e^(s-m) written in place with its sum
+// (kernels.SoftmaxPasses); the masked scores of the row (the diagonal
+// tile's triangle, the window's edge, the last tile's padding up to nt)
+// are set to 0, the probability they stand for. One Exp over the rescale
+// exponents a of the tile's rows, and the running sums l updated.
 func (ws *attnScratch) softmaxTile(j *attnJob, ti, b int) {
 	sp := &ws.tiles[ti]
 	T := ws.lay.tile
 	nt := sp.j1 - sp.j0
 	s, mx, l, a := ws.s[b], ws.m, ws.l, ws.a
-	inf := float32(math.Inf(-1))
 	for i := sp.iA; i < sp.iB; i++ {
 		lo, hi := j.visible(sp, i) // ≥ 1 key
 		lo, hi = lo-sp.j0, hi-sp.j0
-		row := s[i*T : i*T+T]
-		m := rowMax(row[lo:hi], mx[i])
-		for jj := range row[:lo] {
-			row[jj] = inf
-		}
-		for jj := lo; jj < hi; jj++ {
-			row[jj] -= m
-		}
-		for jj := hi; jj < nt; jj++ {
-			row[jj] = inf
-		}
+		row := s[i*T : i*T+nt]
+		m := max32(mx[i], ws.rmax(row[lo:hi]))
+		clear(row[:lo])
+		ws.lt[i] = ws.expSubSum(row[lo:hi], row[lo:hi], m)
+		clear(row[hi:])
 		a[i] = mx[i] - m // -Inf on the first tile: rescale by 0
 		mx[i] = m
 	}
-	kernels.Exp(s[sp.iA*T:sp.iB*T], s[sp.iA*T:sp.iB*T])
 	kernels.Exp(a[sp.iA:sp.iB], a[sp.iA:sp.iB])
 	for i := sp.iA; i < sp.iB; i++ {
-		row := s[i*T : i*T+nt]
-		var s0, s1, s2, s3 float32
-		jj := 0
-		for ; jj+4 <= len(row); jj += 4 {
-			s0 += row[jj]
-			s1 += row[jj+1]
-			s2 += row[jj+2]
-			s3 += row[jj+3]
-		}
-		for ; jj < len(row); jj++ {
-			s0 += row[jj]
-		}
-		l[i] = l[i]*a[i] + (s0 + s1) + (s2 + s3)
+		l[i] = l[i]*a[i] + ws.lt[i]
 	}
 }
 
@@ -425,24 +415,6 @@ func (ws *attnScratch) finish(j *attnJob) {
 			}
 		}
 	}
-}
-
-// rowMax returns the largest of m and the elements of x, four running
-// maxima at a time (no data-dependent branch); NaNs are ignored (they reach
-// the output through e^(x-m)).
-func rowMax(x []float32, m float32) float32 {
-	m0, m1, m2, m3 := m, m, m, m
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		m0 = max32(m0, x[i])
-		m1 = max32(m1, x[i+1])
-		m2 = max32(m2, x[i+2])
-		m3 = max32(m3, x[i+3])
-	}
-	for ; i < len(x); i++ {
-		m0 = max32(m0, x[i])
-	}
-	return max32(max32(m0, m1), max32(m2, m3))
 }
 
 // max32 is a > b ? a : b, which the compiler turns into a conditional

@@ -234,6 +234,24 @@ func FastExp(dst, src []float32) {
 	bestNL().fastExp(dst, src)
 }
 
+// SoftmaxPasses returns Softmax's two passes in the best implementation
+// available now, for a caller that runs them on many short rows (the
+// engine's online softmax in attention, per score row of a tile), so that
+// the implementation is chosen once, not per row:
+//
+//	max(x) is the largest element of x, -Inf for an empty x; NaNs are
+//	ignored (every implementation keeps its running maximum where an
+//	element is NaN).
+//	expSubSum(dst, src, m) sets dst[i] = e^(src[i]-m) with Exp (≤ 2 ULP
+//	after the float32 rounding of src[i]-m; -Inf gives 0) and returns
+//	the float32 sum of dst (per-lane accumulators then a tree in the
+//	assembly: not a serial loop's order). src must be at least as long
+//	as dst (it panics otherwise); dst may be src.
+func SoftmaxPasses() (max func(x []float32) float32, expSubSum func(dst, src []float32, m float32) float32) {
+	k := bestNL()
+	return k.max, k.expSubSum
+}
+
 // Softmax computes the softmax of one row with Exp; see NonlinearImpl.Softmax.
 func Softmax(dst, src []float32) {
 	sameLen("Softmax", "best", len(dst), len(src))
