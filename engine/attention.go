@@ -8,17 +8,64 @@ import (
 	"github.com/cpubench/bench/kernels/gemm"
 )
 
-// attnTile is the number of key/value positions per tile (rounded down to
-// a multiple of the backend's panel width NR: kvLayout.tile). Measured on
-// AVX2 (2-core EPYC, thread CPU time, head dims 64 and 128, groups 1 and
-// 4) with the tiles packed on every call: 128 was 5-10% faster than 64 on
-// blocks of 32 query rows (the engine's prefill work unit), where the
-// per-tile costs (two GEMM calls and the rescale of the accumulator) weigh
-// most, and within noise of 64 and 256 on whole 512-row blocks and in
-// decode. Working set per tile: the K and V panels of the tile
-// (2·128·headDim floats, 128 KiB at headDim 128) and rows·group·128
-// scores, in L2.
-const attnTile = 128
+// The tile planner of prefill attention (attnPlanRows, attnPlanTile):
+// the query rows of a job (× its GQA group: M, the rows of both tile
+// products) and the KV positions of a tile (T: QKᵀ's N and P·V's K) are
+// chosen so that the products run at the GEMM microkernel's preferred
+// shape, whole MR-row slivers, and the job's working set stays in L2.
+//
+// Measured (avx512-fp32, MR 12, NR 32; one worker, head dim 128, group
+// 2, contexts 2K and 4K, thread CPU time on a loaded 2-core Zen 5 VM,
+// best and mean of 4 interleaved runs, indicative): 48 rows × 256
+// positions (M 96) ran 5-8% faster than the previous 32 × 128 (M 64:
+// five slivers of 12 and one of 4) and than 36 × 128, 48 × 128 and 96 ×
+// 256.
+
+// attnTile is the planner's largest tile: positions per KV tile (rounded
+// down to a multiple of the backend's panel width NR: attnPlanTile).
+const attnTile = 256
+
+// attnTargetM is the planner's query rows per job and KV head (rows ·
+// group): 8 slivers of AVX-512's MR 12, 16 of AVX2's 6.
+const attnTargetM = 96
+
+// attnPlanRows is the query rows of one prefill job on backend be for
+// group query heads per KV head: the fewest rows from attnTargetM/group
+// up such that rows·group is a whole number of be's MR-row slivers (so
+// that no sliver of the tile products runs short), at least 1.
+func attnPlanRows(be gemm.Backend, group int) int {
+	mr, group := max(be.TileM, 1), max(group, 1)
+	step := mr / gcd(mr, group) // rows·group is a multiple of mr iff rows is one of step
+	rows := (attnTargetM + group - 1) / group
+	return max(step, (rows+step-1)/step*step)
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// attnPlanTile is the KV positions per tile on backend be at head dim hd
+// with an L2 of l2 bytes (per core): the largest of attnTile, attnTile/2,
+// ... (rounded down to a multiple of NR, at least NR) at which a job of
+// attnTargetM query rows keeps its tile's working set in half of L2: the
+// packed queries (M·hd), the scores (M·T), the accumulator (M·hdPad) and
+// the tile's K and V panels (2·T·hdPad), fp32. At head dim 128 and a 1
+// MiB L2 that is 256 positions (448 KiB).
+func attnPlanTile(be gemm.Backend, hd int, l2 int64) int {
+	nr := max(be.TileN, 1)
+	hdPad := (hd + nr - 1) / nr * nr
+	t := attnTile
+	for ; t > nr; t /= 2 {
+		ws := 4 * (int64(attnTargetM)*int64(hd+t+hdPad) + 2*int64(t)*int64(hdPad))
+		if ws <= l2/2 {
+			break
+		}
+	}
+	return max(nr, t/nr*nr)
+}
 
 // attnVecRows is the planner's threshold between the two kernel families
 // of a work unit's tile products (SMEPilot §4.2: low-intensity attention
@@ -120,7 +167,7 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 // It is FlashAttention-2's forward loop (Dao 2023, "FlashAttention-2:
 // Faster Attention with Better Parallelism and Work Partitioning", Alg. 1)
 // on one CPU core: the keys and values are visited in tiles of T =
-// ws.lay.tile positions (attnTile rounded down to a multiple of the panel
+// ws.lay.tile positions (attnPlanTile: a multiple of the panel
 // width, tiles aligned at multiples of T from position 0, so every tile
 // starts on a K panel; the last one ends at the block's last row and may
 // be short) shared by all group·(r1-r0) query rows of the KV head (the GQA

@@ -37,8 +37,9 @@ type AttentionBenchOptions struct {
 }
 
 // AttentionBench is the engine's attention (attendBlock on the KV cache
-// layout of kvcache.go, in Batch.attention's work units of attnRows query
-// rows × one KV head, claimed dynamically by the workers) alone, on
+// layout of kvcache.go, in Batch.attention's work units of the tile
+// planner's query rows (AttentionRows of the last worker's backend, the
+// pipeline's matrix group) × one KV head, claimed dynamically by the workers) alone, on
 // synthetic queries, keys and values in [-1, 1), for `bench attention`
 // (SMEPilot §4.3, Figs. 10b and 11b). It is not safe for concurrent use.
 type AttentionBench struct {
@@ -48,6 +49,9 @@ type AttentionBench struct {
 	ws     []*attnScratch         // per pool worker
 	q, out []float32              // [rows][Heads·HeadDim]
 	rows   int
+	// jobRows is the query rows of a work unit: attnPlanRows of the
+	// last worker's backend.
+	jobRows int
 }
 
 // benchValue is the synthetic tensor element i of stream s, in [-1, 1)
@@ -118,7 +122,7 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 		return nil, err
 	}
 	a := &AttentionBench{o: o, lays: map[string]kvLayout{}, kc: map[string][][]float32{}, vc: map[string][][]float32{},
-		ws: make([]*attnScratch, len(o.Workers)), rows: o.rows()}
+		ws: make([]*attnScratch, len(o.Workers)), rows: o.rows(), jobRows: attnPlanRows(o.Workers[len(o.Workers)-1], o.Heads/o.KVHeads)}
 	kvd := o.KVHeads * o.HeadDim
 	k, v := make([]float32, kvd), make([]float32, kvd)
 	for wi, b := range o.Workers {
@@ -177,9 +181,9 @@ func (a *AttentionBench) run(ctx context.Context, ms *pool.Master, g *pool.Group
 
 // Prefill runs causal attention for a prompt of T tokens from an empty
 // cache (query rows 0..T-1 of the first sequence, row t attending to
-// positions 0..t) on g's workers: T/attnRows (rounded up) × KVHeads work
+// positions 0..t) on g's workers: T/AttentionRows (rounded up) × KVHeads work
 // units, the latest rows first. Its FLOPs are PrefillFLOPs. Once ctx is
-// done the workers claim no further unit (a unit is at most attnRows
+// done the workers claim no further unit (a unit is at most AttentionRows
 // rows against T positions) and its error is returned. Errors: T out of
 // 1..MaxSeq, a worker without a backend, the pool's errors.
 func (a *AttentionBench) Prefill(ctx context.Context, ms *pool.Master, g *pool.Group, T int) error {
@@ -189,9 +193,9 @@ func (a *AttentionBench) Prefill(ctx context.Context, ms *pool.Master, g *pool.G
 	}
 	type unit struct{ r0, r1, h int }
 	var units []unit
-	for r1 := T; r1 > 0; r1 -= attnRows {
+	for r1 := T; r1 > 0; r1 -= a.jobRows {
 		for h := range o.KVHeads {
-			units = append(units, unit{max(r1-attnRows, 0), r1, h})
+			units = append(units, unit{max(r1-a.jobRows, 0), r1, h})
 		}
 	}
 	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
@@ -226,9 +230,9 @@ func (a *AttentionBench) PrefillPipelined(ctx context.Context, ms *pool.Master, 
 	}
 	type unit struct{ r0, r1, h int }
 	var units []unit
-	for r1 := T; r1 > 0; r1 -= attnRows {
+	for r1 := T; r1 > 0; r1 -= a.jobRows {
 		for h := range o.KVHeads {
-			units = append(units, unit{max(r1-attnRows, 0), r1, h})
+			units = append(units, unit{max(r1-a.jobRows, 0), r1, h})
 		}
 	}
 	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
@@ -244,7 +248,7 @@ func (a *AttentionBench) PrefillPipelined(ctx context.Context, ms *pool.Master, 
 // step, SMEPilot Fig. 11b's decode token width): sequence s's rows
 // s·width..s·width+width-1 are at positions ctx-width..ctx-1 and attend
 // causally to its own cache, on g's workers in seqs × KVHeads ×
-// ceil(width/attnRows) work units. Its FLOPs are DecodeFLOPs, its KV
+// ceil(width/AttentionRows) work units. Its FLOPs are DecodeFLOPs, its KV
 // bytes DecodeKVBytes. Once cx is done no further unit is claimed and its
 // error is returned. Errors: ctx out of 1..MaxSeq, seqs out of 1..Seqs,
 // width out of 1..min(ctx, Width), a worker without a backend, the pool's
@@ -263,9 +267,9 @@ func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Gro
 	type unit struct{ s, r0, r1, h int }
 	var units []unit
 	for s := range seqs {
-		for r1 := width; r1 > 0; r1 -= attnRows {
+		for r1 := width; r1 > 0; r1 -= a.jobRows {
 			for h := range o.KVHeads {
-				units = append(units, unit{s, max(r1-attnRows, 0), r1, h})
+				units = append(units, unit{s, max(r1-a.jobRows, 0), r1, h})
 			}
 		}
 	}
@@ -296,7 +300,7 @@ func (o AttentionBenchOptions) DecodeFLOPs(ctx, seqs, width int) float64 {
 
 // DecodeKVBytes is the K and V bytes a decode step reads, each KV head's
 // ctx positions once per sequence (its GQA query heads and, up to
-// attnRows, its new tokens share them): 2·ctx·KVHeads·HeadDim·4 per
+// AttentionRows, its new tokens share them): 2·ctx·KVHeads·HeadDim·4 per
 // sequence (fp32; panel padding and a wide step's re-reads not counted).
 func (o AttentionBenchOptions) DecodeKVBytes(ctx, seqs int) float64 {
 	return 2 * 4 * float64(ctx) * float64(o.KVHeads) * float64(o.HeadDim) * float64(seqs)

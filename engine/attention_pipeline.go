@@ -200,6 +200,7 @@ func (m *Model) attentionNotes() []string {
 	n := m.pool.Size()
 	abe := m.attnBackend()
 	be := abe.Name
+	rows := attnPlanRows(abe, group)
 	var notes []string
 	if group < attnVecRows {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyRows on the packed panels, DotRows and AxpyRows on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows))
@@ -211,19 +212,19 @@ func (m *Model) attentionNotes() []string {
 	}
 	switch {
 	case m.opts.NoPipeline:
-		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers (pipeline ablation)", attnRows, group, be, n))
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers (pipeline ablation)", rows, group, be, n))
 	case n < 2:
 		notes = append(notes, fmt.Sprintf("attention plan: prefill runs serially on %s: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule", be))
 	case !m.opts.ForcePipeline && abe.Unit != gemm.MatrixUnit:
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
-			"the pipeline (SMEPilot §4.2) needs a matrix unit for its matrix stage, and this CPU's attention backend has none (on a second group of cores each stage gets half the workers: roofline.PredictAttention ≈ 0.5× serial; bench attention measures both)", attnRows, group, be, n))
+			"the pipeline (SMEPilot §4.2) needs a matrix unit for its matrix stage, and this CPU's attention backend has none (on a second group of cores each stage gets half the workers: roofline.PredictAttention ≈ 0.5× serial; bench attention measures both)", rows, group, be, n))
 	default:
 		unit := "a second group of cores: this CPU's attention backend has no matrix unit"
 		if abe.Unit == gemm.MatrixUnit {
 			unit = "the matrix unit"
 		}
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs the phase-aware pipeline (SMEPilot §4.2, Fig. 6), pairs of workers: %d; matrix stage (QKᵀ, P·V on %s) on workers %v = %s; vector stage (softmax, rescale) on workers %v",
-			attnRows, group, n/2, be, m.pool.All().Workers()[n-n/2:], unit, m.pool.All().Workers()[:n-n/2]))
+			rows, group, n/2, be, m.pool.All().Workers()[n-n/2:], unit, m.pool.All().Workers()[:n-n/2]))
 		if n%2 == 1 {
 			notes = append(notes, fmt.Sprintf("attention pipeline: worker %d has no partner and runs prefill jobs serially", m.pool.All().Workers()[n/2]))
 		}
@@ -231,16 +232,19 @@ func (m *Model) attentionNotes() []string {
 	return notes
 }
 
-// AttentionTile is the KV positions per attention tile on backend b:
-// attnTile rounded down to a multiple of its panel width (kvLayout.tile).
-func AttentionTile(b gemm.Backend) int {
-	nr := max(b.TileN, 1)
-	return max(nr, attnTile/nr*nr)
+// AttentionTile is the KV positions per attention tile on backend b at
+// head dim headDim (the tile planner, attnPlanTile, with gemm.DefaultL2).
+func AttentionTile(b gemm.Backend, headDim int) int {
+	return attnPlanTile(b, headDim, gemm.DefaultL2)
 }
 
 // AttentionRows is the query rows of one prefill attention job (per KV
-// head; its GQA heads share the job's tiles).
-const AttentionRows = attnRows
+// head; its GQA heads share the job's tiles) on backend b with group
+// query heads per KV head: the tile planner's (attnPlanRows), 48 at
+// group 2 on a backend of MR 12.
+func AttentionRows(b gemm.Backend, group int) int {
+	return attnPlanRows(b, group)
+}
 
 // AttentionKernels is the planner's choice of tile kernels for an
 // attention job of rows query rows per KV head with group query heads

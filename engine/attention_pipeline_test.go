@@ -34,7 +34,7 @@ func testPool(t *testing.T, n int) *pool.Pool {
 	return p
 }
 
-// TestAttentionPipeline runs prefill-shaped jobs (blocks of attnRows rows
+// TestAttentionPipeline runs prefill-shaped jobs (blocks of attnPlanRows rows
 // × KV heads, the latest first, as Batch.attention cuts them) through the
 // pipeline on 2 and 3 workers (a pair, and a pair plus a serial worker)
 // and serially (attend), with and without sliding windows, from an empty
@@ -80,9 +80,10 @@ func TestAttentionPipeline(t *testing.T) {
 							scale := float32(1 / math.Sqrt(float64(hd)))
 							type unit struct{ r0, r1, h int }
 							var units []unit
-							for r1 := sh.T; r1 > 0; r1 -= attnRows {
+							rows := attnPlanRows(be, group)
+							for r1 := sh.T; r1 > 0; r1 -= rows {
 								for h := range kvHeads {
-									units = append(units, unit{max(r1-attnRows, 0), r1, h})
+									units = append(units, unit{max(r1-rows, 0), r1, h})
 								}
 							}
 							jobFor := func(out []float32) func(i int, _ *attnScratch, j *attnJob) {
@@ -153,27 +154,27 @@ func TestAttentionTilesMaskAware(t *testing.T) {
 	kc, vc := make([]float32, nk), make([]float32, nv)
 	q := make([]float32, 2000*group*hd)
 	for _, c := range []struct{ r0, r1, pos0, window, tiles int }{
-		{0, 32, 0, 0, 1},                  // the first block: the diagonal tile only
-		{1000, 1032, 0, 0, 1032/T + 1},    // every tile up to the diagonal
-		{1000, 1032, 0, 100, 2},           // a window of 100 over the block: two or three tiles
-		{1000, 1001, 0, 1, 1},             // a window of one: its own tile
-		{0, 1, 1500, 3 * T, 4},            // decode with a window of three tiles, not aligned
-		{200, 232, 0, 2 * T, 2},           // rows 200..231, window 256: tiles 0, 1
-		{5 * T, 5*T + 32, 0, T, 2},        // aligned: the tile before and the diagonal
-		{5 * T, 5*T + 32, 0, T - 40, 2},   // the window's start moves into the previous tile
-		{5*T + 40, 5*T + 41, 0, 41, 1},    // a window ending exactly at the tile start
-		{5*T + 40, 5*T + 41, 0, 42, 2},    // one further: the previous tile's last key
-		{0, 300, 0, 64, 300/T + 1},        // a whole prompt in one job
-		{0, 3 * T, 0, 0, 3},               // whole tiles
-		{10, 20, 0, 0, 1},                 // rows after r0 = 10
-		{0, 16, 1990 - 16, 0, 1990/T + 1}, // continuing a long cache
-		{0, 16, 1990 - 16, 2 * T, 3},      // with a window
-		{T - 1, T + 1, 0, 0, 2},           // a block across a tile edge
-		{T - 1, T + 1, 0, 1, 2},           // window 1: each row its own tile
-		{T, T + 1, 0, T + 1, 2},           // window reaching position 0
-		{1999, 2000, 0, 2000, 1999/T + 1}, // window as long as the cache
-		{1999, 2000, 0, 0, 1999/T + 1},    // none
-		{0, 1, 0, 5, 1},                   // the first token
+		{0, 32, 0, 0, 1},                           // the first block: the diagonal tile only
+		{1000, 1032, 0, 0, 1032/T + 1},             // every tile up to the diagonal
+		{1000, 1032, 0, 100, 2},                    // a window of 100 over the block: two or three tiles
+		{1000, 1001, 0, 1, 1},                      // a window of one: its own tile
+		{0, 1, 1500, 3 * T, 4},                     // decode with a window of three tiles, not aligned
+		{T + 9*T/16, T + 9*T/16 + 32, 0, 2 * T, 2}, // rows in tile 1, window 2T: tiles 0, 1
+		{5 * T, 5*T + 32, 0, T, 2},                 // aligned: the tile before and the diagonal
+		{5 * T, 5*T + 32, 0, T - 40, 2},            // the window's start moves into the previous tile
+		{5*T + 40, 5*T + 41, 0, 41, 1},             // a window ending exactly at the tile start
+		{5*T + 40, 5*T + 41, 0, 42, 2},             // one further: the previous tile's last key
+		{0, 300, 0, 64, 300/T + 1},                 // a whole prompt in one job
+		{0, 3 * T, 0, 0, 3},                        // whole tiles
+		{10, 20, 0, 0, 1},                          // rows after r0 = 10
+		{0, 16, 1990 - 16, 0, 1990/T + 1},          // continuing a long cache
+		{0, 16, 1990 - 16, 2 * T, 3},               // with a window
+		{T - 1, T + 1, 0, 0, 2},                    // a block across a tile edge
+		{T - 1, T + 1, 0, 1, 2},                    // window 1: each row its own tile
+		{T, T + 1, 0, T + 1, 2},                    // window reaching position 0
+		{1999, 2000, 0, 2000, 1999/T + 1},          // window as long as the cache
+		{1999, 2000, 0, 0, 1999/T + 1},             // none
+		{0, 1, 0, 5, 1},                            // the first token
 	} {
 		j := attnJob{out: q, q: q, ldq: group * hd, kc: kc, vc: vc, r0: c.r0, r1: c.r1, pos0: c.pos0, kvHead: 0, group: group, scale: 1, window: c.window}
 		if !ws.begin(&j) {

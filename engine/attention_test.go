@@ -453,3 +453,30 @@ func TestKVCacheLogits(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionPlan checks the tile planner: job rows whose query rows
+// (× group) are whole MR slivers near attnTargetM, and tiles that are
+// whole panels keeping a job's working set in half of L2.
+func TestAttentionPlan(t *testing.T) {
+	be := func(mr, nr int) gemm.Backend { return gemm.Backend{Name: "x", TileM: mr, TileN: nr} }
+	for _, c := range []struct{ mr, group, rows int }{
+		{12, 2, 48}, {12, 1, 96}, {12, 4, 24}, {12, 8, 12}, {12, 7, 24}, {6, 2, 48}, {4, 16, 6}, {12, 64, 3}, {1, 200, 1},
+	} {
+		rows := attnPlanRows(be(c.mr, 32), c.group)
+		if rows != c.rows || rows*c.group%c.mr != 0 {
+			t.Errorf("MR %d, group %d: %d rows, want %d", c.mr, c.group, rows, c.rows)
+		}
+	}
+	for _, c := range []struct {
+		nr, hd int
+		l2     int64
+		tile   int
+	}{
+		{32, 128, 1 << 20, 256}, {32, 64, 1 << 20, 256}, {32, 256, 1 << 20, 128}, {16, 128, 1 << 20, 256},
+		{32, 128, 512 << 10, 64}, {32, 128, 64 << 10, 32}, {48, 128, 1 << 20, 240}, {4, 8, 1 << 20, 256},
+	} {
+		if got := attnPlanTile(be(12, c.nr), c.hd, c.l2); got != c.tile || got%c.nr != 0 {
+			t.Errorf("NR %d, head dim %d, L2 %d: tile %d, want %d", c.nr, c.hd, c.l2, got, c.tile)
+		}
+	}
+}

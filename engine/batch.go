@@ -282,13 +282,6 @@ func (b *Batch) grow(T int) {
 // segment; a decode step one per slot).
 type segment struct{ slot, r0, r1, pos0 int }
 
-// attnRows is the number of query rows of one prefill segment that one
-// attention work unit takes: the rows (× the GQA group) that share each
-// K/V tile. 32 rows × a group of up to 8 heads keeps the unit's score
-// tile within L1/L2 and still yields several units per KV head to
-// balance over the workers.
-const attnRows = 32
-
 // parMinElems is the work below which a row-wise vector operator runs on
 // the calling worker alone: dispatching the pool costs about a
 // microsecond, a 4096-element RMSNorm about as much.
@@ -420,7 +413,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	eps := c.RMSEps
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	units := attnUnits(segs, c.KVHeads)
+	units := attnUnits(segs, c.KVHeads, attnPlanRows(m.attnBackend(), group))
 	rowSlot := make([]*slot, T)
 	for _, sg := range segs {
 		for r := sg.r0; r < sg.r1; r++ {
@@ -604,17 +597,19 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 }
 
 // attnUnit is one work unit of attention: rows [r0, r1) of segment seg
-// (at most attnRows of them) against KV head kvh.
+// (at most the tile planner's rows, attnPlanRows) against KV head kvh.
 type attnUnit struct{ seg, r0, r1, kvh int }
 
-// attnUnits cuts the segments into attention work units, the latest (most
-// expensive) rows first; the same for every layer of a forward call.
-func attnUnits(segs []segment, kvHeads int) []attnUnit {
+// attnUnits cuts the segments into attention work units of at most rows
+// rows, the latest (most expensive) rows first, so that the workers
+// claiming them in order end within about one unit of each other; the
+// same for every layer of a forward call.
+func attnUnits(segs []segment, kvHeads, rows int) []attnUnit {
 	var units []attnUnit
 	for si, sg := range segs {
-		for r1 := sg.r1; r1 > sg.r0; r1 -= attnRows {
+		for r1 := sg.r1; r1 > sg.r0; r1 -= rows {
 			for h := range kvHeads {
-				units = append(units, attnUnit{si, max(r1-attnRows, sg.r0), r1, h})
+				units = append(units, attnUnit{si, max(r1-rows, sg.r0), r1, h})
 			}
 		}
 	}

@@ -157,7 +157,7 @@ func (c *cpuTimer) report(flops float64) float64 {
 // against its ablation on the shape the issue names: the prefill
 // attention of one KV head (head dim 128, GQA group 2) over contexts of
 // 2K, 4K and 8K positions from an empty cache, in the engine's work units
-// (attendBlock on attnRows query rows at a time, latest first), on one
+// (attendBlock on attnPlanRows query rows at a time, latest first), on one
 // worker and gemm.Best(FP32). impl=packed reads the cache as its producer
 // wrote it; impl=kv-packing packs every K and V tile inside each call
 // (the --ablate kv-packing path). Beside them impl=gemm is the backend's
@@ -214,8 +214,9 @@ func BenchmarkPrefillAttention(b *testing.B) {
 				ck, cv := benchKV(lay, kc, vc, ctx)
 				tm := startCPUTimer(b)
 				for b.Loop() {
-					for r1 := ctx; r1 > 0; r1 -= attnRows {
-						attendBlock(out, q, ldq, ck, cv, max(0, r1-attnRows), r1, 0, 0, group, scale, ws)
+					rows := attnPlanRows(be, group)
+					for r1 := ctx; r1 > 0; r1 -= rows {
+						attendBlock(out, q, ldq, ck, cv, max(0, r1-rows), r1, 0, 0, group, scale, ws)
 					}
 				}
 				rate[impl] = tm.report(4 * hd * pairs)

@@ -31,7 +31,7 @@ type kvLayout struct {
 	maxSeq       int
 	nr           int // panel width: the attention backend's TileN
 	hdPad        int // HeadDim rounded up to a multiple of nr
-	tile         int // positions per attention tile: attnTile rounded down to a multiple of nr (≥ nr)
+	tile         int // positions per attention tile: attnPlanTile (a multiple of nr)
 	kHead, vHead int // packed: floats of one KV head's K and V
 }
 
@@ -40,7 +40,7 @@ type kvLayout struct {
 func newKVLayout(be gemm.Backend, kvHeads, hd, maxSeq int, packed bool) kvLayout {
 	nr := max(be.TileN, 1)
 	l := kvLayout{packed: packed, kvHeads: kvHeads, hd: hd, maxSeq: maxSeq, nr: nr,
-		hdPad: (hd + nr - 1) / nr * nr, tile: max(nr, attnTile/nr*nr)}
+		hdPad: (hd + nr - 1) / nr * nr, tile: attnPlanTile(be, hd, gemm.DefaultL2)}
 	l.kHead = (maxSeq + nr - 1) / nr * hd * nr
 	l.vHead = l.hdPad * maxSeq
 	return l

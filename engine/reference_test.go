@@ -352,11 +352,11 @@ func refConfigs() []Config {
 		}),
 		// More positions than two attention tiles (refLong).
 		with(llama, func(c *Config) {
-			c.Name, c.RoPELayout, c.Heads, c.KVHeads, c.HeadDim, c.MaxSeq = "llama-half-gqa4-long", kernels.RoPEHalf, 4, 1, 16, 320
+			c.Name, c.RoPELayout, c.Heads, c.KVHeads, c.HeadDim, c.MaxSeq = "llama-half-gqa4-long", kernels.RoPEHalf, 4, 1, 16, refLong
 		}),
 		// A sliding window shorter than a tile, over more than two tiles.
 		with(llama, func(c *Config) {
-			c.Name, c.RoPELayout, c.Heads, c.KVHeads, c.HeadDim, c.MaxSeq = "llama-half-gqa2-window-long", kernels.RoPEHalf, 4, 2, 16, 320
+			c.Name, c.RoPELayout, c.Heads, c.KVHeads, c.HeadDim, c.MaxSeq = "llama-half-gqa2-window-long", kernels.RoPEHalf, 4, 2, 16, refLong
 			c.SlidingWindow = 100
 		}),
 	}

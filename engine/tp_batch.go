@@ -141,7 +141,7 @@ func (b *Batch) tpRun(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs [
 	T, d := len(tokens), c.Dim
 	workers := m.all.Workers()
 	k := &tpCall{b: b, t: t, tb: tb, T: T, p: p, rowPos: rowPos, rowSlot: make([]int, T), segs: segs,
-		units: attnUnits(segs, t.kvHeads), tile: m.Backend.Tile(), master: ms.Worker(),
+		units: attnUnits(segs, t.kvHeads, attnPlanRows(m.attnBackend(), c.Heads/c.KVHeads)), tile: m.Backend.Tile(), master: ms.Worker(),
 		scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 	for _, sg := range segs {
 		for r := sg.r0; r < sg.r1; r++ {

@@ -427,10 +427,12 @@ func joinSemi(s []string) string {
 const maxAttentionError = 1e-4
 
 // jobKernels is the tile kernels of the jobs of width query rows per
-// sequence (blocks of engine.AttentionRows, the last one shorter).
-func jobKernels(width, group int) string {
-	full := engine.AttentionKernels(min(width, engine.AttentionRows), group)
-	if r := width % engine.AttentionRows; width > engine.AttentionRows && r != 0 {
+// sequence (blocks of engine.AttentionRows(b, group), the last one
+// shorter; b the last worker's backend, as engine.AttentionBench cuts them).
+func jobKernels(b gemm.Backend, width, group int) string {
+	rows := engine.AttentionRows(b, group)
+	full := engine.AttentionKernels(min(width, rows), group)
+	if r := width % rows; width > rows && r != 0 {
 		if last := engine.AttentionKernels(r, group); last != full {
 			return full + "+" + last
 		}
@@ -448,7 +450,7 @@ const (
 // the workers' backends).
 func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 	coresBackend := ws[0].Name
-	pt.Kernels = jobKernels(pt.Width, c.Arch.Heads/c.Arch.KVHeads)
+	pt.Kernels = jobKernels(ws[len(ws)-1], pt.Width, c.Arch.Heads/c.Arch.KVHeads)
 	pt.GFLOPS = rates(pt.Seconds, pt.FLOPs, 1e-9)
 	med := pt.Seconds.Median
 	if pt.KVBytes > 0 && med > 0 {
@@ -494,7 +496,7 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 	}
 	n := len(ws)
 	matBackend := ws[n-1] // the matrix group's (the last workers')
-	s := roofline.AttentionSchedule{MatrixShare: 1, VectorShare: 1, Tile: engine.AttentionTile(matBackend), Rows: engine.AttentionRows}
+	s := roofline.AttentionSchedule{MatrixShare: 1, VectorShare: 1, Tile: engine.AttentionTile(matBackend, c.Arch.HeadDim), Rows: engine.AttentionRows(matBackend, c.Arch.Heads/c.Arch.KVHeads)}
 	place := pt.Placement
 	if pt.Schedule == SchedulePipelined {
 		place = PlaceMatrix

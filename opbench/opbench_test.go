@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
@@ -68,7 +69,14 @@ func TestRunAttention(t *testing.T) {
 	for _, rn := range runs {
 		b, kv := rn.b, rn.kv
 		t.Logf("cores %s, matrix %s, kv-packing %v", b.CoresBackend, b.MatrixBackend, kv)
-		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3}, Widths: []int{2, 33},
+		// A decode width one row past a job (the tile planner's rows, 48 at
+		// group 2 on every backend here): a gemm job and a vector one.
+		group := testArch.Heads / testArch.KVHeads
+		wide := engine.AttentionRows(b.Pair.Cores, group) + 1
+		if m := engine.AttentionRows(b.Pair.Matrix, group) + 1; m != wide || wide > 50 {
+			t.Fatalf("job rows %d (cores), %d (matrix): want equal, below the decode context", wide-1, m-1)
+		}
+		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3}, Widths: []int{2, wide},
 			Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed}, Backends: b, CPUs: testCPUs(t, 2), KVPackPerCall: kv,
 			Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
 		r, err := RunAttention(context.Background(), c)
@@ -96,7 +104,7 @@ func TestRunAttention(t *testing.T) {
 		for _, p := range r.Points {
 			if p.Phase == "prefill" && (p.Schedule != SchedulePipelined && p.Schedule != ScheduleSerial || !(p.PredictedMatrixSeconds > 0) || !(p.PredictedVectorSeconds > 0)) ||
 				p.Phase == "decode" && p.Schedule != ScheduleSerial ||
-				p.Phase == "decode" && p.Width == 2 && p.Kernels != "vector" || p.Phase == "decode" && p.Width == 33 && p.Kernels != "gemm+vector" ||
+				p.Phase == "decode" && p.Width == 2 && p.Kernels != "vector" || p.Phase == "decode" && p.Width == wide && p.Kernels != "gemm+vector" ||
 				p.Phase == "decode" && p.Width == 1 && p.Kernels != "vector" || p.Phase == "prefill" && p.Kernels != "gemm" {
 				t.Errorf("%s %s context %d width %d: schedule %q, kernels %q, predicted stages %g, %g", p.Phase, p.Placement, p.Context, p.Width, p.Schedule, p.Kernels, p.PredictedMatrixSeconds, p.PredictedVectorSeconds)
 			}
@@ -104,7 +112,7 @@ func TestRunAttention(t *testing.T) {
 		if l := r.PipelineLines(); len(l) != 3*2 || !strings.Contains(l[0], "pipeline speedup") || !strings.Contains(l[0], "predicted pipelined") {
 			t.Errorf("pipeline lines: %q", l)
 		}
-		if s := r.Series("width"); len(s) != 6 || s[0].X[1] != 33 {
+		if s := r.Series("width"); len(s) != 6 || s[0].X[1] != float64(wide) {
 			t.Errorf("width series: %+v", s)
 		}
 		h, rows, _ := r.Table()
