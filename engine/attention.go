@@ -270,11 +270,11 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 		if ws.qp, err = gemm.PackX(ws.be, ws.qp, ws.qs, hd, M, hd); err != nil {
 			panic(err)
 		}
-		if !lay.packed {
-			for b := range ws.kt {
-				ws.kt[b] = growF32(ws.kt[b], T*hd)
-				ws.vt[b] = growF32(ws.vt[b], hdPad*T)
-			}
+	}
+	if !ws.vec && !lay.packed || lay.bf16 {
+		for b := range ws.kt {
+			ws.kt[b] = growF32(ws.kt[b], T*hd)
+			ws.vt[b] = growF32(ws.vt[b], hdPad*T)
 		}
 	}
 	clear(ws.o)
@@ -321,12 +321,13 @@ func (j *attnJob) visible(sp *attnSpan, i int) (lo, hi int) {
 }
 
 // tilePanels are tile ti's K and V panels and their strides: in the cache
-// (packed), or in the buffers kt[b], vt[b] that qkTile packed them into.
+// (packed fp32), or in the buffers kt[b], vt[b] that qkTile packed them
+// into (row-major cache) or converted them into (bf16 cache).
 func (ws *attnScratch) tilePanels(j *attnJob, ti, b int) (kp []float32, kStride int, vp []float32, vStride int) {
 	lay := &ws.lay
 	sp := &ws.tiles[ti]
 	hd, nr := lay.hd, lay.nr
-	if lay.packed {
+	if lay.packed && !lay.bf16 {
 		return j.kc[j.kvHead*lay.kHead+sp.j0/nr*hd*nr:], hd * nr, j.vc[j.kvHead*lay.vHead+sp.j0*nr:], lay.maxSeq * nr
 	}
 	return ws.kt[b], hd * nr, ws.vt[b], (sp.j1 - sp.j0) * nr
@@ -340,6 +341,9 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 	hd, nr, T := lay.hd, lay.nr, lay.tile
 	nt := sp.j1 - sp.j0
 	s := ws.s[b]
+	if lay.bf16 {
+		lay.convertTile(ws.kt[b], ws.vt[b], j.kc, j.vc, sp.j0, nt, j.kvHead)
+	}
 	if ws.vec {
 		// One query row at a time on the vector kernels.
 		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd

@@ -76,7 +76,7 @@ func AttentionBenchBytes(o AttentionBenchOptions) memlimit.Size {
 		}
 		seen[b.Name] = true
 		c := Config{Layers: 1, KVHeads: o.KVHeads, HeadDim: o.HeadDim}
-		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall).Times(o.Seqs))
+		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall, false).Times(o.Seqs))
 	}
 	return need
 }

@@ -207,6 +207,9 @@ func (m *Model) attentionNotes() []string {
 	} else {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, at least %d) runs %s's GEMM microkernels on every worker, serially per job", group, attnVecRows, be))
 	}
+	if m.opts.KVDType == "bf16" {
+		notes = append(notes, fmt.Sprintf("KV cache: bf16 panels of %s's layout (half the bytes of fp32); attention converts each K and V tile it reads to fp32 and computes in fp32", be))
+	}
 	if c.SlidingWindow > 0 {
 		notes = append(notes, fmt.Sprintf("attention: sliding window of %d positions; tiles wholly outside every row's window are skipped", c.SlidingWindow))
 	}

@@ -71,7 +71,8 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	// to be used), the slot table and the RoPE table, before any of it.
 	packed := !m.opts.KVPackPerCall
 	abe := m.attnBackend()
-	need := kvSlotBytes(c, max(abe.TileN, 1), maxSeq, packed).Times(n).
+	bf16 := m.opts.KVDType == "bf16"
+	need := kvSlotBytes(c, max(abe.TileN, 1), maxSeq, packed, bf16).Times(n).
 		Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
 	if err := memlimit.Check(fmt.Sprintf("engine: model %s: %d slots' KV caches of %d positions", c.Name, n, maxSeq), need); err != nil {
 		return nil, err
@@ -83,6 +84,9 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
 		kv:     newKVLayout(abe, c.KVHeads, c.HeadDim, maxSeq, packed),
 		attnWS: make([]*attnScratch, m.pool.Size())}
+	if bf16 {
+		b.kv = newKVLayoutBF16(abe, c.KVHeads, c.HeadDim, maxSeq)
+	}
 	for i := range b.attnWS {
 		b.attnWS[i] = newAttnScratch(abe, b.kv, c.Heads/c.KVHeads)
 	}
@@ -118,14 +122,17 @@ func (b *Batch) allocKV(sl *slot) {
 
 // kvSlotBytes is one slot's K and V caches over every layer, as
 // newKVLayout lays them out (packed: K's positions and V's head dim padded
-// to whole panels of nr), overflow-checked.
-func kvSlotBytes(c Config, nr, maxSeq int, packed bool) memlimit.Size {
+// to whole panels of nr; bf16: 2 bytes an element), overflow-checked.
+func kvSlotBytes(c Config, nr, maxSeq int, packed, bf16 bool) memlimit.Size {
 	if !packed {
 		return memlimit.Mul(c.Layers, 2, maxSeq, c.KVHeads, c.HeadDim, 4)
 	}
 	ceil := func(x int) int { return x/nr + min(x%nr, 1) }
 	k := memlimit.Mul(c.KVHeads, ceil(maxSeq), nr, c.HeadDim)
 	v := memlimit.Mul(c.KVHeads, ceil(c.HeadDim), nr, maxSeq)
+	if bf16 {
+		return k.Plus(v).Times(c.Layers, 2)
+	}
 	return k.Plus(v).Times(c.Layers, 4)
 }
 

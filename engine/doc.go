@@ -53,14 +53,16 @@
 //     each of several slots (M = the number of slots). Session is a Batch of
 //     one. The KV cache is written by its producer (the RoPE step) in the
 //     panel layout of the attention's gemm backend (kvcache.go; SMEPilot
-//     §4.3, Fig. 7), and attention is a tiled, online-softmax (flash-style)
+//     §4.3, Fig. 7), in fp32 or, with Options.KVDType "bf16", bfloat16
+//     (half the bytes; attention converts each tile it reads to fp32), and attention is a tiled, online-softmax (flash-style)
 //     causal GQA kernel with mask-aware tiles (causal and
 //     Config.SlidingWindow) whose QKᵀ and P·V tiles run gemm.PanelBlock on
 //     those panels in place (the matrix placement's backend where it
 //     computes fp32, e.g. sme-fp32, else the cores' fp32 backend: the
 //     cache is packed for it), or kernels.DotRows/AxpyRows per row for the
 //     few query rows of decode (attention.go), in jobs of (query rows, KV
-//     head); prefill runs SMEPilot §4.2's phase-aware pipeline (Fig. 6) on
+//     head) whose rows and KV tile a tile planner picks (attnPlanRows,
+//     attnPlanTile: whole MR slivers, the working set in half of L2); prefill runs SMEPilot §4.2's phase-aware pipeline (Fig. 6) on
 //     pairs of workers, a matrix worker's QKᵀ and P·V overlapping a vector
 //     worker's softmax and rescale (attention_pipeline.go;
 //     Options.NoPipeline, the pipeline ablation, runs them serially, with

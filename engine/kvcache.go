@@ -1,6 +1,11 @@
 package engine
 
 import (
+	"fmt"
+	"math"
+	"strings"
+	"unsafe"
+
 	"github.com/cpubench/bench/kernels/gemm"
 )
 
@@ -21,12 +26,21 @@ import (
 // the tile of positions j0.. starts at j0·NR in every panel). hdPad is
 // HeadDim rounded up to a multiple of NR; V's padding columns stay zero.
 //
+// bf16 (Options.KVDType "bf16"): the packed layout above with each
+// element stored as bfloat16 (the upper 16 bits of the fp32 value,
+// rounded to nearest even), two per float32 word of the cache slices
+// (element i in the uint16 view of the slice): half the bytes. Attention
+// converts each K and V tile it reads to the fp32 panels of the same
+// layout (convertTile: a shift per element, no transpose) and runs the
+// fp32 path on them.
+//
 // Row-major (the kv-packing ablation, Options.KVPackPerCall): [maxSeq]
 // [KVHeads·HeadDim] as a standard CPU cache stores it, and attention packs
 // each tile it reads into the same panels itself, once per tile and block
 // of query rows ("pack on every call").
 type kvLayout struct {
 	packed       bool
+	bf16         bool // packed panels of bfloat16 elements (packed is true)
 	kvHeads, hd  int
 	maxSeq       int
 	nr           int // panel width: the attention backend's TileN
@@ -46,19 +60,96 @@ func newKVLayout(be gemm.Backend, kvHeads, hd, maxSeq int, packed bool) kvLayout
 	return l
 }
 
-// floats is the size of one layer's K and V caches.
+// KVDTypes are the KV cache element types Options.KVDType accepts.
+var KVDTypes = []string{"fp32", "bf16"}
+
+// CheckKVDType checks a KV cache element type (Options.KVDType), and that
+// bf16 is not combined with the kv-packing ablation (packPerCall): one
+// error line naming the value.
+func CheckKVDType(dt string, packPerCall bool) error {
+	switch dt {
+	case "", "fp32":
+		return nil
+	case "bf16":
+		if packPerCall {
+			return fmt.Errorf("engine: KV cache dtype bf16 does not combine with the kv-packing ablation (its cache is row-major fp32)")
+		}
+		return nil
+	}
+	return fmt.Errorf("engine: KV cache dtype %q: want one of %s", dt, strings.Join(KVDTypes, ", "))
+}
+
+// newKVLayoutBF16 is newKVLayout's packed layout with bfloat16 elements.
+func newKVLayoutBF16(be gemm.Backend, kvHeads, hd, maxSeq int) kvLayout {
+	l := newKVLayout(be, kvHeads, hd, maxSeq, true)
+	l.bf16 = true
+	return l
+}
+
+// elemBytes is the bytes of one cached element: 2 (bf16) or 4 (fp32).
+func (l *kvLayout) elemBytes() int {
+	if l.bf16 {
+		return 2
+	}
+	return 4
+}
+
+// floats is the size of one layer's K and V caches in float32 words (a
+// bf16 cache holds two elements per word).
 func (l *kvLayout) floats() (k, v int) {
 	if !l.packed {
 		return l.maxSeq * l.kvHeads * l.hd, l.maxSeq * l.kvHeads * l.hd
 	}
-	return l.kvHeads * l.kHead, l.kvHeads * l.vHead
+	k, v = l.kvHeads*l.kHead, l.kvHeads*l.vHead
+	if l.bf16 {
+		return (k + 1) / 2, (v + 1) / 2
+	}
+	return k, v
 }
+
+// bf16View is the cache slice c (float32 words) as its bfloat16
+// elements.
+func bf16View(c []float32) []uint16 {
+	if len(c) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(c))), 2*len(c))
+}
+
+// toBF16 rounds x to bfloat16, to nearest even (NaN stays NaN).
+func toBF16(x float32) uint16 {
+	b := math.Float32bits(x)
+	if b&0x7fffffff > 0x7f800000 {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7fff + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// fromBF16 is the float32 value of bfloat16 h (exact).
+func fromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16) }
 
 // write stores position pos's keys and values, k and v (KVHeads·HeadDim
 // floats each, head-major, as the K and V projections produce them), into
 // one layer's caches kc and vc.
 func (l *kvLayout) write(kc, vc []float32, pos int, k, v []float32) {
 	hd, nr := l.hd, l.nr
+	if l.bf16 {
+		kb, vb := bf16View(kc), bf16View(vc)
+		for h := range l.kvHeads {
+			kh, vh := k[h*hd:(h+1)*hd], v[h*hd:(h+1)*hd]
+			kp := kb[h*l.kHead+pos/nr*hd*nr+pos%nr:]
+			kp = kp[:(hd-1)*nr+1]
+			for d, x := range kh {
+				kp[d*nr] = toBF16(x)
+			}
+			vp := vb[h*l.vHead+pos*nr:]
+			for d, x := range vh {
+				vp[d/nr*l.maxSeq*nr+d%nr] = toBF16(x)
+			}
+		}
+		return
+	}
 	if !l.packed {
 		kvd := l.kvHeads * hd
 		copy(kc[pos*kvd:(pos+1)*kvd], k[:kvd])
@@ -104,6 +195,31 @@ func (l *kvLayout) packTile(kt, vt, kc, vc []float32, j0, nt, kvHead int) {
 		row := vc[(j0+jj)*ldkv+ko : (j0+jj)*ldkv+ko+hd]
 		for d0 := 0; d0 < hd; d0 += nr {
 			copy(vt[d0*nt+jj*nr:d0*nt+jj*nr+min(nr, hd-d0)], row[d0:])
+		}
+	}
+}
+
+// convertTile is a bf16 cache's per-tile conversion: the nt positions
+// j0.. (j0 a multiple of NR) of KV head kvHead of the bf16 caches kc, vc
+// to fp32 in kt (ceil(nt/NR) K panels of HeadDim·NR, as in the cache:
+// positions past nt are the cache's, zero where never written) and vt
+// (hdPad/NR V panels of nt·NR), the buffers and strides of packTile.
+func (l *kvLayout) convertTile(kt, vt, kc, vc []float32, j0, nt, kvHead int) {
+	hd, nr := l.hd, l.nr
+	kb, vb := bf16View(kc), bf16View(vc)
+	np := (nt + nr - 1) / nr
+	ks := kb[kvHead*l.kHead+j0/nr*hd*nr:]
+	ks = ks[:np*hd*nr]
+	kt = kt[:len(ks)]
+	for i, h := range ks {
+		kt[i] = fromBF16(h)
+	}
+	for p := range l.hdPad / nr {
+		vs := vb[kvHead*l.vHead+p*l.maxSeq*nr+j0*nr:]
+		vs = vs[:nt*nr]
+		dst := vt[p*nt*nr : (p+1)*nt*nr]
+		for i, h := range vs {
+			dst[i] = fromBF16(h)
 		}
 	}
 }

@@ -103,6 +103,11 @@ type Options struct {
 	// reads into the panel layout inside each call, instead of the K/V
 	// producer writing the cache packed once (kvLayout).
 	KVPackPerCall bool
+	// KVDType is the KV cache's element type: "" or "fp32", or "bf16"
+	// (kvcache.go: the packed panels in bfloat16, half the bytes;
+	// attention converts each tile to fp32). bf16 does not combine with
+	// KVPackPerCall (the ablation's cache is row-major fp32).
+	KVDType string
 	// NoPipeline is the pipeline ablation (SMEPilot §4.2, §5.4): prefill
 	// attention runs each job's stages serially on one worker instead of
 	// pipelining the matrix stage (QKᵀ, P·V) of one worker with the vector
@@ -354,6 +359,9 @@ func New(w *Weights, o Options) (*Model, error) {
 		return nil, fmt.Errorf("engine: threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
 	}
 	if err := o.checkNUMA(w.Config); err != nil {
+		return nil, err
+	}
+	if err := CheckKVDType(o.KVDType, o.KVPackPerCall); err != nil {
 		return nil, err
 	}
 	pair, err := gemm.ChoosePair(o.Backend, o.MatrixBackend)

@@ -221,11 +221,16 @@ func (p Precision) String() string {
 //     kernels' dot products are int8; the per-block float scaling is not
 //     counted), else by its fp32 ones.
 //
-// Activations and the KV cache are fp32 (the engine keeps them so; a
-// kernel's int8 or bf16 copy of its input is not counted) and the other
-// operators are bounded by the fp32 ceilings.
+// Activations are fp32 (the engine keeps them so; a kernel's int8 or
+// bf16 copy of its input is not counted), the KV cache fp32 or bf16
+// (Options.KVDType), and the other operators are bounded by the fp32
+// ceilings.
 func (m *Model) PredictionPrecision(mach *roofline.Machine) (Precision, string) {
-	p := Precision{Weight: "fp32", Act: "fp32", KV: "fp32", Ceiling: "fp32", VectorCeiling: "fp32", Target: roofline.KindCores, Backends: m.Backend.Name}
+	kv := "fp32"
+	if m.opts.KVDType == "bf16" {
+		kv = "bf16"
+	}
+	p := Precision{Weight: "fp32", Act: "fp32", KV: kv, Ceiling: "fp32", VectorCeiling: "fp32", Target: roofline.KindCores, Backends: m.Backend.Name}
 	if m.Quant != nil {
 		wf := strings.TrimSuffix(m.WeightFormat, " (mixed)")
 		p.Weight, p.Backends = wf, "kernels/quant "+m.Quant.Name

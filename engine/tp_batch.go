@@ -52,6 +52,9 @@ func (m *Model) tpNewBatch(b *Batch) error {
 	for g := range tb.bufs {
 		tb.bufs[g] = &tpBuf{kv: newKVLayout(abe, t.kvHeads, c.HeadDim, b.maxSeq, packed),
 			kc: make([][][]float32, len(b.slots)), vc: make([][][]float32, len(b.slots))}
+		if b.kv.bf16 {
+			tb.bufs[g].kv = newKVLayoutBF16(abe, t.kvHeads, c.HeadDim, b.maxSeq)
+		}
 	}
 	for w := range tb.ws {
 		tb.ws[w] = newAttnScratch(abe, tb.bufs[t.gi[w]].kv, c.Heads/c.KVHeads)

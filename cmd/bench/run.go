@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,8 @@ type runOptions struct {
 	// PrefillConfig, DecodeConfig, Configs and ConfigsTry: Sandwich's
 	// per-phase service configurations (phase_run.go).
 	phaseFlags
+	// KVDType is the KV cache's element type (--kv-dtype).
+	KVDType string
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
@@ -162,6 +165,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&opts.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
 	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: "+strings.Join(engine.AblationNames(), ", ")+" (comma-separated)")
+	f.StringVar(&opts.KVDType, "kv-dtype", "fp32", "KV cache element type: "+strings.Join(engine.KVDTypes, ", ")+" (bf16: the producer-packed panels in bfloat16, half the bytes; attention converts each tile to fp32; not with --ablate kv-packing)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	addJSONFlag(cmd, &opts.JSON, "the run (one object)")
@@ -219,6 +223,9 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 			return fmt.Errorf("run: --ablate %q: want one of %s", a, strings.Join(engine.AblationNames(), ", "))
 		}
 	}
+	if err := engine.CheckKVDType(o.KVDType, slices.Contains(o.Ablate, string(engine.AblateKVPacking))); err != nil {
+		return fmt.Errorf("run: --kv-dtype: %w", err)
+	}
 	if err := o.validateNUMA(); err != nil {
 		return err
 	}
@@ -268,6 +275,7 @@ type runResult struct {
 	DecodeTokS    float64    `json:"decode_tokens_per_s,omitempty"`
 	PackS         float64    `json:"pack_s"`
 	WeightDType   string     `json:"weight_dtype"`
+	KVDType       string     `json:"kv_dtype,omitempty"`
 	QuantBackend  string     `json:"quant_backend,omitempty"`
 	WeightBytes   int64      `json:"weight_bytes"`
 	Precision     string     `json:"predicted_precision,omitempty"`
@@ -338,7 +346,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	place, _ := engine.ParsePlacement(o.Placement)
 	eo := engine.Options{Context: ctx, Threads: o.Threads, Placement: place, Machine: machine, Backend: o.CoresBackend, MatrixBackend: o.MatrixBackend,
 		WeightLayout: engine.WeightLayout(o.WeightLayout), CopyThreads: o.CopyThreads,
-		NUMA: engine.NUMAPolicy(o.NUMA), TPDegree: o.TPDegree, Sync: engine.SyncMode(o.Sync)}
+		NUMA: engine.NUMAPolicy(o.NUMA), TPDegree: o.TPDegree, Sync: engine.SyncMode(o.Sync), KVDType: o.KVDType}
 	for _, a := range o.Ablate {
 		engine.Ablation(a).Apply(&eo)
 	}
@@ -448,7 +456,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
 		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
-		PackS: m.PackSeconds, WeightDType: m.WeightFormat, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweep.Targets(b.Use()),
+		PackS: m.PackSeconds, WeightDType: m.WeightFormat, KVDType: o.KVDType, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweep.Targets(b.Use()),
 		Counters: ctr.Report(), Noise: &nz}
 	if m.Quant != nil {
 		res.QuantBackend = m.Quant.Name

@@ -294,3 +294,36 @@ func TestRunQuantizeKeepsOddK(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestRunKVDType: --kv-dtype bf16 runs with a bf16 KV cache and says so
+// (JSON kv_dtype, the prediction's precision, the note); a bad dtype, or
+// bf16 with the kv-packing ablation, is one error line naming it.
+func TestRunKVDType(t *testing.T) {
+	model := tinyQwen3Config(t)
+	prof := "../../results/testdata/profile-amd-epyc-2core-all-sections.json"
+	code, out, errs := run(t, "run", "--model", model, "--layers", "2", "--prompt-tokens", "6", "--gen-tokens", "2", "--batch", "2",
+		"--kv-dtype", "bf16", "--profile", prof, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r runResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.KVDType != "bf16" || !strings.Contains(r.Precision, "KV cache bf16") || !strings.Contains(strings.Join(r.Notes, "\n"), "KV cache: bf16 panels") {
+		t.Errorf("kv dtype %q, precision %q, notes %q", r.KVDType, r.Precision, r.Notes)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--kv-dtype", "fp16"}, `"fp16"`},
+		{[]string{"--kv-dtype", "bf16", "--ablate", "kv-packing"}, "kv-packing"},
+	} {
+		args := append([]string{"run", "--model", model, "--layers", "1", "--prompt-tokens", "4", "--gen-tokens", "1", "--profile", "none"}, c.args...)
+		code, _, errs := run(t, args...)
+		if code == 0 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q: want one line naming %s", c.args, code, errs, c.want)
+		}
+	}
+}
