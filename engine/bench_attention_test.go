@@ -160,7 +160,8 @@ func (c *cpuTimer) report(flops float64) float64 {
 // (attendBlock on attnPlanRows query rows at a time, latest first), on one
 // worker and gemm.Best(FP32). impl=packed reads the cache as its producer
 // wrote it; impl=kv-packing packs every K and V tile inside each call
-// (the --ablate kv-packing path). Beside them impl=gemm is the backend's
+// (the --ablate kv-packing path); impl=bf16 reads a bf16 cache, converting
+// each tile to fp32 (--kv-dtype bf16). Beside them impl=gemm is the backend's
 // fp32 GEMM on packed weights (M 256, N and K 1024: Weights.Block), the
 // single-core compute ceiling attention is held to. GFLOP/s counts
 // 4·headDim flops per (query row, visible key) pair, per second of wall
@@ -207,9 +208,12 @@ func BenchmarkPrefillAttention(b *testing.B) {
 		scale := float32(1 / math.Sqrt(float64(hd)))
 		pairs := float64(group) * float64(ctx) * float64(ctx+1) / 2
 		rate := map[string]float64{}
-		for _, impl := range []string{"packed", "kv-packing"} {
+		for _, impl := range []string{"packed", "kv-packing", "bf16"} {
 			b.Run(fmt.Sprintf("ctx=%d/hd=%d/group=%d/impl=%s", ctx, hd, group, impl), func(b *testing.B) {
-				lay := newKVLayout(be, kvHeads, hd, ctx, impl == "packed")
+				lay := newKVLayout(be, kvHeads, hd, ctx, impl != "kv-packing")
+				if impl == "bf16" {
+					lay = newKVLayoutBF16(be, kvHeads, hd, ctx)
+				}
 				ws := newAttnScratch(be, lay, group)
 				ck, cv := benchKV(lay, kc, vc, ctx)
 				tm := startCPUTimer(b)
@@ -223,7 +227,7 @@ func BenchmarkPrefillAttention(b *testing.B) {
 			})
 		}
 		if p, a := rate["packed"], rate["kv-packing"]; p > 0 && a > 0 {
-			line := fmt.Sprintf("prefill attention ctx=%d hd=%d group=%d on %s (per CPU second): packed %.1f GFLOP/s, kv-packing ablation %.1f GFLOP/s, packed/ablation %.2f×", ctx, hd, group, be.Name, p, a, p/a)
+			line := fmt.Sprintf("prefill attention ctx=%d hd=%d group=%d on %s (per CPU second): packed %.1f GFLOP/s, kv-packing ablation %.1f GFLOP/s, packed/ablation %.2f×, bf16 cache %.1f GFLOP/s", ctx, hd, group, be.Name, p, a, p/a, rate["bf16"])
 			if gemmRate > 0 {
 				line += fmt.Sprintf(", packed/GEMM (%.1f GFLOP/s) %.0f%%", gemmRate, 100*p/gemmRate)
 			}

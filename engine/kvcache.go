@@ -206,20 +206,29 @@ func (l *kvLayout) packTile(kt, vt, kc, vc []float32, j0, nt, kvHead int) {
 // (hdPad/NR V panels of nt·NR), the buffers and strides of packTile.
 func (l *kvLayout) convertTile(kt, vt, kc, vc []float32, j0, nt, kvHead int) {
 	hd, nr := l.hd, l.nr
-	kb, vb := bf16View(kc), bf16View(vc)
 	np := (nt + nr - 1) / nr
-	ks := kb[kvHead*l.kHead+j0/nr*hd*nr:]
-	ks = ks[:np*hd*nr]
-	kt = kt[:len(ks)]
-	for i, h := range ks {
-		kt[i] = fromBF16(h)
-	}
+	bf16ToF32(kt, kc, kvHead*l.kHead+j0/nr*hd*nr, np*hd*nr)
 	for p := range l.hdPad / nr {
-		vs := vb[kvHead*l.vHead+p*l.maxSeq*nr+j0*nr:]
-		vs = vs[:nt*nr]
-		dst := vt[p*nt*nr : (p+1)*nt*nr]
-		for i, h := range vs {
-			dst[i] = fromBF16(h)
+		bf16ToF32(vt[p*nt*nr:(p+1)*nt*nr], vc, kvHead*l.vHead+p*l.maxSeq*nr+j0*nr, nt*nr)
+	}
+}
+
+// bf16ToF32 sets dst[i] = the bf16 element off+i of the cache words c,
+// i < n. An even off and n (every panel offset and length where NR is
+// even) run two elements per 32-bit word: a shift and a mask.
+func bf16ToF32(dst, c []float32, off, n int) {
+	dst = dst[:n]
+	if off%2 == 0 && n%2 == 0 {
+		w := c[off/2 : (off+n)/2]
+		for i, x := range w {
+			b := math.Float32bits(x)
+			d := dst[2*i : 2*i+2 : 2*i+2]
+			d[0], d[1] = math.Float32frombits(b<<16), math.Float32frombits(b&0xffff0000)
 		}
+		return
+	}
+	e := bf16View(c)[off : off+n]
+	for i, h := range e {
+		dst[i] = fromBF16(h)
 	}
 }
