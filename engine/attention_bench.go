@@ -29,6 +29,10 @@ type AttentionBenchOptions struct {
 	// the caches are row-major and attention packs every K and V tile it
 	// reads inside each call.
 	KVPackPerCall bool
+	// KVDType is the caches' element type (Options.KVDType): "" or
+	// "fp32", or "bf16" (packed panels in bfloat16, each tile converted
+	// to fp32 by attention); bf16 does not combine with KVPackPerCall.
+	KVDType string
 	// Workers is the fp32 gemm backend each pool worker (by pool index)
 	// runs its attention tiles on; the caches are laid out once per
 	// distinct backend (each backend's panel width), holding the same
@@ -76,7 +80,7 @@ func AttentionBenchBytes(o AttentionBenchOptions) memlimit.Size {
 		}
 		seen[b.Name] = true
 		c := Config{Layers: 1, KVHeads: o.KVHeads, HeadDim: o.HeadDim}
-		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall, false).Times(o.Seqs))
+		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall, o.KVDType == "bf16").Times(o.Seqs))
 	}
 	return need
 }
@@ -110,6 +114,9 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 	case len(o.Workers) == 0:
 		return nil, fmt.Errorf("engine: attention bench: no workers")
 	}
+	if err := CheckKVDType(o.KVDType, o.KVPackPerCall); err != nil {
+		return nil, err
+	}
 	for _, b := range o.Workers {
 		if b.DType != gemm.FP32 {
 			return nil, fmt.Errorf("engine: attention bench: backend %s computes %s: attention's panels are fp32", b.Name, b.DType)
@@ -129,6 +136,9 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 		lay, ok := a.lays[b.Name]
 		if !ok {
 			lay = newKVLayout(b, o.KVHeads, o.HeadDim, o.MaxSeq, !o.KVPackPerCall)
+			if o.KVDType == "bf16" {
+				lay = newKVLayoutBF16(b, o.KVHeads, o.HeadDim, o.MaxSeq)
+			}
 			a.lays[b.Name] = lay
 			nk, nv := lay.floats()
 			for s := range o.Seqs {
@@ -300,10 +310,15 @@ func (o AttentionBenchOptions) DecodeFLOPs(ctx, seqs, width int) float64 {
 
 // DecodeKVBytes is the K and V bytes a decode step reads, each KV head's
 // ctx positions once per sequence (its GQA query heads and, up to
-// AttentionRows, its new tokens share them): 2·ctx·KVHeads·HeadDim·4 per
-// sequence (fp32; panel padding and a wide step's re-reads not counted).
+// AttentionRows, its new tokens share them): 2·ctx·KVHeads·HeadDim·e per
+// sequence, e = 4 (fp32) or 2 (bf16) bytes (panel padding and a wide
+// step's re-reads not counted).
 func (o AttentionBenchOptions) DecodeKVBytes(ctx, seqs int) float64 {
-	return 2 * 4 * float64(ctx) * float64(o.KVHeads) * float64(o.HeadDim) * float64(seqs)
+	e := 4.0
+	if o.KVDType == "bf16" {
+		e = 2
+	}
+	return 2 * e * float64(ctx) * float64(o.KVHeads) * float64(o.HeadDim) * float64(seqs)
 }
 
 // CheckOutput compares query row r's output (prompt row r in prefill;
@@ -312,7 +327,10 @@ func (o AttentionBenchOptions) DecodeKVBytes(ctx, seqs int) float64 {
 // softmax(q·kᵀ/√d)·v over positions 0..pos (pos = r in prefill,
 // ctx-width+i in decode), and returns the largest
 // error relative to Σ_j p_j|v_j| (attendBlock's accuracy bound is about
-// 1e-6 of it in fp32). seq is the sequence whose cache row r read.
+// 1e-6 of it in fp32). seq is the sequence whose cache row r read. The
+// keys and values of the reference are those the cache holds (rounded to
+// bfloat16 in a bf16 cache), so the error is the kernel's, not the
+// cache's rounding.
 func (a *AttentionBench) CheckOutput(r, seq, pos, h int) (float64, error) {
 	o := a.o
 	if h < 0 || h >= o.Heads || r < 0 || r >= a.rows || seq < 0 || seq >= o.Seqs || pos < 0 || pos >= o.MaxSeq {
@@ -320,6 +338,12 @@ func (a *AttentionBench) CheckOutput(r, seq, pos, h int) (float64, error) {
 	}
 	qd, kvd, hd := o.Heads*o.HeadDim, o.KVHeads*o.HeadDim, o.HeadDim
 	kh := h / (o.Heads / o.KVHeads)
+	held := func(x float32) float64 {
+		if o.KVDType == "bf16" {
+			return float64(fromBF16(toBF16(x)))
+		}
+		return float64(x)
+	}
 	q := a.q[r*qd+h*hd : r*qd+(h+1)*hd]
 	scale := 1 / math.Sqrt(float64(hd))
 	s := make([]float64, pos+1)
@@ -327,7 +351,7 @@ func (a *AttentionBench) CheckOutput(r, seq, pos, h int) (float64, error) {
 	for j := range s {
 		var dot float64
 		for d := range hd {
-			dot += float64(q[d]) * float64(benchValue(1, uint64((seq*o.MaxSeq+j)*kvd+kh*hd+d)))
+			dot += float64(q[d]) * held(benchValue(1, uint64((seq*o.MaxSeq+j)*kvd+kh*hd+d)))
 		}
 		s[j] = dot * scale
 		m = max(m, s[j])
@@ -341,7 +365,7 @@ func (a *AttentionBench) CheckOutput(r, seq, pos, h int) (float64, error) {
 	for d := range hd {
 		var ref, mag float64
 		for j := range s {
-			v := float64(benchValue(2, uint64((seq*o.MaxSeq+j)*kvd+kh*hd+d)))
+			v := held(benchValue(2, uint64((seq*o.MaxSeq+j)*kvd+kh*hd+d)))
 			ref += s[j] / l * v
 			mag += s[j] / l * math.Abs(v)
 		}

@@ -42,6 +42,9 @@ type AttentionConfig struct {
 	// KVPackPerCall is the kv-packing ablation (row-major cache, every
 	// tile packed inside each call).
 	KVPackPerCall bool
+	// KVDType is the KV cache's element type: "" or "fp32", or "bf16"
+	// (engine.AttentionBenchOptions.KVDType).
+	KVDType string
 	// NoPipeline is the pipeline ablation: prefill is measured serially
 	// only (by default both the pipeline, SMEPilot §4.2, and the serial
 	// schedule, side by side).
@@ -153,6 +156,9 @@ func (c *AttentionConfig) Validate() error {
 	case len(c.Placements) == 0:
 		return errors.New("--placement: need at least one of cores, matrix, mixed")
 	}
+	if err := engine.CheckKVDType(c.KVDType, c.KVPackPerCall); err != nil {
+		return fmt.Errorf("--kv-dtype: %w", err)
+	}
 	for _, t := range c.Contexts {
 		if t < 1 {
 			return fmt.Errorf("--contexts %d: must be ≥ 1", t)
@@ -227,7 +233,7 @@ func joinPlus(s []string) string {
 // the largest batch of sequences whose caches hold the decode context.
 func (c *AttentionConfig) benchOptions(ws []gemm.Backend, phase string) engine.AttentionBenchOptions {
 	o := engine.AttentionBenchOptions{Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads, HeadDim: c.Arch.HeadDim,
-		MaxSeq: c.DecodeContext, Seqs: 1, KVPackPerCall: c.KVPackPerCall, Workers: ws}
+		MaxSeq: c.DecodeContext, Seqs: 1, KVPackPerCall: c.KVPackPerCall, KVDType: c.KVDType, Workers: ws}
 	if phase == "prefill" {
 		if len(c.Contexts) > 0 {
 			o.MaxSeq = slices.Max(c.Contexts)
@@ -276,6 +282,10 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		Reps: c.Timing.Reps, RepSeconds: c.Timing.RepDuration.Seconds(), Points: []AttentionPoint{}}
 	if c.KVPackPerCall {
 		r.KVCache = "row-major, every tile packed inside each call (--ablate kv-packing)"
+	}
+	if c.KVDType == "bf16" {
+		r.Precision = "fp32 queries, scores and accumulation; KV cache bf16 (each tile converted to fp32)"
+		r.KVCache = "producer-packed (SMEPilot §4.3), bf16"
 	}
 	if c.Machine != nil {
 		r.Machine = c.Machine.Name
@@ -489,10 +499,10 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 		return 0, 0, 0, "no profile"
 	}
 	req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: pt.Context, Context: pt.Context,
-		Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+		Weight: "fp32", Act: "fp32", KV: c.kvDType(), Routing: roofline.Routing{Kind: "uniform"}}
 	if pt.Phase == "decode" {
 		req = roofline.Request{Phase: roofline.Decode, Batch: pt.Batch, Tokens: pt.Width, Context: pt.Context,
-			Weight: "fp32", Act: "fp32", KV: "fp32", Routing: roofline.Routing{Kind: "uniform"}}
+			Weight: "fp32", Act: "fp32", KV: c.kvDType(), Routing: roofline.Routing{Kind: "uniform"}}
 	}
 	n := len(ws)
 	matBackend := ws[n-1] // the matrix group's (the last workers')
@@ -524,4 +534,12 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 		return st.Pipelined, st.Matrix / s.MatrixShare, st.Vector / s.VectorShare, note
 	}
 	return st.Serial, st.Matrix, st.Vector, note
+}
+
+// kvDType is the KV cache's dtype for the roofline: "fp32" or "bf16".
+func (c *AttentionConfig) kvDType() string {
+	if c.KVDType == "bf16" {
+		return "bf16"
+	}
+	return "fp32"
 }

@@ -59,16 +59,18 @@ func TestRunAttention(t *testing.T) {
 		t.Fatal(err)
 	}
 	type run struct {
-		b  Backends
-		kv bool
+		b    Backends
+		kv   bool
+		bf16 bool
 	}
-	runs := []run{{named, false}, {named, true}}
+	runs := []run{{named, false, false}, {named, true, false}, {named, false, true}}
 	if chosen.Pair.Matrix.DType == "fp32" {
-		runs = append(runs, run{chosen, false}) // sme-fp32 on a CPU with SME
+		runs = append(runs, run{chosen, false, false}) // sme-fp32 on a CPU with SME
 	}
 	for _, rn := range runs {
 		b, kv := rn.b, rn.kv
-		t.Logf("cores %s, matrix %s, kv-packing %v", b.CoresBackend, b.MatrixBackend, kv)
+		dt := map[bool]string{false: "fp32", true: "bf16"}[rn.bf16]
+		t.Logf("cores %s, matrix %s, kv-packing %v, KV cache %s", b.CoresBackend, b.MatrixBackend, kv, dt)
 		// A decode width one row past a job (the tile planner's rows, 48 at
 		// group 2 on every backend here): a gemm job and a vector one.
 		group := testArch.Heads / testArch.KVHeads
@@ -77,7 +79,7 @@ func TestRunAttention(t *testing.T) {
 			t.Fatalf("job rows %d (cores), %d (matrix): want equal, below the decode context", wide-1, m-1)
 		}
 		c := AttentionConfig{Arch: testArch, Contexts: []int{40, 70}, DecodeContext: 50, Batches: []int{1, 3}, Widths: []int{2, wide},
-			Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed}, Backends: b, CPUs: testCPUs(t, 2), KVPackPerCall: kv,
+			Placements: []string{PlaceCores, PlaceMatrix, PlaceMixed}, Backends: b, CPUs: testCPUs(t, 2), KVPackPerCall: kv, KVDType: dt,
 			Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
 		r, err := RunAttention(context.Background(), c)
 		if err != nil {
@@ -91,7 +93,8 @@ func TestRunAttention(t *testing.T) {
 			if !(p.GFLOPS.Median > 0) || p.MaxRelError > maxAttentionError || !(p.PredictedSeconds > 0) || !(p.Fraction > 0) && (p.Phase == "prefill" || p.Width == 1) {
 				t.Errorf("%+v", p)
 			}
-			if p.Phase == "decode" && p.KVBytes != 2*4*50*2*16*float64(p.Batch) || p.Axis == "width" && p.FLOPs != 4*16*4*float64(p.Width*(50-p.Width)+p.Width*(p.Width+1)/2) {
+			eb := map[bool]float64{false: 4, true: 2}[rn.bf16]
+			if p.Phase == "decode" && p.KVBytes != 2*eb*50*2*16*float64(p.Batch) || p.Axis == "width" && p.FLOPs != 4*16*4*float64(p.Width*(50-p.Width)+p.Width*(p.Width+1)/2) {
 				t.Errorf("decode batch %d: KV bytes %g", p.Batch, p.KVBytes)
 			}
 			if want := b.CoresBackend + "+" + b.MatrixBackend; p.Placement == PlaceMixed && p.Backends != want && b.CoresBackend != b.MatrixBackend {

@@ -33,6 +33,7 @@ type attentionOptions struct {
 	Threads                     int
 	CoresBackend, MatrixBackend string
 	Ablate                      []string
+	KVDType                     string
 	Reps, RepMS                 int
 	Profile                     string
 	Out                         string
@@ -59,7 +60,10 @@ of the threads, work units claimed dynamically); attention's tiles run on
 fp32 panels, so matrix and mixed apply only where the matrix target's
 backend is fp32 (e.g. sme-fp32, or one named by --matrix-backend); those
 that do not apply are listed with the reason. --ablate kv-packing keeps the
-cache row-major and packs every K and V tile inside each call.
+cache row-major and packs every K and V tile inside each call. --kv-dtype
+bf16 stores the packed panels in bfloat16 (half the KV bytes; decode's KV
+GB/s counts 2 bytes an element) and converts each tile to fp32; the output
+check then compares with the reference of the bf16 values the cache holds.
 
 Prefill is measured twice per placement with 2 or more threads: pipelined
 (SMEPilot §4.2, Fig. 6: pairs of workers, the matrix group's worker
@@ -103,6 +107,7 @@ decode panels), attention.md and attention.json to --out.`,
 	f.IntVar(&o.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&o.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
+	f.StringVar(&o.KVDType, "kv-dtype", "fp32", "KV cache element type: fp32, or bf16 (the producer-packed panels in bfloat16, half the bytes; attention converts each tile to fp32; not with --ablate kv-packing)")
 	f.StringSliceVar(&o.Ablate, "ablate", nil, "ablations: kv-packing (the KV cache row-major, every tile packed inside each call), pipeline (prefill measured serially only, not also pipelined)")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
@@ -210,7 +215,7 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 		return fmt.Errorf("attention: %w", err)
 	}
 	c := opbench.AttentionConfig{Arch: arch, Contexts: o.Contexts, DecodeContext: o.DecodeContext, Batches: o.Batches, Widths: o.Widths,
-		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack, NoPipeline: noPipe,
+		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack, KVDType: o.KVDType, NoPipeline: noPipe,
 		Timing: opbench.Timing{Reps: o.Reps, RepDuration: time.Duration(o.RepMS) * time.Millisecond}}
 	if o.RepMS < 1 || o.RepMS > 1e6 {
 		return fmt.Errorf("attention: --rep-ms %d: must be between 1 and 1000000", o.RepMS)

@@ -51,6 +51,8 @@ func TestAttentionBadInput(t *testing.T) {
 		{"--ablate partition", `--ablate "partition"`},
 		{"--threads 100000", "--threads 100000"},
 		{"--model nosuch", "nosuch"},
+		{"--kv-dtype fp16", `--kv-dtype: engine: KV cache dtype "fp16"`},
+		{"--kv-dtype bf16 --ablate kv-packing", "kv-packing"},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		code, _, errs := run(t, append([]string{"attention", "--profile", "none", "--out", dir}, strings.Fields(c.args)...)...)
