@@ -38,8 +38,8 @@ func testPool(t *testing.T, n int) *pool.Pool {
 // × KV heads, the latest first, as Batch.attention cuts them) through the
 // pipeline on 2 and 3 workers (a pair, and a pair plus a serial worker)
 // and serially (attend), with and without sliding windows, from an empty
-// cache and continuing one, on the packed cache and the kv-packing
-// ablation's row-major one, on the Go and the best fp32 backend: the
+// cache and continuing one, on the packed cache, the kv-packing
+// ablation's row-major one and a bf16 cache (within attnTolBF16), on the Go and the best fp32 backend: the
 // pipeline's outputs equal the serial ones bit for bit, and both are
 // within attnTol of the float64 reference over each row's window.
 func TestAttentionPipeline(t *testing.T) {
@@ -59,13 +59,17 @@ func TestAttentionPipeline(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, be := range bes {
-			for _, packed := range []bool{true, false} {
+			for _, kind := range []string{"packed", "kv-packing", "bf16"} {
+				packed := kind != "kv-packing"
 				for _, hd := range []int{16, 64} {
 					for si, sh := range shapes {
-						name := fmt.Sprintf("workers=%d/%s/packed=%v/hd=%d/T=%d,pos0=%d,window=%d", workers, be.Name, packed, hd, sh.T, sh.pos0, sh.window)
+						name := fmt.Sprintf("workers=%d/%s/kv=%s/hd=%d/T=%d,pos0=%d,window=%d", workers, be.Name, kind, hd, sh.T, sh.pos0, sh.window)
 						t.Run(name, func(t *testing.T) {
 							ctx := sh.pos0 + sh.T
 							lay := newKVLayout(be, kvHeads, hd, ctx+5, packed)
+							if kind == "bf16" {
+								lay = newKVLayoutBF16(be, kvHeads, hd, ctx+5)
+							}
 							rng := rand.New(rand.NewPCG(uint64(hd), uint64(si)))
 							ldq, ldkv := kvHeads*group*hd, kvHeads*hd
 							q := make([]float32, sh.T*ldq)
@@ -126,7 +130,11 @@ func TestAttentionPipeline(t *testing.T) {
 									want, mag, a := attnRef(q[r*ldq+h*hd:r*ldq+(h+1)*hd], k[lo*ldkv:], v[lo*ldkv:], ldkv, kh*hd, hd, pos-lo, scale)
 									for d := range hd {
 										got := float64(serial[r*ldq+h*hd+d])
-										if tol := attnTol(mag[d], a, hd, pos-lo+1, lay.tile); !(math.Abs(got-want[d]) <= tol) {
+										tol := attnTol(mag[d], a, hd, pos-lo+1, lay.tile)
+										if kind == "bf16" {
+											tol = attnTolBF16(mag[d], a, hd, pos-lo+1, lay.tile)
+										}
+										if !(math.Abs(got-want[d]) <= tol) {
 											t.Fatalf("row %d head %d [%d]: %v, reference %v (window from %d): error %.3g > %.3g", r, h, d, got, want[d], lo, math.Abs(got-want[d]), tol)
 										}
 									}
