@@ -369,10 +369,37 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 	}
 	kp, kStride, _, _ := ws.tilePanels(j, ti, b)
 	ntPad := (nt + nr - 1) / nr * nr
-	M := sp.iE - sp.iS
-	if err := gemm.PanelBlockPacked(ws.be, s[sp.iS*T:], T, ws.qp[sp.iS*hd:], M, hd, kp, kStride, ntPad, false, ws.gs); err != nil {
-		panic(err)
+	mr := max(ws.be.TileM, 1)
+	if !ws.ragged(j, ti, sp.iS) || sp.iE-sp.iS <= mr {
+		if err := gemm.PanelBlockPacked(ws.be, s[sp.iS*T:], T, ws.qp[sp.iS*hd:], sp.iE-sp.iS, hd, kp, kStride, ntPad, false, ws.gs); err != nil {
+			panic(err)
+		}
+		return
 	}
+	// A tile that the first rows see only part of (the causal diagonal):
+	// one K panel at a time (the loop order of the whole call: each panel
+	// read once, from L1, by every sliver), each from the sliver holding
+	// the first row that sees its first key, so the slivers wholly above
+	// the diagonal are not computed.
+	for p0 := 0; p0 < ntPad; p0 += nr {
+		i0 := max(sp.iS, (sp.j0+p0-j.pos0-j.r0)*j.group) / mr * mr
+		if i0 >= sp.iE {
+			break
+		}
+		if err := gemm.PanelBlockPacked(ws.be, s[i0*T+p0:], T, ws.qp[i0*hd:], sp.iE-i0, hd, kp[p0/nr*kStride:], kStride, nr, false, ws.gs); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// ragged reports whether query row i (relative to the job's first row)
+// sees only part of tile ti: from it on, rows' visible ranges of the tile
+// differ (the causal diagonal), and QKᵀ runs per K panel from the first
+// sliver that sees it.
+func (ws *attnScratch) ragged(j *attnJob, ti, i int) bool {
+	sp := &ws.tiles[ti]
+	_, hi := j.visible(sp, i)
+	return hi < sp.j1
 }
 
 // softmaxTile is the online softmax of tile ti's scores in s[b] (the
