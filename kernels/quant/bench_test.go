@@ -53,7 +53,7 @@ func BenchmarkUpconvert(b *testing.B) {
 func BenchmarkGEMV(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, be := range Backends() {
-		for _, f := range []Format{Q8_0, Q4_0} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
 			if !slices.Contains(be.ColumnFormats(), f) {
 				continue
 			}

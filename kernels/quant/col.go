@@ -55,12 +55,17 @@ func (w *Matrix) RowTile() int {
 }
 
 // colFormat reports whether format f has a column-order layout.
-func (f Format) colFormat() bool { return f == Q8_0 || f == Q4_0 }
+func (f Format) colFormat() bool { return f == Q8_0 || f == Q4_0 || f == Int2 || f == Int1 }
 
 // colBytes is the size of a column-order chunk (ColRows rows × 1 block).
 func (f Format) colBytes() int {
-	if f == Q4_0 {
+	switch f {
+	case Q4_0:
 		return 256
+	case Int2:
+		return 128
+	case Int1:
+		return 64
 	}
 	return 512
 }
@@ -84,6 +89,12 @@ func (w *Matrix) halfs() []uint16 {
 // colGetU returns the unsigned value of element e (0..31) of lane l in
 // chunk q of format f.
 func colGetU(f Format, q []byte, l, e int) int32 {
+	switch f {
+	case Int2:
+		return 4 * int32(q[(e/16)*64+l*4+e%4]>>(2*(e%16/4))&3)
+	case Int1:
+		return 16 * int32(q[(e/4)*8+(l*4+e%4)/8]>>((l*4+e%4)%8)&1)
+	}
 	if f == Q4_0 {
 		if e < 16 {
 			return int32(q[(e/4)*64+l*4+e%4] & 0x0f)
@@ -91,6 +102,16 @@ func colGetU(f Format, q []byte, l, e int) int32 {
 		return int32(q[((e-16)/4)*64+l*4+e%4] >> 4)
 	}
 	return int32(q[(e/4)*64+l*4+e%4])
+}
+
+// colPutField stores field v (an int2 field 0..3, an int1 bit) of element
+// e of lane l in the zeroed-at-that-place chunk q of format f (Int2, Int1).
+func colPutField(f Format, q []byte, l, e int, v uint8) {
+	if f == Int2 {
+		q[(e/16)*64+l*4+e%4] |= (v & 3) << (2 * (e % 16 / 4))
+		return
+	}
+	q[(e/4)*8+(l*4+e%4)/8] |= (v & 1) << ((l*4 + e%4) % 8)
 }
 
 // scaleBits returns the fp16 scale of row r's block blk as stored.
@@ -136,6 +157,10 @@ func (w *Matrix) Repack(be Backend) {
 	}
 }
 
+// colFine reports whether f's column-order chunks hold fields finer than
+// a lane-order 4-byte word (int2, int1: converted element by element).
+func (f Format) colFine() bool { return f == Int2 || f == Int1 }
+
 // colWords is the number of 4-byte words per row and block in a chunk.
 func (f Format) colWords() int { return f.colBytes() / 64 }
 
@@ -157,8 +182,14 @@ func (w *Matrix) toColumn() {
 			for b := range 2 {
 				c := w.colChunk(r, 2*p+b)
 				dst := q[c*cb:][:cb]
-				for k := range nw {
-					copy(dst[k*64+l*4:][:4], src[8*k+4*b:][:4])
+				if w.Format.colFine() {
+					for e := range BlockLen {
+						colPutField(w.Format, dst, l, e, uint8(w.Format.getU(src, lanePos(b, e))/w.Format.mult()))
+					}
+				} else {
+					for k := range nw {
+						copy(dst[k*64+l*4:][:4], src[8*k+4*b:][:4])
+					}
 				}
 				h[c*ColRows+l] = uint16(dw >> (16 * b))
 			}
@@ -183,8 +214,14 @@ func (w *Matrix) toLane() {
 			for b := range 2 {
 				c := w.colChunk(r, 2*p+b)
 				src := w.q[c*cb:][:cb]
-				for k := range nw {
-					copy(dst[8*k+4*b:][:4], src[k*64+l*4:][:4])
+				if w.Format.colFine() {
+					for e := range BlockLen {
+						w.Format.putU(dst, lanePos(b, e), uint8(colGetU(w.Format, src, l, e)/w.Format.mult()))
+					}
+				} else {
+					for k := range nw {
+						copy(dst[8*k+4*b:][:4], src[k*64+l*4:][:4])
+					}
 				}
 				d[i] |= uint32(hs[c*ColRows+l]) << (16 * b)
 			}
@@ -320,6 +357,14 @@ func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16, conv pfColConvFn) {
 				src := w.q[c*cb:][:cb]
 				if f == Q8_0 {
 					copy(dst, src)
+					continue
+				}
+				if f.colFine() {
+					for l := range ColRows {
+						for e := range BlockLen {
+							dst[(e/4)*64+l*4+e%4] = byte(colGetU(f, src, l, e))
+						}
+					}
 					continue
 				}
 				for i := 0; i < 256; i += 8 {

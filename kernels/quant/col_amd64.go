@@ -15,6 +15,8 @@ import (
 var vnniColKerns = map[Format][]kern{
 	Q8_0: {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
 	Q4_0: {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
+	Int2: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
+	Int1: {kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4},
 }
 
 // bwColKerns are the avx512bw backend's column-order GEMV tiles
@@ -36,7 +38,8 @@ var bwSelfTest = sync.OnceValue(func() string { return colSelfTestOf(bwColKerns,
 // colSelfTestOf runs colSelfTest's check on the tiles ks (what names their
 // instruction in the verdict). The activations span −127..127 and the
 // weights every byte; q4_0's corrections are arbitrary, q8_0's those of
-// the activations (colCorrZ, as the avx512bw q8_0 tiles require).
+// the activations (colCorrZ, as the avx512bw q8_0 tiles require); int2 and
+// int1 (the avx512vnni tiles only) every field and bit.
 func colSelfTestOf(ks map[Format][]kern, what string) string {
 	const np, mr = 3, 4
 	seed := uint32(919)
@@ -55,7 +58,10 @@ func colSelfTestOf(ks map[Format][]kern, what string) string {
 	for i := range bs {
 		bs[i] = 0x3c003c00 // fp16 1.0 twice
 	}
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
+		if ks[f] == nil {
+			continue
+		}
 		if f == Q8_0 {
 			colCorrZ(f, a, ac, np, mr) // the BW kernels' precondition
 		}
@@ -98,3 +104,11 @@ func kernColQ4BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs 
 func kernColQ4BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
