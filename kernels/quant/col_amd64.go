@@ -86,6 +86,8 @@ func colSelfTestOf(ks map[Format][]kern, what string) string {
 
 func pfConvColQ8(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 func pfConvColQ4(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColI2(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColI1(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 
 func kernColQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -103,6 +103,7 @@ func main() {
 		for m := 1; m <= 4; m++ {
 			genLow(f, m)
 		}
+		genConvLow(f)
 	}
 	Generate()
 }
@@ -540,6 +541,75 @@ func genLow(f string, m int) {
 			ADDQ(g.LDC, g.C)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// genConvLow emits pfConvCol<F> for int2 and int1 (genConv's signature and
+// tile): int2's 64-byte word j of a block gives the tile's groups 4j+s, s
+// < 4, as 4·q: (w VPSLLW 2), w, (w VPSRLW 2) and (w VPSRLW 4), each AND
+// 0x0c; int1's 8 mask words give groups k as genLow's u = 16·s (KMOVQ, a
+// zero-masked VMOVDQU8 of 16s).
+func genConvLow(f string) {
+	name := "pfConvCol" + f
+	TEXT(name, NOSPLIT, convSignature)
+	Doc(name + " up-converts a column-order group of W into half a prefill tile; see genConvLow in the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	ds := Load(Param("ds"), R8)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	i2 := f == "I2"
+	cb := 64
+	if i2 {
+		cb = 128
+	}
+	const half = 8 * 64
+	c := zmm(31)
+	if i2 {
+		VMOVDQU64(mask0C(), c)
+	} else {
+		VMOVDQU64(byte16(), c)
+	}
+	ks := []Register{K1, K2, K3, K4}
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for h := 0; h < 2; h++ {
+		out := func(k int) Mem { return Mem{Base: dst, Disp: h*2*half + k*64} }
+		if i2 {
+			for j := 0; j < 2; j++ {
+				w := zmm(8 * j)
+				u := []VecPhysical{zmm(8*j + 1), zmm(8*j + 2), zmm(8*j + 3), zmm(8*j + 4)}
+				VMOVDQU64(Mem{Base: src, Disp: h*cb + j*64}, w)
+				VPSLLW(U8(2), w, u[0])
+				VPSRLW(U8(2), w, u[2])
+				VPSRLW(U8(4), w, u[3])
+				VPANDD(c, w, u[1])
+				VPANDD(c, u[0], u[0])
+				VPANDD(c, u[2], u[2])
+				VPANDD(c, u[3], u[3])
+				for s := 0; s < 4; s++ {
+					VMOVDQU64(u[s], out(4*j+s))
+				}
+			}
+		} else {
+			for k := 0; k < 8; k++ {
+				KMOVQ(Mem{Base: src, Disp: h*cb + k*8}, ks[k%4])
+				VMOVDQU8_Z(c, ks[k%4], zmm(k))
+				VMOVDQU64(zmm(k), out(k))
+			}
+		}
+		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y15)
+		VMOVDQU(Y15, Mem{Base: dd, Disp: h * 32 * 2})
+	}
+	ADDQ(U32(2*cb), src)
+	ADDQ(U32(2*32), ds)
+	ADDQ(U32(4*half), dst)
+	ADDQ(U32(2*32*2), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
