@@ -24,6 +24,8 @@ var vnniColKerns = map[Format][]kern{
 var bwColKerns = map[Format][]kern{
 	Q8_0: {kernColQ8BWm1, kernColQ8BWm2, kernColQ8BWm3, kernColQ8BWm4},
 	Q4_0: {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
+	Int2: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
+	Int1: {kernColI1BWm1, kernColI1BWm2, kernColI1BWm3, kernColI1BWm4},
 }
 
 // colSelfTest runs every column-order VPDPBUSD kernel once on fixed inputs
@@ -39,7 +41,7 @@ var bwSelfTest = sync.OnceValue(func() string { return colSelfTestOf(bwColKerns,
 // instruction in the verdict). The activations span −127..127 and the
 // weights every byte; q4_0's corrections are arbitrary, q8_0's those of
 // the activations (colCorrZ, as the avx512bw q8_0 tiles require); int2 and
-// int1 (the avx512vnni tiles only) every field and bit.
+// int1 every field and bit.
 func colSelfTestOf(ks map[Format][]kern, what string) string {
 	const np, mr = 3, 4
 	seed := uint32(919)
@@ -114,3 +116,11 @@ func kernColI1VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, b
 func kernColI1VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI1VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI1VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

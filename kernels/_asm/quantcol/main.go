@@ -104,6 +104,9 @@ func main() {
 			genLow(f, m)
 		}
 		genConvLow(f)
+		for m := 1; m <= 4; m++ {
+			genLowBW(f, m)
+		}
 	}
 	Generate()
 }
@@ -610,6 +613,138 @@ func genConvLow(f string) {
 	DECQ(np)
 	JNZ(LabelRef(name + "_loop"))
 	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+var mask03 = asmutil.Bytes64("colmask03", func(int) byte { return 0x03 })
+
+// genLowBW emits kernCol<F>BWm<m>, genLow's tiles for the avx512bw
+// backend (genBW's VPMADDUBSW + VPMADDWD by ones, the activations
+// VPBROADCASTD into a register), on the same layouts:
+//
+//   - int2: a 64-byte word gives q of fields 0 and 2 (w AND 0x03, (w
+//     VPSRLW 4) AND 0x03) and 4·q of fields 1 and 3 (w AND 0x0c, (w VPSRLW
+//     4) AND 0x0c): 1 shift and 4 ANDs (genLow's 16·q would saturate
+//     VPMADDUBSW's pair sums over a block). Per block and row the q
+//     products sum in int16 into A (4 of at most 2·3·127 = 762), the 4·q
+//     ones into B (4 of at most 3048), then A·4 + B (VPSLLW 2, VPADDW: at
+//     most 24384 < 2^15 − 1, exact) is Σ 4q·q_x, widened by one VPMADDWD
+//     by ones and added to 8·corrZ.
+//   - int1: genLow's u = 16·s (KMOVQ, zero-masked VMOVDQU8); a pair is at
+//     most 2·16·127 = 4064, the 8 of a block at most 32512 < 2^15 − 1 in
+//     int16, one VPMADDWD per block and row.
+//
+// So the int32 sums are genLow's and the result kernColGo's bit for bit
+// wherever the float products are exact.
+func genLowBW(f string, m int) {
+	name := fmt.Sprintf("kernCol%sBWm%d", f, m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order %s tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genLowBW in the generator.", name, m, f))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	i2 := f == "I2"
+	cb := 64
+	if i2 {
+		cb = 128
+	}
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	sa := make([]VecPhysical, m) // int16 sums (int2: the q products)
+	sb := make([]VecPhysical, m) // int2: the 4·q products
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], sa[r], sb[r] = zmm(r), zmm(4+r), zmm(8+r), zmm(12+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	xb, t, w := zmm(16), zmm(17), zmm(18)
+	u := []VecPhysical{zmm(19), zmm(20), zmm(21), zmm(22)}
+	c1, c2, ones := zmm(23), zmm(24), zmm(25)
+	dw, s := zmm(26), zmm(27)
+	VMOVDQU64(onesW(), ones)
+	if i2 {
+		VMOVDQU64(mask03(), c1)
+		VMOVDQU64(mask0C(), c2)
+	} else {
+		VMOVDQU64(byte16(), c1)
+	}
+	ks := []Register{K1, K2, K3, K4}
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for off := 0; off < 2*cb; off += 64 {
+		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+	}
+	for h := 0; h < 2; h++ {
+		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
+		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+		// madd adds row r's product of group k with the bytes v into acc
+		// (first: acc is set).
+		madd := func(r, k int, v, acc VecPhysical, first bool) {
+			VPBROADCASTD(x(r, k), xb)
+			if first {
+				VPMADDUBSW(xb, v, acc)
+				return
+			}
+			VPMADDUBSW(xb, v, t)
+			VPADDW(t, acc, acc)
+		}
+		if i2 {
+			for j := 0; j < 2; j++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
+				VPANDD(c1, w, u[0])
+				VPANDD(c2, w, u[1])
+				VPSRLW(U8(4), w, u[2])
+				VPANDD(c2, u[2], u[3])
+				VPANDD(c1, u[2], u[2])
+				for sf := 0; sf < 4; sf++ {
+					for r := 0; r < m; r++ {
+						acc := sa[r]
+						if sf%2 == 1 {
+							acc = sb[r]
+						}
+						madd(r, 4*j+sf, u[sf], acc, j == 0 && sf < 2)
+					}
+				}
+			}
+			for r := 0; r < m; r++ {
+				VPSLLW(U8(2), sa[r], sa[r])
+				VPADDW(sb[r], sa[r], sa[r])
+			}
+		} else {
+			for k := 0; k < 8; k++ {
+				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, ks[k%4])
+				VMOVDQU8_Z(c1, ks[k%4], u[k%4])
+				for r := 0; r < m; r++ {
+					madd(r, k, u[k%4], sa[r], k == 0)
+				}
+			}
+		}
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		for r := 0; r < m; r++ {
+			VPSLLD_BCST(U8(3), corr(r), iacc[r])
+			VPMADDWD(ones, sa[r], t)
+			VPADDD(t, iacc[r], iacc[r])
+			VCVTDQ2PS(iacc[r], iacc[r])
+			VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, dw, s)
+			VFMADD231PS(iacc[r], s, facc[r])
+		}
+	}
+	ADDQ(g.SA, g.A)
+	ADDQ(g.SA8, g.AS)
+	ADDQ(g.SA8, g.AC)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
 	VZEROUPPER()
 	RET()
 }
