@@ -55,11 +55,14 @@ func (w *Matrix) RowTile() int {
 }
 
 // colFormat reports whether format f has a column-order layout.
-func (f Format) colFormat() bool { return f == Q8_0 || f == Q4_0 || f == Int2 || f == Int1 }
+func (f Format) colFormat() bool {
+	l := f.layout()
+	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1
+}
 
 // colBytes is the size of a column-order chunk (ColRows rows × 1 block).
 func (f Format) colBytes() int {
-	switch f {
+	switch f.layout() {
 	case Q4_0:
 		return 256
 	case Int2:
@@ -89,7 +92,7 @@ func (w *Matrix) halfs() []uint16 {
 // colGetU returns the unsigned value of element e (0..31) of lane l in
 // chunk q of format f.
 func colGetU(f Format, q []byte, l, e int) int32 {
-	switch f {
+	switch f.layout() {
 	case Int2:
 		return 4 * int32(q[(e/16)*64+l*4+e%4]>>(2*(e%16/4))&3)
 	case Int1:
@@ -105,9 +108,10 @@ func colGetU(f Format, q []byte, l, e int) int32 {
 }
 
 // colPutField stores field v (an int2 field 0..3, an int1 bit) of element
-// e of lane l in the zeroed-at-that-place chunk q of format f (Int2, Int1).
+// e of lane l in the zeroed-at-that-place chunk q of format f (int2 and
+// int1 layouts: also tq2_0, tq1_0).
 func colPutField(f Format, q []byte, l, e int, v uint8) {
-	if f == Int2 {
+	if f.layout() == Int2 {
 		q[(e/16)*64+l*4+e%4] |= (v & 3) << (2 * (e % 16 / 4))
 		return
 	}
@@ -159,7 +163,7 @@ func (w *Matrix) Repack(be Backend) {
 
 // colFine reports whether f's column-order chunks hold fields finer than
 // a lane-order 4-byte word (int2, int1: converted element by element).
-func (f Format) colFine() bool { return f == Int2 || f == Int1 }
+func (f Format) colFine() bool { return f.layout() == Int2 || f.layout() == Int1 }
 
 // colWords is the number of 4-byte words per row and block in a chunk.
 func (f Format) colWords() int { return f.colBytes() / 64 }

@@ -23,13 +23,14 @@ func colBackend() (Backend, bool) {
 // Repack to column order and back keeps every weight, scale and GGUF byte.
 func TestColumnRepack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
-		for _, sh := range [][2]int{{1, 32}, {13, 96}, {16, 64}, {33, 160}, {40, 1024}} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
+		for _, sh := range [][2]int{{1, 32}, {13, 96}, {16, 64}, {33, 160}, {40, 1024}, {17, 512}} {
 			n, k := sh[0], sh[1]
 			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
 			deq := w.Dequantize()
 			var gg []byte
-			if f.GGUF() {
+			gguf := f.GGUF() && (f.layout() != Int2 || k%SuperLen == 0)
+			if gguf {
 				gg = w.AppendGGUF(nil)
 			}
 			lq, ld := slices.Clone(w.q), slices.Clone(w.d)
@@ -40,7 +41,7 @@ func TestColumnRepack(t *testing.T) {
 			if !slices.Equal(w.Dequantize(), deq) {
 				t.Fatalf("%s %v: column-order Dequantize differs", f, sh)
 			}
-			if f.GGUF() && !bytes.Equal(w.AppendGGUF(nil), gg) {
+			if gguf && !bytes.Equal(w.AppendGGUF(nil), gg) {
 				t.Fatalf("%s %v: column-order AppendGGUF differs", f, sh)
 			}
 			w.toLane()
@@ -85,7 +86,7 @@ func TestColumnMul(t *testing.T) {
 		if be.Unavailable != "" {
 			continue
 		}
-		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
 			for _, sh := range [][3]int{{1, 1, 32}, {1, 13, 96}, {2, 17, 64}, {3, 33, 160}, {4, 40, 1024}, {5, 16, 96}, {16, 40, 224}, {1, 64, 4096}} {
 				m, n, k := sh[0], sh[1], sh[2]
 				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", be.Name, f, m, n, k), func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestColumnPrefillConvert(t *testing.T) {
 		if be, err := BackendByName(name); err != nil || be.Unavailable != "" {
 			continue // the CPU may lack the instructions
 		}
-		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
 			conv := pf.colConv[f]
 			if conv == nil {
 				continue
