@@ -15,10 +15,10 @@ import (
 var vnniColKerns = map[Format][]kern{
 	TQ2_0: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
 	TQ1_0: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
-	Q8_0: {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
-	Q4_0: {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
-	Int2: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
-	Int1: {kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4},
+	Q8_0:  {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
+	Q4_0:  {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
+	Int2:  {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
+	Int1:  {kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4},
 }
 
 // bwColKerns are the avx512bw backend's column-order GEMV tiles
@@ -27,10 +27,10 @@ var vnniColKerns = map[Format][]kern{
 var bwColKerns = map[Format][]kern{
 	TQ2_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
 	TQ1_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
-	Q8_0: {kernColQ8BWm1, kernColQ8BWm2, kernColQ8BWm3, kernColQ8BWm4},
-	Q4_0: {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
-	Int2: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
-	Int1: {kernColI1BWm1, kernColI1BWm2, kernColI1BWm3, kernColI1BWm4},
+	Q8_0:  {kernColQ8BWm1, kernColQ8BWm2, kernColQ8BWm3, kernColQ8BWm4},
+	Q4_0:  {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
+	Int2:  {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
+	Int1:  {kernColI1BWm1, kernColI1BWm2, kernColI1BWm3, kernColI1BWm4},
 }
 
 // colSelfTest runs every column-order VPDPBUSD kernel once on fixed inputs
