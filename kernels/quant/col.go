@@ -6,7 +6,8 @@ import (
 	"unsafe"
 )
 
-// The column-order layout (see the package doc): q8_0 and q4_0 weights in
+// The column-order layout (see the package doc): q8_0, q4_0, int2 and int1
+// weights (the ternary formats as int2) in
 // groups of ColRows = 16 rows of W, one 32-bit lane of a zmm per row, so
 // that a GEMV kernel sums a whole block in a lane (VPDPBUSD with the
 // activations' 4 bytes broadcast) and scales it once per block for 16 rows
@@ -20,10 +21,17 @@ import (
 //	q8_0: 512 bytes, byte k·64 + l·4 + i = u of element 4k+i of row 16g+l (k < 8)
 //	q4_0: 256 bytes, byte k·64 + l·4 + i (k < 4): low nibble = u of element
 //	      4k+i, high nibble = u of element 16+4k+i (ggml's qs[4k+i] of the row's block)
+//	int2: 128 bytes, byte j·64 + l·4 + i (j < 2): bits 2s+1:2s = q (0..3) of
+//	      element 16j+4s+i (s < 4)
+//	int1: 64 bytes, bit 4l+i of the little-endian 64-bit word k (bytes
+//	      8k..8k+7, k < 8) = sign bit of element 4k+i: a mask register of a
+//	      zmm's 64 bytes (KMOVQ)
 //
 // so a 64-byte load is one group of 4 elements for 16 rows (q8_0), or
 // two (q4_0: AND 0x0f, and AND 0xf0, which is 16·u: the kernel sums those
-// apart and shifts the sum right by 4). The fp16 scales are 16 halfs per
+// apart and shifts the sum right by 4), or four (int2: shifts and masks,
+// see kernels/_asm/quantcol's genLow); int1's 8-byte words are one group
+// each (a zero-masked move of 16s). The fp16 scales are 16 halfs per
 // chunk (32 bytes, one VCVTPH2PS), in Matrix.d as 8 words per chunk:
 // half (g·2·pairs + b)·16 + l. Rows past N are zero with scale 0.
 
@@ -36,7 +44,8 @@ const (
 	// order (the package doc), every format's and every backend's.
 	LaneOrder Layout = "lane"
 	// ColumnOrder is the groups of ColRows rows with one lane per row
-	// (col.go), for q8_0 and q4_0 on the avx512vnni and avx512bw backends.
+	// (col.go), for q8_0, q4_0, int2 and int1 (tq2_0, tq1_0 as int2) on
+	// the avx512vnni and avx512bw backends.
 	ColumnOrder Layout = "column"
 )
 
@@ -145,7 +154,7 @@ func (be Backend) ColumnFormats() []Format {
 
 // Repack converts w in place to the layout be's GEMV kernels read for its
 // format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
-// avx512bw: q8_0, q4_0), else LaneOrder; a no-op when w is in that layout already. The
+// avx512bw: q8_0, q4_0, int2, int1, tq2_0, tq1_0), else LaneOrder; a no-op when w is in that layout already. The
 // weights, Dequantize and AppendGGUF do not change; Mul reads either
 // layout on every backend (a backend without kernels for w's layout runs
 // the Go specification loops). It is meant for load time, once the backend
@@ -171,7 +180,7 @@ func (f Format) colWords() int { return f.colBytes() / 64 }
 // toColumn converts the lane-order w to column order. Lane order puts
 // element 4k+i of block b of a pair at byte 8k+4b+i (q8_0; q4_0: the low
 // nibble, element 16+4k+i the high nibble of the same byte), so each
-// 4-byte word moves whole.
+// 4-byte word moves whole; int2 and int1 fields move one by one (colFine).
 func (w *Matrix) toColumn() {
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	groups, nb := (w.N+ColRows-1)/ColRows, 2*w.pairs
