@@ -181,3 +181,31 @@ func TestColumnPrefillConvert(t *testing.T) {
 		}
 	}
 }
+
+// A decode GEMV call (M = 1, whole groups) allocates nothing on either
+// layout, so a 2-worker measurement has no garbage collection running on
+// a worker's CPU that a 1-worker one (the other CPU idle) would not feel.
+func TestColumnMulNoAlloc(t *testing.T) {
+	be, ok := colBackend()
+	if !ok {
+		t.Skip("no backend with column-order kernels here")
+	}
+	rng := rand.New(rand.NewPCG(27, 28))
+	const n, k = 64, 512
+	for _, f := range be.ColumnFormats() {
+		w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+		var a Activations
+		if err := a.Quantize(f, randMat(rng, k, 1), 1, k); err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, n)
+		for _, layout := range []Layout{LaneOrder, ColumnOrder} {
+			if layout == ColumnOrder {
+				w.Repack(be)
+			}
+			if allocs := testing.AllocsPerRun(20, func() { _ = Mul(be, w, &a, y, n, 0, n/2); _ = Mul(be, w, &a, y, n, n/2, n) }); allocs != 0 {
+				t.Errorf("%s %s: %v allocations per 2 calls", f, layout, allocs)
+			}
+		}
+	}
+}
