@@ -88,6 +88,9 @@ func Kernels() []KernelInfo {
 		case len(b.GoTiles) > 0:
 			detail += fmt.Sprintf("; kernels for %s, Go specification tiles for %s", strings.Join(own, ", "), strings.Join(formatNames(b.GoTiles), ", "))
 		}
+		if cf := b.ColumnFormats(); len(cf) > 0 {
+			detail += fmt.Sprintf("; column-order layout (groups of %d rows, W repacked at load) for %s, lane order for the rest", quant.ColRows, strings.Join(formatNames(cf), ", "))
+		}
 		if b.PrefillTileM > 0 {
 			detail += fmt.Sprintf("; prefill %d×32 tiles from M %d (K-quants %d)", b.PrefillTileM, quant.PrefillMinM, quant.PrefillMinMK)
 		}

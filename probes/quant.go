@@ -44,7 +44,8 @@ func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*Q
 		return nil, fmt.Errorf("gemm: %w", err)
 	}
 	// The layout the backend's kernels read (column order for q8_0 and
-	// q4_0 on avx512vnni and avx512bw), as the engine repacks at load.
+	// q4_0 on avx512vnni and avx512bw, int2 and int1 on avx512vnni), as
+	// the engine repacks at load.
 	m.Repack(b)
 	return &QuantWeights{Backend: b, Format: f, N: n, K: k, W: m, PackSeconds: time.Since(t0).Seconds()}, nil
 }
@@ -91,8 +92,10 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 // (q4_0), 8192 (int2) or 16384 (int1), and with the K bytes of int8
 // activations the loop stays in a 32 KiB L1; the longer rows of the narrow
 // formats keep the per-call overhead (the tile's horizontal sums, the call)
-// small. A column-order layout (q8_0, q4_0 on avx512vnni and avx512bw) is measured on
-// one group of quant.ColRows rows of the same bytes (K 512 or 896).
+// small. A column-order layout (q8_0, q4_0 on avx512vnni and avx512bw;
+// int2, int1 on avx512vnni: Backend.ColumnFormats) is measured on one group
+// of quant.ColRows rows of the same bytes (K 512, 1024, 2048 or 4096), so
+// γ and ebw follow the kernels Mul runs on the Repacked weights.
 const upconvertBytes = 8 << 10
 
 // upconvertRows is the panel's row count for backend be and format f: one

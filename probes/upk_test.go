@@ -14,7 +14,7 @@ func TestUpconvertK(t *testing.T) {
 		}
 	}
 	// One column-order group of 16 rows holds the same 8 KiB.
-	for f, k := range map[quant.Format]int{quant.Q8_0: 512, quant.Q4_0: 1024} {
+	for f, k := range map[quant.Format]int{quant.Q8_0: 512, quant.Q4_0: 1024, quant.Int2: 2048, quant.Int1: 4096} {
 		if got := upconvertK(f, quant.ColRows); got != k {
 			t.Errorf("upconvertK(%s, %d) = %d, want %d", f, quant.ColRows, got, k)
 		}

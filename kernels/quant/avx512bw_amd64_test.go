@@ -31,15 +31,15 @@ func avx512bwBackend(t *testing.T) Backend {
 	return im.backend()
 }
 
-// The avx512bw backend reads the column-order layout for q8_0 and q4_0
+// The avx512bw backend reads the column-order layout for q8_0, q4_0, int2 and int1
 // with its own tiles, runs avx2's assembly tiles for every lane-order
 // format (no Go tiles), and is chosen where AVX512BW is present without
 // AVX512_VNNI: avx512vnni, else avx512bw, else avx2.
 func TestAVX512BWRegistered(t *testing.T) {
 	be := avx512bwBackend(t)
 	im := byName()["avx512bw"]
-	if got := be.ColumnFormats(); !slices.Equal(got, []Format{Q8_0, Q4_0}) {
-		t.Errorf("ColumnFormats %v, want [q8_0 q4_0]", got)
+	if got := be.ColumnFormats(); !slices.Equal(got, []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0}) {
+		t.Errorf("ColumnFormats %v, want [q8_0 q4_0 int2 int1 tq2_0 tq1_0]", got)
 	}
 	for f, ks := range bwColKerns {
 		if len(im.kc[f]) != 4 {
@@ -203,7 +203,7 @@ func TestAVX512BWKernels(t *testing.T) {
 	if testing.Short() {
 		nps = []int{0, 1, 5, 64}
 	}
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
 		for m, k := range bwColKerns[f] {
 			m++
 			for _, np := range nps {
@@ -284,7 +284,7 @@ func TestAVX512BWSaturation(t *testing.T) {
 	if testing.Short() {
 		n = 16 // one group (the Bochs guest: the Go twin is the slow part)
 	}
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
 		for _, signs := range []string{"random", "aligned"} {
 			w, x := make([]float32, n*k), make([]float32, m*k)
 			for i := range w {

@@ -3,7 +3,9 @@ package quant
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -53,7 +55,7 @@ func BenchmarkUpconvert(b *testing.B) {
 func BenchmarkGEMV(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, be := range Backends() {
-		for _, f := range []Format{Q8_0, Q4_0} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
 			if !slices.Contains(be.ColumnFormats(), f) {
 				continue
 			}
@@ -86,6 +88,59 @@ func benchGEMV(b *testing.B, be Backend, f Format, rng *rand.Rand) {
 				b.ReportMetric(float64(col.Bytes())/perCall(tc), "column-GB/s")
 				b.ReportMetric(float64(tl)/float64(tc), "column/lane")
 				b.ReportMetric(perCall(tc)/float64(n*k/BlockLen), "ns/block")
+			})
+		}
+	}
+}
+
+// BenchmarkGEMVWorkers is the DRAM-sized decode GEMV (M = 1, N 16384 × K
+// 8192, the shape of the 2-thread shortfall of issue #13) on 1 and 2
+// goroutines locked to OS threads, W's rows split at RowTile as
+// probes.MeasureQuant splits them, both layouts of each format alternately
+// per iteration: lane-GB/s and column-GB/s are the packed bytes per
+// second of one whole GEMV. Indicative only on a loaded host (no pinning
+// here; the probe pins).
+// go test -run '^$' -bench GEMVWorkers ./kernels/quant
+func BenchmarkGEMVWorkers(b *testing.B) {
+	be := Best()
+	rng := rand.New(rand.NewPCG(5, 6))
+	const n, k = 16384, 8192
+	for _, f := range []Format{Q4_0, Int2, Int1} {
+		if !slices.Contains(be.ColumnFormats(), f) {
+			continue
+		}
+		lane, _ := Random(f, n, k, 7)
+		col, _ := Random(f, n, k, 7)
+		col.Repack(be)
+		var a Activations
+		_ = a.Quantize(f, randMat(rng, k, 1), 1, k)
+		y := make([]float32, n)
+		for _, workers := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/%s/workers=%d", be.Name, f, workers), func(b *testing.B) {
+				run := func(w *Matrix) time.Duration {
+					t0 := time.Now()
+					tiles := (n + w.RowTile() - 1) / w.RowTile()
+					var wg sync.WaitGroup
+					for i := range workers {
+						n0, n1 := min(tiles*i/workers*w.RowTile(), n), min(tiles*(i+1)/workers*w.RowTile(), n)
+						wg.Go(func() {
+							runtime.LockOSThread()
+							defer runtime.UnlockOSThread()
+							_ = Mul(be, w, &a, y, n, n0, n1)
+						})
+					}
+					wg.Wait()
+					return time.Since(t0)
+				}
+				var tl, tc time.Duration
+				for b.Loop() {
+					tl += run(lane)
+					tc += run(col)
+				}
+				perCall := func(t time.Duration) float64 { return float64(t.Nanoseconds()) / float64(b.N) }
+				b.ReportMetric(float64(lane.Bytes())/perCall(tl), "lane-GB/s")
+				b.ReportMetric(float64(col.Bytes())/perCall(tc), "column-GB/s")
+				b.ReportMetric(float64(tl)/float64(tc), "column/lane")
 			})
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"unsafe"
 )
 
-// The column-order layout (see the package doc): q8_0 and q4_0 weights in
+// The column-order layout (see the package doc): q8_0, q4_0, int2 and int1
+// weights (the ternary formats as int2) in
 // groups of ColRows = 16 rows of W, one 32-bit lane of a zmm per row, so
 // that a GEMV kernel sums a whole block in a lane (VPDPBUSD with the
 // activations' 4 bytes broadcast) and scales it once per block for 16 rows
@@ -20,10 +21,17 @@ import (
 //	q8_0: 512 bytes, byte k·64 + l·4 + i = u of element 4k+i of row 16g+l (k < 8)
 //	q4_0: 256 bytes, byte k·64 + l·4 + i (k < 4): low nibble = u of element
 //	      4k+i, high nibble = u of element 16+4k+i (ggml's qs[4k+i] of the row's block)
+//	int2: 128 bytes, byte j·64 + l·4 + i (j < 2): bits 2s+1:2s = q (0..3) of
+//	      element 16j+4s+i (s < 4)
+//	int1: 64 bytes, bit 4l+i of the little-endian 64-bit word k (bytes
+//	      8k..8k+7, k < 8) = sign bit of element 4k+i: a mask register of a
+//	      zmm's 64 bytes (KMOVQ)
 //
 // so a 64-byte load is one group of 4 elements for 16 rows (q8_0), or
 // two (q4_0: AND 0x0f, and AND 0xf0, which is 16·u: the kernel sums those
-// apart and shifts the sum right by 4). The fp16 scales are 16 halfs per
+// apart and shifts the sum right by 4), or four (int2: shifts and masks,
+// see kernels/_asm/quantcol's genLow); int1's 8-byte words are one group
+// each (a zero-masked move of 16s). The fp16 scales are 16 halfs per
 // chunk (32 bytes, one VCVTPH2PS), in Matrix.d as 8 words per chunk:
 // half (g·2·pairs + b)·16 + l. Rows past N are zero with scale 0.
 
@@ -36,7 +44,8 @@ const (
 	// order (the package doc), every format's and every backend's.
 	LaneOrder Layout = "lane"
 	// ColumnOrder is the groups of ColRows rows with one lane per row
-	// (col.go), for q8_0 and q4_0 on the avx512vnni and avx512bw backends.
+	// (col.go), for q8_0, q4_0, int2 and int1 (tq2_0, tq1_0 as int2) on
+	// the avx512vnni and avx512bw backends.
 	ColumnOrder Layout = "column"
 )
 
@@ -55,12 +64,20 @@ func (w *Matrix) RowTile() int {
 }
 
 // colFormat reports whether format f has a column-order layout.
-func (f Format) colFormat() bool { return f == Q8_0 || f == Q4_0 }
+func (f Format) colFormat() bool {
+	l := f.layout()
+	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1
+}
 
 // colBytes is the size of a column-order chunk (ColRows rows × 1 block).
 func (f Format) colBytes() int {
-	if f == Q4_0 {
+	switch f.layout() {
+	case Q4_0:
 		return 256
+	case Int2:
+		return 128
+	case Int1:
+		return 64
 	}
 	return 512
 }
@@ -84,6 +101,12 @@ func (w *Matrix) halfs() []uint16 {
 // colGetU returns the unsigned value of element e (0..31) of lane l in
 // chunk q of format f.
 func colGetU(f Format, q []byte, l, e int) int32 {
+	switch f.layout() {
+	case Int2:
+		return 4 * int32(q[(e/16)*64+l*4+e%4]>>(2*(e%16/4))&3)
+	case Int1:
+		return 16 * int32(q[(e/4)*8+(l*4+e%4)/8]>>((l*4+e%4)%8)&1)
+	}
 	if f == Q4_0 {
 		if e < 16 {
 			return int32(q[(e/4)*64+l*4+e%4] & 0x0f)
@@ -91,6 +114,17 @@ func colGetU(f Format, q []byte, l, e int) int32 {
 		return int32(q[((e-16)/4)*64+l*4+e%4] >> 4)
 	}
 	return int32(q[(e/4)*64+l*4+e%4])
+}
+
+// colPutField stores field v (an int2 field 0..3, an int1 bit) of element
+// e of lane l in the zeroed-at-that-place chunk q of format f (int2 and
+// int1 layouts: also tq2_0, tq1_0).
+func colPutField(f Format, q []byte, l, e int, v uint8) {
+	if f.layout() == Int2 {
+		q[(e/16)*64+l*4+e%4] |= (v & 3) << (2 * (e % 16 / 4))
+		return
+	}
+	q[(e/4)*8+(l*4+e%4)/8] |= (v & 1) << ((l*4 + e%4) % 8)
 }
 
 // scaleBits returns the fp16 scale of row r's block blk as stored.
@@ -120,7 +154,7 @@ func (be Backend) ColumnFormats() []Format {
 
 // Repack converts w in place to the layout be's GEMV kernels read for its
 // format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
-// avx512bw: q8_0, q4_0), else LaneOrder; a no-op when w is in that layout already. The
+// avx512bw: q8_0, q4_0, int2, int1, tq2_0, tq1_0), else LaneOrder; a no-op when w is in that layout already. The
 // weights, Dequantize and AppendGGUF do not change; Mul reads either
 // layout on every backend (a backend without kernels for w's layout runs
 // the Go specification loops). It is meant for load time, once the backend
@@ -136,13 +170,17 @@ func (w *Matrix) Repack(be Backend) {
 	}
 }
 
+// colFine reports whether f's column-order chunks hold fields finer than
+// a lane-order 4-byte word (int2, int1: converted element by element).
+func (f Format) colFine() bool { return f.layout() == Int2 || f.layout() == Int1 }
+
 // colWords is the number of 4-byte words per row and block in a chunk.
 func (f Format) colWords() int { return f.colBytes() / 64 }
 
 // toColumn converts the lane-order w to column order. Lane order puts
 // element 4k+i of block b of a pair at byte 8k+4b+i (q8_0; q4_0: the low
 // nibble, element 16+4k+i the high nibble of the same byte), so each
-// 4-byte word moves whole.
+// 4-byte word moves whole; int2 and int1 fields move one by one (colFine).
 func (w *Matrix) toColumn() {
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	groups, nb := (w.N+ColRows-1)/ColRows, 2*w.pairs
@@ -157,8 +195,14 @@ func (w *Matrix) toColumn() {
 			for b := range 2 {
 				c := w.colChunk(r, 2*p+b)
 				dst := q[c*cb:][:cb]
-				for k := range nw {
-					copy(dst[k*64+l*4:][:4], src[8*k+4*b:][:4])
+				if w.Format.colFine() {
+					for e := range BlockLen {
+						colPutField(w.Format, dst, l, e, uint8(w.Format.getU(src, lanePos(b, e))/w.Format.mult()))
+					}
+				} else {
+					for k := range nw {
+						copy(dst[k*64+l*4:][:4], src[8*k+4*b:][:4])
+					}
 				}
 				h[c*ColRows+l] = uint16(dw >> (16 * b))
 			}
@@ -183,8 +227,14 @@ func (w *Matrix) toLane() {
 			for b := range 2 {
 				c := w.colChunk(r, 2*p+b)
 				src := w.q[c*cb:][:cb]
-				for k := range nw {
-					copy(dst[8*k+4*b:][:4], src[k*64+l*4:][:4])
+				if w.Format.colFine() {
+					for e := range BlockLen {
+						w.Format.putU(dst, lanePos(b, e), uint8(colGetU(w.Format, src, l, e)/w.Format.mult()))
+					}
+				} else {
+					for k := range nw {
+						copy(dst[8*k+4*b:][:4], src[k*64+l*4:][:4])
+					}
 				}
 				d[i] |= uint32(hs[c*ColRows+l]) << (16 * b)
 			}
@@ -320,6 +370,14 @@ func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16, conv pfColConvFn) {
 				src := w.q[c*cb:][:cb]
 				if f == Q8_0 {
 					copy(dst, src)
+					continue
+				}
+				if f.colFine() {
+					for l := range ColRows {
+						for e := range BlockLen {
+							dst[(e/4)*64+l*4+e%4] = byte(colGetU(f, src, l, e))
+						}
+					}
 					continue
 				}
 				for i := 0; i < 256; i += 8 {

@@ -11,17 +11,26 @@ import (
 )
 
 // vnniColKerns are the avx512vnni backend's column-order GEMV tiles
-// (kernels/_asm/quantcol), heights 1..4.
+// (kernels/_asm/quantcol), heights 1..4; the ternary formats run int2's.
 var vnniColKerns = map[Format][]kern{
-	Q8_0: {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
-	Q4_0: {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
+	TQ2_0: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
+	TQ1_0: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
+	Q8_0:  {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
+	Q4_0:  {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
+	Int2:  {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
+	Int1:  {kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4},
 }
 
 // bwColKerns are the avx512bw backend's column-order GEMV tiles
-// (kernels/_asm/quantcol's genBW: VPMADDUBSW + VPMADDWD), heights 1..4.
+// (kernels/_asm/quantcol's genBW, genLowBW: VPMADDUBSW + VPMADDWD),
+// heights 1..4; the ternary formats run int2's.
 var bwColKerns = map[Format][]kern{
-	Q8_0: {kernColQ8BWm1, kernColQ8BWm2, kernColQ8BWm3, kernColQ8BWm4},
-	Q4_0: {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
+	TQ2_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
+	TQ1_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
+	Q8_0:  {kernColQ8BWm1, kernColQ8BWm2, kernColQ8BWm3, kernColQ8BWm4},
+	Q4_0:  {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
+	Int2:  {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
+	Int1:  {kernColI1BWm1, kernColI1BWm2, kernColI1BWm3, kernColI1BWm4},
 }
 
 // colSelfTest runs every column-order VPDPBUSD kernel once on fixed inputs
@@ -36,7 +45,8 @@ var bwSelfTest = sync.OnceValue(func() string { return colSelfTestOf(bwColKerns,
 // colSelfTestOf runs colSelfTest's check on the tiles ks (what names their
 // instruction in the verdict). The activations span −127..127 and the
 // weights every byte; q4_0's corrections are arbitrary, q8_0's those of
-// the activations (colCorrZ, as the avx512bw q8_0 tiles require).
+// the activations (colCorrZ, as the avx512bw q8_0 tiles require); int2 and
+// int1 every field and bit.
 func colSelfTestOf(ks map[Format][]kern, what string) string {
 	const np, mr = 3, 4
 	seed := uint32(919)
@@ -55,7 +65,10 @@ func colSelfTestOf(ks map[Format][]kern, what string) string {
 	for i := range bs {
 		bs[i] = 0x3c003c00 // fp16 1.0 twice
 	}
-	for _, f := range []Format{Q8_0, Q4_0} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
+		if ks[f] == nil {
+			continue
+		}
 		if f == Q8_0 {
 			colCorrZ(f, a, ac, np, mr) // the BW kernels' precondition
 		}
@@ -80,6 +93,8 @@ func colSelfTestOf(ks map[Format][]kern, what string) string {
 
 func pfConvColQ8(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 func pfConvColQ4(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColI2(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColI1(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 
 func kernColQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
@@ -98,3 +113,19 @@ func kernColQ4BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs 
 func kernColQ4BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI2BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1BWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -23,11 +23,16 @@ func colBackend() (Backend, bool) {
 // Repack to column order and back keeps every weight, scale and GGUF byte.
 func TestColumnRepack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, f := range []Format{Q8_0, Q4_0} {
-		for _, sh := range [][2]int{{1, 32}, {13, 96}, {16, 64}, {33, 160}, {40, 1024}} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
+		for _, sh := range [][2]int{{1, 32}, {13, 96}, {16, 64}, {33, 160}, {40, 1024}, {17, 512}} {
 			n, k := sh[0], sh[1]
 			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
-			deq, gg := w.Dequantize(), w.AppendGGUF(nil)
+			deq := w.Dequantize()
+			var gg []byte
+			gguf := f.GGUF() && (f.layout() != Int2 || k%SuperLen == 0)
+			if gguf {
+				gg = w.AppendGGUF(nil)
+			}
 			lq, ld := slices.Clone(w.q), slices.Clone(w.d)
 			w.toColumn()
 			if w.Layout() != ColumnOrder {
@@ -36,7 +41,7 @@ func TestColumnRepack(t *testing.T) {
 			if !slices.Equal(w.Dequantize(), deq) {
 				t.Fatalf("%s %v: column-order Dequantize differs", f, sh)
 			}
-			if !bytes.Equal(w.AppendGGUF(nil), gg) {
+			if gguf && !bytes.Equal(w.AppendGGUF(nil), gg) {
 				t.Fatalf("%s %v: column-order AppendGGUF differs", f, sh)
 			}
 			w.toLane()
@@ -61,10 +66,10 @@ func TestColumnRepack(t *testing.T) {
 		if w.Layout() != LaneOrder {
 			t.Fatalf("back to go: %s", w.Layout())
 		}
-		i2, _ := Quantize(Int2, randMat(rng, 5*64, 0.02), 5, 64)
-		i2.Repack(be)
-		if i2.Layout() != LaneOrder {
-			t.Fatalf("int2 on %s: %s", be.Name, i2.Layout())
+		kq, _ := Quantize(Q4_K, randMat(rng, 5*256, 0.02), 5, 256)
+		kq.Repack(be)
+		if kq.Layout() != LaneOrder {
+			t.Fatalf("q4_k on %s: %s", be.Name, kq.Layout())
 		}
 	}
 }
@@ -81,7 +86,7 @@ func TestColumnMul(t *testing.T) {
 		if be.Unavailable != "" {
 			continue
 		}
-		for _, f := range []Format{Q8_0, Q4_0} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
 			for _, sh := range [][3]int{{1, 1, 32}, {1, 13, 96}, {2, 17, 64}, {3, 33, 160}, {4, 40, 1024}, {5, 16, 96}, {16, 40, 224}, {1, 64, 4096}} {
 				m, n, k := sh[0], sh[1], sh[2]
 				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", be.Name, f, m, n, k), func(t *testing.T) {
@@ -156,7 +161,7 @@ func TestColumnPrefillConvert(t *testing.T) {
 		if be, err := BackendByName(name); err != nil || be.Unavailable != "" {
 			continue // the CPU may lack the instructions
 		}
-		for _, f := range []Format{Q8_0, Q4_0} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0} {
 			conv := pf.colConv[f]
 			if conv == nil {
 				continue
@@ -172,6 +177,34 @@ func TestColumnPrefillConvert(t *testing.T) {
 				if !bytes.Equal(got, want) || !slices.Equal(gd, wd) {
 					t.Fatalf("%s %s: tile at row %d differs from the Go loop", name, f, j0)
 				}
+			}
+		}
+	}
+}
+
+// A decode GEMV call (M = 1, whole groups) allocates nothing on either
+// layout, so a 2-worker measurement has no garbage collection running on
+// a worker's CPU that a 1-worker one (the other CPU idle) would not feel.
+func TestColumnMulNoAlloc(t *testing.T) {
+	be, ok := colBackend()
+	if !ok {
+		t.Skip("no backend with column-order kernels here")
+	}
+	rng := rand.New(rand.NewPCG(27, 28))
+	const n, k = 64, 512
+	for _, f := range be.ColumnFormats() {
+		w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+		var a Activations
+		if err := a.Quantize(f, randMat(rng, k, 1), 1, k); err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, n)
+		for _, layout := range []Layout{LaneOrder, ColumnOrder} {
+			if layout == ColumnOrder {
+				w.Repack(be)
+			}
+			if allocs := testing.AllocsPerRun(20, func() { _ = Mul(be, w, &a, y, n, 0, n/2); _ = Mul(be, w, &a, y, n, n/2, n) }); allocs != 0 {
+				t.Errorf("%s %s: %v allocations per 2 calls", f, layout, allocs)
 			}
 		}
 	}

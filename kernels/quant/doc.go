@@ -85,8 +85,9 @@
 // unpack to 4·q and 16·s, so o = 8 for q4_0, int2 and int1 (128 for q8_0),
 // and their stored scale is d/4 and d/8.
 //
-// Column-order layout (col.go; Matrix.Layout ColumnOrder), q8_0 and q4_0
-// only, for the avx512vnni and avx512bw backends' GEMV tiles: the lane-order kernels
+// Column-order layout (col.go; Matrix.Layout ColumnOrder), q8_0, q4_0,
+// int2 and int1 (tq2_0, tq1_0 as int2), for the avx512vnni and avx512bw
+// backends' GEMV tiles: the lane-order kernels
 // spend 4 other instructions per VPDPBUSD (each result is a partial sum of
 // two blocks that must be scaled at once), which made q4_0 GEMV
 // compute-bound (Zen 5, one thread: 20.8 GB/s against q8_0's 31.2 and
@@ -95,7 +96,11 @@
 // chunk of 16 × 32 weights whose 64-byte word k holds, per row (4-byte
 // lane), elements 4k..4k+3 (q8_0: u = q + 128, 8 words), or for q4_0 the
 // row's ggml qs bytes 4k..4k+3 (elements 4k+i in the low nibbles, 16+4k+i
-// in the high ones: 4 words, 0.5625 B/weight as before); the 16 rows'
+// in the high ones: 4 words, 0.5625 B/weight as before); int2's 2 words
+// per chunk hold in byte i of a lane the fields (bits 2s+1:2s) of
+// elements 16j+4s+i, s < 4 (0.3125 B/weight); int1's chunk is 8 64-bit
+// words, bit 4l+i of word k the sign bit of element 4k+i of row l, a
+// mask register for the zmm's 64 bytes (0.1875 B/weight); the 16 rows'
 // fp16 scales follow per chunk as 16 contiguous halfs (one VCVTPH2PS).
 // The kernels (kernColGo; kernels/_asm/quantcol) broadcast a row of X's 4
 // activations per VPDPBUSD, sum a whole block per lane, fold the offset
@@ -103,7 +108,15 @@
 // once per block for 16 rows: per block and 16 rows at M = 1, q4_0 4
 // loads, 8 ANDs (0x0f, and 0xf0 = 16·u, whose sum is shifted right by 4),
 // 8 VPDPBUSD and 8 others, against 8 VPDPBUSD, 48 others and 24 loads in
-// lane order; tiles of 1..4 rows of X, 16 columns. The avx512bw
+// lane order; int2 2 loads, 12 unpack ops (per 64-byte word: VPSLLW 2,
+// VPSRLW 2 and 4 ANDs give 4·q of fields 0, 1 and 16·q of fields 2, 3,
+// summed in two accumulators, the second shifted right by 2 at the
+// block's end), 8 VPDPBUSD and 7 others; int1 8 KMOVQ loads of its mask
+// words, 8 zero-masked VMOVDQU8 of 16s (u = 16·s: one instruction per 64
+// weights, no shuffle or test; VPMOVM2B would give 255·s, which VPDPBUSD's
+// unsigned operand cannot rescale exactly), 8 VPDPBUSD and 6 others,
+// against §III-D's shuffle-and-compare per 64 weights in lane order
+// (genLow); tiles of 1..4 rows of X, 16 columns. The avx512bw
 // backend's tiles (AVX512BW without VNNI: Skylake-SP/X, Cascade Lake's
 // non-VNNI parts; kernels/_asm/quantcol's genBW) read the same layout
 // with VPMADDUBSW + VPMADDWD by ones + VPADDD in place of VPDPBUSD and
@@ -115,7 +128,11 @@
 // against the activations negated under the mask of negative weights
 // (VPMOVB2M, masked VPSUBB from zero), at most 2·128·127 = 32512 per pair,
 // so its tiles compute Σ q_w·q_x with no offset and need ac to be the
-// activations' corrZ (as Activations holds it). The layout is the
+// activations' corrZ (as Activations holds it); int2 unpacks q (AND 0x03)
+// and 4·q (AND 0x0c) of the word and of the word shifted right by 4, sums
+// each kind's 4 VPMADDUBSW of a block in int16 and combines them as A·4 +
+// B (at most 24384), int1 sums its 8 (16·s, at most 8·2·16·127 = 32512)
+// before one VPMADDWD (genLowBW). The layout is the
 // backend's, not the format's: Quantize, FromGGUF and Random make lane
 // order, and Matrix.Repack converts in place (once, at load: the engine
 // calls it when it has chosen the backend) to the layout of a backend's
@@ -123,7 +140,8 @@
 // Dequantize, AppendGGUF and the error checks read blocks through one
 // accessor, Mul on a backend without column-order kernels runs kernColGo
 // (correct, slow), and the prefill path up-converts a column-order group
-// without a transpose (pfConvCol*: the nibble unpack only). Measured on
+// without a transpose (pfConvCol*: the nibble unpack only; int2 and int1
+// genLow's unpack, written out). Measured on
 // the loaded 2-core Zen 5 VM (fastest of interleaved runs, one thread, M
 // = 1): L2-resident N 1024 × K 512, q4_0 0.21 against 0.59 ns per 32-weight
 // block (2.8×), q8_0 0.25 against 0.51 (2.0×); N 3072 × K 1024 at M = 1
@@ -133,7 +151,10 @@
 // M 32: 499 against 479; q8_0 at M 32: 494 against 538), which still
 // starts at PrefillMinM. Beyond the L3 the host's load made the streaming
 // rates too noisy to compare (BenchmarkGEMV runs both layouts alternately
-// for that).
+// for that). int2 and int1 on the same VM (more heavily loaded: load
+// average 8–10 on the 2 cores, one BenchmarkGEMV run, indicative only),
+// L2-resident N 1024 × K 512 at M = 1: int2 0.39 ns per block against
+// lane order's 0.65 (1.7×), int1 0.31 against 1.04 (3.3×).
 //
 // Activations are quantized per block as llama.cpp's quantize_row_q8_0 does
 // (d = max|x|/127, q = round(x/d), ties away from zero), in the same lane
@@ -160,11 +181,11 @@
 // of 1 or 2 rows of X; q8_0 with the sign trick VPSIGNB, q4_0 unsigned
 // nibbles directly, int2 fields and int1 bits (VPSHUFB, VPAND, VPMINUB to
 // 0/1) with their factor 4 or 16 in VPMADDWD's multiplier), "avx512bw"
-// (column-order q8_0 and q4_0 tiles of 1..4 rows on zmm, above; every
+// (column-order q8_0, q4_0, int2 and int1 tiles of 1..4 rows on zmm, above; every
 // lane-order format, the K-quants and the ternary formats run avx2's
 // tiles, so TileM is avx2's 2; no prefill path) and "avx512vnni" (VPDPBUSD on
 // zmm, 2 blocks per instruction, every format; q4_k and q6_k from kernels/_asm/quantk;
-// q8_0 and q4_0 also on the column-order layout, kernels/_asm/quantcol). The
+// q8_0, q4_0, int2 and int1 also on the column-order layout, kernels/_asm/quantcol). The
 // assembly is generated by the avo program in kernels/_asm/quant. A
 // backend without a kernel for a format runs its layout's (tq2_0, tq1_0:
 // int2's) or else the Go tiles (impl.fill); avx2's q4_k and q6_k kernels

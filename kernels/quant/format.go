@@ -213,7 +213,7 @@ func (f Format) BytesPerWeight() float64 {
 // doc) in panels of PanelRows rows: pair p of the rows of panel t is stored
 // contiguously, row by row, so a microkernel reads one address stream per
 // panel. N is padded up to a whole panel with rows of scale 0. After
-// Repack to ColumnOrder (q8_0, q4_0), q and d hold col.go's groups of
+// Repack to ColumnOrder (Backend.ColumnFormats), q and d hold col.go's groups of
 // ColRows rows instead (Layout says which). It is read-only after
 // construction (and Repack) and safe for concurrent use.
 type Matrix struct {
@@ -222,8 +222,8 @@ type Matrix struct {
 	pairs  int      // block pairs per row: ceil(K/64) (K-quants: 4·ceil(K/256))
 	q      []byte   // panels × pairs × PanelRows × Format.pairBytes()
 	d      []uint32 // panels × pairs × PanelRows: a pair's two fp16 scales, block 0 low (K-quants: kquant.go's super-block words)
-	// col: q and d hold the column-order layout instead (col.go; q8_0 and
-	// q4_0 after Repack).
+	// col: q and d hold the column-order layout instead (col.go; after
+	// Repack).
 	col bool
 }
 

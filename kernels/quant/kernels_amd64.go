@@ -37,10 +37,10 @@ func archImpls() []*impl {
 	}
 	return []*impl{
 		{name: "avx2", isa: "avx2", mr: 2, lacks: avx2, corrY: true, k: avx2Kerns},
-		// avx512bw: the column-order q8_0 and q4_0 tiles on zmm without
+		// avx512bw: the column-order q8_0, q4_0, int2 and int1 tiles on zmm without
 		// VPDPBUSD (col_amd64.go bwColKerns, heights 1..4; mulCol takes
 		// its tile height from kc) for AVX-512 CPUs without AVX512_VNNI;
-		// every lane-order format, and q8_0/q4_0 left in lane order, runs
+		// every lane-order format, and those formats left in lane order, run
 		// the avx2 tiles (hence mr 2 and the ymm corrections), the
 		// K-quants avx2's (kquant_amd64.go); no prefill path (its tiles
 		// are VPDPBUSD's), so the GEMV tiles run at every M.

@@ -220,7 +220,7 @@ func (w *Matrix) appendGGUFTQ(dst []byte) []byte {
 			var t [SuperLen]int
 			for b := range nblk {
 				blk := sb*nblk + b
-				h := uint16(w.d[w.idx(r, blk/2)] >> (16 * (blk % 2)))
+				h := w.scaleBits(r, blk)
 				if b == 0 {
 					d = h
 				}

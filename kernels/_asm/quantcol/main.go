@@ -99,6 +99,15 @@ func main() {
 			}
 		}
 	}
+	for _, f := range []string{"I2", "I1"} {
+		for m := 1; m <= 4; m++ {
+			genLow(f, m)
+		}
+		genConvLow(f)
+		for m := 1; m <= 4; m++ {
+			genLowBW(f, m)
+		}
+	}
 	Generate()
 }
 
@@ -378,6 +387,344 @@ func genBW(f string, m int) {
 				VPMADDWD(ones, s16[r], t[r])
 				VPADDD(t[r], iacc[r], iacc[r])
 			}
+			VCVTDQ2PS(iacc[r], iacc[r])
+			VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, dw, s)
+			VFMADD231PS(iacc[r], s, facc[r])
+		}
+	}
+	ADDQ(g.SA, g.A)
+	ADDQ(g.SA8, g.AS)
+	ADDQ(g.SA8, g.AC)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+var (
+	mask0C = asmutil.Bytes64("colmask0c", func(int) byte { return 0x0c })
+	mask30 = asmutil.Bytes64("colmask30", func(int) byte { return 0x30 })
+	byte16 = asmutil.Bytes64("colbyte16", func(int) byte { return 16 })
+)
+
+// genLow emits kernCol<F>VNNIm<m> for the low-bit formats' column-order
+// layouts (kernels/quant/col.go), with VPDPBUSD as gen:
+//
+//   - int2 (I2): a chunk is 2 words of 64 bytes; word j holds, per row
+//     (4-byte lane) and byte i, element 16j+4s+i in bits 2s+1:2s. One load
+//     gives the 4 groups of 4 elements of 16 rows with 6 instructions:
+//     (w VPSLLW 2) AND 0x0c and w AND 0x0c are 4·q of fields 0 and 1, w
+//     AND 0x30 and (w VPSRLW 2) AND 0x30 are 16·q of fields 2 and 3 (the
+//     bits a 16-bit shift moves across a byte boundary are masked off).
+//     Two accumulators per row as q4_0's: L (the 4·q products) from the
+//     correction 8·corrZ = −8·Σq_x (VPSLLD by 3, broadcast), H (the 16·q
+//     ones) from 0, then L += H >> 2 (VPSRAD, exact: H is a multiple of
+//     16), so the lane's sum is Σ 4q·q_x − 8·Σq_x, kernColGo's S with u =
+//     4q, o = 8 and the stored scale d/4 of the lane order.
+//   - int1 (I1): a chunk is 64 bytes, 8 bytes per group k of 4 elements:
+//     bit 4l+i of the group's 64-bit word is element 4k+i of row l, i.e.
+//     a mask of the zmm's 64 bytes. KMOVQ loads it into a mask register
+//     and a zero-masked VMOVDQU8 of 16s makes the unsigned bytes u = 16·s
+//     (one instruction per 64 weights, no test or shuffle); even groups
+//     sum into L (from 8·corrZ), odd ones into H (from 0), L += H.
+//
+// Per block and 16 rows at mr = 1: int2 2 loads, 12 unpack ops, 8
+// VPDPBUSD, 7 others; int1 8 mask loads, 8 moves, 8 VPDPBUSD, 6 others.
+// No saturation: |S| ≤ 32·12·127 + 8·32·127 (int2) or 32·16·127 + 8·32·127
+// (int1), exact in float32.
+func genLow(f string, m int) {
+	name := fmt.Sprintf("kernCol%sVNNIm%d", f, m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order %s tile with VPDPBUSD; see genLow in the generator.", name, m, f))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	i2 := f == "I2"
+	cb := 64
+	if i2 {
+		cb = 128
+	}
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	hacc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], hacc[r] = zmm(r), zmm(4+r), zmm(8+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	w := zmm(12)
+	u := []VecPhysical{zmm(13), zmm(14), zmm(15), zmm(16)}
+	c1, c2 := zmm(17), zmm(18)
+	dw, s := zmm(19), zmm(20)
+	if i2 {
+		VMOVDQU64(mask0C(), c1)
+		VMOVDQU64(mask30(), c2)
+	} else {
+		VMOVDQU64(byte16(), c1)
+	}
+	ks := []Register{K1, K2, K3, K4}
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for off := 0; off < 2*cb; off += 64 {
+		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+	}
+	for h := 0; h < 2; h++ {
+		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
+		for r := 0; r < m; r++ {
+			VPSLLD_BCST(U8(3), corr(r), iacc[r])
+			VPXORD(hacc[r], hacc[r], hacc[r])
+		}
+		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+		if i2 {
+			for j := 0; j < 2; j++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
+				VPSLLW(U8(2), w, u[0])
+				VPANDD(c1, u[0], u[0])
+				VPANDD(c1, w, u[1])
+				VPANDD(c2, w, u[2])
+				VPSRLW(U8(2), w, u[3])
+				VPANDD(c2, u[3], u[3])
+				for sf := 0; sf < 4; sf++ {
+					for r := 0; r < m; r++ {
+						acc := iacc[r]
+						if sf >= 2 {
+							acc = hacc[r]
+						}
+						asmutil.VPDPBUSD(x(r, 4*j+sf), u[sf], acc, true)
+					}
+				}
+			}
+		} else {
+			for k := 0; k < 8; k++ {
+				kr := ks[k%4]
+				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, kr)
+				VMOVDQU8_Z(c1, kr, u[k%4])
+				for r := 0; r < m; r++ {
+					acc := iacc[r]
+					if k%2 == 1 {
+						acc = hacc[r]
+					}
+					asmutil.VPDPBUSD(x(r, k), u[k%4], acc, true)
+				}
+			}
+		}
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		for r := 0; r < m; r++ {
+			if i2 {
+				VPSRAD(U8(2), hacc[r], hacc[r])
+			}
+			VPADDD(hacc[r], iacc[r], iacc[r])
+			VCVTDQ2PS(iacc[r], iacc[r])
+			VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, dw, s)
+			VFMADD231PS(iacc[r], s, facc[r])
+		}
+	}
+	ADDQ(g.SA, g.A)
+	ADDQ(g.SA8, g.AS)
+	ADDQ(g.SA8, g.AC)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genConvLow emits pfConvCol<F> for int2 and int1 (genConv's signature and
+// tile): int2's 64-byte word j of a block gives the tile's groups 4j+s, s
+// < 4, as 4·q: (w VPSLLW 2), w, (w VPSRLW 2) and (w VPSRLW 4), each AND
+// 0x0c; int1's 8 mask words give groups k as genLow's u = 16·s (KMOVQ, a
+// zero-masked VMOVDQU8 of 16s).
+func genConvLow(f string) {
+	name := "pfConvCol" + f
+	TEXT(name, NOSPLIT, convSignature)
+	Doc(name + " up-converts a column-order group of W into half a prefill tile; see genConvLow in the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	ds := Load(Param("ds"), R8)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	i2 := f == "I2"
+	cb := 64
+	if i2 {
+		cb = 128
+	}
+	const half = 8 * 64
+	c := zmm(31)
+	if i2 {
+		VMOVDQU64(mask0C(), c)
+	} else {
+		VMOVDQU64(byte16(), c)
+	}
+	ks := []Register{K1, K2, K3, K4}
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for h := 0; h < 2; h++ {
+		out := func(k int) Mem { return Mem{Base: dst, Disp: h*2*half + k*64} }
+		if i2 {
+			for j := 0; j < 2; j++ {
+				w := zmm(8 * j)
+				u := []VecPhysical{zmm(8*j + 1), zmm(8*j + 2), zmm(8*j + 3), zmm(8*j + 4)}
+				VMOVDQU64(Mem{Base: src, Disp: h*cb + j*64}, w)
+				VPSLLW(U8(2), w, u[0])
+				VPSRLW(U8(2), w, u[2])
+				VPSRLW(U8(4), w, u[3])
+				VPANDD(c, w, u[1])
+				VPANDD(c, u[0], u[0])
+				VPANDD(c, u[2], u[2])
+				VPANDD(c, u[3], u[3])
+				for s := 0; s < 4; s++ {
+					VMOVDQU64(u[s], out(4*j+s))
+				}
+			}
+		} else {
+			for k := 0; k < 8; k++ {
+				KMOVQ(Mem{Base: src, Disp: h*cb + k*8}, ks[k%4])
+				VMOVDQU8_Z(c, ks[k%4], zmm(k))
+				VMOVDQU64(zmm(k), out(k))
+			}
+		}
+		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y15)
+		VMOVDQU(Y15, Mem{Base: dd, Disp: h * 32 * 2})
+	}
+	ADDQ(U32(2*cb), src)
+	ADDQ(U32(2*32), ds)
+	ADDQ(U32(4*half), dst)
+	ADDQ(U32(2*32*2), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
+
+var mask03 = asmutil.Bytes64("colmask03", func(int) byte { return 0x03 })
+
+// genLowBW emits kernCol<F>BWm<m>, genLow's tiles for the avx512bw
+// backend (genBW's VPMADDUBSW + VPMADDWD by ones, the activations
+// VPBROADCASTD into a register), on the same layouts:
+//
+//   - int2: a 64-byte word gives q of fields 0 and 2 (w AND 0x03, (w
+//     VPSRLW 4) AND 0x03) and 4·q of fields 1 and 3 (w AND 0x0c, (w VPSRLW
+//     4) AND 0x0c): 1 shift and 4 ANDs (genLow's 16·q would saturate
+//     VPMADDUBSW's pair sums over a block). Per block and row the q
+//     products sum in int16 into A (4 of at most 2·3·127 = 762), the 4·q
+//     ones into B (4 of at most 3048), then A·4 + B (VPSLLW 2, VPADDW: at
+//     most 24384 < 2^15 − 1, exact) is Σ 4q·q_x, widened by one VPMADDWD
+//     by ones and added to 8·corrZ.
+//   - int1: genLow's u = 16·s (KMOVQ, zero-masked VMOVDQU8); a pair is at
+//     most 2·16·127 = 4064, the 8 of a block at most 32512 < 2^15 − 1 in
+//     int16, one VPMADDWD per block and row.
+//
+// So the int32 sums are genLow's and the result kernColGo's bit for bit
+// wherever the float products are exact.
+func genLowBW(f string, m int) {
+	name := fmt.Sprintf("kernCol%sBWm%d", f, m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order %s tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genLowBW in the generator.", name, m, f))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	i2 := f == "I2"
+	cb := 64
+	if i2 {
+		cb = 128
+	}
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	sa := make([]VecPhysical, m) // int16 sums (int2: the q products)
+	sb := make([]VecPhysical, m) // int2: the 4·q products
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], sa[r], sb[r] = zmm(r), zmm(4+r), zmm(8+r), zmm(12+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	xb, t, w := zmm(16), zmm(17), zmm(18)
+	u := []VecPhysical{zmm(19), zmm(20), zmm(21), zmm(22)}
+	c1, c2, ones := zmm(23), zmm(24), zmm(25)
+	dw, s := zmm(26), zmm(27)
+	VMOVDQU64(onesW(), ones)
+	if i2 {
+		VMOVDQU64(mask03(), c1)
+		VMOVDQU64(mask0C(), c2)
+	} else {
+		VMOVDQU64(byte16(), c1)
+	}
+	ks := []Register{K1, K2, K3, K4}
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	for off := 0; off < 2*cb; off += 64 {
+		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+	}
+	for h := 0; h < 2; h++ {
+		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
+		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+		// madd adds row r's product of group k with the bytes v into acc
+		// (first: acc is set).
+		madd := func(r, k int, v, acc VecPhysical, first bool) {
+			VPBROADCASTD(x(r, k), xb)
+			if first {
+				VPMADDUBSW(xb, v, acc)
+				return
+			}
+			VPMADDUBSW(xb, v, t)
+			VPADDW(t, acc, acc)
+		}
+		if i2 {
+			for j := 0; j < 2; j++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
+				VPANDD(c1, w, u[0])
+				VPANDD(c2, w, u[1])
+				VPSRLW(U8(4), w, u[2])
+				VPANDD(c2, u[2], u[3])
+				VPANDD(c1, u[2], u[2])
+				for sf := 0; sf < 4; sf++ {
+					for r := 0; r < m; r++ {
+						acc := sa[r]
+						if sf%2 == 1 {
+							acc = sb[r]
+						}
+						madd(r, 4*j+sf, u[sf], acc, j == 0 && sf < 2)
+					}
+				}
+			}
+			for r := 0; r < m; r++ {
+				VPSLLW(U8(2), sa[r], sa[r])
+				VPADDW(sb[r], sa[r], sa[r])
+			}
+		} else {
+			for k := 0; k < 8; k++ {
+				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, ks[k%4])
+				VMOVDQU8_Z(c1, ks[k%4], u[k%4])
+				for r := 0; r < m; r++ {
+					madd(r, k, u[k%4], sa[r], k == 0)
+				}
+			}
+		}
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		for r := 0; r < m; r++ {
+			VPSLLD_BCST(U8(3), corr(r), iacc[r])
+			VPMADDWD(ones, sa[r], t)
+			VPADDD(t, iacc[r], iacc[r])
 			VCVTDQ2PS(iacc[r], iacc[r])
 			VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, dw, s)
 			VFMADD231PS(iacc[r], s, facc[r])
