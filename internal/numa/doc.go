@@ -2,6 +2,17 @@
 // on Linux, binds them to a NUMA node (mbind with MPOL_BIND) and reports which
 // node each page landed on (move_pages, or get_mempolicy as a fallback).
 //
+// A part of an existing buffer can be given a policy of its own: Bind
+// (MPOL_BIND to one node) and Interleave (MPOL_INTERLEAVE over a node set,
+// page by page, as numactl --interleave) take any page-aligned sub-slice,
+// moving pages already placed (MPOL_MF_MOVE). Where the shares of the
+// threads that read a buffer are not page-aligned (the NR-row panels of a
+// packed weight matrix split among workers), PageOwners gives each page to
+// the node whose share covers most of its bytes and BindPages binds the runs
+// of pages so assigned. SamplePages reports the node of each sampled page,
+// so that a caller can check it against the node meant for it; CPUNode reads
+// a CPU's node from sysfs.
+//
 // Memory from Alloc and AllocOnNode is released only by Free; the garbage
 // collector never sees it. Placement is per page: bind before the first touch,
 // then touch from any thread (MPOL_BIND places pages on the bound node whatever

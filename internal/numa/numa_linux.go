@@ -141,41 +141,61 @@ func Free(b []byte) error {
 // Errors: empty b, samples <= 0, and both syscalls failing (wrapping ErrNoNUMA
 // for ENOSYS or EPERM).
 func PageNodes(b []byte, samples int) (map[int]int, error) {
+	_, nodes, err := SamplePages(b, samples)
+	if err != nil {
+		return nil, err
+	}
+	count := make(map[int]int)
+	for _, s := range nodes {
+		count[s]++
+	}
+	return count, nil
+}
+
+// SamplePages is PageNodes page by page: it samples the same pages and
+// returns their indices in b (pages[i]: page pages[i] of the pages b
+// touches, counted from the one holding b[0], ascending) and the node each
+// is on (nodes[i], or the negative errno PageNodes counts it under), so a
+// caller can compare every sampled page with the node it was meant for.
+// Errors as PageNodes'.
+func SamplePages(b []byte, samples int) (pages, nodes []int, err error) {
 	if len(b) == 0 {
-		return nil, errors.New("numa: page nodes: empty buffer")
+		return nil, nil, errors.New("numa: page nodes: empty buffer")
 	}
 	if samples <= 0 {
-		return nil, fmt.Errorf("numa: page nodes: %d samples: must be positive", samples)
+		return nil, nil, fmt.Errorf("numa: page nodes: %d samples: must be positive", samples)
 	}
 	ps := uintptr(os.Getpagesize())
 	first := uintptr(unsafe.Pointer(&b[0])) &^ (ps - 1)
 	last := uintptr(unsafe.Pointer(&b[len(b)-1])) &^ (ps - 1)
 	npages := int((last-first)/ps) + 1
 	n := min(samples, npages)
-	pages := make([]uintptr, n)
-	for i := range pages {
+	addrs := make([]uintptr, n)
+	pages = make([]int, n)
+	for i := range addrs {
 		idx := 0
 		if n > 1 {
 			idx = i * (npages - 1) / (n - 1)
 		}
-		pages[i] = first + uintptr(idx)*ps
+		pages[i] = idx
+		addrs[i] = first + uintptr(idx)*ps
 	}
 	status := make([]int32, n)
-	_, _, e := unix.Syscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&pages[0])),
+	_, _, e := unix.Syscall6(unix.SYS_MOVE_PAGES, 0, uintptr(n), uintptr(unsafe.Pointer(&addrs[0])),
 		0, uintptr(unsafe.Pointer(&status[0])), 0)
 	switch {
 	case e == unix.ENOSYS || e == unix.EPERM:
-		for i, p := range pages {
+		for i, p := range addrs {
 			node, e2 := pageNode(p)
 			if e2 != 0 {
 				runtime.KeepAlive(b)
-				return nil, fmt.Errorf("numa: page nodes: move_pages: %w; %w", e, policyError("get_mempolicy", -1, e2))
+				return nil, nil, fmt.Errorf("numa: page nodes: move_pages: %w; %w", e, policyError("get_mempolicy", -1, e2))
 			}
 			status[i] = node
 		}
 	case e != 0:
 		runtime.KeepAlive(b)
-		return nil, fmt.Errorf("numa: page nodes: %w", policyError("move_pages", -1, e))
+		return nil, nil, fmt.Errorf("numa: page nodes: %w", policyError("move_pages", -1, e))
 	default:
 		// Before Linux 6.5, move_pages reports -ENOENT (or -EFAULT for a
 		// transparent huge page) for a present page that automatic NUMA
@@ -183,7 +203,7 @@ func PageNodes(b []byte, samples int) (map[int]int, error) {
 		// default-policy memory). Ask get_mempolicy about those pages that
 		// mincore says are resident.
 		vec := make([]byte, 1)
-		for i, p := range pages {
+		for i, p := range addrs {
 			if status[i] != -int32(unix.ENOENT) && status[i] != -int32(unix.EFAULT) {
 				continue
 			}
@@ -197,11 +217,11 @@ func PageNodes(b []byte, samples int) (map[int]int, error) {
 		}
 	}
 	runtime.KeepAlive(b)
-	count := make(map[int]int)
-	for _, s := range status {
-		count[int(s)]++
+	nodes = make([]int, n)
+	for i, s := range status {
+		nodes[i] = int(s)
 	}
-	return count, nil
+	return pages, nodes, nil
 }
 
 // pageNode returns the node of the page at address p with

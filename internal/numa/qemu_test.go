@@ -111,6 +111,70 @@ func TestQEMUGuest(t *testing.T) {
 	if _, err := numa.AllocOnNode(size, 2); !errors.Is(err, numa.ErrNoNUMA) {
 		t.Errorf("AllocOnNode(32 MiB, 2) error = %v, want one wrapping ErrNoNUMA", err)
 	}
+	guestPolicies(t)
+}
+
+// guestPolicies checks Interleave, BindPages (from PageOwners) and CPUNode
+// on the guest's two nodes, from CPU 1.
+func guestPolicies(t *testing.T) {
+	for cpu, want := range []int{0, 1} {
+		if n, err := numa.CPUNode(cpu); err != nil || n != want {
+			t.Errorf("CPUNode(%d) = %d, %v; want %d", cpu, n, err, want)
+		}
+	}
+	ps := os.Getpagesize()
+	const pages = 256
+	b, err := numa.Alloc(pages * ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer numa.Free(b)
+	// Interleaved: consecutive pages alternate between the nodes.
+	if err := numa.Interleave(b, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(b); i += ps {
+		b[i] = 1
+	}
+	idx, nodes, err := numa.SamplePages(b, pages)
+	if err != nil || len(nodes) != pages {
+		t.Fatalf("SamplePages(interleaved) = %d pages, %v", len(nodes), err)
+	}
+	count := map[int]int{}
+	for i, n := range nodes {
+		count[n]++
+		if i > 0 && n == nodes[i-1] {
+			t.Errorf("Interleave: pages %d and %d both on node %d", idx[i-1], idx[i], n)
+			break
+		}
+	}
+	t.Logf("Interleave(1 MiB, [0 1]) from CPU 1: pages per node %v", count)
+	if count[0] != pages/2 || count[1] != pages/2 {
+		t.Errorf("Interleave(1 MiB, [0 1]): pages per node %v, want %d on each", count, pages/2)
+	}
+	// Re-bound (MPOL_MF_MOVE moves the touched pages): two shares whose
+	// boundary is not page-aligned; each page to the node reading more of it.
+	cut := 100*ps + ps/3
+	owners, err := numa.PageOwners(len(b), []numa.Span{{Off: 0, End: cut, Node: 1}, {Off: cut, End: len(b), Node: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := numa.BindPages(b, owners); err != nil {
+		t.Fatal(err)
+	}
+	_, nodes, err = numa.SamplePages(b, pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range nodes {
+		if want := owners[i]; n != want {
+			t.Errorf("BindPages: page %d on node %d, want %d (owners %v...)", i, n, want, owners[98:102])
+			break
+		}
+	}
+	if owners[99] != 1 || owners[100] != 0 {
+		t.Errorf("PageOwners: pages 99, 100 owned by %d, %d; want 1, 0", owners[99], owners[100])
+	}
 }
 
 func TestQEMUTwoNodes(t *testing.T) {
