@@ -39,7 +39,8 @@ type Batch struct {
 	t          *timers
 	vp         vocabPar // the in-pool sampling passes' scratch (DecodeNext)
 	last       []float32
-	tp         *tpBatch // NUMA policy tp's per-group caches and buffers (tp_batch.go)
+	tp         *tpBatch   // NUMA policy tp's per-group caches and buffers (tp_batch.go)
+	nm         *numaBatch // NUMA interleave/local: the buffers below from the Model's allocator (numa_mem.go)
 }
 
 // slot is one sequence: its KV cache, per layer in the Batch's kvLayout
@@ -96,8 +97,11 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	if m.tp != nil {
 		return b, m.tpNewBatch(b)
 	}
+	b.numaBatchInit()
 	for i := range b.slots {
-		b.allocKV(&b.slots[i])
+		if err := b.allocKV(&b.slots[i]); err != nil {
+			return nil, err
+		}
 	}
 	return b, nil
 }
@@ -105,7 +109,10 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 // allocKV allocates slot sl's K and V caches for every layer and writes one
 // float per page (4 KiB), so the OS maps them now rather than inside a
 // timed operator.
-func (b *Batch) allocKV(sl *slot) {
+func (b *Batch) allocKV(sl *slot) error {
+	if b.nm != nil {
+		return b.numaAllocKV(sl)
+	}
 	layers := b.m.Config.Layers
 	sl.kc, sl.vc = make([][]float32, layers), make([][]float32, layers)
 	nk, nv := b.kv.floats()
@@ -118,6 +125,7 @@ func (b *Batch) allocKV(sl *slot) {
 			}
 		}
 	}
+	return nil
 }
 
 // kvSlotBytes is one slot's K and V caches over every layer, as
@@ -268,9 +276,12 @@ func rowsOf(slot, n int) []int {
 // unitWeight is AxpyRows' one row weight of the residual adds.
 var unitWeight = [1]float32{1}
 
-func (b *Batch) grow(T int) {
+func (b *Batch) grow(T int) error {
 	if T <= b.rows {
-		return
+		return nil
+	}
+	if b.nm != nil {
+		return b.numaGrow(T)
 	}
 	c := b.m.Config
 	b.rows = T
@@ -283,6 +294,7 @@ func (b *Batch) grow(T int) {
 	b.ob = make([]float32, T*c.Dim)
 	b.hb = make([]float32, T*c.Intermediate)
 	b.hb2 = make([]float32, T*c.Intermediate)
+	return nil
 }
 
 // segment is a run of consecutive rows of one slot (a prefill is one
@@ -336,10 +348,14 @@ func (b *Batch) forward(rowSlot []int, tokens []int, p int, all bool, smp *sampl
 	for _, sg := range segs {
 		sl := &b.slots[sg.slot]
 		if sl.kc == nil && m.tp == nil {
-			b.allocKV(sl)
+			if err := b.allocKV(sl); err != nil {
+				return nil, err
+			}
 		}
 	}
-	b.grow(T)
+	if err := b.grow(T); err != nil {
+		return nil, err
+	}
 	plan, err := m.plan(p, T, segs, b)
 	if err != nil {
 		return nil, err

@@ -225,6 +225,8 @@ type Model struct {
 	lay *layoutState // the weight layout policy (nil: none)
 	tp  *tpState     // NUMA policy tp's partition (tp.go; nil: none)
 
+	numa *numaMem // NUMA interleave/local: the allocator of weights, KV caches, activations (numa_mem.go; nil: os)
+
 	planMu      sync.Mutex
 	plans       map[planKey]map[string]Placement
 	expertPlans map[int]Placement // auto: an expert's placement by its routed tokens (moe.go)
@@ -308,6 +310,9 @@ type linear struct {
 	li  int
 	pan []float32
 	off int
+	// npan is the cores backend's panels in node-placed memory, under NUMA
+	// policies interleave and local (numa_mem.go); cores is then nil.
+	npan []float32
 }
 
 // splitBuckets is the number of M buckets of a shape's split state:
@@ -408,6 +413,9 @@ func New(w *Weights, o Options) (*Model, error) {
 			m.Close()
 		}
 	}()
+	if err := m.numaInit(o, w); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if o.NUMA == NUMATP { // the decoder layers partitioned over thread groups (tp.go)
 		if err := m.tpInit(w); err != nil {
@@ -422,6 +430,15 @@ func New(w *Weights, o Options) (*Model, error) {
 			q = m.quantMatrix(q)
 			m.WeightBytes += q.Bytes()
 			return &linear{op: op, n: n, k: k, q: q}
+		}
+		if m.numa != nil { // the panels in node-placed memory (numa_mem.go)
+			var l *linear
+			if l, err = m.numaLinear(op, data, n, k); err != nil {
+				err = fmt.Errorf("engine: model %s: %s: %w", c.Name, tensor{name: what, layer: li}, err)
+				return nil
+			}
+			m.WeightBytes += 8 * int64(len(data)) // as below: the source and its packed copy
+			return l
 		}
 		if m.lay != nil { // the decode layout only; layoutInit adds the panels
 			m.WeightBytes += 4 * int64(len(data))
@@ -584,6 +601,9 @@ func (m *Model) Close() {
 	}
 	if m.lay != nil {
 		m.lay.stop()
+	}
+	if m.numa != nil {
+		m.numa.freeAll()
 	}
 	m.closed = true
 	m.embed, m.finalNorm, m.lmHead, m.layers, m.tp = nil, nil, nil, nil, nil
@@ -783,6 +803,10 @@ func (m *Model) runLinear(ms *pool.Master, l *linear, y, x []float32, M int, p P
 	}
 	if m.lay != nil {
 		return m.layoutLinear(ms, l, y, x, M, use)
+	}
+	if l.npan != nil {
+		use[useCores]++
+		return m.numaRunLinear(ms, l, y, x, M)
 	}
 	on := func(g *pool.Group, mat bool) error {
 		if mat {

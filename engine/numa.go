@@ -104,8 +104,8 @@ func checkTPDegree(c Config, d int) error {
 }
 
 // checkNUMA checks the NUMA options against the model before anything is
-// allocated. Policies other than os and tp are not implemented yet: they
-// are an error naming the policy.
+// allocated (numaInit, and tp's setup, check the rest once the workers
+// run).
 func (o *Options) checkNUMA(c Config) error {
 	p, err := ParseNUMAPolicy(string(o.NUMA))
 	if err != nil {
@@ -124,9 +124,6 @@ func (o *Options) checkNUMA(c Config) error {
 		if err := checkTPDegree(c, o.TPDegree); err != nil {
 			return err
 		}
-	}
-	if p != NUMAOS && p != NUMATP {
-		return fmt.Errorf("engine: NUMA policy %s: not implemented yet (os only)", p)
 	}
 	return nil
 }
