@@ -363,9 +363,10 @@ type NUMAPlacement struct {
 	// Tensor is the class: an operator name (q_proj, ..., lm_head) for
 	// weights, "kv_cache" or "activations".
 	Tensor string `json:"tensor"`
-	// Intended says where the pages were meant to go: "bound to the
-	// reading worker's node", "interleaved over nodes 0,1" or both
-	// ("bound; interleaved ...") where a class has buffers of each kind.
+	// Intended says where the pages were meant to go: "bound to its
+	// worker's node" (each page to the node of the worker that reads
+	// or writes most of it), "interleaved over nodes 0,1" or both,
+	// joined by "; ", where a class has buffers of each kind.
 	Intended string `json:"intended"`
 	// Buffers and Bytes are the class's buffers and their bytes.
 	Buffers int   `json:"buffers"`
@@ -412,7 +413,10 @@ func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 		nodes[i] = fmt.Sprint(n)
 	}
 	inter := "interleaved over nodes " + strings.Join(nodes, ",")
-	const bound = "bound to the writing/reading worker's node"
+	if len(nodes) == 1 {
+		inter = "interleaved over node " + nodes[0]
+	}
+	const bound = "bound to its worker's node"
 	byClass := map[string]*NUMAPlacement{}
 	kinds := map[string]map[string]bool{}
 	nm.mu.Lock()
@@ -430,7 +434,7 @@ func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 		} else {
 			kinds[buf.class][inter] = true
 		}
-		np := len(buf.b) / nm.ps
+		np := (len(buf.b) + nm.ps - 1) / nm.ps
 		var starts []int
 		win := numaSampleWindow
 		if np <= samples {
@@ -442,7 +446,7 @@ func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 			}
 		}
 		for _, s := range starts {
-			pages, got, err := numa.SamplePages(buf.b[s*nm.ps:(s+win)*nm.ps], win)
+			pages, got, err := numa.SamplePages(buf.b[s*nm.ps:min((s+win)*nm.ps, len(buf.b))], win)
 			if err != nil {
 				return nil, fmt.Errorf("engine: NUMA policy %s: placement of %s: %w", nm.policy, buf.class, err)
 			}

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -44,6 +47,9 @@ type runNUMA struct {
 	TPDegree int          `json:"tp_degree,omitempty"`
 	Sync     string       `json:"sync,omitempty"`
 	Groups   []runTPGroup `json:"tp_groups,omitempty"`
+	// Placement is where each tensor class's sampled pages were found
+	// (interleave, local: engine.Model.NUMAPlacement).
+	Placement []engine.NUMAPlacement `json:"placement,omitempty"`
 }
 
 // runTPGroup is one tensor-parallel thread group: its CPUs, their node
@@ -90,4 +96,29 @@ func writeRunNUMA(w io.Writer, r *runNUMA) {
 		}
 	}
 	fmt.Fprint(w, "\n\n")
+}
+
+// writeRunNUMAPlacement prints where each tensor class's sampled pages
+// were found under --numa interleave or local (engine.Model.NUMAPlacement),
+// as the probe reports its NUMA matrix's page placement.
+func writeRunNUMAPlacement(w io.Writer, r *runNUMA) error {
+	if r == nil || len(r.Placement) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "\nNUMA policy %s: sampled pages per tensor class (move_pages)\n\n", r.Policy)
+	t := newMarkdown(w, "tensor", "intended", "buffers", "MB", "pages sampled", "on intended", "pages per node")
+	for _, p := range r.Placement {
+		nodes := slices.Sorted(maps.Keys(p.PagesPerNode))
+		per := make([]string, len(nodes))
+		for i, n := range nodes {
+			name := fmt.Sprintf("node %d", n)
+			if n < 0 {
+				name = fmt.Sprintf("not placed (%d)", n)
+			}
+			per[i] = fmt.Sprintf("%s: %d", name, p.PagesPerNode[n])
+		}
+		t.Append([]string{p.Tensor, p.Intended, fmt.Sprint(p.Buffers), fmt.Sprintf("%.3g", float64(p.Bytes)/1e6),
+			fmt.Sprint(p.Sampled), fmt.Sprintf("%d (%.0f%%)", p.OnIntended, 100*p.Fraction), strings.Join(per, ", ")})
+	}
+	return t.Render()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/numa"
 )
 
 // TestRunNUMATP: `bench run --numa tp --tp 2 --sync a|b` runs end to end
@@ -62,5 +63,49 @@ func TestRunNUMATPErrors(t *testing.T) {
 		if code == 0 || errs != c.want {
 			t.Errorf("%v: exit %d, stderr %q, want %q", c.args, code, errs, c.want)
 		}
+	}
+}
+
+// TestRunNUMA: --numa interleave and local run, print the page placement
+// table and put it in the JSON, every sampled page where it was meant to go
+// (this machine's nodes); the greedy tokens are those of os.
+func TestRunNUMA(t *testing.T) {
+	if err := numa.Available(); err != nil {
+		t.Skipf("no NUMA memory policy here: %v", err)
+	}
+	args := func(p string, more ...string) []string {
+		return append([]string{"run", "--weights", stories, "--layers", "2", "--prompt-tokens", "6", "--gen-tokens", "2",
+			"--batch", "2", "--threads", "1", "--profile", "none", "--numa", p}, more...)
+	}
+	for _, p := range []string{"interleave", "local"} {
+		code, out, errs := run(t, args(p)...)
+		if code != 0 {
+			t.Fatalf("--numa %s: exit %d: %s", p, code, errs)
+		}
+		for _, want := range []string{"NUMA policy " + p + ": sampled pages per tensor class", "| q_proj ", "| kv_cache ", "| activations ", "(100%)"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--numa %s: output lacks %q:\n%s", p, want, out)
+			}
+		}
+		code, out, errs = run(t, args(p, "--json")...)
+		if code != 0 {
+			t.Fatalf("--numa %s --json: exit %d: %s", p, code, errs)
+		}
+		var r runResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.NUMA == nil || r.NUMA.Policy != p || len(r.NUMA.Placement) != 10 {
+			t.Fatalf("--numa %s --json: numa %+v; want policy %s and 10 placement rows (8 weight classes, kv_cache, activations)", p, r.NUMA, p)
+		}
+		for _, c := range r.NUMA.Placement {
+			if c.Fraction != 1 || c.Sampled == 0 {
+				t.Errorf("--numa %s: %s: %d of %d pages where intended", p, c.Tensor, c.OnIntended, c.Sampled)
+			}
+		}
+	}
+	code, _, errs := run(t, args("local", "--placement", "mixed", "--threads", "2")...)
+	if code == 0 || !strings.Contains(errs, "NUMA policy local: needs placement cores (have mixed)") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("--numa local --placement mixed: exit %d, stderr %q; want one error line", code, errs)
 	}
 }

@@ -452,6 +452,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	ctr.End()
 	nz := sweep.RunNoise(meter, steps, nil, prefills)
+	numaPl, err := m.NUMAPlacement(0) // while b's caches and buffers are live
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
 
 	res := runResult{Model: c.Name, Weights: o.Weights, Seed: o.Seed, Backend: m.Backends(), Layers: c.Layers,
 		ModelLayers: full, PromptTokens: T, GenTokens: G, Batch: B, Threads: m.Threads, Placement: string(m.Placement),
@@ -559,6 +563,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	res.Layout = measuredLayout(m, B)
 	res.NUMA = numaResult(m, o.NUMA)
+	if res.NUMA != nil {
+		res.NUMA.Placement = numaPl
+	}
 	if err := runStandaloneChecks(m, &res, b.Timings(), T, B); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -722,6 +729,9 @@ func writeRun(w io.Writer, r *runResult) error {
 		if err := writeRunLayout(w, r.Layout); err != nil {
 			return err
 		}
+	}
+	if err := writeRunNUMAPlacement(w, r.NUMA); err != nil {
+		return err
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "\nnote: %s", n)
