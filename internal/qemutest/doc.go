@@ -1,7 +1,8 @@
 // Package qemutest runs a package's own tests inside a small Linux guest:
 // qemu-system-x86_64 under TCG with two NUMA nodes (node 0 = CPU 0 + 512 MiB,
-// node 1 = CPU 1 + 512 MiB, distance 20), so that NUMA placement can be tested
-// on a machine with one node.
+// node 1 = CPU 1 + 512 MiB, distance 20), or Options.Nodes nodes of one CPU
+// and 1/n GiB each, so that NUMA placement can be tested on a machine with
+// one node.
 //
 // A package opts in with a TestMain and a pair of tests:
 //

@@ -34,15 +34,31 @@ const DefaultTimeout = 2 * time.Minute
 
 // QEMUArgs is the guest machine, before -kernel: TCG, 2 CPUs, 1 GiB in two
 // NUMA nodes (CPU 0 + 512 MiB, CPU 1 + 512 MiB) at distance 20, no network,
-// the serial console on stdio.
-var QEMUArgs = []string{
-	"-accel", "tcg", "-cpu", "max", "-smp", "2", "-m", "1G",
-	"-object", "memory-backend-ram,id=m0,size=512M",
-	"-object", "memory-backend-ram,id=m1,size=512M",
-	"-numa", "node,nodeid=0,cpus=0,memdev=m0",
-	"-numa", "node,nodeid=1,cpus=1,memdev=m1",
-	"-numa", "dist,src=0,dst=1,val=20",
-	"-nic", "none", "-nographic", "-no-reboot",
+// the serial console on stdio. MachineArgs(n) is the n-node machine.
+var QEMUArgs = MachineArgs(2)
+
+// MaxNodes is the most NUMA nodes Options.Nodes may ask for.
+const MaxNodes = 8
+
+// MachineArgs is the guest machine of n NUMA nodes (2 ≤ n ≤ MaxNodes),
+// before -kernel: TCG, n CPUs, 1 GiB split evenly, node i = CPU i + 1/n
+// GiB, every pair of nodes at distance 20, no network, the serial console
+// on stdio.
+func MachineArgs(n int) []string {
+	mib := 1024 / n
+	args := []string{"-accel", "tcg", "-cpu", "max", "-smp", fmt.Sprint(n), "-m", fmt.Sprintf("%dM", mib*n)}
+	for i := range n {
+		args = append(args, "-object", fmt.Sprintf("memory-backend-ram,id=m%d,size=%dM", i, mib))
+	}
+	for i := range n {
+		args = append(args, "-numa", fmt.Sprintf("node,nodeid=%d,cpus=%d,memdev=m%d", i, i, i))
+	}
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			args = append(args, "-numa", fmt.Sprintf("dist,src=%d,dst=%d,val=20", i, j))
+		}
+	}
+	return append(args, "-nic", "none", "-nographic", "-no-reboot")
 }
 
 // Options say what Boot runs.
@@ -53,6 +69,9 @@ type Options struct {
 	// Dir is the package to build, as a directory; "" means ".", the
 	// package under test (go test runs tests in its directory).
 	Dir string
+	// Nodes is the guest's NUMA nodes, one CPU each (MachineArgs; 0: 2,
+	// the machine of QEMUArgs).
+	Nodes int
 }
 
 // Result is what a guest run printed.
@@ -111,7 +130,7 @@ func findHost() (h host, skip string, err error) {
 }
 
 // Boot builds the test binary of opts.Dir for linux/amd64, boots it as /init
-// of the 2-node guest (QEMUArgs), runs opts.Test there and streams the
+// of the guest of opts.Nodes nodes (MachineArgs; QEMUArgs for 2), runs opts.Test there and streams the
 // guest's test output to t.Log. It fails t if the guest test failed or did
 // not run, if no result came within the timeout, and for bad options; it
 // skips t, with the reason, if the host cannot run the guest (see the package
@@ -123,6 +142,12 @@ func Boot(t testing.TB, opts Options) *Result {
 	}
 	if opts.Test == "" || strings.ContainsAny(opts.Test, " \t\n/\"") {
 		t.Fatalf("qemutest.Boot: Options.Test %q: must name one top-level test", opts.Test)
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 2
+	}
+	if opts.Nodes < 2 || opts.Nodes > MaxNodes {
+		t.Fatalf("qemutest.Boot: Options.Nodes %d: must be between 2 and %d", opts.Nodes, MaxNodes)
 	}
 	h, skip, err := findHost()
 	if err != nil {
@@ -151,7 +176,7 @@ func Boot(t testing.TB, opts Options) *Result {
 
 	// The guest gets most of the time; booting takes a few seconds.
 	guestTO := max(h.timeout-h.timeout/4, h.timeout-15*time.Second)
-	args := append(append([]string(nil), QEMUArgs...),
+	args := append(MachineArgs(opts.Nodes),
 		"-kernel", h.kernel, "-initrd", cpioPath,
 		"-append", fmt.Sprintf("console=ttyS0 quiet panic=-1 %s=%s %s=%s", GuestEnv, opts.Test, guestTimeoutEnv, guestTO))
 	res, err := runQEMU(t, h.qemu, args, h.timeout)
