@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# numa-qemu-test.sh: run the 2-node NUMA tests in a qemu-system-x86_64 guest
-# (TCG, 2 CPUs, two 512 MiB nodes, distance 20; see internal/qemutest): the
-# placement test of internal/numa and the end-to-end test of the numa section
-# of `bench probe` (probes).
+# numa-qemu-test.sh: run the NUMA tests in qemu-system-x86_64 guests (TCG,
+# 2 CPUs, two 512 MiB nodes, distance 20; or 4 CPUs and four 256 MiB nodes;
+# see internal/qemutest): the placement test of internal/numa, the
+# end-to-end test of the numa section of `bench probe` (probes), and the
+# engine's NUMA policies on 2 and 4 nodes (logits against os, page placement
+# per tensor; engine/numa_qemu_test.go, which runs only here).
 #
 # It fetches Debian's current amd64 kernel once (the package that the
 # linux-image-amd64 metapackage depends on), extracts /boot/vmlinuz-* to
 # ${XDG_CACHE_HOME:-$HOME/.cache}/bench/vmlinuz, then runs
-#   BENCH_QEMU_KERNEL=<that> BENCH_REQUIRE_QEMU=1 go test -run '^TestQEMU' ./internal/numa/ ./probes/
+#   BENCH_QEMU_KERNEL=<that> BENCH_REQUIRE_QEMU=1 go test -run '^TestQEMU' ./internal/numa/ ./probes/ ./engine/
 # Extra arguments go to `go test` (e.g. -race); BENCH_QEMU_TIMEOUT (a Go
 # duration, default 2m) bounds each guest. Set BENCH_QEMU_REFRESH=1 to
 # fetch the kernel again. Needs apt (Debian/Ubuntu host) and, if
@@ -48,4 +50,4 @@ if [ ! -s "$kernel" ] || [ "${BENCH_QEMU_REFRESH:-0}" = 1 ]; then
 fi
 
 cd "$root"
-BENCH_QEMU_KERNEL="$kernel" BENCH_REQUIRE_QEMU=1 exec go test -count=1 -run '^TestQEMU' -v "$@" ./internal/numa/ ./probes/
+BENCH_QEMU_KERNEL="$kernel" BENCH_REQUIRE_QEMU=1 exec go test -count=1 -run '^TestQEMU' -v "$@" ./internal/numa/ ./probes/ ./engine/

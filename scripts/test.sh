@@ -86,7 +86,7 @@ for cfg in "sme-fp32|max,sme512=on,sme_fa64=off" "none|max,sve=off,sme=off"; do
 	GOARCH=arm64 go test -count=1 -exec "qemu-aarch64 -cpu $cpu" -run '^TestMatrixSection$' ./probes/
 done
 
-step "NUMA placement on a 2-node kernel under qemu-system"
+step "NUMA placement on 2- and 4-node kernels under qemu-system (internal/numa, the probe, the engine's NUMA policies)"
 bash scripts/numa-qemu-test.sh
 
 if [ "${BENCH_SKIP_SLURM:-0}" != 1 ]; then
