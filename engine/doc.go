@@ -48,6 +48,14 @@
 //     resident bytes, copy and wait timings (Model.Layout), a per-thread
 //     trace of the last prefill (Model.LayoutTrace) and the process's
 //     resident set (ResidentSetBytes).
+//   - NUMA policies (numa.go, numa_mem.go; ArcLight §2.3–2.4):
+//     Options.NUMA interleave and local put the packed weight panels, the
+//     KV caches and the activation buffers in mmap'ed memory from one
+//     allocator (internal/numa), interleaved over the nodes of the
+//     Model's CPUs, or under local each worker's decode share of every
+//     matrix bound to its node (KV caches interleaved: attention's jobs
+//     have no static owner); Model.NUMAPlacement samples where the pages
+//     went per tensor class. os leaves memory to first touch.
 //   - Batch: slots of sequences, each with its own KV cache; Prefill of one
 //     slot's T tokens (GEMMs with M = T) and batched Decode of one token for
 //     each of several slots (M = the number of slots). Session is a Batch of
@@ -119,7 +127,8 @@
 // assembly directly; it reads configs through models, GGUF headers
 // through gguf, and shares operator names and phases with roofline (tp's
 // Gathers excepted, tpOps); weight files are opened with
-// internal/regfile (a named pipe or device is refused). Sizes from configs
+// internal/regfile (a named pipe or device is refused); node-placed memory
+// (mmap, mbind, move_pages) is internal/numa's. Sizes from configs
 // and files are counted with internal/memlimit's overflow-checked Size
 // (Config.ParamCount, Config.KVBytes), and NewBatch checks its KV caches
 // against what this process may use (memlimit.Check) before allocating
