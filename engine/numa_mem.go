@@ -115,7 +115,11 @@ func (m *Model) numaInit(o Options, w *Weights) error {
 	nm := &numaMem{policy: p, workerNode: make([]int, len(cpus)), ps: os.Getpagesize(), bufs: map[*byte]*numaBuf{}}
 	for i, c := range cpus {
 		if c < 0 {
-			return fail("worker %d is not pinned to a CPU, so it has no node (%v)", i, m.pool.PinErr())
+			why := ""
+			if pe := m.pool.PinErr(); pe != nil {
+				why = ": " + pe.Error()
+			}
+			return fail("worker %d is not pinned to a CPU, so it has no node%s", i, why)
 		}
 		n, err := numa.CPUNode(c)
 		if err != nil {
