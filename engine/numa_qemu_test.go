@@ -46,8 +46,9 @@ func numaBootGuest(t *testing.T, nodes int) {
 
 // numaGuestPolicies is what the guest runs, os first (the reference): each
 // policy's options on n workers, one per node, and the check of its page
-// placement (nil: none). A new policy is a new row: tp goes here once
-// engine/tp*.go lands, e.g. {NUMATP, Options{NUMA: NUMATP}, numaCheckTP}.
+// placement (nil: logits only). A new policy is a new row. tp (one group
+// per node) is checked for its logits only: its per-group memory is tp's
+// own (tp.go), which Model.NUMAPlacement does not report.
 var numaGuestPolicies = []struct {
 	policy NUMAPolicy
 	opts   Options
@@ -56,6 +57,7 @@ var numaGuestPolicies = []struct {
 	{NUMAOS, Options{}, nil},
 	{NUMAInterleave, Options{NUMA: NUMAInterleave}, numaCheckInterleave},
 	{NUMALocal, Options{NUMA: NUMALocal}, numaCheckLocal},
+	{NUMATP, Options{NUMA: NUMATP}, nil},
 }
 
 // TestQEMUGuestNUMA is the guest half of TestQEMUNUMA2Nodes and
