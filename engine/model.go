@@ -605,6 +605,9 @@ func (m *Model) Close() {
 	if m.numa != nil {
 		m.numa.freeAll()
 	}
+	if m.tp != nil && m.tp.mem != nil {
+		m.tp.mem.freeAll()
+	}
 	m.closed = true
 	m.embed, m.finalNorm, m.lmHead, m.layers, m.tp = nil, nil, nil, nil, nil
 }

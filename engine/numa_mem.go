@@ -150,7 +150,7 @@ func (nm *numaMem) alloc(class string, n int, spans []numa.Span) ([]float32, err
 		return nil, fail(err)
 	}
 	buf := &numaBuf{b: b, class: class}
-	if nm.policy == NUMALocal && spans != nil {
+	if (nm.policy == NUMALocal || nm.policy == NUMATP) && spans != nil {
 		owners, err := numa.PageOwners(len(b), spans)
 		if err == nil {
 			last := nm.nodes[0]
@@ -403,6 +403,9 @@ const numaSampleWindow = 8
 // numa.SamplePages' (one line naming the policy).
 func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 	nm := m.numa
+	if nm == nil && m.tp != nil {
+		nm = m.tp.mem // tp: the groups' weight panels, each bound to its group's node
+	}
 	if nm == nil {
 		return nil, nil
 	}

@@ -47,8 +47,9 @@ func numaBootGuest(t *testing.T, nodes int) {
 // numaGuestPolicies is what the guest runs, os first (the reference): each
 // policy's options on n workers, one per node, and the check of its page
 // placement (nil: logits only). A new policy is a new row. tp (one group
-// per node) is checked for its logits only: its per-group memory is tp's
-// own (tp.go), which Model.NUMAPlacement does not report.
+// per node) reports its groups' weight panels, each bound to its group's
+// node (tp.go, tpMem); its KV caches and activations are placed by first
+// touch on the group's workers and not reported.
 var numaGuestPolicies = []struct {
 	policy NUMAPolicy
 	opts   Options
@@ -57,7 +58,7 @@ var numaGuestPolicies = []struct {
 	{NUMAOS, Options{}, nil},
 	{NUMAInterleave, Options{NUMA: NUMAInterleave}, numaCheckInterleave},
 	{NUMALocal, Options{NUMA: NUMALocal}, numaCheckLocal},
-	{NUMATP, Options{NUMA: NUMATP}, nil},
+	{NUMATP, Options{NUMA: NUMATP}, numaCheckTP},
 }
 
 // TestQEMUGuestNUMA is the guest half of TestQEMUNUMA2Nodes and
@@ -123,6 +124,20 @@ func numaCheckInterleave(t *testing.T, nodes []int, pl []NUMAPlacement) {
 		if c.Tensor != numaAct { // a few pages each: not every buffer spans every node
 			numaCheckSpread(t, NUMAInterleave, nodes, c)
 		}
+	}
+}
+
+// numaCheckTP: every weight class reported, ≥ 90% of its sampled pages on
+// the node of the group that owns them, and every node holding some.
+func numaCheckTP(t *testing.T, nodes []int, pl []NUMAPlacement) {
+	if len(pl) < 7 {
+		t.Errorf("tp: %d weight classes reported, want the 7 partitioned matrices", len(pl))
+	}
+	for _, c := range pl {
+		if c.Fraction < 0.9 {
+			t.Errorf("tp: %s: %d of %d sampled pages on their group's node (%.0f%% < 90%%; %v)", c.Tensor, c.OnIntended, c.Sampled, 100*c.Fraction, c.PagesPerNode)
+		}
+		numaCheckSpread(t, NUMATP, nodes, c)
 	}
 }
 

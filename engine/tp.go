@@ -2,10 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/cpubench/bench/internal/numa"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
 )
@@ -87,6 +89,11 @@ type tpState struct {
 
 	gbar []*pool.Barrier // per group: its workers
 	all  *pool.Barrier   // every worker
+
+	// mem holds the groups' packed weight panels, each group's bound to
+	// its node (mbind; nil: the Go heap, placed by first touch, where the
+	// nodes are unknown or the kernel has no NUMA policy).
+	mem *numaMem
 }
 
 // tpLayer is one group's share of a decoder layer.
@@ -274,6 +281,10 @@ func (m *Model) tpInit(w *Weights) error {
 	if nodeErr != nil {
 		m.Notes = append(m.Notes, "numa tp: NUMA nodes of the CPUs unknown ("+nodeErr.Error()+"): groups cut by worker order")
 	}
+	t.mem, err = tpMem(cpus, parts, nodes)
+	if err != nil {
+		m.Notes = append(m.Notes, "numa tp: weight panels on the Go heap, placed by first touch on each group's workers: "+err.Error())
+	}
 
 	// Every worker counts its layers' bytes into its own slot.
 	per := make([]int64, len(cpus))
@@ -312,15 +323,43 @@ func (m *Model) tpInit(w *Weights) error {
 // cache or its activation buffers. Every buffer a group keeps is allocated
 // here and first written by one of the group's own workers, so under the
 // OS's default first-touch policy its pages land on the node of the
-// group's CPUs (t.nodes[g]); an explicit binding of group g's memory to
-// that node (mbind) belongs here. The packed weight panels are allocated
-// by gemm.PackFP32, called on one of the group's workers (tpPackLayer):
-// first touch places them too, but binding them would need gemm to pack
-// into a buffer from here. Today allocFor allocates on the Go heap and
-// binds nothing.
+// group's CPUs (t.nodes[g]); they stay on the Go heap and nothing checks
+// where they went. The packed weight panels, the bytes decode streams,
+// are bound explicitly where the nodes are known (tpMem: memory from
+// numaMem bound to the group's node, packed by gemm.PackFP32Into, and
+// reported by Model.NUMAPlacement).
 func (t *tpState) allocFor(g, n int) []float32 {
 	_ = g
 	return make([]float32, n)
+}
+
+// tpWeightClass names a tp weight slice's placement class by its
+// operator (Model.NUMAPlacement).
+var tpWeightClass = map[string]string{"wq": OpQProj, "wk": OpKProj, "wv": OpVProj, "wo": OpOProj,
+	"gate": OpGateProj, "up": OpUpProj, "down": OpDownProj}
+
+// tpMem is the allocator of tp's weight panels: each group's bound to
+// the node of its CPUs. The error says why there is none (a group whose
+// CPUs span several nodes or an unknown one, no NUMA policy in this
+// kernel); the panels then go on the Go heap.
+func tpMem(cpus []int, parts [][]int, nodes []int) (*numaMem, error) {
+	if err := numa.Available(); err != nil {
+		return nil, err
+	}
+	nm := &numaMem{policy: NUMATP, workerNode: make([]int, len(cpus)), ps: os.Getpagesize(), bufs: map[*byte]*numaBuf{}}
+	for g, part := range parts {
+		if nodes[g] < 0 {
+			return nil, fmt.Errorf("group %d's CPUs are not on one known node", g)
+		}
+		for _, w := range part {
+			nm.workerNode[w] = nodes[g]
+		}
+		if !slices.Contains(nm.nodes, nodes[g]) {
+			nm.nodes = append(nm.nodes, nodes[g])
+		}
+	}
+	slices.Sort(nm.nodes)
+	return nm, nil
 }
 
 // tpPackLayer packs group g's share of layer li's weights for the cores
@@ -359,7 +398,21 @@ func (m *Model) tpPackLayer(t *tpState, g, li int, lw *LayerWeights) (int64, err
 			return nil
 		}
 		var pw *gemm.Weights
-		if pw, err = gemm.PackFP32(m.Backend, data, n, k); err != nil {
+		if t.mem != nil {
+			// The panels in memory bound to the group's node (ArcLight
+			// §3.2: every TP tensor in a buffer under its node).
+			var fl int
+			var buf []float32
+			if fl, err = gemm.PanelFloatsFP32(m.Backend, n, k); err == nil {
+				buf, err = t.mem.alloc(tpWeightClass[name], fl, []numa.Span{{Off: 0, End: 4 * fl, Node: t.nodes[g]}})
+			}
+			if err == nil {
+				pw, err = gemm.PackFP32Into(m.Backend, buf, data, n, k)
+			}
+		} else {
+			pw, err = gemm.PackFP32(m.Backend, data, n, k)
+		}
+		if err != nil {
 			err = fmt.Errorf("%s: %w", tensor{name: name, layer: li}, err)
 			return nil
 		}

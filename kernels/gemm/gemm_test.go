@@ -447,3 +447,45 @@ func TestBF16Conversion(t *testing.T) {
 		t.Error("NaN did not stay NaN")
 	}
 }
+
+// TestPackFP32Into: weights packed into a caller's buffer compute the same
+// bits as PackFP32's, live in that buffer, and a short buffer is an error.
+func TestPackFP32Into(t *testing.T) {
+	for _, b := range Backends() {
+		if b.DType != FP32 || b.Unavailable != "" {
+			continue
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			m, n, k := 5, 37, 29
+			p := newProblem(5, m, n, k)
+			need, err := PanelFloatsFP32(b, n, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := PackFP32Into(b, make([]float32, need-1), p.wf, n, k); err == nil || !strings.Contains(err.Error(), "PanelFloatsFP32") {
+				t.Errorf("short dst: %v", err)
+			}
+			dst := make([]float32, need+3)
+			w2, err := PackFP32Into(b, dst, p.wf, n, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if &w2.f32[0] != &dst[0] {
+				t.Error("the panels are not in dst")
+			}
+			w1 := p.pack(t, b)
+			y1, y2 := newY(m, n), newY(m, n)
+			if err := w1.Block(y1, n, p.x, k, 0, m, 0, n, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := w2.Block(y2, n, p.x, k, 0, m, 0, n, nil); err != nil {
+				t.Fatal(err)
+			}
+			for i := range y1 {
+				if math.Float32bits(y1[i]) != math.Float32bits(y2[i]) {
+					t.Fatalf("y[%d]: PackFP32 %g, PackFP32Into %g", i, y1[i], y2[i])
+				}
+			}
+		})
+	}
+}

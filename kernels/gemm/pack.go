@@ -66,6 +66,36 @@ func PackFP32(b Backend, w []float32, n, k int) (*Weights, error) {
 	return pw, nil
 }
 
+// PanelFloatsFP32 is the number of float32s PackFP32Into needs for N×K
+// weights on backend b: ceil(N/NR)·K·NR (the panels, padded to whole
+// panels of the backend's NR rows).
+func PanelFloatsFP32(b Backend, n, k int) (int, error) {
+	im, err := lookup(b.Name)
+	if err != nil {
+		return 0, err
+	}
+	return (n + im.nr - 1) / im.nr * k * im.nr, nil
+}
+
+// PackFP32Into packs like PackFP32 but into dst, which must hold
+// PanelFloatsFP32(b, n, k) floats: memory the caller placed (a NUMA
+// node's, an mmap'ed buffer) holds the panels, and stays the caller's to
+// free once the Weights are no longer used.
+func PackFP32Into(b Backend, dst, w []float32, n, k int) (*Weights, error) {
+	if err := checkShape("PackFP32Into", len(w), n, k); err != nil {
+		return nil, err
+	}
+	pw, err := newWeights(b, FP32, n, k)
+	if err != nil {
+		return nil, err
+	}
+	if need := pw.np * k * pw.im.nr; len(dst) < need {
+		return nil, fmt.Errorf("gemm: PackFP32Into: len(dst) = %d, want %d (PanelFloatsFP32)", len(dst), need)
+	}
+	pw.f32 = packPanelsF32(dst[:pw.np*k*pw.im.nr], w, n, k, pw.im.nr, 0, pw.np)
+	return pw, nil
+}
+
 // PackBF16 packs the N×K row-major bf16 weights w (the upper 16 bits of a
 // float32 each) for backend b.
 func PackBF16(b Backend, w []uint16, n, k int) (*Weights, error) {
