@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"github.com/cpubench/bench/kernels/pool"
 )
 
 // Intel AMX (Sapphire Rapids and later Xeons): the backends amx-bf16
@@ -26,22 +28,29 @@ import (
 // so a B tile is 16 panel rows at a stride of 128 bytes, and the panel is
 // read front to back, one 2 KiB block of 16 rows per K step.
 //
-// Activations are converted per call into A rows of bytes, zero-padded to
-// the padded K (a sliver of fewer than 32 rows computes its other rows of
-// C from stale bytes and discards them):
+// Activations are converted per call into A slivers: 32 rows of X, laid
+// out per K step and part as the two A tiles read them, contiguous (lda =
+// 64 bytes, so each TILELOADD reads 1 KiB front to back):
 //
-//	bf16: X is split into three bf16 terms, x ≈ hi + mid + lo (hi = bf16(x),
-//	      mid = bf16(x - hi), lo = bf16(x - hi - mid), each rounded to
-//	      nearest even), so |x - hi - mid - lo| ≤ 2^-27·|x|: below fp32's
-//	      own rounding, which keeps this package's bf16 contract (fp32
-//	      activations, exact bf16 weights, fp32 accumulation) instead of
-//	      rounding X to bf16. The row holds, per K step of 32, the 32 hi,
-//	      then the 32 mid, then the 32 lo terms (parts = 3): three
+//	sliver[kb][pt][r][e]   r < 32 (rows 0..15: tile A0, 16..31: A1), e < 64 bytes
+//
+// K is zero-padded to the padded K; rows past M in the last sliver keep
+// stale bytes (a row of C depends only on its row of A, and such rows of
+// C are discarded).
+//
+//	bf16: X is split into three bf16 terms by truncation, x = hi + mid +
+//	      lo EXACTLY for every finite |x| ≥ 2^-103: hi is x's top 16 bits,
+//	      mid the top 16 bits of r = x - hi (exact), lo = r - mid (exact,
+//	      at most 8 significant bits, so itself a bf16 value); below 2^-103
+//	      bits under 2^-126 may be lost, as TDPBF16PS would lose them. This keeps this
+//	      package's bf16 contract (fp32 activations, exact bf16 weights,
+//	      fp32 accumulation) instead of rounding X to bf16. Per K step the
+//	      A tiles of hi, mid and lo are three parts (parts = 3): three
 //	      TDPBF16PS per C tile and K step against one B tile. The products
 //	      of bf16 terms are exact in fp32, so Y is a sum of 3·K exact
-//	      products in fp32: |y - ref| ≤ 3·K·2^-24·Σ_k|x_k·w_k| (plus
-//	      2^-126 per term from DAZ/FTZ below the fp32 normal range), against
-//	      2·K for the cores' bf16 backends.
+//	      products in fp32: |y - ref| ≤ 3·K·2^-24·Σ_k|x_k·w_k|, plus the
+//	      terms TDPBF16PS reads as zero (bf16 denormals: magnitude below
+//	      2^-126), against 2·K for the cores' bf16 backends.
 //	int8: X is quantized per row as every int8 backend does (QuantizeRows,
 //	      signed, in [-127, 127]), one byte per k (parts = 1). TDPBSSD
 //	      multiplies signed by signed bytes, the AMX-INT8 form this
@@ -51,11 +60,17 @@ import (
 //	      are the same). The int32 sums are exact (|q·w| ≤ 127·128, so
 //	      up to K = 132104 without wrapping); the scales are applied as
 //	      the other int8 backends do: float32(s)·ws[j]·xs[r].
+//
+// Run converts X once per call, in parallel over slivers, into the first
+// scratch (amxAll), then cuts the output among the workers; Block (one
+// worker's block, e.g. under RunSplit) converts the rows of its block.
 const (
 	amxMR, amxNR = 32, 32 // output tile: 2×2 C tiles of 16×16
 	amxRow       = 128    // bytes per panel row (two B tiles of 64 bytes)
 	amxBlock     = 2048   // bytes of one K step of a panel: 16 rows
 	amxCfgBytes  = 64     // LDTILECFG operand
+	amxPart      = 2048   // bytes of one K step and part of an A sliver: tiles A0, A1
+	amxLDA       = 64     // bytes between the rows of an A tile in a sliver
 )
 
 // amxTileFn computes one 32×32 output tile C (fp32 for bf16, int32 for
@@ -65,8 +80,10 @@ const (
 //	for kb < nkb:                        // K steps (16 panel rows each)
 //		B0, B1 = panel rows kb·16.. at b + kb·2048, + 64 (stride 128)
 //		for pt < parts:
-//			A0 = 16 rows at a + (kb·parts+pt)·64, stride lda; A1 = 16·lda further
+//			A0 = 16 rows at a + (kb·parts+pt)·32·lda, stride lda; A1 = 16·lda further
 //			C00 += A0·B0; C01 += A0·B1; C10 += A1·B0; C11 += A1·B1   (TDP*)
+//
+// computeAMX passes lda = amxLDA (the sliver layout above).
 //
 // cfg is the 64-byte tile configuration (amxConfig).
 type amxTileFn func(cfg *byte, a *byte, lda int, b *byte, nkb, parts int, c *byte)
@@ -101,6 +118,12 @@ func (op *amxOp) kPad(k int) int {
 
 // panelBytes is the size of one packed panel.
 func (op *amxOp) panelBytes(k int) int { return op.kPad(k) / op.group() * amxRow }
+
+// nkb is the K steps of the padded K.
+func (op *amxOp) nkb(k int) int { return op.kPad(k) / (16 * op.group()) }
+
+// sliverBytes is the size of one A sliver (32 rows of X converted).
+func (op *amxOp) sliverBytes(k int) int { return op.nkb(k) * op.parts() * amxPart }
 
 // amxConfig returns the LDTILECFG operand: palette 1, start row 0, and
 // the eight tiles tmm0..7 each 16 rows of 64 bytes (colsb at bytes 16+2i,
@@ -154,50 +177,89 @@ func packAMXI8(op *amxOp, dst []int8, dsc []float32, w []int8, scales []float32,
 	return dst, dsc
 }
 
-// splitBF16 writes x ≈ hi + mid + lo as three bf16 terms (see above). A
-// non-finite x gives hi = bf16(x), mid = lo = 0; an x that rounds to ±Inf
-// in bf16 is truncated instead, so every finite x splits into finite terms.
+// splitBF16 writes x = hi + mid + lo as three bf16 terms by truncation,
+// exactly for |x| ≥ 2^-103 (see above); a non-finite x gives hi = x's top 16 bits (a NaN
+// kept quiet, so it stays a NaN) and mid = lo = 0.
 func splitBF16(x float32) (hi, mid, lo uint16) {
-	if math.IsInf(float64(x), 0) || x != x {
-		return Float32ToBF16(x), 0, 0
+	b := math.Float32bits(x)
+	if b&0x7f800000 == 0x7f800000 {
+		if b&0x007fffff != 0 {
+			return uint16(b>>16) | 0x0040, 0, 0
+		}
+		return uint16(b >> 16), 0, 0
 	}
-	hi = Float32ToBF16(x)
-	if math.IsInf(float64(BF16ToFloat32(hi)), 0) {
-		hi = uint16(math.Float32bits(x) >> 16)
-	}
-	r := x - BF16ToFloat32(hi) // exact
-	mid = Float32ToBF16(r)
-	lo = Float32ToBF16(r - BF16ToFloat32(mid)) // r - mid exact
-	return hi, mid, lo
+	r := x - math.Float32frombits(b&0xffff0000) // exact: same sign, x's low bits
+	rb := math.Float32bits(r)
+	l := r - math.Float32frombits(rb&0xffff0000) // exact, ≤ 8 significant bits
+	return uint16(b >> 16), uint16(rb >> 16), uint16(math.Float32bits(l) >> 16)
 }
 
-// amxRowBF16 converts one row of X (len K) into an A row of kPad(K)·3
-// uint16: per K step of 32, the hi, mid and lo terms.
-func amxRowBF16(dst []uint16, x []float32) {
-	clear(dst)
-	for kk, v := range x {
-		hi, mid, lo := splitBF16(v)
-		base := kk / 32 * 96
-		e := kk % 32
-		dst[base+e], dst[base+32+e], dst[base+64+e] = hi, mid, lo
+// amxConvert converts rows [r0, r1) of X (row r at x[r·ldx:], K long)
+// into consecutive A slivers at a (sliver s holds rows r0+32s..), and for
+// int8 their scales into xs[r-r0]. Rows past r1 in the last sliver are
+// left as they are.
+func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int, q []int8) {
+	sb, kp := op.sliverBytes(k), op.kPad(k)
+	for r := r0; r < r1; r++ {
+		i := r - r0
+		sl := a[i/amxMR*sb : (i/amxMR+1)*sb]
+		row := i % amxMR
+		xr := x[r*ldx : r*ldx+k]
+		if op.bf16 {
+			u := unsafe.Slice((*uint16)(unsafe.Pointer(&sl[0])), sb/2)
+			for kb := 0; kb*32 < kp; kb++ {
+				// hi, mid, lo of k = kb·32+e at (kb·3+pt)·1024 + row·32 + e (uint16s)
+				base := kb*3*amxPart/2 + row*32
+				t0, t1, t2 := u[base:base+32], u[base+amxPart/2:base+amxPart/2+32], u[base+amxPart:base+amxPart+32]
+				lo, hi := kb*32, min(kb*32+32, k)
+				e := 0
+				for _, v := range xr[lo:hi] {
+					t0[e], t1[e], t2[e] = splitBF16(v)
+					e++
+				}
+				for ; e < 32; e++ {
+					t0[e], t1[e], t2[e] = 0, 0, 0
+				}
+			}
+			continue
+		}
+		q = q[:kp]
+		xs[i] = quantizeRow(q[:k], xr)
+		clear(q[k:])
+		for kb := 0; kb*64 < kp; kb++ {
+			copy(sl[kb*amxPart+row*64:kb*amxPart+row*64+64], unsafe.Slice((*byte)(unsafe.Pointer(&q[kb*64])), 64))
+		}
 	}
 }
 
-// computeAMX is the loop nest of the AMX backends: MC rows of X at a time
-// are converted into A rows (over the whole K), then each panel of the
-// block is multiplied by each 32-row sliver in one tile call, whose 32×32
-// result is copied (bf16) or scaled (int8) into Y.
+// computeAMX is Block's AMX loop nest: MC rows of X at a time are
+// converted into slivers (amxConvert), then computeAMXFrom multiplies
+// them.
 func (w *Weights) computeAMX(y []float32, ldy int, x []float32, ldx int, m0, m1, n0, n1 int, s *Scratch) {
-	op, K := w.im.amx, w.K
-	kp, parts := op.kPad(K), op.parts()
-	nkb := kp / (16 * op.group())
-	lda := kp / op.group() * 4 * parts // bytes per A row
+	op := w.im.amx
+	sb := op.sliverBytes(w.K)
 	// MC rows of A fill at most what Blocking gave MC×KC floats (L2).
-	mc := max(s.bl.MC*s.bl.KC*4/(amxMR*lda), 1) * amxMR
+	mc := max(s.bl.MC*s.bl.KC*4/sb, 1) * amxMR
 	mc = min(mc, (m1-m0+amxMR-1)/amxMR*amxMR)
-	s.amxA = grow(s.amxA, mc*lda)
-	s.tile = grow(s.tile, amxMR*amxNR)
+	s.amxA = grow(s.amxA, mc/amxMR*sb)
 	s.xs = grow(s.xs, mc)
+	s.q = grow(s.q, op.kPad(w.K))
+	for ic := m0; ic < m1; ic += mc {
+		mb := min(mc, m1-ic)
+		op.convert(s.amxA, s.xs, x, ldx, w.K, ic, ic+mb, s.q)
+		w.computeAMXFrom(y, ldy, s.amxA, s.xs, ic, ic, ic+mb, n0, n1, mb, s)
+	}
+}
+
+// computeAMXFrom computes Y[m0:m1, n0:n1] from the slivers at a, which
+// hold rows a0.. of X converted (a0 ≤ m0, m0 - a0 a multiple of 32; xs[r-a0]
+// the int8 scale of row r): per chunk of mc rows (the slivers that fit L2
+// with a panel), each panel of the block times each sliver in one tile
+// call, whose 32×32 result is copied (bf16) or scaled (int8) into Y.
+func (w *Weights) computeAMXFrom(y []float32, ldy int, a []byte, xs []float32, a0, m0, m1, n0, n1, mc int, s *Scratch) {
+	op, K := w.im.amx, w.K
+	nkb, parts, sb := op.nkb(K), op.parts(), op.sliverBytes(K)
+	s.tile = grow(s.tile, amxMR*amxNR)
 	cfg := amxConfig()
 	var base unsafe.Pointer
 	if op.bf16 {
@@ -211,41 +273,65 @@ func (w *Weights) computeAMX(y []float32, ldy int, x []float32, ldx int, m0, m1,
 	p0, p1 := n0/amxNR, (n1+amxNR-1)/amxNR
 	for ic := m0; ic < m1; ic += mc {
 		mb := min(mc, m1-ic)
-		// Rows past mb (up to the sliver's 32) keep whatever they hold: a
-		// row of C depends only on its own row of A, and those rows of C
-		// are never copied out.
-		a := s.amxA[:(mb+amxMR-1)/amxMR*amxMR*lda]
-		for r := 0; r < mb; r++ {
-			row := a[r*lda : (r+1)*lda]
-			switch {
-			case op.bf16:
-				amxRowBF16(unsafe.Slice((*uint16)(unsafe.Pointer(&row[0])), lda/2), x[(ic+r)*ldx:(ic+r)*ldx+K])
-			default:
-				q := unsafe.Slice((*int8)(unsafe.Pointer(&row[0])), lda)
-				s.xs[r] = quantizeRow(q[:K], x[(ic+r)*ldx:(ic+r)*ldx+K])
-				clear(q[K:])
-			}
-		}
 		for p := p0; p < p1; p++ {
 			bp := (*byte)(unsafe.Add(base, (p-w.p0)*per))
 			lo, hi := max(n0, p*amxNR), min(n1, p*amxNR+amxNR)
 			for ir := 0; ir < mb; ir += amxMR {
-				op.tile(&cfg[0], &a[ir*lda], lda, bp, nkb, parts, c)
+				op.tile(&cfg[0], &a[(ic+ir-a0)/amxMR*sb], amxLDA, bp, nkb, parts, c)
 				for r := 0; r < min(amxMR, mb-ir); r++ {
 					yr := y[(ic+ir+r)*ldy+lo : (ic+ir+r)*ldy+hi]
 					if op.bf16 {
 						copy(yr, s.tile[r*amxNR+lo-p*amxNR:])
 						continue
 					}
-					xs := s.xs[ir+r]
+					sx := xs[ic+ir+r-a0]
+					ws := w.scales[(p-w.p0)*amxNR+lo-p*amxNR:]
+					ct := ci[r*amxNR+lo-p*amxNR:]
 					for j := range yr {
-						col := lo - p*amxNR + j
-						yr[j] = float32(ci[r*amxNR+col]) * w.scales[(p-w.p0)*amxNR+col] * xs
+						yr[j] = float32(ct[j]) * ws[j] * sx
 					}
 				}
 			}
 		}
 	}
+}
+
+// runAMX is Run for the AMX backends (M > 32, scratches given): X is
+// converted once, in parallel over slivers, into scratches[0] (amxAll,
+// amxXs), then the output is cut among the workers as Run cuts it and
+// every block is computed from the shared slivers, so no worker converts
+// rows another one also needs (an N-cut Block would convert all of X on
+// every worker).
+func (w *Weights) runAMX(m *pool.Master, g *pool.Group, y, x []float32, M int, scratches []*Scratch) error {
+	op, K := w.im.amx, w.K
+	sb := op.sliverBytes(K)
+	sh := scratches[0]
+	nsl := (M + amxMR - 1) / amxMR
+	sh.amxAll = grow(sh.amxAll, nsl*sb)
+	sh.amxXs = grow(sh.amxXs, nsl*amxMR)
+	all, xs := sh.amxAll, sh.amxXs
+	scratch := func(worker int) *Scratch {
+		if s := scratchAt(scratches, worker); s != nil {
+			return s
+		}
+		return NewScratch(w, Blocking{})
+	}
+	conv := func(worker, m0, m1, _, _ int) error {
+		s := scratch(worker)
+		s.q = grow(s.q, op.kPad(K))
+		op.convert(all[m0/amxMR*sb:], xs[m0:], x, K, K, m0, m1, s.q)
+		return nil
+	}
+	if err := runBlocks(m, g, pool.Region{M1: M, N1: 1}, pool.Tile{M: amxMR, N: 1}, conv); err != nil {
+		return err
+	}
+	comp := func(worker, m0, m1, n0, n1 int) error {
+		s := scratch(worker)
+		mc := max(s.bl.MC*s.bl.KC*4/sb, 1) * amxMR
+		w.computeAMXFrom(y, w.N, all, xs, 0, m0, m1, n0, n1, mc, s)
+		return nil
+	}
+	return runBlocks(m, g, pool.Region{M1: M, N1: w.N}, w.Backend.Tile(), comp)
 }
 
 // amxTile is one tile register of palette 1 as this package configures
@@ -354,19 +440,18 @@ func amxTileSpec(bf16 bool) amxTileFn {
 		if bf16 {
 			dp = tdpbf16ps
 		}
-		ap := unsafe.Pointer(a)
 		for kb := 0; kb < nkb; kb++ {
 			bp := unsafe.Add(unsafe.Pointer(b), kb*amxBlock)
 			b0.load(bp, amxRow)
 			b1.load(unsafe.Add(bp, 64), amxRow)
 			for pt := 0; pt < parts; pt++ {
+				ap := unsafe.Add(unsafe.Pointer(a), (kb*parts+pt)*32*lda)
 				a0.load(ap, lda)
 				a1.load(unsafe.Add(ap, 16*lda), lda)
 				dp(&cs[0], &a0, &b0)
 				dp(&cs[1], &a0, &b1)
 				dp(&cs[2], &a1, &b0)
 				dp(&cs[3], &a1, &b1)
-				ap = unsafe.Add(ap, 64)
 			}
 		}
 		cp := unsafe.Pointer(c)
@@ -389,8 +474,8 @@ func amxTileSpec(bf16 bool) amxTileFn {
 func amxSelfTest(op *amxOp, tile amxTileFn, mnemonic string) string {
 	const nkb = 2
 	parts := op.parts()
-	lda := nkb * parts * 64
-	a := make([]byte, amxMR*lda)
+	lda := amxLDA
+	a := make([]byte, nkb*parts*amxPart)
 	b := make([]byte, nkb*amxBlock)
 	seed := uint32(2024)
 	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }

@@ -11,8 +11,9 @@
 // int32, 16×16), A rows 0..15 and 16..31 = tmm4, tmm5, B columns 0..15 and
 // 16..31 = tmm6, tmm7; the configuration at cfg (palette 1, every tile 16
 // rows × 64 bytes) is loaded on entry and released (TILERELEASE) on exit,
-// so no tile state outlives a call. NEVER EXECUTED: no machine this was
-// written on has AMX (see internal/amx.NeverExecuted).
+// so no tile state outlives a call. A is read as amx.go's slivers: per K
+// step and part, tile A0 (16 rows, lda bytes apart) and A1 16·lda further;
+// the next part starts 32·lda after A0.
 
 // func amxTileBF16(cfg *byte, a *byte, lda int, b *byte, nkb int, parts int, c *byte)
 TEXT ·amxTileBF16(SB), NOSPLIT, $0-56
@@ -31,6 +32,7 @@ TEXT ·amxTileBF16(SB), NOSPLIT, $0-56
 	MOVQ c+48(FP), DI
 	MOVQ R9, R12
 	SHLQ $4, R12 // R12 = 16·lda: from A rows 0..15 to rows 16..31
+	LEAQ (R12)(R12*1), R13 // R13 = 32·lda: from one part's two A tiles to the next
 	// TILEZERO tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -118,7 +120,7 @@ amxTileBF16_part:
 	BYTE $0x42
 	BYTE $0x5c
 	BYTE $0xdd
-	ADDQ $64, R8
+	ADDQ R13, R8 // the next part's (or K step's) A tiles
 	DECQ BX
 	JNZ  amxTileBF16_part
 	ADDQ $2048, R10 // the next 16 k-group rows of the panel
@@ -183,6 +185,7 @@ TEXT ·amxTileI8(SB), NOSPLIT, $0-56
 	MOVQ c+48(FP), DI
 	MOVQ R9, R12
 	SHLQ $4, R12 // R12 = 16·lda: from A rows 0..15 to rows 16..31
+	LEAQ (R12)(R12*1), R13 // R13 = 32·lda: from one part's two A tiles to the next
 	// TILEZERO tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -270,7 +273,7 @@ amxTileI8_part:
 	BYTE $0x43
 	BYTE $0x5e
 	BYTE $0xdd
-	ADDQ $64, R8
+	ADDQ R13, R8 // the next part's (or K step's) A tiles
 	DECQ BX
 	JNZ  amxTileI8_part
 	ADDQ $2048, R10 // the next 16 k-group rows of the panel

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -222,8 +223,8 @@ func TestAMXAssembly(t *testing.T) {
 		}
 		const nkb = 3
 		parts := op.parts()
-		lda := nkb * parts * 64
-		a, b := make([]byte, amxMR*lda), make([]byte, nkb*amxBlock)
+		lda := amxLDA
+		a, b := make([]byte, nkb*parts*amxPart), make([]byte, nkb*amxBlock)
 		r := uint32(99)
 		for _, buf := range [][]byte{a, b} {
 			for i := 0; i < len(buf); i += 2 {
@@ -247,8 +248,10 @@ func TestAMXAssembly(t *testing.T) {
 				if d := float64(got[i] - want[i]); d > 0.08 || d < -0.08 {
 					t.Fatalf("TDPBF16PS: element %d: %g, want %g", i, got[i], want[i])
 				}
-			} else if got[i] != want[i] { // compared as bits via float32: exact
-				t.Fatalf("TDPBSSD: element %d differs", i)
+			} else if g, w := math.Float32bits(got[i]), math.Float32bits(want[i]); g != w {
+				// int32 results held in float32 slots: compare the bits (a
+				// negative int32 is a NaN pattern, never == itself).
+				t.Fatalf("TDPBSSD: element %d: %d, want %d", i, int32(g), int32(w))
 			}
 		}
 	}
@@ -325,15 +328,15 @@ func TestAMXDisassembly(t *testing.T) {
 			"mov rsi,QWORD PTR [rsp+0x8]", "ldtilecfg [rsi]",
 			"mov r8,QWORD PTR [rsp+0x10]", "mov r9,QWORD PTR [rsp+0x18]", "mov r10,QWORD PTR [rsp+0x20]",
 			"mov rcx,QWORD PTR [rsp+0x28]", "mov r11,QWORD PTR [rsp+0x30]", "mov rdi,QWORD PTR [rsp+0x38]",
-			"mov r12,r9", "shl r12,0x4",
+			"mov r12,r9", "shl r12,0x4", "lea r13,[r12+r12*1]",
 			"tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
-			// K step loop (0x43): B tiles, then parts × (A tiles, 4 products).
+			// K step loop (0x47): B tiles, then parts × (A tiles, 4 products).
 			"mov rdx,0x80", "mov rsi,r10", "tileloadd tmm6,[rsi+rdx*1]", "lea rsi,[r10+0x40]", "tileloadd tmm7,[rsi+rdx*1]",
 			"mov rdx,r9", "mov rbx,r11",
 			"mov rsi,r8", "tileloadd tmm4,[rsi+rdx*1]", "lea rsi,[r8+r12*1]", "tileloadd tmm5,[rsi+rdx*1]",
 			c.tdp + " tmm0,tmm4,tmm6", c.tdp + " tmm1,tmm4,tmm7", c.tdp + " tmm2,tmm5,tmm6", c.tdp + " tmm3,tmm5,tmm7",
-			"add r8,0x40", "dec rbx", "jne 0x63",
-			"add r10,0x800", "dec rcx", "jne 0x43",
+			"add r8,r13", "dec rbx", "jne 0x67",
+			"add r10,0x800", "dec rcx", "jne 0x47",
 			"mov rdx,0x80", "mov rsi,rdi", "tilestored [rsi+rdx*1],tmm0",
 			"lea rsi,[rdi+0x40]", "tilestored [rsi+rdx*1],tmm1",
 			"lea rsi,[rdi+0x800]", "tilestored [rsi+rdx*1],tmm2",

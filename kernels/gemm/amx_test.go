@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/cpubench/bench/kernels/pool"
 )
 
 // The AMX arithmetic and loop nest, on any machine: the Go specification
@@ -95,15 +97,28 @@ func TestAMXPackLayout(t *testing.T) {
 	}
 }
 
-// TestAMXSplitBF16: hi + mid + lo represents x to 2^-27 relatively (for
-// normal x and terms), and huge or non-finite x stay finite or as they are.
+// TestAMXSplitBF16: hi + mid + lo is x exactly for every finite x with
+// |x| ≥ 2^-103 (huge ones included), within 2^-126 below, and non-finite
+// x stay as they are.
 func TestAMXSplitBF16(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 100000; i++ {
-		x := float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(60)-30)))
+		x := float32(r.NormFloat64() * math.Pow(2, float64(r.IntN(280)-140)))
+		if i%7 == 0 {
+			x = math.Float32frombits(r.Uint32()) // any bit pattern
+		}
+		if math.IsInf(float64(x), 0) || x != x {
+			continue
+		}
 		hi, mid, lo := splitBF16(x)
 		s := float64(BF16ToFloat32(hi)) + float64(BF16ToFloat32(mid)) + float64(BF16ToFloat32(lo))
-		if d := math.Abs(s - float64(x)); d > 0x1p-27*math.Abs(float64(x)) {
+		// Exact while r = x - hi and lo stay normal (|x| ≥ 2^-103); below,
+		// only bits under 2^-126 are lost (TDPBF16PS reads such terms as 0).
+		d := math.Abs(s - float64(x))
+		if math.Abs(float64(x)) < 0x1p-103 && d < 0x1p-126 {
+			continue
+		}
+		if d != 0 {
 			t.Fatalf("split(%g) = %g + %g + %g: error %g", x, BF16ToFloat32(hi), BF16ToFloat32(mid), BF16ToFloat32(lo), d)
 		}
 	}
@@ -118,6 +133,10 @@ func TestAMXSplitBF16(t *testing.T) {
 	inf := float32(math.Inf(1))
 	if hi, mid, lo := splitBF16(inf); BF16ToFloat32(hi) != inf || mid != 0 || lo != 0 {
 		t.Errorf("split(+Inf) = %#x %#x %#x", hi, mid, lo)
+	}
+	// A NaN whose payload sits in the low 16 bits stays a NaN.
+	if hi, _, _ := splitBF16(math.Float32frombits(0x7f800001)); BF16ToFloat32(hi) == BF16ToFloat32(hi) {
+		t.Errorf("split(NaN) = %#x: not a NaN", hi)
 	}
 }
 
@@ -321,6 +340,53 @@ func TestAMXSelfTest(t *testing.T) {
 		want := "unavailable: " + c.mn + " self-test failed (row 17, column 20: "
 		if got := amxSelfTest(op, broken, c.mn); !strings.HasPrefix(got, want) {
 			t.Errorf("self-test of a broken kernel = %q, want %q...", got, want)
+		}
+	}
+}
+
+// TestAMXTwinRun: Run's AMX path (X converted once into the first
+// scratch, then the output cut among 1..3 workers, along N or M) computes
+// bitwise what one Block over the whole output computes, on the twin, and
+// writes nothing outside y.
+func TestAMXTwinRun(t *testing.T) {
+	p := newTestPool(t, 3)
+	for _, dt := range []DType{BF16, Int8} {
+		im := amxTwin(dt)
+		for si, sh := range [][3]int{{70, 100, 130}, {100, 40, 70}, {33, 33, 64}, {2, 64, 50}} {
+			m, n, k := sh[0], sh[1], sh[2]
+			pr := newProblem(uint64(90+si), m, n, k)
+			w := amxWeights(im, pr, 0, 0)
+			want := newY(m, n)
+			w.compute(want, n, pr.x, k, 0, m, 0, n, NewScratch(w, Blocking{}))
+			for threads := 1; threads <= 3; threads++ {
+				gs, err := p.Groups(threads)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, master := range []bool{false, true} {
+					name := fmt.Sprintf("%s/%dx%dx%d/threads=%d/master=%v", dt, m, n, k, threads, master)
+					buf := newY(m*n+16, 1)
+					for i := range buf {
+						buf[i] = -7
+					}
+					y := buf[8 : 8+m*n]
+					s := NewScratches(p.Size(), w, Blocking{})
+					if master {
+						err = p.Do(func(mm *pool.Master) error { return w.Run(mm, gs[0], y, pr.x, m, s) })
+					} else {
+						err = w.Run(nil, gs[0], y, pr.x, m, s)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					bitwiseEqual(t, name, y, want[:m*n])
+					for _, i := range []int{0, 7, 8 + m*n, len(buf) - 1} {
+						if buf[i] != -7 {
+							t.Fatalf("%s: wrote outside y at %d", name, i)
+						}
+					}
+				}
+			}
 		}
 	}
 }

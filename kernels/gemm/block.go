@@ -17,9 +17,13 @@ type Scratch struct {
 	q    []int8    // int8: one quantized row
 	xs   []float32 // int8: row scales of the block
 	tile []float32 // MR×NR edge tile (AMX: the 32×32 output tile)
-	amxA []byte    // AMX: X converted into tile rows (amx.go)
-	w    Weights   // BlockUnpacked: the panels packed in this call
-	im   *impl     // PanelBlock: the backend last looked up
+	amxA []byte    // AMX: X converted into slivers (amx.go)
+	// amxAll, amxXs: Run's AMX path keeps all of X converted (and the int8
+	// row scales) in the first worker's Scratch, read by every worker.
+	amxAll []byte
+	amxXs  []float32
+	w      Weights // BlockUnpacked: the panels packed in this call
+	im     *impl   // PanelBlock: the backend last looked up
 }
 
 // NewScratch returns working memory for Block on w with blocking bl (a

@@ -83,6 +83,9 @@ func (w *Weights) Run(m *pool.Master, g *pool.Group, y, x []float32, M int, scra
 	if M == 0 {
 		return nil
 	}
+	if w.im.amx != nil && M > amxMR && len(scratches) > 0 && scratches[0] != nil {
+		return w.runAMX(m, g, y, x, M, scratches)
+	}
 	N, K := w.N, w.K
 	f := func(worker, m0, m1, n0, n1 int) error {
 		return w.Block(y, N, x, K, m0, m1, n0, n1, scratchAt(scratches, worker))
