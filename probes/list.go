@@ -52,7 +52,7 @@ func Kernels() []KernelInfo {
 	for _, k := range peak.Kernels() {
 		detail := fmt.Sprintf("%s, %s, %d ops/instruction, %d accumulators", k.Instruction, k.Precision, k.OpsPerInstruction, k.Accumulators)
 		if k.ISA == "amx" {
-			detail += "; " + amx.NeverExecuted
+			detail += "; " + amx.Verified
 		}
 		out = append(out, KernelInfo{Section: "compute", Name: k.Name, ISA: k.ISA, Detail: detail, Status: status(k.Unavailable)})
 	}
@@ -68,8 +68,8 @@ func Kernels() []KernelInfo {
 				detail += " (" + pair.MatrixNote + ")"
 			}
 		}
-		if b.NeverRun != "" {
-			detail += "; " + b.NeverRun
+		if b.Verified != "" {
+			detail += "; " + b.Verified
 		}
 		out = append(out, KernelInfo{Section: "gemm", Name: b.Name, ISA: b.ISA, Detail: detail, Status: status(b.Unavailable)})
 	}

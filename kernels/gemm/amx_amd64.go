@@ -14,7 +14,7 @@ import (
 // both in amx_amd64.s. They are usable where the CPU reports AMX-TILE and
 // AMX-BF16 or AMX-INT8, Linux grants the tile data (internal/amx.Permit),
 // and the kernel's first-use self-test against its Go specification
-// passes; none of this has run on hardware (internal/amx.NeverExecuted).
+// passes; how far this has run on hardware: internal/amx.Verified.
 var (
 	amxBF16Op = &amxOp{bf16: true, tile: amxTileBF16}
 	amxI8Op   = &amxOp{tile: amxTileI8}
@@ -22,9 +22,9 @@ var (
 
 func amxImpls() []*impl {
 	return []*impl{
-		{name: "amx-bf16", isa: "amx", unit: MatrixUnit, dt: BF16, mr: amxMR, nr: amxNR, amx: amxBF16Op, neverRun: amx.NeverExecuted,
+		{name: "amx-bf16", isa: "amx", unit: MatrixUnit, dt: BF16, mr: amxMR, nr: amxNR, amx: amxBF16Op, verified: amx.Verified,
 			lacks: func() string { return amxLacks("AMX-BF16", cpu.X86.HasAMXBF16, amxBF16Op) }},
-		{name: "amx-int8", isa: "amx", unit: MatrixUnit, dt: Int8, mr: amxMR, nr: amxNR, amx: amxI8Op, neverRun: amx.NeverExecuted,
+		{name: "amx-int8", isa: "amx", unit: MatrixUnit, dt: Int8, mr: amxMR, nr: amxNR, amx: amxI8Op, verified: amx.Verified,
 			lacks: func() string { return amxLacks("AMX-INT8", cpu.X86.HasAMXInt8, amxI8Op) }},
 	}
 }

@@ -120,8 +120,8 @@ func TestAMXBackendsRegistered(t *testing.T) {
 	for _, b := range Backends() {
 		dt, ok := want[b.Name]
 		if !ok {
-			if b.NeverRun != "" {
-				t.Errorf("%s: NeverRun %q", b.Name, b.NeverRun)
+			if b.Verified != "" {
+				t.Errorf("%s: Verified %q", b.Name, b.Verified)
 			}
 			continue
 		}
@@ -129,8 +129,8 @@ func TestAMXBackendsRegistered(t *testing.T) {
 		if b.DType != dt || b.Unit != MatrixUnit || b.ISA != "amx" || b.TileM != 32 || b.TileN != 32 {
 			t.Errorf("%+v", b)
 		}
-		if b.NeverRun != amx.NeverExecuted {
-			t.Errorf("%s: NeverRun = %q", b.Name, b.NeverRun)
+		if b.Verified != amx.Verified {
+			t.Errorf("%s: Verified = %q", b.Name, b.Verified)
 		}
 		if !cpu.X86.HasAMXTile && !strings.Contains(b.Unavailable, "AMX-TILE") {
 			t.Errorf("%s on a CPU without AMX: Unavailable = %q", b.Name, b.Unavailable)
@@ -206,7 +206,7 @@ func TestChoosePairAMXCPU(t *testing.T) {
 func TestAMXAssembly(t *testing.T) {
 	if os.Getenv("BENCH_AMX_FORCE") != "1" {
 		if !cpu.X86.HasAMXTile {
-			t.Skip("CPU lacks AMX-TILE: " + amx.NeverExecuted)
+			t.Skip("CPU lacks AMX-TILE: " + amx.Verified)
 		}
 		if err := amx.Permit(); err != nil {
 			t.Skip(err)

@@ -74,11 +74,12 @@
 // AMX-INT8, Linux grants the tile data (internal/amx.Permit), and an
 // exact self-test of the tile kernel against its Go specification passes
 // on first use ("unavailable: TDPBF16PS self-test failed (...)"
-// otherwise). They have never executed on hardware: no machine of this
-// project has AMX, and neither Bochs 2.7 nor QEMU 7.2's TCG (Debian 12)
-// emulates it (qemu-x86_64 -cpu max stops with SIGILL at LDTILECFG); the
-// tests run the whole AMX loop nest with the Go tile kernel instead, and
-// Backend.NeverRun says so. amx-bf16 keeps the bf16 contract (fp32
+// otherwise). CI cannot execute them: its machines lack AMX, and neither
+// Bochs 2.7 nor QEMU 7.2's TCG (Debian 12) emulates it (qemu-x86_64 -cpu
+// max stops with SIGILL at LDTILECFG); there the tests run the whole AMX
+// loop nest with the Go tile kernel instead. They ran on one AMX machine
+// (an Emerald Rapids VM, 2026-11-26), where the assembly matched the
+// specification; Backend.Verified says so. amx-bf16 keeps the bf16 contract (fp32
 // activations) by splitting X into three bf16 terms, three TDPBF16PS per
 // tile and K step, so its rate is a third of the unit's bf16 peak and its
 // bound 3·K·2^-24·Σ|x·w| instead of 2·K (below); amx-int8 is exact in

@@ -30,10 +30,10 @@ type Backend struct {
 	TileM       int    // microkernel register tile: rows of X/Y
 	TileN       int    // microkernel register tile: output columns (rows of W)
 	Unavailable string // "" or "unavailable: CPU lacks AVX512F"
-	// NeverRun is "" for a kernel that CI or a machine of this project has
-	// executed, else why it has not: internal/amx.NeverExecuted for the
-	// AMX backends, which `bench probe --list` shows beside them.
-	NeverRun string
+	// Verified is "" for a kernel that CI executes, else how far it has
+	// run on hardware: internal/amx.Verified for the AMX backends, which
+	// `bench probe --list` shows beside them.
+	Verified string
 }
 
 // impl is what a backend computes with; every backend's packed layout is
@@ -48,14 +48,14 @@ type impl struct {
 	fk        []fkern       // fp32 or bf16: fk[m-1] computes an m×nr tile
 	ik        []ikern       // int8: ik[m-1]
 	amx       *amxOp        // AMX: tile kernel and layouts (amx.go); fk, ik unused
-	neverRun  string        // Backend.NeverRun
+	verified  string        // Backend.Verified
 }
 
 func (im *impl) backend() Backend { return im.describe(im.lacks()) }
 
 // describe is the Backend of im with availability unavailable.
 func (im *impl) describe(unavailable string) Backend {
-	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: unavailable, NeverRun: im.neverRun}
+	return Backend{Name: im.name, DType: im.dt, ISA: im.isa, Unit: im.unit, TileM: im.mr, TileN: im.nr, Unavailable: unavailable, Verified: im.verified}
 }
 
 func available() string { return "" }
