@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"unsafe"
@@ -21,7 +21,9 @@ import (
 // buffers come from one allocator (numaMem) of mmap'ed memory (package
 // internal/numa), never the Go heap, whose pages the runtime reuses
 // wherever they were first touched. Under os nothing here runs: the Model
-// keeps Go slices exactly as before.
+// keeps Go slices exactly as before. Policy tp uses the same allocator for
+// its groups' weight panels, KV caches and activations, each group's bound
+// to its node (tp.go, tp_batch.go).
 //
 // What lives where:
 //
@@ -42,7 +44,8 @@ import (
 //     no worker owns a slot's cache and every node's workers read every
 //     cache; interleaving spreads those reads over every node's memory
 //     controller rather than loading one node's. (Under tp the heads, and
-//     so their caches, have static owners: ArcLight §3.2.)
+//     so their caches, have static owners, ArcLight §3.2: each group's
+//     caches and activations are bound to its node; see tp.go.)
 //   - Activations (Batch.grow's buffers and the logits): interleave:
 //     interleaved. local: each buffer bound page by page to the node of its
 //     writer: a linear's output (q, k, v, o/down, gate, up, logits: row r's
@@ -77,6 +80,7 @@ type numaMem struct {
 type numaBuf struct {
 	b      []byte
 	class  string // tensor class: an operator name, numaKV or numaAct
+	group  int    // tp: the thread group whose KV cache or activations it is; -1: none
 	owners []int  // bound: node per page; nil: interleaved over nodes
 }
 
@@ -142,14 +146,23 @@ func (m *Model) numaInit(o Options, w *Weights) error {
 // to the page before it) and touches every page, so that each is placed
 // now and no timed operator pays its first-touch fault.
 func (nm *numaMem) alloc(class string, n int, spans []numa.Span) ([]float32, error) {
+	return nm.allocIn(class, -1, n, spans)
+}
+
+// allocIn is alloc of a buffer of tp thread group group (-1: none), which
+// Model.NUMAPlacement reports per group.
+func (nm *numaMem) allocIn(class string, group, n int, spans []numa.Span) ([]float32, error) {
 	fail := func(err error) error {
+		if group >= 0 {
+			return fmt.Errorf("engine: NUMA policy %s: %s of TP group %d: %w", nm.policy, class, group, err)
+		}
 		return fmt.Errorf("engine: NUMA policy %s: %s: %w", nm.policy, class, err)
 	}
 	b, err := numa.Alloc(4 * max(n, 1))
 	if err != nil {
 		return nil, fail(err)
 	}
-	buf := &numaBuf{b: b, class: class}
+	buf := &numaBuf{b: b, class: class, group: group}
 	if (nm.policy == NUMALocal || nm.policy == NUMATP) && spans != nil {
 		owners, err := numa.PageOwners(len(b), spans)
 		if err == nil {
@@ -360,17 +373,29 @@ func (b *Batch) numaGrow(T int) error {
 
 // NUMAPlacement is where one class of a Model's tensors (its weight
 // matrices of one operator over every layer, the KV caches or the
-// activation buffers of its live Batches) was found, by sampling pages
+// activation buffers of its live Batches; under tp the KV caches and the
+// activations of one thread group) was found, by sampling pages
 // (numa.SamplePages: move_pages, which reports without moving or faulting
-// anything in), against where policy interleave or local meant them to be.
+// anything in), against where policy interleave, local or tp meant them
+// to be.
 type NUMAPlacement struct {
 	// Tensor is the class: an operator name (q_proj, ..., lm_head) for
 	// weights, "kv_cache" or "activations".
 	Tensor string `json:"tensor"`
+	// TPGroup is, under tp, the thread group whose KV caches or
+	// activations the row counts (one row per group and class; tp's
+	// weights are one row per operator, every group's slices together);
+	// -1 on every other row.
+	TPGroup int `json:"tp_group"`
+	// Node is the node every page of the row's buffers was bound to (tp's
+	// per-group rows: the group's node); -1 where the pages were meant
+	// for several nodes or interleaved.
+	Node int `json:"node"`
 	// Intended says where the pages were meant to go: "bound to its
 	// worker's node" (each page to the node of the worker that reads
-	// or writes most of it), "interleaved over nodes 0,1" or both,
-	// joined by "; ", where a class has buffers of each kind.
+	// or writes most of it), "bound to TP group 1's node 1" (tp's
+	// per-group rows), "interleaved over nodes 0,1" or both, joined by
+	// "; ", where a class has buffers of each kind.
 	Intended string `json:"intended"`
 	// Buffers and Bytes are the class's buffers and their bytes.
 	Buffers int   `json:"buffers"`
@@ -396,15 +421,18 @@ const numaSampleWindow = 8
 // allocator (the Model's weights and the KV caches and activations of its
 // Batches not yet collected; samples ≤ 0: 64) and returns, per tensor
 // class in a fixed order (weights by operator, then kv_cache, then
-// activations), how many were on the node meant for them. A buffer of at
-// most samples pages is sampled whole, a larger one in windows of 8
-// consecutive pages spread evenly over it. Under os it returns nil (the
-// OS places the memory: nothing was meant). Errors: a closed Model, and
-// numa.SamplePages' (one line naming the policy).
+// activations; under tp the KV caches and activations one row per thread
+// group, in group order), how many were on the node meant for them. A
+// buffer of at most samples pages is sampled whole, a larger one in
+// windows of 8 consecutive pages spread evenly over it. Under os it
+// returns nil (the OS places the memory: nothing was meant), and under tp
+// where the groups' memory is on the Go heap (Model.Notes says why).
+// Errors: a closed Model, and numa.SamplePages' (one line naming the
+// policy).
 func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 	nm := m.numa
 	if nm == nil && m.tp != nil {
-		nm = m.tp.mem // tp: the groups' weight panels, each bound to its group's node
+		nm = m.tp.mem // tp: the groups' weight panels, KV caches and activations, each bound to its group's node
 	}
 	if nm == nil {
 		return nil, nil
@@ -424,22 +452,47 @@ func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 		inter = "interleaved over node " + nodes[0]
 	}
 	const bound = "bound to its worker's node"
-	byClass := map[string]*NUMAPlacement{}
-	kinds := map[string]map[string]bool{}
+	type key struct {
+		class string
+		group int
+	}
+	byKey := map[key]*NUMAPlacement{}
+	kinds := map[key]map[string]bool{}
 	nm.mu.Lock()
 	defer nm.mu.Unlock()
 	for _, buf := range nm.bufs {
-		pl := byClass[buf.class]
+		k := key{buf.class, buf.group}
+		pl := byKey[k]
 		if pl == nil {
-			pl = &NUMAPlacement{Tensor: buf.class, PagesPerNode: map[int]int{}}
-			byClass[buf.class], kinds[buf.class] = pl, map[string]bool{}
+			pl = &NUMAPlacement{Tensor: buf.class, TPGroup: buf.group, Node: -2, PagesPerNode: map[int]int{}}
+			byKey[k], kinds[k] = pl, map[string]bool{}
 		}
 		pl.Buffers++
 		pl.Bytes += int64(len(buf.b))
+		// Node: the one node of every owner of every buffer of the row.
+		one := -1
 		if buf.owners != nil {
-			kinds[buf.class][bound] = true
-		} else {
-			kinds[buf.class][inter] = true
+			one = buf.owners[0]
+			for _, o := range buf.owners {
+				if o != one {
+					one = -1
+					break
+				}
+			}
+		}
+		switch {
+		case pl.Node == -2: // the row's first buffer
+			pl.Node = one
+		case pl.Node != one:
+			pl.Node = -1
+		}
+		switch {
+		case buf.owners == nil:
+			kinds[k][inter] = true
+		case buf.group >= 0 && one >= 0:
+			kinds[k][fmt.Sprintf("bound to TP group %d's node %d", buf.group, one)] = true
+		default:
+			kinds[k][bound] = true
 		}
 		np := (len(buf.b) + nm.ps - 1) / nm.ps
 		var starts []int
@@ -470,25 +523,30 @@ func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 			}
 		}
 	}
-	var out []NUMAPlacement
-	order := append(slices.Clone(opOrder()), numaKV, numaAct)
-	for _, c := range order {
-		if pl := byClass[c]; pl != nil {
-			var ks []string
-			for k := range kinds[c] {
-				ks = append(ks, k)
-			}
-			sort.Strings(ks)
-			pl.Intended = strings.Join(ks, "; ")
-			if pl.Sampled > 0 {
-				pl.Fraction = float64(pl.OnIntended) / float64(pl.Sampled)
-			}
-			out = append(out, *pl)
-			delete(byClass, c)
+	keys := slices.Collect(maps.Keys(byKey))
+	rank := map[string]int{}
+	for i, c := range append(opOrder(), numaKV, numaAct) {
+		rank[c] = i + 1
+	}
+	for _, k := range keys {
+		if rank[k.class] == 0 {
+			return nil, fmt.Errorf("engine: NUMA placement: tensor class %q outside the operator list", k.class)
 		}
 	}
-	if len(byClass) > 0 {
-		return nil, errors.New("engine: NUMA placement: a tensor class outside the operator list")
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(rank[a.class], rank[b.class]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.group, b.group)
+	})
+	out := make([]NUMAPlacement, 0, len(keys))
+	for _, k := range keys {
+		pl := byKey[k]
+		pl.Intended = strings.Join(slices.Sorted(maps.Keys(kinds[k])), "; ")
+		if pl.Sampled > 0 {
+			pl.Fraction = float64(pl.OnIntended) / float64(pl.Sampled)
+		}
+		out = append(out, *pl)
 	}
 	return out, nil
 }

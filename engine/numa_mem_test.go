@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -21,10 +22,10 @@ func numaConfig() Config {
 
 // numaRun runs a fixed workload on a Model made with o: slot 0 prefills 9
 // tokens, slot 1 prefills 5, then 3 batched decode steps of both slots; it
-// returns every logits row it got (prefill's last row, each decode row)
-// and the Model's NUMA placement (nil under os), sampled while its Batch
-// is live.
-func numaRun(t testing.TB, w *Weights, o Options) ([]float32, []NUMAPlacement) {
+// returns every logits row it got (prefill's last row, each decode row),
+// the Model's NUMA placement (nil under os), sampled while its Batch is
+// live, and its tensor-parallel groups (nil but under tp).
+func numaRun(t testing.TB, w *Weights, o Options) ([]float32, []NUMAPlacement, *TPInfo) {
 	t.Helper()
 	m, err := New(w, o)
 	if err != nil {
@@ -61,7 +62,7 @@ func numaRun(t testing.TB, w *Weights, o Options) ([]float32, []NUMAPlacement) {
 		t.Fatal(err)
 	}
 	runtime.KeepAlive(b)
-	return out, pl
+	return out, pl, m.TP()
 }
 
 // numaCheckLogits checks got against want within the fp32 reduction-order
@@ -90,13 +91,13 @@ func TestNUMAPoliciesOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	threads := min(len(allowedCPUs(t)), 2)
-	ref, pl := numaRun(t, w, Options{Threads: threads})
+	ref, pl, _ := numaRun(t, w, Options{Threads: threads})
 	if pl != nil {
 		t.Errorf("os: placement %v, want nil", pl)
 	}
 	got := map[NUMAPolicy][]float32{}
 	for _, p := range []NUMAPolicy{NUMAInterleave, NUMALocal} {
-		l, pl := numaRun(t, w, Options{Threads: threads, NUMA: p})
+		l, pl, _ := numaRun(t, w, Options{Threads: threads, NUMA: p})
 		got[p] = l
 		numaCheckLogits(t, string(p), l, ref)
 		var classes []string
@@ -207,5 +208,157 @@ func TestNUMAFree(t *testing.T) {
 	}
 	if _, err := m.NUMAPlacement(0); err == nil {
 		t.Error("NUMAPlacement after Close: no error")
+	}
+}
+
+// numaCheckTPGroups checks tp's placement report pl against its groups:
+// the 7 partitioned weight classes (every group's slices in one row each),
+// then for kv_cache and activations one row per group, in group order,
+// whose pages were bound to the group's node (TPInfo) and every sampled
+// page found there.
+func numaCheckTPGroups(t testing.TB, name string, tp *TPInfo, pl []NUMAPlacement) {
+	t.Helper()
+	if tp == nil {
+		t.Fatalf("%s: no TP groups", name)
+	}
+	var want []string
+	for _, c := range opOrder()[:7] {
+		want = append(want, c+"/-1")
+	}
+	for _, c := range []string{numaKV, numaAct} {
+		for g := range tp.Groups {
+			want = append(want, fmt.Sprintf("%s/%d", c, g))
+		}
+	}
+	var got []string
+	for _, c := range pl {
+		got = append(got, fmt.Sprintf("%s/%d", c.Tensor, c.TPGroup))
+		if c.TPGroup < 0 {
+			continue // weights: numaCheckTP (guests) and TestTPNUMAOneNode
+		}
+		if c.TPGroup >= len(tp.Groups) {
+			t.Errorf("%s: %s: group %d of %d", name, c.Tensor, c.TPGroup, len(tp.Groups))
+			continue
+		}
+		node := tp.Groups[c.TPGroup].Node
+		if c.Node != node || node < 0 {
+			t.Errorf("%s: %s of group %d bound to node %d, want the group's node %d", name, c.Tensor, c.TPGroup, c.Node, node)
+		}
+		if c.Sampled == 0 || c.OnIntended != c.Sampled || c.PagesPerNode[node] != c.Sampled {
+			t.Errorf("%s: %s of group %d: %d of %d sampled pages on its node %d (pages per node %v, intended %s)",
+				name, c.Tensor, c.TPGroup, c.PagesPerNode[node], c.Sampled, node, c.PagesPerNode, c.Intended)
+		}
+		if wantI := fmt.Sprintf("bound to TP group %d's node %d", c.TPGroup, node); c.Intended != wantI {
+			t.Errorf("%s: %s of group %d: intended %q, want %q", name, c.Tensor, c.TPGroup, c.Intended, wantI)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: placement rows %v, want %v", name, got, want)
+	}
+}
+
+// TestTPNUMAOneNode: under tp on this machine's node(s), with one group
+// and with two, every group's KV caches and activations come from the
+// node-bound allocator, reported per group with every sampled page on the
+// group's node, the weights too, and the logits are those of os within
+// the fp32 tolerance.
+func TestTPNUMAOneNode(t *testing.T) {
+	if err := numa.Available(); err != nil {
+		t.Skipf("no NUMA memory policy here: %v", err)
+	}
+	if len(allowedCPUs(t)) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	w, err := Synthetic(numaConfig(), 0, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _, _ := numaRun(t, w, Options{Threads: 2})
+	for _, d := range []int{1, 2} {
+		for _, sync := range []SyncMode{SyncA, SyncB} {
+			name := fmt.Sprintf("tp degree %d sync %s", d, sync)
+			l, pl, tp := numaRun(t, w, Options{Threads: 2, NUMA: NUMATP, TPDegree: d, Sync: sync})
+			numaCheckLogits(t, name, l, ref)
+			numaCheckTPGroups(t, name, tp, pl)
+			for _, c := range pl {
+				if c.Sampled == 0 || c.Fraction != 1 {
+					t.Errorf("%s: %s: %d of %d sampled pages where intended (%s), pages per node %v",
+						name, c.Tensor, c.OnIntended, c.Sampled, c.Intended, c.PagesPerNode)
+				}
+			}
+		}
+	}
+}
+
+// TestTPNUMAFree: under tp, a Batch's KV caches and activations are
+// unmapped when it is collected, a regrow unmaps the old activations, and
+// Close unmaps the weights.
+func TestTPNUMAFree(t *testing.T) {
+	if err := numa.Available(); err != nil {
+		t.Skipf("no NUMA memory policy here: %v", err)
+	}
+	if len(allowedCPUs(t)) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	w, err := Synthetic(numaConfig(), 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(w, Options{Threads: 2, NUMA: NUMATP, TPDegree: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.tp.mem == nil {
+		t.Fatalf("tp without its allocator; notes %v", m.Notes)
+	}
+	mem := m.tp.mem
+	count := func() (all, acts int) {
+		mem.mu.Lock()
+		defer mem.mu.Unlock()
+		for _, b := range mem.bufs {
+			if b.class == numaAct {
+				acts++
+			}
+		}
+		return len(mem.bufs), acts
+	}
+	weights, _ := count()
+	if want := 2 * 7; weights != want { // Synthetic(..., 1, ...): one layer
+		t.Errorf("%d buffers after New, want %d (2 groups × 7 linears)", weights, want)
+	}
+	b, err := m.NewBatch(3, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := 2 * 3 * 2 // groups × slots × (K, V)
+	if got, _ := count(); got != weights+kv {
+		t.Errorf("%d buffers with a batch, want %d (+%d KV caches)", got, weights+kv, kv)
+	}
+	for _, p := range [][]int{{1, 2, 3}, {4, 5, 6, 7, 8, 9}} { // the second regrows
+		if _, err := b.Prefill(0, p); err != nil {
+			t.Fatal(err)
+		}
+		if got, acts := count(); got != weights+kv+2*10 || acts != 2*10 {
+			t.Errorf("prefill of %d: %d buffers (%d activations), want %d (+20 activations: 10 per group)", len(p), got, acts, weights+kv+20)
+		}
+	}
+	b = nil
+	// The pool's workers keep their last task (a closure over the batch)
+	// until the next: give them another.
+	if _, err := m.TimeLinear(0, OpQProj, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if n, _ := count(); n == weights {
+			break
+		}
+		runtime.GC()
+	}
+	if got, _ := count(); got != weights {
+		t.Errorf("%d buffers after the batch was collected, want %d", got, weights)
+	}
+	m.Close()
+	if got, _ := count(); got != 0 {
+		t.Errorf("%d buffers after Close, want 0", got)
 	}
 }

@@ -46,14 +46,14 @@ func numaBootGuest(t *testing.T, nodes int) {
 
 // numaGuestPolicies is what the guest runs, os first (the reference): each
 // policy's options on n workers, one per node, and the check of its page
-// placement (nil: logits only). A new policy is a new row. tp (one group
-// per node) reports its groups' weight panels, each bound to its group's
-// node (tp.go, tpMem); its KV caches and activations are placed by first
-// touch on the group's workers and not reported.
+// placement (nil: logits only), given the Model's TP groups under tp. A
+// new policy is a new row. tp (one group per node) reports its groups'
+// weight panels per operator and each group's KV caches and activations
+// on their own rows, all bound to the group's node (tp.go).
 var numaGuestPolicies = []struct {
 	policy NUMAPolicy
 	opts   Options
-	check  func(t *testing.T, nodes []int, pl []NUMAPlacement)
+	check  func(t *testing.T, nodes []int, pl []NUMAPlacement, tp *TPInfo)
 }{
 	{NUMAOS, Options{}, nil},
 	{NUMAInterleave, Options{NUMA: NUMAInterleave}, numaCheckInterleave},
@@ -86,20 +86,20 @@ func TestQEMUGuestNUMA(t *testing.T) {
 	for _, p := range numaGuestPolicies {
 		o := p.opts
 		o.Threads = len(nodes)
-		logits, pl := numaRun(t, w, o)
+		logits, pl, tp := numaRun(t, w, o)
 		if p.policy == NUMAOS {
 			ref = logits
 		} else {
 			numaCheckLogits(t, string(p.policy), logits, ref)
 		}
 		for _, c := range pl {
-			t.Logf("%s: %-11s %-46s %3d pages sampled, %3d on intended, per node %v", p.policy, c.Tensor, c.Intended, c.Sampled, c.OnIntended, c.PagesPerNode)
+			t.Logf("%s: %-11s %2d %-46s %3d pages sampled, %3d on intended, per node %v", p.policy, c.Tensor, c.TPGroup, c.Intended, c.Sampled, c.OnIntended, c.PagesPerNode)
 		}
 		if p.check != nil {
 			if len(pl) == 0 {
 				t.Errorf("%s: no placement report", p.policy)
 			}
-			p.check(t, nodes, pl)
+			p.check(t, nodes, pl, tp)
 		}
 	}
 }
@@ -116,7 +116,7 @@ func numaCheckSpread(t *testing.T, p NUMAPolicy, nodes []int, c NUMAPlacement) {
 
 // numaCheckInterleave: every sampled page on one of the nodes, and the
 // weights and KV caches spread over every node.
-func numaCheckInterleave(t *testing.T, nodes []int, pl []NUMAPlacement) {
+func numaCheckInterleave(t *testing.T, nodes []int, pl []NUMAPlacement, _ *TPInfo) {
 	for _, c := range pl {
 		if c.Fraction < 1 {
 			t.Errorf("interleave: %s: %d of %d sampled pages on the nodes (%v)", c.Tensor, c.OnIntended, c.Sampled, c.PagesPerNode)
@@ -127,23 +127,43 @@ func numaCheckInterleave(t *testing.T, nodes []int, pl []NUMAPlacement) {
 	}
 }
 
-// numaCheckTP: every weight class reported, ≥ 90% of its sampled pages on
-// the node of the group that owns them, and every node holding some.
-func numaCheckTP(t *testing.T, nodes []int, pl []NUMAPlacement) {
-	if len(pl) < 7 {
-		t.Errorf("tp: %d weight classes reported, want the 7 partitioned matrices", len(pl))
+// numaCheckTP: the groups one per node; every weight class reported, ≥
+// 90% of its sampled pages on the node of the group that owns them, and
+// every node holding some; each group's KV caches and activations
+// reported on rows of their own, bound to the group's node, with every
+// sampled page there (numaCheckTPGroups), after the prefills and decodes
+// of numaRun.
+func numaCheckTP(t *testing.T, nodes []int, pl []NUMAPlacement, tp *TPInfo) {
+	if tp == nil || len(tp.Groups) != len(nodes) {
+		t.Fatalf("tp: groups %+v, want one per node of %v", tp, nodes)
 	}
+	var gnodes []int
+	for _, g := range tp.Groups {
+		gnodes = append(gnodes, g.Node)
+	}
+	if slices.Sort(gnodes); !slices.Equal(gnodes, nodes) {
+		t.Errorf("tp: groups on nodes %v, want one on each of %v", gnodes, nodes)
+	}
+	numaCheckTPGroups(t, "tp", tp, pl)
+	weights := 0
 	for _, c := range pl {
+		if c.TPGroup >= 0 {
+			continue // numaCheckTPGroups
+		}
+		weights++
 		if c.Fraction < 0.9 {
 			t.Errorf("tp: %s: %d of %d sampled pages on their group's node (%.0f%% < 90%%; %v)", c.Tensor, c.OnIntended, c.Sampled, 100*c.Fraction, c.PagesPerNode)
 		}
 		numaCheckSpread(t, NUMATP, nodes, c)
 	}
+	if weights != 7 {
+		t.Errorf("tp: %d weight classes reported, want the 7 partitioned matrices", weights)
+	}
 }
 
 // numaCheckLocal: ≥ 90% of each class's sampled pages on the node meant
 // for them; every matrix's shares, and the KV caches, on every node.
-func numaCheckLocal(t *testing.T, nodes []int, pl []NUMAPlacement) {
+func numaCheckLocal(t *testing.T, nodes []int, pl []NUMAPlacement, _ *TPInfo) {
 	for _, c := range pl {
 		if c.Fraction < 0.9 {
 			t.Errorf("local: %s: %d of %d sampled pages on their intended node (%.0f%% < 90%%; %v)", c.Tensor, c.OnIntended, c.Sampled, 100*c.Fraction, c.PagesPerNode)

@@ -65,11 +65,28 @@ import (
 // worker 0 inside the layer's fork-join: under Sync B other groups may be
 // inside another operator when it runs.
 //
-// Memory placement: every buffer a group keeps is allocated by allocFor
-// and first written by one of the group's workers, and its weights are
-// packed by one of its workers, so under the OS's first-touch policy each
-// group's weights, KV cache and activations land on the node of its CPUs
-// (see allocFor for where a binding goes).
+// Memory placement (ArcLight §3.2: every tensor of a group in memory
+// under its node): each group's packed weight panels, its KV caches (its
+// KV heads, every slot and layer) and its activation buffers (its copy of
+// the hidden state, the normed rows, q, k, v, the attention output, the
+// FFN intermediates and both partial sums; tpBuf) come from one allocator
+// (tpState.mem, numa_mem.go's numaMem) of mmap'ed memory bound to the
+// node of the group's CPUs (mbind MPOL_BIND), and Model.NUMAPlacement
+// samples where their pages went: the weights per operator, the KV caches
+// and the activations per group. A Batch's buffers are freed when it is
+// collected (runtime.AddCleanup) and the activations when a longer call
+// regrows them; Model.Close frees everything. The buffers every group
+// reads stay on the Go heap: the embedding table (the Scatter's source,
+// the caller's Weights), the final norm's output and the logits (the
+// Batch's, first touch) and the LM head (the Model's). Each group's
+// copies of the norm weights are on the Go heap too, first written by
+// one of its workers (allocFor), as is the per-worker attention scratch
+// (allocated by the caller of NewBatch). Where the nodes are
+// unknown (a group's CPUs on several nodes, no sysfs) or the kernel has
+// no NUMA memory policy, the groups' panels, caches and activations go on
+// the Go heap instead, each allocated and first written by one of its
+// group's workers, so that the OS's first-touch policy puts them on the
+// group's node, unverified (Model.Notes says why; NUMAPlacement is nil).
 //
 // Restrictions: fp32 weights, dense layers, placement cores, no weight
 // layout policy, no PackPerCall and no ForcePipeline (prefill attention
@@ -90,9 +107,10 @@ type tpState struct {
 	gbar []*pool.Barrier // per group: its workers
 	all  *pool.Barrier   // every worker
 
-	// mem holds the groups' packed weight panels, each group's bound to
-	// its node (mbind; nil: the Go heap, placed by first touch, where the
-	// nodes are unknown or the kernel has no NUMA policy).
+	// mem holds the groups' packed weight panels and their Batches' KV
+	// caches and activations, each group's bound to its node (mbind; nil:
+	// the Go heap, placed by first touch, where the nodes are unknown or
+	// the kernel has no NUMA policy).
 	mem *numaMem
 }
 
@@ -283,7 +301,7 @@ func (m *Model) tpInit(w *Weights) error {
 	}
 	t.mem, err = tpMem(cpus, parts, nodes)
 	if err != nil {
-		m.Notes = append(m.Notes, "numa tp: weight panels on the Go heap, placed by first touch on each group's workers: "+err.Error())
+		m.Notes = append(m.Notes, "numa tp: weight panels, KV caches and activations on the Go heap, placed by first touch on each group's workers: "+err.Error())
 	}
 
 	// Every worker counts its layers' bytes into its own slot.
@@ -319,15 +337,12 @@ func (m *Model) tpInit(w *Weights) error {
 	return nil
 }
 
-// allocFor returns n zeroed floats for group g: its norm weights, its KV
-// cache or its activation buffers. Every buffer a group keeps is allocated
-// here and first written by one of the group's own workers, so under the
-// OS's default first-touch policy its pages land on the node of the
-// group's CPUs (t.nodes[g]); they stay on the Go heap and nothing checks
-// where they went. The packed weight panels, the bytes decode streams,
-// are bound explicitly where the nodes are known (tpMem: memory from
-// numaMem bound to the group's node, packed by gemm.PackFP32Into, and
-// reported by Model.NUMAPlacement).
+// allocFor returns n zeroed floats for group g's copy of a norm weight
+// vector, on the Go heap: it is first written by one of the group's own
+// workers (tpPackLayer), so under the OS's first-touch policy its pages
+// land on the node of the group's CPUs (a few KiB per layer, read once per
+// operator; not reported). The KV caches and activations come from
+// allocBuf, the weight panels from tpMem's allocator.
 func (t *tpState) allocFor(g, n int) []float32 {
 	_ = g
 	return make([]float32, n)
@@ -338,10 +353,10 @@ func (t *tpState) allocFor(g, n int) []float32 {
 var tpWeightClass = map[string]string{"wq": OpQProj, "wk": OpKProj, "wv": OpVProj, "wo": OpOProj,
 	"gate": OpGateProj, "up": OpUpProj, "down": OpDownProj}
 
-// tpMem is the allocator of tp's weight panels: each group's bound to
-// the node of its CPUs. The error says why there is none (a group whose
-// CPUs span several nodes or an unknown one, no NUMA policy in this
-// kernel); the panels then go on the Go heap.
+// tpMem is the allocator of tp's weight panels, KV caches and
+// activations: each group's bound to the node of its CPUs. The error says
+// why there is none (a group whose CPUs span several nodes or an unknown
+// one, no NUMA policy in this kernel); they then go on the Go heap.
 func tpMem(cpus []int, parts [][]int, nodes []int) (*numaMem, error) {
 	if err := numa.Available(); err != nil {
 		return nil, err

@@ -3,10 +3,14 @@ package engine
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"runtime/debug"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cpubench/bench/internal/numa"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
@@ -17,6 +21,31 @@ type tpBatch struct {
 	bufs []*tpBuf
 	ws   []*attnScratch // per pool worker, for its group's KV layout
 	next []tpCounter    // per group: the next attention job of the layer
+	// mem records the buffers taken from the Model's tp allocator
+	// (tpState.mem), freed when the Batch is collected; nil where the
+	// groups' memory is on the Go heap.
+	mem *tpMemBatch
+}
+
+// tpMemBatch is the record of a Batch's KV caches and activations from
+// tp's allocator: the groups allocate concurrently (on their own
+// workers), hence the lock.
+type tpMemBatch struct {
+	mem  *numaMem
+	mu   sync.Mutex
+	kv   [][]float32
+	acts [][][]float32 // per group: its current activation buffers
+}
+
+// free unmaps every buffer of the record (the Batch's cleanup).
+func (r *tpMemBatch) free() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mem.free(r.kv...)
+	for _, a := range r.acts {
+		r.mem.free(a...)
+	}
+	r.kv, r.acts = nil, nil
 }
 
 // tpCounter is an attention job counter on a cache line of its own.
@@ -25,7 +54,15 @@ type tpCounter struct {
 	_ [56]byte
 }
 
-// tpBuf is one group's KV caches and activations, all from allocFor.
+// tpBuf is one group's KV caches and activations, all from
+// tpState.allocBuf: bound to the group's node where tp has an allocator.
+// The buffers that every group reads are not here: the Scatter's source
+// is the embedding table (the caller's Weights, on the Go heap), and the
+// final norm's output and the logits (the LM head, on every worker from
+// group 0's copy of the hidden state) are the Batch's own xb and logits,
+// on the Go heap (first touch). The Gathers read the other groups'
+// partials where they are, on their groups' nodes, and write only the
+// group's own copy of the residual (x).
 type tpBuf struct {
 	kv     kvLayout      // its KV heads' layout
 	kc, vc [][][]float32 // [slot][layer]
@@ -42,13 +79,21 @@ type tpBuf struct {
 	part [2][]float32
 }
 
-// tpNewBatch gives b per-group KV caches, allocated and prefaulted by the
-// groups' own workers, and per-worker attention scratch.
+// tpNewBatch gives b per-group KV caches, allocated by the groups' own
+// workers (from tp's allocator, bound to the group's node, or on the Go
+// heap and prefaulted there), and per-worker attention scratch. The
+// buffers from the allocator are freed when b is collected
+// (runtime.AddCleanup, as numaBatchInit does), also after an error.
 func (m *Model) tpNewBatch(b *Batch) error {
 	t, c := m.tp, m.Config
 	abe := m.attnBackend()
 	packed := !m.opts.KVPackPerCall
 	tb := &tpBatch{bufs: make([]*tpBuf, len(t.groups)), ws: make([]*attnScratch, m.pool.Size()), next: make([]tpCounter, len(t.groups))}
+	if t.mem != nil {
+		tb.mem = &tpMemBatch{mem: t.mem, acts: make([][][]float32, len(t.groups))}
+		runtime.AddCleanup(b, func(r *tpMemBatch) { r.free() }, tb.mem)
+	}
+	b.tp = tb
 	for g := range tb.bufs {
 		tb.bufs[g] = &tpBuf{kv: newKVLayout(abe, t.kvHeads, c.HeadDim, b.maxSeq, packed),
 			kc: make([][][]float32, len(b.slots)), vc: make([][][]float32, len(b.slots))}
@@ -66,7 +111,9 @@ func (m *Model) tpNewBatch(b *Batch) error {
 			g, gl := t.gi[w], t.gl[w]
 			bf := tb.bufs[g]
 			for s := gl; s < len(b.slots); s += t.groups[g].Size() {
-				bf.allocKV(t, g, s, c.Layers)
+				if err := bf.allocKV(t, tb.mem, g, s, c.Layers); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
@@ -74,39 +121,85 @@ func (m *Model) tpNewBatch(b *Batch) error {
 	if err != nil {
 		return fmt.Errorf("engine: model %s: TP KV caches: %w", c.Name, err)
 	}
-	b.tp = tb
 	return nil
 }
 
-// allocKV allocates slot s's caches of every layer for group g and writes
-// one float per page (see Batch.allocKV), on the calling worker.
-func (bf *tpBuf) allocKV(t *tpState, g, s, layers int) {
+// allocBuf returns n zeroed floats of class (numaKV or numaAct) for group
+// g: with tp's allocator, mmap'ed memory bound to g's node (mbind
+// MPOL_BIND, every page touched; the caller records it in its Batch's
+// tpMemBatch); without one, a Go slice that the caller, one of g's
+// workers, touches first, so that the OS's first-touch policy puts it on
+// the node of g's CPUs. Errors: the allocator's (mmap, mbind), naming
+// the class and the group.
+func (t *tpState) allocBuf(class string, g, n int) ([]float32, error) {
+	if t.mem == nil {
+		return make([]float32, n), nil
+	}
+	return t.mem.allocIn(class, g, n, []numa.Span{{Off: 0, End: 4 * max(n, 1), Node: t.nodes[g]}})
+}
+
+// allocKV allocates slot s's caches of every layer for group g (allocBuf)
+// and writes one float per page (see Batch.allocKV), on the calling
+// worker.
+func (bf *tpBuf) allocKV(t *tpState, rec *tpMemBatch, g, s, layers int) error {
 	nk, nv := bf.kv.floats()
 	bf.kc[s], bf.vc[s] = make([][]float32, layers), make([][]float32, layers)
 	const pageFloats = 4096 / 4
 	for l := range layers {
-		bf.kc[s][l], bf.vc[s][l] = t.allocFor(g, nk), t.allocFor(g, nv)
-		for _, c := range [][]float32{bf.kc[s][l], bf.vc[s][l]} {
-			for i := 0; i < len(c); i += pageFloats {
-				c[i] = 0
+		for _, p := range []struct {
+			dst *[]float32
+			n   int
+		}{{&bf.kc[s][l], nk}, {&bf.vc[s][l], nv}} {
+			f, err := t.allocBuf(numaKV, g, p.n)
+			if err != nil {
+				return err
 			}
+			if rec != nil {
+				rec.mu.Lock()
+				rec.kv = append(rec.kv, f)
+				rec.mu.Unlock()
+			}
+			for i := 0; i < len(f); i += pageFloats {
+				f[i] = 0
+			}
+			*p.dst = f
 		}
 	}
+	return nil
 }
 
-// grow sizes group g's activations for T rows (on one of g's workers).
-func (bf *tpBuf) grow(t *tpState, g, T int, c Config) {
+// grow sizes group g's activations for T rows (allocBuf, on one of g's
+// workers); with tp's allocator the old buffers are unmapped once the new
+// ones are all there (slices into them are invalid afterwards).
+func (bf *tpBuf) grow(t *tpState, rec *tpMemBatch, g, T int, c Config) error {
 	if T <= bf.rows {
-		return
+		return nil
+	}
+	qd, kvd, hid := t.heads*c.HeadDim, t.kvHeads*c.HeadDim, t.inter[g+1]-t.inter[g]
+	dst := []*[]float32{&bf.x, &bf.xb, &bf.q, &bf.att, &bf.kn, &bf.vn, &bf.hb, &bf.hb2, &bf.part[0], &bf.part[1]}
+	width := []int{c.Dim, c.Dim, qd, qd, kvd, kvd, hid, hid, c.Dim, c.Dim}
+	got := make([][]float32, len(dst))
+	for i, wd := range width {
+		var err error
+		if got[i], err = t.allocBuf(numaAct, g, T*wd); err != nil {
+			if rec != nil {
+				rec.mem.free(got...)
+			}
+			return err
+		}
+	}
+	if rec != nil {
+		rec.mu.Lock()
+		old := rec.acts[g]
+		rec.acts[g] = got
+		rec.mu.Unlock()
+		rec.mem.free(old...)
+	}
+	for i, p := range dst {
+		*p = got[i]
 	}
 	bf.rows = T
-	qd, kvd, hid := t.heads*c.HeadDim, t.kvHeads*c.HeadDim, t.inter[g+1]-t.inter[g]
-	a := func(n int) []float32 { return t.allocFor(g, T*n) }
-	bf.x, bf.xb = a(c.Dim), a(c.Dim)
-	bf.q, bf.att = a(qd), a(qd)
-	bf.kn, bf.vn = a(kvd), a(kvd)
-	bf.hb, bf.hb2 = a(hid), a(hid)
-	bf.part[0], bf.part[1] = a(c.Dim), a(c.Dim)
+	return nil
 }
 
 // tpCall is one forward call's shared, read-only state under tp.
@@ -152,18 +245,28 @@ func (b *Batch) tpRun(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs [
 		}
 	}
 
+	// Each group's activations sized for T rows by its first worker.
+	if slices.ContainsFunc(tb.bufs, func(bf *tpBuf) bool { return bf.rows < T }) {
+		err := ms.Run(m.all, func(local, n int) error {
+			w := workers[local]
+			if g := t.gi[w]; t.gl[w] == 0 {
+				return tb.bufs[g].grow(t, tb.mem, g, T, c)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("engine: model %s: TP activations: %w", c.Name, err)
+		}
+	}
+
 	// Scatter: the embedding rows into every group's copy of the hidden
-	// state, each group's buffers sized and written by its own workers.
+	// state, each group's by its own workers.
 	st := time.Now()
 	err := ms.Run(m.all, func(local, n int) error {
 		w := workers[local]
 		g, gl := t.gi[w], t.gl[w]
 		gs := t.groups[g].Size()
 		bf := tb.bufs[g]
-		if gl == 0 {
-			bf.grow(t, g, T, c)
-		}
-		t.gbar[g].Wait()
 		for r := gl * T / gs; r < (gl+1)*T/gs; r++ {
 			copy(bf.x[r*d:(r+1)*d], m.embed[tokens[r]*d:(tokens[r]+1)*d])
 		}
