@@ -393,8 +393,8 @@ type NUMAPlacement struct {
 	Node int `json:"node"`
 	// Intended says where the pages were meant to go: "bound to its
 	// worker's node" (each page to the node of the worker that reads
-	// or writes most of it), "bound to TP group 1's node 1" (tp's
-	// per-group rows), "interleaved over nodes 0,1" or both, joined by
+	// or writes most of it), "bound to its group's node" (tp's weight
+	// slices), "bound to TP group 1's node 1" (tp's per-group rows), "interleaved over nodes 0,1" or both, joined by
 	// "; ", where a class has buffers of each kind.
 	Intended string `json:"intended"`
 	// Buffers and Bytes are the class's buffers and their bytes.
@@ -451,7 +451,10 @@ func (m *Model) NUMAPlacement(samples int) ([]NUMAPlacement, error) {
 	if len(nodes) == 1 {
 		inter = "interleaved over node " + nodes[0]
 	}
-	const bound = "bound to its worker's node"
+	bound := "bound to its worker's node"
+	if nm.policy == NUMATP {
+		bound = "bound to its group's node" // tp's weight slices, every group's in one row
+	}
 	type key struct {
 		class string
 		group int

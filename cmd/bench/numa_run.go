@@ -16,7 +16,7 @@ import (
 // The NUMA flags of `bench run` (engine/numa.go; ArcLight §2.3–3.4).
 
 func addNUMAFlags(f *pflag.FlagSet, o *runOptions) {
-	f.StringVar(&o.NUMA, "numa", "os", "NUMA policy (ArcLight §2.3–3.4): os (memory by first touch), interleave (pages interleaved over the nodes of the threads), local (each thread's weight rows and activations bound to its node) or tp (cross-NUMA tensor parallelism, one thread group per node)")
+	f.StringVar(&o.NUMA, "numa", "os", "NUMA policy (ArcLight §2.3–3.4): os (memory by first touch), interleave (pages interleaved over the nodes of the threads), local (each thread's weight rows and activations bound to its node) or tp (cross-NUMA tensor parallelism, one thread group per node, its weight slices, KV cache and activations bound to its node)")
 	f.IntVar(&o.TPDegree, "tp", 0, "--numa tp: thread groups (0: one per NUMA node of the threads); must divide the query and KV heads")
 	f.StringVar(&o.Sync, "sync", "", "--numa tp: a (global barrier per operator) or b (group-local barriers, global only at the Gathers; default)")
 }
@@ -48,7 +48,8 @@ type runNUMA struct {
 	Sync     string       `json:"sync,omitempty"`
 	Groups   []runTPGroup `json:"tp_groups,omitempty"`
 	// Placement is where each tensor class's sampled pages were found
-	// (interleave, local: engine.Model.NUMAPlacement).
+	// (interleave, local, tp: engine.Model.NUMAPlacement; under tp the
+	// KV caches and activations one row per thread group).
 	Placement []engine.NUMAPlacement `json:"placement,omitempty"`
 }
 
@@ -99,8 +100,11 @@ func writeRunNUMA(w io.Writer, r *runNUMA) {
 }
 
 // writeRunNUMAPlacement prints where each tensor class's sampled pages
-// were found under --numa interleave or local (engine.Model.NUMAPlacement),
-// as the probe reports its NUMA matrix's page placement.
+// were found under --numa interleave, local or tp
+// (engine.Model.NUMAPlacement; tp's KV caches and activations one row per
+// thread group, "kv_cache, group 1", the node they were bound to in the
+// intended column), as the probe reports its NUMA matrix's page
+// placement.
 func writeRunNUMAPlacement(w io.Writer, r *runNUMA) error {
 	if r == nil || len(r.Placement) == 0 {
 		return nil
@@ -117,7 +121,11 @@ func writeRunNUMAPlacement(w io.Writer, r *runNUMA) error {
 			}
 			per[i] = fmt.Sprintf("%s: %d", name, p.PagesPerNode[n])
 		}
-		t.Append([]string{p.Tensor, p.Intended, fmt.Sprint(p.Buffers), fmt.Sprintf("%.3g", float64(p.Bytes)/1e6),
+		tensor := p.Tensor
+		if p.TPGroup >= 0 {
+			tensor = fmt.Sprintf("%s, group %d", p.Tensor, p.TPGroup)
+		}
+		t.Append([]string{tensor, p.Intended, fmt.Sprint(p.Buffers), fmt.Sprintf("%.3g", float64(p.Bytes)/1e6),
 			fmt.Sprint(p.Sampled), fmt.Sprintf("%d (%.0f%%)", p.OnIntended, 100*p.Fraction), strings.Join(per, ", ")})
 	}
 	return t.Render()

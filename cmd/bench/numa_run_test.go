@@ -45,6 +45,28 @@ func TestRunNUMATP(t *testing.T) {
 			n.Groups[1].Heads != [2]int{4, 8} || n.Groups[1].KVHeads != [2]int{2, 4} {
 			t.Errorf("sync %s: numa %+v", sync, n)
 		}
+		if numa.Available() != nil {
+			continue // tp's memory on the Go heap: no placement to report
+		}
+		// Each group's KV caches and activations on rows of their own,
+		// every sampled page on the group's node.
+		for _, want := range []string{"NUMA policy tp: sampled pages per tensor class", "| q_proj ", "| kv_cache, group 0 ",
+			"| kv_cache, group 1 ", "| activations, group 0 ", "| activations, group 1 ", "bound to TP group 1's node "} {
+			if !strings.Contains(out, want) {
+				t.Errorf("sync %s: output lacks %q:\n%s", sync, want, out)
+			}
+		}
+		if len(n.Placement) != 7+2*2 {
+			t.Fatalf("sync %s: %d placement rows, want 11 (7 weight classes, then kv_cache and activations per group)", sync, len(n.Placement))
+		}
+		for i, c := range n.Placement {
+			if c.Fraction != 1 || c.Sampled == 0 {
+				t.Errorf("sync %s: %s (group %d): %d of %d pages where intended", sync, c.Tensor, c.TPGroup, c.OnIntended, c.Sampled)
+			}
+			if i >= 7 && (c.TPGroup != (i-7)%2 || c.Node != n.Groups[c.TPGroup].Node) {
+				t.Errorf("sync %s: row %d: %s of group %d bound to node %d; want group %d, its node %d", sync, i, c.Tensor, c.TPGroup, c.Node, (i-7)%2, n.Groups[(i-7)%2].Node)
+			}
+		}
 	}
 }
 
