@@ -362,3 +362,43 @@ func TestTPNUMAFree(t *testing.T) {
 		t.Errorf("%d buffers after Close, want 0", got)
 	}
 }
+
+// TestTPHeapFallback: without tp's allocator (a kernel without a NUMA
+// memory policy, or groups whose nodes are unknown) the groups' KV caches
+// and activations are Go slices, nothing is reported, and the logits are
+// those of os within the fp32 tolerance.
+func TestTPHeapFallback(t *testing.T) {
+	if len(allowedCPUs(t)) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	c := tpConfigs()[1]
+	w := refWeights(c, 7)
+	toks := make([][]int, 3)
+	for s := range toks {
+		toks[s] = make([]int, 48)
+		for i := range toks[s] {
+			toks[s][i] = (i*7 + s*3) % c.Vocab
+		}
+	}
+	ref, err := New(w, Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tpRunScript(t, ref, toks)
+	ref.Close()
+	m, err := New(w, Options{Threads: 2, NUMA: NUMATP, TPDegree: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	mem := m.tp.mem
+	m.tp.mem = nil // the Batch's caches and activations on the Go heap (the weights stay where they are)
+	defer func() { m.tp.mem = mem }()
+	got := tpRunScript(t, m, toks)
+	for call := range want {
+		numaCheckLogits(t, fmt.Sprintf("call %d", call), got[call], want[call])
+	}
+	if pl, err := m.NUMAPlacement(0); err != nil || pl != nil {
+		t.Errorf("NUMAPlacement without the allocator: %v, %v; want nil, nil", pl, err)
+	}
+}
