@@ -88,7 +88,12 @@
 //     (attn_gather, ffn_gather: the partial sums added into the residual
 //     by every group, in parallel) with double-buffered partials, and Sync
 //     A (a global barrier per operator) or Sync B (group barriers, global
-//     only at the Gathers); Model.TP describes the groups.
+//     only at the Gathers); Model.TP describes the groups. Each group's
+//     packed weights, KV caches and activations live in memory bound to
+//     its node (numa_mem.go's allocator, mbind; Model.NUMAPlacement
+//     reports them per group); the embedding, the LM head and its
+//     buffers, the norm weights and the attention scratch stay on the Go
+//     heap (first touch).
 //   - Per-phase service configurations (phase.go; Sandwich §3.2–3.3):
 //     Options.PrefillCPUs and DecodeCPUs run prefill and decode on the
 //     workers of their own CPUs, views of one pool spanning the union
