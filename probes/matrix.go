@@ -757,7 +757,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		"warm-up then %d reps of ≥ %v (≥ 1 call each); GFLOP/s = 2MNK/s; every figure checks %d elements of Y "+
 		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
 		"(≥ 4× LLC), weight GB/s = N·K·bytes/s (q8_0/q4_0: kernels/quant, activations quantized inside every call, the packed bytes); "+
-		"gemm_shapes: M %v × N×K %v per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop on one L1-resident panel gives γ (cycles per 32 B), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
+		"gemm_shapes: M %v × N×K %v per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop's marginal cost between two cache-resident one-tile panels (K and 4·K) gives γ (cycles per 32 B; the intercept is the per-call cost), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
 		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.maxWS),
 		gemmShapeTable[r.cfg.Quick].Ms, gemmShapeTable[r.cfg.Quick].NK, tableBackendNames(), gemmTableReps, min(r.cfg.RepDuration, gemmTableRep))
 
@@ -809,7 +809,8 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 
 	// Quantized GEMVs at the same DRAM-sized weight, and the
 	// effective-bandwidth model of each format (low-bit GEMV paper §III-F);
-	// tq2_0 and tq1_0 are left out: they run int2's kernels.
+	// tq2_0 and tq1_0 are not measured: they run int2's kernels, and their
+	// ebw records are int2's (heldEBW).
 	qb := quant.Best()
 	clock, clockSrc := 0.0, "no compute section: γ not computed"
 	if compute != nil && compute.FrequencyHz > 0 {
@@ -832,12 +833,13 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			r.step(fmt.Sprintf("matrix gemv %s threads=%d", w.Name(), t))
 		}
 		out.GEMV = append(out.GEMV, rows...)
-		up, err := b.UpconvertGBps(ctx, qb, f)
+		up, err := b.UpconvertCosts(ctx, qb, f)
 		if err != nil {
 			return nil, err
 		}
 		r.step(fmt.Sprintf("matrix up-convert %s", w.Name()))
-		out.QuantEBW = append(out.QuantEBW, quantEBW(w.Name(), f, up, clock, clockSrc, memory, threads, rows))
+		q := quantEBW(w.Name(), f, up, clock, clockSrc, memory, threads, rows)
+		out.QuantEBW = append(append(out.QuantEBW, q), heldEBW(q, qb)...)
 	}
 
 	if pair, ok := matrixPair(); ok && r.plan.cores >= 2 {

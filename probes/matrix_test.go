@@ -102,18 +102,24 @@ func TestMatrixSection(t *testing.T) {
 			t.Errorf("GEMV %s: %d×%d, fraction of %q", g.Backend, g.N, g.K, g.FractionOf)
 		}
 	}
-	// The effective-bandwidth model: γ from the L1 loop, one point per
-	// thread count, ebw = min(β, 32/γ), the measured GEMV joined.
-	if len(m.QuantEBW) != len(quant.KernelFormats()) {
+	// The effective-bandwidth model: γ from the marginal cost of the
+	// up-convert loop between two panels, one point per thread count,
+	// ebw = min(β, 32/γ), the measured GEMV joined (not on the formats
+	// held as int2, which copy int2's γ).
+	if len(m.QuantEBW) != len(quant.Formats()) {
 		t.Fatalf("quant_ebw: %+v", m.QuantEBW)
 	}
 	for _, q := range m.QuantEBW {
-		if !(q.GammaCycles > 0) || q.UpconvertGBps.N != r.cfg.Reps || len(q.Points) != len(threads) {
+		_, held := heldAs[quant.Format(q.Format)]
+		if !(q.GammaCycles > 0) || q.UpconvertGBps.N != r.cfg.Reps || len(q.Points) != len(threads) ||
+			q.MarginalGBps == nil || q.MarginalGBps.N != r.cfg.Reps || q.PerCallNs == nil || q.PerCallNs.N != r.cfg.Reps ||
+			len(q.PanelBytes) != 2 || q.PanelBytes[1] <= q.PanelBytes[0] || !strings.Contains(q.GammaMethod, "marginal") ||
+			math.Abs(q.GammaCycles-32*q.ClockHz/(q.MarginalGBps.Median*1e9)) > 1e-9*q.GammaCycles {
 			t.Errorf("quant_ebw %s: %+v", q.Backend, q)
 		}
 		for _, pt := range q.Points {
 			up := 32 / q.GammaCycles
-			if want := math.Min(pt.BetaBytesPerCycle, up); math.Abs(pt.EBWBytesPerCycle-want) > 1e-9*want || pt.MeasuredGBps <= 0 ||
+			if want := math.Min(pt.BetaBytesPerCycle, up); math.Abs(pt.EBWBytesPerCycle-want) > 1e-9*want || (pt.MeasuredGBps <= 0) != held ||
 				math.Abs(pt.EBWGBps-float64(pt.Threads)*want*q.ClockHz/1e9) > 1e-6*pt.EBWGBps || (pt.Limit == "memory") != (pt.BetaBytesPerCycle <= up) {
 				t.Errorf("quant_ebw %s point %+v (32/γ = %v)", q.Backend, pt, up)
 			}

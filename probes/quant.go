@@ -3,9 +3,11 @@ package probes
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/cpubench/bench/internal/noise"
 	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/kernels/quant"
 	"github.com/cpubench/bench/results"
@@ -87,16 +89,22 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 	return b.result(g, rates, w.Name(), string(w.Format), m, w.N, w.K, w.W.Bytes(), w.PackSeconds, sum), nil
 }
 
-// upconvertBytes is the size of the up-convert measurement's weight panel
-// (4 rows in lane order): 8 KiB of packed quants, so K is 2048 (q8_0), 4096
-// (q4_0), 8192 (int2) or 16384 (int1), and with the K bytes of int8
-// activations the loop stays in a 32 KiB L1; the longer rows of the narrow
-// formats keep the per-call overhead (the tile's horizontal sums, the call)
-// small. A column-order layout (q8_0, q4_0 on avx512vnni and avx512bw;
-// int2, int1 on avx512vnni: Backend.ColumnFormats) is measured on one group
-// of quant.ColRows rows of the same bytes (K 512, 1024, 2048 or 4096), so
-// γ and ebw follow the kernels Mul runs on the Repacked weights.
+// upconvertBytes is the size of the up-convert measurement's smaller weight
+// panel (one tile of rows: 4 rows in lane order): 8 KiB of packed quants,
+// so K is 2048 (q8_0), 4096 (q4_0), 8192 (int2) or 16384 (int1), and with
+// the K bytes of int8 activations the loop stays in a 32 KiB L1. A
+// column-order layout (q8_0, q4_0 on avx512vnni and avx512bw; int2, int1 on
+// avx512vnni: Backend.ColumnFormats) is measured on one group of
+// quant.ColRows rows of the same bytes (K 512, 1024, 2048 or 4096), so γ and
+// ebw follow the kernels Mul runs on the Repacked weights. The larger panel
+// has upconvertScale times its K (the same rows: L2-resident), so both calls
+// pay the same per-call costs (the call, the tile's setup and horizontal
+// sums, the epilogue) and their difference is the up-convert-and-compute
+// loop alone.
 const upconvertBytes = 8 << 10
+
+// upconvertScale is the larger up-convert panel's K over the smaller one's.
+const upconvertScale = 4
 
 // upconvertRows is the panel's row count for backend be and format f: one
 // whole tile of the layout be's kernels read.
@@ -107,59 +115,205 @@ func upconvertRows(be quant.Backend, f quant.Format) int {
 	return quant.PanelRows
 }
 
-// upconvertK is the panel's reduction depth for format f on rows rows.
+// upconvertK is the smaller panel's reduction depth for format f on rows
+// rows.
 func upconvertK(f quant.Format, rows int) int {
 	return int(float64(upconvertBytes)/float64(rows)/(f.BytesPerWeight()-2.0/quant.BlockLen)) / quant.BlockLen * quant.BlockLen
 }
 
-// UpconvertGBps times the GEMV kernel of backend be and format f on one
-// L1-resident weight panel with activations quantized once, outside the
-// loop (the up-convert-and-compute sequence alone, the low-bit GEMV paper's
-// γ measurement, §III-F), on worker 0: packed weight bytes per second per
-// repetition (GB/s = 1e9 B/s).
-func (b *GEMMBench) UpconvertGBps(ctx context.Context, be quant.Backend, f quant.Format) (results.Stat, error) {
+// UpconvertCost is the up-convert-and-compute measurement of one GEMV
+// kernel (UpconvertCosts), 1 thread, activations quantized once outside
+// the loop.
+type UpconvertCost struct {
+	// Rows is the panels' row count (one tile); K the two reduction depths
+	// and Bytes the two panels' packed weight bytes (quants and scales),
+	// smaller first.
+	Rows  int
+	K     [2]int
+	Bytes [2]int64
+	// PanelGBps is the smaller panel's whole-call throughput: packed bytes
+	// per second (GB/s = 1e9 B/s) of one call, per-call costs included.
+	PanelGBps results.Stat
+	// MarginalGBps is the steady-state throughput of the loop, ΔBytes /
+	// Δseconds between the two panels (MarginalCost), GB/s: B/γ in bytes
+	// per second, the low-bit GEMV paper's Eq. 1 term.
+	MarginalGBps results.Stat
+	// PerCallNs is the intercept of the same line, nanoseconds per call:
+	// what a call costs beyond its bytes (may come out ≤ 0 within noise).
+	PerCallNs results.Stat
+}
+
+// Method says in words how the figures were measured.
+func (c UpconvertCost) Method() string {
+	return fmt.Sprintf("marginal: Δtime/Δbytes between one-tile panels of %d and %d B of packed weights (%d rows, K %d and %d), 1 thread, activations quantized outside the loop; per-call cost = the intercept",
+		c.Bytes[0], c.Bytes[1], c.Rows, c.K[0], c.K[1])
+}
+
+// MarginalCost fits seconds = intercept + bytes / rate through two panel
+// sizes, one repetition at a time: secs0[i] and secs1[i] are the seconds
+// of one call on bytes0 and bytes1 (> bytes0) packed bytes in repetition i.
+// It returns per repetition the marginal rate in GB/s (1e9 B/s: Δbytes /
+// Δseconds) and the intercept in nanoseconds (the per-call cost). Errors:
+// bytes not 0 < bytes0 < bytes1, no repetitions or unequal counts, a time
+// that is not positive and finite, or a repetition whose larger panel did
+// not take longer (the rate would be infinite or negative).
+func MarginalCost(bytes0, bytes1 int64, secs0, secs1 []float64) (gbps, perCallNs []float64, err error) {
+	if bytes0 <= 0 || bytes1 <= bytes0 {
+		return nil, nil, fmt.Errorf("marginal cost: panel bytes %d and %d: want 0 < first < second", bytes0, bytes1)
+	}
+	if len(secs0) == 0 || len(secs0) != len(secs1) {
+		return nil, nil, fmt.Errorf("marginal cost: %d and %d repetitions: want the same number, at least 1", len(secs0), len(secs1))
+	}
+	db := float64(bytes1 - bytes0)
+	for i := range secs0 {
+		t0, t1 := secs0[i], secs1[i]
+		if !(t0 > 0) || !(t1 > 0) || math.IsInf(t0, 0) || math.IsInf(t1, 0) {
+			return nil, nil, fmt.Errorf("marginal cost: repetition %d: times %g s and %g s: want positive and finite", i, t0, t1)
+		}
+		if !(t1 > t0) {
+			return nil, nil, fmt.Errorf("marginal cost: repetition %d: %d B took %.4g ns, not longer than %d B's %.4g ns", i, bytes1, t1*1e9, bytes0, t0*1e9)
+		}
+		perByte := (t1 - t0) / db
+		gbps = append(gbps, 1/perByte/1e9)
+		perCallNs = append(perCallNs, (t0-perByte*float64(bytes0))*1e9)
+	}
+	return gbps, perCallNs, nil
+}
+
+// UpconvertCosts times the GEMV kernel of backend be and format f on two
+// cache-resident one-tile weight panels of the same rows (K and
+// upconvertScale·K; upconvertBytes) with activations quantized once,
+// outside the loop, on worker 0: the low-bit GEMV paper's γ measurement
+// (§III-F), as the marginal cost of the up-convert-and-compute sequence
+// (MarginalCost), with the per-call cost apart. The two panels are timed
+// alternately within each repetition, so drift on a shared machine moves
+// both; a repetition whose larger panel was not slower, or a marginal rate
+// whose cv is over results.NoiseMaxCV, is measured again (at most
+// noiseRetries more times).
+func (b *GEMMBench) UpconvertCosts(ctx context.Context, be quant.Backend, f quant.Format) (UpconvertCost, error) {
 	rows := upconvertRows(be, f)
-	k := upconvertK(f, rows)
-	w, err := NewQuantWeights(be, f, rows, k, 3)
-	if err != nil {
-		return results.Stat{}, err
-	}
-	var act quant.Activations
-	if err := act.Quantize(f, b.input(1, k), 1, k); err != nil {
-		return results.Stat{}, err
-	}
-	y := make([]float32, rows)
+	k0 := upconvertK(f, rows)
+	c := UpconvertCost{Rows: rows, K: [2]int{k0, upconvertScale * k0}}
+	var calls [2]func(*kpool.Master) error
 	const inner = 64 // calls per timed call: keeps the loop's clock reads off the figure
-	rates, err := b.timeCalls(ctx, func(*kpool.Master) error {
-		for range inner {
-			if err := quant.Mul(be, w.W, &act, y, rows, 0, rows); err != nil {
-				return err
+	name := QuantName(be, f)
+	for i, k := range c.K {
+		w, err := NewQuantWeights(be, f, rows, k, 3)
+		if err != nil {
+			return UpconvertCost{}, err
+		}
+		act := new(quant.Activations)
+		if err := act.Quantize(f, b.input(1, k), 1, k); err != nil {
+			return UpconvertCost{}, err
+		}
+		c.Bytes[i] = w.W.Bytes()
+		y := make([]float32, rows)
+		calls[i] = func(*kpool.Master) error {
+			for range inner {
+				if err := quant.Mul(be, w.W, act, y, rows, 0, rows); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	var best *UpconvertCost
+	var bestNoise results.Noise
+	var lastErr error
+	attempts := 0
+	for attempt := 1; attempt <= 1+noiseRetries; attempt++ {
+		attempts = attempt
+		var secs [2][]float64
+		cpus := b.Pool.CPUs()
+		steal0, total0, ticksOK := noise.CPUTicks(cpus)
+		for rep := 0; rep <= b.Reps; rep++ {
+			for i := range calls {
+				rate, err := b.timeOnce(ctx, calls[i], rep == 0)
+				if err != nil {
+					return UpconvertCost{}, fmt.Errorf("up-convert %s: %w", name, err)
+				}
+				if rep > 0 {
+					secs[i] = append(secs[i], 1/(rate*inner))
+				}
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return results.Stat{}, fmt.Errorf("up-convert %s: %w", w.Name(), err)
+		gbps, ns, err := MarginalCost(c.Bytes[0], c.Bytes[1], secs[0], secs[1])
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var nz results.Noise
+		if steal1, total1, ok := noise.CPUTicks(cpus); ok && ticksOK && total1 > total0 {
+			nz.StealFraction = float64(steal1-steal0) / float64(total1-total0)
+		}
+		nz.LoadAvg1 = noise.LoadAvg1()
+		nz.CV = results.Summarize(gbps).CV
+		noise.Judge(&nz, false)
+		if best == nil || noisier(bestNoise, nz) {
+			cur := c
+			panel := make([]float64, len(secs[0]))
+			for i, s := range secs[0] {
+				panel[i] = float64(c.Bytes[0]) / s / 1e9
+			}
+			cur.PanelGBps, cur.MarginalGBps, cur.PerCallNs = results.Summarize(panel), results.Summarize(gbps), results.Summarize(ns)
+			best, bestNoise = &cur, nz
+		}
+		if !bestNoise.Noisy {
+			break
+		}
 	}
-	gb := make([]float64, len(rates.rates))
-	for i, r := range rates.rates {
-		gb[i] = r * inner * float64(w.W.Bytes()) / 1e9
+	if best == nil {
+		return UpconvertCost{}, fmt.Errorf("up-convert %s: %w", name, lastErr)
 	}
-	return rates.stat(gb), nil
+	bestNoise.Attempts = attempts
+	for _, st := range []*results.Stat{&best.PanelGBps, &best.MarginalGBps, &best.PerCallNs} {
+		n := bestNoise
+		st.Noise = &n
+	}
+	return *best, nil
+}
+
+// heldAs maps the formats without kernels of their own (quant.Formats
+// less quant.KernelFormats) to the format whose packed layout and GEMV
+// kernels they run: the ternary formats are held as int2 (kernels/quant).
+var heldAs = map[quant.Format]quant.Format{quant.TQ2_0: quant.Int2, quant.TQ1_0: quant.Int2}
+
+// heldEBW returns the effective-bandwidth records of the formats held as
+// q's format (heldAs), on backend be: q's γ, β and ebw at the same bytes per
+// weight (the bytes the kernels read), without q's measured GEMV (that
+// ran on q's format's weights), and a GammaMethod naming where γ came from.
+func heldEBW(q results.QuantEBW, be quant.Backend) []results.QuantEBW {
+	var out []results.QuantEBW
+	for _, f := range quant.Formats() {
+		if k, ok := heldAs[f]; !ok || string(k) != q.Format {
+			continue
+		}
+		h := q
+		h.Format, h.Backend = string(f), QuantName(be, f)
+		h.BytesPerWeight = f.BytesPerWeight()
+		h.GammaMethod = fmt.Sprintf("%s's kernel (%s is held in %s's layout): %s", q.Format, f, q.Format, q.GammaMethod)
+		h.Points = slices.Clone(q.Points)
+		for i := range h.Points {
+			h.Points[i].MeasuredGBps, h.Points[i].Ratio = 0, 0
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // quantEBW builds the effective-bandwidth model of one format from its
-// up-convert throughput, the clock and the memory section's DRAM read roofs
-// (low-bit GEMV paper §III-F: Eq. 2 β ≤ B/γ, Eq. 3 ebw = min(β, B/γ) per
-// core), and joins the measured GEMV bandwidths gemv (matrix section rows of
-// the same backend).
-func quantEBW(name string, f quant.Format, up results.Stat, clockHz float64, clockSrc string, mem *results.Memory, threads []int, gemv []results.GEMMResult) results.QuantEBW {
+// up-convert costs (γ from the marginal rate), the clock and the memory
+// section's DRAM read roofs (low-bit GEMV paper §III-F: Eq. 2 β ≤ B/γ,
+// Eq. 3 ebw = min(β, B/γ) per core), and joins the measured GEMV
+// bandwidths gemv (matrix section rows of the same backend).
+func quantEBW(name string, f quant.Format, up UpconvertCost, clockHz float64, clockSrc string, mem *results.Memory, threads []int, gemv []results.GEMMResult) results.QuantEBW {
 	const B = 32.0 // bytes per 256-bit vector of packed weights
-	q := results.QuantEBW{Format: string(f), Backend: name, BytesPerWeight: f.BytesPerWeight(), UpconvertGBps: up, ClockHz: clockHz, ClockSource: clockSrc}
-	if clockHz <= 0 || up.Median <= 0 {
+	q := results.QuantEBW{Format: string(f), Backend: name, BytesPerWeight: f.BytesPerWeight(), UpconvertGBps: up.PanelGBps,
+		MarginalGBps: &up.MarginalGBps, PerCallNs: &up.PerCallNs, PanelBytes: up.Bytes[:], GammaMethod: up.Method(), ClockHz: clockHz, ClockSource: clockSrc}
+	if clockHz <= 0 || up.MarginalGBps.Median <= 0 {
 		return q
 	}
-	upBPC := up.Median * 1e9 / clockHz // B/γ, bytes per cycle
+	upBPC := up.MarginalGBps.Median * 1e9 / clockHz // B/γ, bytes per cycle
 	q.GammaCycles = B / upBPC
 	for _, t := range threads {
 		var roof float64

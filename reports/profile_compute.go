@@ -84,22 +84,28 @@ func computeMarkdown(b *bytes.Buffer, p *results.Profile) error {
 		}
 		b.WriteString("\n")
 		if len(mx.QuantEBW) > 0 {
-			b.WriteString("Effective-bandwidth roofline of the quantized GEMV kernels (low-bit GEMV paper §III-F): γ = cycles per 32 bytes of packed weights of the up-convert-and-compute loop on one L1-resident panel (1 thread); per core ebw = min(β, 32/γ) (Eq. 3) with β the DRAM read roof per thread in bytes per cycle; modeled GB/s = threads · ebw · clock.\n\n")
+			b.WriteString("Effective-bandwidth roofline of the quantized GEMV kernels (low-bit GEMV paper §III-F): γ = cycles per 32 bytes of packed weights of the up-convert-and-compute loop, its marginal cost between two cache-resident one-tile panels of the same rows (K and 4·K, 1 thread; the whole call on the smaller panel and the per-call cost, the fit's intercept, beside it); per core ebw = min(β, 32/γ) (Eq. 3) with β the DRAM read roof per thread in bytes per cycle; modeled GB/s = threads · ebw · clock.\n\n")
 			rows = nil
 			for _, q := range mx.QuantEBW {
+				// Profiles from before the marginal measurement took γ
+				// from the whole call (no marginal_gbps, per_call_ns).
+				marginal, perCall := "— (γ from the whole call)", "—"
+				if q.MarginalGBps != nil && q.PerCallNs != nil {
+					marginal, perCall = FormatStat(*q.MarginalGBps, 1), FormatStat(*q.PerCallNs, 0)
+				}
 				for _, pt := range q.Points {
 					meas, ratio := "—", "—"
 					if pt.MeasuredGBps > 0 {
 						meas, ratio = fmt.Sprintf("%.1f", pt.MeasuredGBps), fmt.Sprintf("%.2f", pt.Ratio)
 					}
-					rows = append(rows, []string{q.Backend, FormatStat(q.UpconvertGBps, 1), fmt.Sprintf("%.2f", q.GammaCycles), strconv.Itoa(pt.Threads),
+					rows = append(rows, []string{q.Backend, FormatStat(q.UpconvertGBps, 1), marginal, perCall, fmt.Sprintf("%.2f", q.GammaCycles), strconv.Itoa(pt.Threads),
 						fmt.Sprintf("%.2f", pt.BetaBytesPerCycle), fmt.Sprintf("%.2f (%s)", pt.EBWBytesPerCycle, pt.Limit), fmt.Sprintf("%.1f", pt.EBWGBps), meas, ratio})
 				}
 				if len(q.Points) == 0 {
-					rows = append(rows, []string{q.Backend, FormatStat(q.UpconvertGBps, 1), "—", "—", "—", "— (" + q.ClockSource + ")", "—", "—", "—"})
+					rows = append(rows, []string{q.Backend, FormatStat(q.UpconvertGBps, 1), marginal, perCall, "—", "—", "—", "— (" + q.ClockSource + ")", "—", "—", "—"})
 				}
 			}
-			if err := MarkdownTable(b, []string{"kernel", "L1 up-convert GB/s (1 thread)", "γ cycles / 32 B", "threads", "β B/cycle per core", "ebw B/cycle per core", "modeled GB/s", "measured GEMV GB/s", "measured / modeled"}, rows); err != nil {
+			if err := MarkdownTable(b, []string{"kernel", "one call, small panel GB/s (1 thread)", "marginal GB/s (32/γ)", "per-call ns", "γ cycles / 32 B", "threads", "β B/cycle per core", "ebw B/cycle per core", "modeled GB/s", "measured GEMV GB/s", "measured / modeled"}, rows); err != nil {
 				return err
 			}
 			b.WriteString("\n")

@@ -600,27 +600,56 @@ type Matrix struct {
 
 // QuantEBW is the low-bit GEMV paper's effective-bandwidth model (§III-F)
 // of one block-quantized format's GEMV kernel on this machine: the
-// up-convert-and-compute sequence is timed on an L1-resident weight panel
-// (1 thread), which gives γ, the cycles per B = 32 bytes (one 256-bit
-// vector) of packed weights; then per thread count ebw = min(β, B/γ)
-// (Eq. 3) per core, with β the DRAM read roof at that thread count divided
-// by the threads, in bytes per cycle.
+// up-convert-and-compute sequence is timed (1 thread, activations
+// quantized once outside the loop) on two cache-resident one-tile weight
+// panels of the same rows, K and 4·K (8 and 32 KiB of packed quants), and
+// γ, the cycles per B = 32 bytes (one 256-bit vector) of packed weights,
+// is the marginal cost between them (Eq. 1's steady state: the call, the
+// tile's setup and its horizontal sums cost both panels the same and fall
+// into PerCallNs); then per thread count ebw = min(β, B/γ) (Eq. 3) per
+// core, with β the DRAM read roof at that thread count divided by the
+// threads, in bytes per cycle.
+//
+// Profiles written before MarginalGBps existed (issue #13 part 3) took γ
+// from UpconvertGBps, one call on the small panel, per-call costs
+// included: a larger γ, so a lower ebw (int1 GEMVs then ran above it).
+// GammaMethod says which; it is absent in those profiles.
 type QuantEBW struct {
-	Format  string `json:"format"`  // "q8_0", "q4_0", "int2", "int1"
+	Format  string `json:"format"`  // "q8_0", "q4_0", "int2", "int1", ...
 	Backend string `json:"backend"` // e.g. "avx512vnni-q8_0"
 	// BytesPerWeight is the format's packed size per weight, scales
 	// included (1.0625, 0.5625, 0.3125, 0.1875): the bytes every GB/s here
 	// counts.
 	BytesPerWeight float64 `json:"bytes_per_weight,omitempty"`
-	// UpconvertGBps is the L1-resident throughput, packed weight bytes per
-	// second (GB/s = 1e9 B/s), 1 thread.
+	// UpconvertGBps is the whole-call throughput on the smaller
+	// (L1-resident) panel, packed weight bytes per second (GB/s = 1e9
+	// B/s), 1 thread, per-call costs included.
 	UpconvertGBps Stat `json:"upconvert_gbps"`
+	// MarginalGBps is the up-convert-and-compute loop's steady-state
+	// throughput, Δbytes / Δseconds between the two panels per repetition
+	// (probes.MarginalCost), GB/s: B/γ in bytes per second. Nil in
+	// profiles from before it was measured.
+	MarginalGBps *Stat `json:"marginal_gbps,omitempty"`
+	// PerCallNs is the same fit's intercept, nanoseconds per call on one
+	// tile: the call, the tile's setup and horizontal sums, the epilogue
+	// (within noise it can come out ≤ 0). Nil where MarginalGBps is.
+	PerCallNs *Stat `json:"per_call_ns,omitempty"`
+	// PanelBytes are the two panels' packed weight bytes (quants and
+	// scales), smaller first.
+	PanelBytes []int64 `json:"panel_bytes,omitempty"`
+	// GammaMethod says how γ was measured, e.g. "marginal: Δtime/Δbytes
+	// between one-tile panels of 8704 and 34816 B ..."; for a format held
+	// in another's layout (tq2_0, tq1_0: int2's kernels) it names that
+	// format, whose measurement the record copies. Empty in profiles from
+	// before: γ from UpconvertGBps.
+	GammaMethod string `json:"gamma_method,omitempty"`
 	// ClockHz converts seconds to cycles (the compute section's frequency);
 	// ClockSource says where it came from.
 	ClockHz     float64 `json:"clock_hz"`
 	ClockSource string  `json:"clock_source"`
 	// GammaCycles is γ: cycles per 32 bytes of packed weights, 32 ·
-	// ClockHz / (UpconvertGBps.Median · 1e9).
+	// ClockHz / (MarginalGBps.Median · 1e9) (older profiles:
+	// UpconvertGBps.Median in place of MarginalGBps's).
 	GammaCycles float64         `json:"gamma_cycles"`
 	Points      []QuantEBWPoint `json:"points"`
 }
