@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cpubench/bench/internal/noise"
@@ -150,34 +151,41 @@ func (c UpconvertCost) Method() string {
 }
 
 // MarginalCost fits seconds = intercept + bytes / rate through two panel
-// sizes, one repetition at a time: secs0[i] and secs1[i] are the seconds
-// of one call on bytes0 and bytes1 (> bytes0) packed bytes in repetition i.
-// It returns per repetition the marginal rate in GB/s (1e9 B/s: Δbytes /
-// Δseconds) and the intercept in nanoseconds (the per-call cost). Errors:
-// bytes not 0 < bytes0 < bytes1, no repetitions or unequal counts, a time
-// that is not positive and finite, or a repetition whose larger panel did
-// not take longer (the rate would be infinite or negative).
-func MarginalCost(bytes0, bytes1 int64, secs0, secs1 []float64) (gbps, perCallNs []float64, err error) {
+// sizes, one pair of repetitions at a time: secs0[i] and secs1[i] are the
+// seconds of one call on bytes0 and bytes1 (> bytes0) packed bytes. It
+// returns per pair the marginal rate in GB/s (1e9 B/s: Δbytes / Δseconds)
+// and the intercept in nanoseconds (the per-call cost; negative when the
+// larger panel streams slower per byte than the line through the origin
+// would have it). A pair whose larger panel did not take longer (a
+// repetition of the smaller one slowed down by something else) has no
+// finite positive rate: it is left out, and dropped counts it. Errors:
+// bytes not 0 < bytes0 < bytes1, no pairs or unequal counts, a time that is
+// not positive and finite, or every pair left out.
+func MarginalCost(bytes0, bytes1 int64, secs0, secs1 []float64) (gbps, perCallNs []float64, dropped int, err error) {
 	if bytes0 <= 0 || bytes1 <= bytes0 {
-		return nil, nil, fmt.Errorf("marginal cost: panel bytes %d and %d: want 0 < first < second", bytes0, bytes1)
+		return nil, nil, 0, fmt.Errorf("marginal cost: panel bytes %d and %d: want 0 < first < second", bytes0, bytes1)
 	}
 	if len(secs0) == 0 || len(secs0) != len(secs1) {
-		return nil, nil, fmt.Errorf("marginal cost: %d and %d repetitions: want the same number, at least 1", len(secs0), len(secs1))
+		return nil, nil, 0, fmt.Errorf("marginal cost: %d and %d repetitions: want the same number, at least 1", len(secs0), len(secs1))
 	}
 	db := float64(bytes1 - bytes0)
 	for i := range secs0 {
 		t0, t1 := secs0[i], secs1[i]
 		if !(t0 > 0) || !(t1 > 0) || math.IsInf(t0, 0) || math.IsInf(t1, 0) {
-			return nil, nil, fmt.Errorf("marginal cost: repetition %d: times %g s and %g s: want positive and finite", i, t0, t1)
+			return nil, nil, 0, fmt.Errorf("marginal cost: repetition %d: times %g s and %g s: want positive and finite", i, t0, t1)
 		}
 		if !(t1 > t0) {
-			return nil, nil, fmt.Errorf("marginal cost: repetition %d: %d B took %.4g ns, not longer than %d B's %.4g ns", i, bytes1, t1*1e9, bytes0, t0*1e9)
+			dropped++
+			continue
 		}
 		perByte := (t1 - t0) / db
 		gbps = append(gbps, 1/perByte/1e9)
 		perCallNs = append(perCallNs, (t0-perByte*float64(bytes0))*1e9)
 	}
-	return gbps, perCallNs, nil
+	if len(gbps) == 0 {
+		return nil, nil, dropped, fmt.Errorf("marginal cost: in all %d repetitions %d B took no longer than %d B (e.g. %.4g ns against %.4g ns)", len(secs0), bytes1, bytes0, secs1[0]*1e9, secs0[0]*1e9)
+	}
+	return gbps, perCallNs, dropped, nil
 }
 
 // UpconvertCosts times the GEMV kernel of backend be and format f on two
@@ -186,10 +194,14 @@ func MarginalCost(bytes0, bytes1 int64, secs0, secs1 []float64) (gbps, perCallNs
 // outside the loop, on worker 0: the low-bit GEMV paper's γ measurement
 // (§III-F), as the marginal cost of the up-convert-and-compute sequence
 // (MarginalCost), with the per-call cost apart. The two panels are timed
-// alternately within each repetition, so drift on a shared machine moves
-// both; a repetition whose larger panel was not slower, or a marginal rate
-// whose cv is over results.NoiseMaxCV, is measured again (at most
-// noiseRetries more times).
+// alternately within each repetition (both see the same load), and the
+// repetitions are paired by rank, fastest with fastest; a pair whose
+// larger panel was not slower, a marginal rate
+// whose cv is over results.NoiseMaxCV, or a loop whose thread got less than
+// results.NoiseMinCPUFraction of its CPU (thread CPU time over wall time:
+// on a shared machine a loop can run at half speed with a small cv) is
+// measured again (at most noiseRetries more times) and, if no attempt
+// passes, the least noisy one is kept marked noisy.
 func (b *GEMMBench) UpconvertCosts(ctx context.Context, be quant.Backend, f quant.Format) (UpconvertCost, error) {
 	rows := upconvertRows(be, f)
 	k0 := upconvertK(f, rows)
@@ -224,20 +236,32 @@ func (b *GEMMBench) UpconvertCosts(ctx context.Context, be quant.Backend, f quan
 	for attempt := 1; attempt <= 1+noiseRetries; attempt++ {
 		attempts = attempt
 		var secs [2][]float64
+		var cpu, wall float64
+		cpuOK := true
 		cpus := b.Pool.CPUs()
 		steal0, total0, ticksOK := noise.CPUTicks(cpus)
 		for rep := 0; rep <= b.Reps; rep++ {
 			for i := range calls {
-				rate, err := b.timeOnce(ctx, calls[i], rep == 0)
+				sp, err := b.timeSpan(ctx, calls[i], rep == 0)
 				if err != nil {
 					return UpconvertCost{}, fmt.Errorf("up-convert %s: %w", name, err)
 				}
 				if rep > 0 {
-					secs[i] = append(secs[i], 1/(rate*inner))
+					secs[i] = append(secs[i], sp.wall/float64(sp.calls*inner))
+					cpu, wall, cpuOK = cpu+sp.cpu, wall+sp.wall, cpuOK && sp.cpuOK
 				}
 			}
 		}
-		gbps, ns, err := MarginalCost(c.Bytes[0], c.Bytes[1], secs[0], secs[1])
+		panel := make([]float64, len(secs[0])) // in the order measured
+		for i, s := range secs[0] {
+			panel[i] = float64(c.Bytes[0]) / s / 1e9
+		}
+		// Paired by rank, fastest with fastest: load only slows a
+		// repetition down, so the least disturbed ones of each panel
+		// make the pairs, whatever the order they came in.
+		slices.Sort(secs[0])
+		slices.Sort(secs[1])
+		gbps, ns, dropped, err := MarginalCost(c.Bytes[0], c.Bytes[1], secs[0], secs[1])
 		if err != nil {
 			lastErr = err
 			continue
@@ -246,15 +270,18 @@ func (b *GEMMBench) UpconvertCosts(ctx context.Context, be quant.Backend, f quan
 		if steal1, total1, ok := noise.CPUTicks(cpus); ok && ticksOK && total1 > total0 {
 			nz.StealFraction = float64(steal1-steal0) / float64(total1-total0)
 		}
+		if cpuOK && wall > 0 {
+			nz.CPUFraction = cpu / wall
+		}
 		nz.LoadAvg1 = noise.LoadAvg1()
 		nz.CV = results.Summarize(gbps).CV
-		noise.Judge(&nz, false)
+		noise.Judge(&nz, cpuOK && wall > 0)
+		if dropped > 0 {
+			why := fmt.Sprintf("%d of %d repetitions left out (the larger panel not slower)", dropped, len(secs[0]))
+			nz.Noisy, nz.Why = true, strings.TrimPrefix(nz.Why+", "+why, ", ")
+		}
 		if best == nil || noisier(bestNoise, nz) {
 			cur := c
-			panel := make([]float64, len(secs[0]))
-			for i, s := range secs[0] {
-				panel[i] = float64(c.Bytes[0]) / s / 1e9
-			}
 			cur.PanelGBps, cur.MarginalGBps, cur.PerCallNs = results.Summarize(panel), results.Summarize(gbps), results.Summarize(ns)
 			best, bestNoise = &cur, nz
 		}
@@ -271,6 +298,50 @@ func (b *GEMMBench) UpconvertCosts(ctx context.Context, be quant.Backend, f quan
 		st.Noise = &n
 	}
 	return *best, nil
+}
+
+// span is one timed repetition of timeSpan: calls calls in wall seconds,
+// during which the timing thread ran cpu seconds (cpuOK: its thread clock
+// was read).
+type span struct {
+	calls     int
+	wall, cpu float64
+	cpuOK     bool
+}
+
+// timeSpan runs call back to back inside Pool.Do on worker 0 for
+// b.RepDuration (half of it when warm) and returns the calls, the wall
+// seconds and worker 0's thread CPU seconds: the loop runs on that thread
+// alone, so cpu/wall is the share of its CPU it got (a loop that shared its
+// core with another process runs at that fraction of its speed, which its
+// cv does not show).
+func (b *GEMMBench) timeSpan(ctx context.Context, call func(m *kpool.Master) error, warm bool) (span, error) {
+	if err := ctx.Err(); err != nil {
+		return span{}, err
+	}
+	d := b.RepDuration
+	if warm {
+		d /= 2
+	}
+	var sp span
+	err := b.Pool.Do(func(m *kpool.Master) error {
+		c0, ok := noise.ThreadCPU()
+		t0 := time.Now()
+		for n := 1; ; n++ {
+			if err := call(m); err != nil {
+				return err
+			}
+			if el := time.Since(t0); el >= d {
+				sp.calls, sp.wall = n, el.Seconds()
+				break
+			}
+		}
+		if c1, ok1 := noise.ThreadCPU(); ok && ok1 {
+			sp.cpu, sp.cpuOK = c1-c0, true
+		}
+		return nil
+	})
+	return sp, err
 }
 
 // heldAs maps the formats without kernels of their own (quant.Formats

@@ -19,9 +19,9 @@ func TestMarginalCost(t *testing.T) {
 		s0 = append(s0, l.ns*1e-9+b0/(l.gbps*1e9))
 		s1 = append(s1, l.ns*1e-9+b1/(l.gbps*1e9))
 	}
-	gbps, ns, err := MarginalCost(b0, b1, s0, s1)
-	if err != nil {
-		t.Fatal(err)
+	gbps, ns, dropped, err := MarginalCost(b0, b1, s0, s1)
+	if err != nil || dropped != 0 {
+		t.Fatal(dropped, err)
 	}
 	if len(gbps) != len(lines) || len(ns) != len(lines) {
 		t.Fatalf("%d rates, %d intercepts, want %d", len(gbps), len(ns), len(lines))
@@ -38,9 +38,15 @@ func TestMarginalCost(t *testing.T) {
 	}
 	// A larger panel streaming slower per byte (L2) gives a negative
 	// intercept, kept as measured.
-	_, ns, err = MarginalCost(100, 200, []float64{1e-6}, []float64{2.5e-6})
+	_, ns, _, err = MarginalCost(100, 200, []float64{1e-6}, []float64{2.5e-6})
 	if err != nil || !(ns[0] < 0) || math.Abs(ns[0]-(-500)) > 1e-6 {
 		t.Errorf("steeper line: %v ns, %v; want -500", ns, err)
+	}
+	// A pair whose smaller panel was slowed down past the larger one is
+	// left out and counted.
+	gbps, ns, dropped, err = MarginalCost(b0, b1, []float64{s0[0], 2e-6, s0[1]}, []float64{s1[0], 1e-6, s1[1]})
+	if err != nil || dropped != 1 || len(gbps) != 2 || math.Abs(gbps[1]-38) > 1e-9 || math.Abs(ns[1]-120) > 1e-6 {
+		t.Errorf("one pair left out: %v GB/s, %v ns, %d dropped, %v", gbps, ns, dropped, err)
 	}
 }
 
@@ -58,9 +64,9 @@ func TestMarginalCostErrors(t *testing.T) {
 		{10, 20, []float64{1, math.NaN()}, []float64{2, 3}, "repetition 1: times NaN s and 3 s"},
 		{10, 20, []float64{1}, []float64{math.Inf(1)}, "repetition 0: times 1 s and +Inf s"},
 		{10, 20, []float64{-1}, []float64{2}, "repetition 0: times -1 s"},
-		{10, 20, []float64{1, 2}, []float64{3, 2}, "repetition 1: 20 B took 2e+09 ns, not longer than 10 B's 2e+09 ns"},
+		{10, 20, []float64{3, 2}, []float64{3, 2}, "in all 2 repetitions 20 B took no longer than 10 B (e.g. 3e+09 ns against 3e+09 ns)"},
 	} {
-		_, _, err := MarginalCost(c.b0, c.b1, c.s0, c.s1)
+		_, _, _, err := MarginalCost(c.b0, c.b1, c.s0, c.s1)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("MarginalCost(%d, %d, %v, %v) = %v, want one line with %q", c.b0, c.b1, c.s0, c.s1, err, c.want)
 		}

@@ -121,8 +121,9 @@ type Noise struct {
 	// CPUFraction is the measuring threads' CPU time over their wall time,
 	// summed over threads and timed repetitions (1 = every thread ran the
 	// whole time). Absent (0) where not measured: figures timed on
-	// kernels/pool (GEMM, quantized GEMV), whose workers park between calls,
-	// and OSes without a per-thread CPU clock.
+	// kernels/pool (GEMM, quantized GEMV), whose workers park between calls
+	// (not the up-convert loops of quant_ebw: one worker's thread, timed on
+	// that thread's clock), and OSes without a per-thread CPU clock.
 	CPUFraction float64 `json:"cpu_fraction,omitempty"`
 	// StealFraction is the share of the measuring CPUs' time the hypervisor
 	// reported as stolen (/proc/stat steal column) during the figure.
@@ -626,9 +627,13 @@ type QuantEBW struct {
 	// B/s), 1 thread, per-call costs included.
 	UpconvertGBps Stat `json:"upconvert_gbps"`
 	// MarginalGBps is the up-convert-and-compute loop's steady-state
-	// throughput, Δbytes / Δseconds between the two panels per repetition
-	// (probes.MarginalCost), GB/s: B/γ in bytes per second. Nil in
-	// profiles from before it was measured.
+	// throughput, Δbytes / Δseconds between the two panels (probes.
+	// MarginalCost), GB/s: B/γ in bytes per second. The two panels are
+	// timed alternately and their repetitions paired by rank (fastest with
+	// fastest), so Samples are in that order, and a pair whose larger panel
+	// was not slower is left out (N < the repetitions; the noise record
+	// says so). Its Noise also has the timing thread's CPU fraction. Nil
+	// in profiles from before it was measured.
 	MarginalGBps *Stat `json:"marginal_gbps,omitempty"`
 	// PerCallNs is the same fit's intercept, nanoseconds per call on one
 	// tile: the call, the tile's setup and horizontal sums, the epilogue
