@@ -109,7 +109,9 @@ type Target struct {
 // CoreType is one kind of core of a cores target (low-bit GEMV paper
 // §III-F, §IV-B): how many, their loaded clock, β (the bytes/cycle one
 // core reads when all cores read at once) and γ per weight format (cycles
-// of up-convert and compute per output vector, from an L1-resident loop).
+// of up-convert and compute per output vector in the steady state: the
+// paper's micro-benchmark values, or a probe's marginal cost of the loop
+// between two cache-resident panels, matrix.quant_ebw).
 type CoreType struct {
 	// Name is "P", "E", or "all" for a machine with one kind of core.
 	Name  string  `json:"name"`
@@ -589,7 +591,11 @@ func addEffectiveBandwidth(m *Machine, p *results.Profile, name string) {
 					cores.EffectiveGWeightsPerS = map[string]float64{}
 				}
 				cores.EffectiveGWeightsPerS[q.Format] = pt.EBWGBps / q.BytesPerWeight
-				src = append(src, fmt.Sprintf("%s %.1f GB/s at %.4g B/weight (%s-bound, γ %.2f cycles/32 B)", q.Format, pt.EBWGBps, q.BytesPerWeight, pt.Limit, q.GammaCycles))
+				how := "marginal"
+				if q.GammaMethod == "" {
+					how = "from one call, per-call cost included (a probe from before the marginal γ)"
+				}
+				src = append(src, fmt.Sprintf("%s %.1f GB/s at %.4g B/weight (%s-bound, γ %.2f cycles/32 B, %s)", q.Format, pt.EBWGBps, q.BytesPerWeight, pt.Limit, q.GammaCycles, how))
 			}
 		}
 	}
