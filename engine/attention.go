@@ -124,9 +124,11 @@ type attnScratch struct {
 	a    []float32    // [M] per tile: m_old - m_new, then the rescale e^(m_old-m_new)
 	lt   []float32    // [M] per tile: the sum of the tile's e^(s-m_new)
 
-	// rmax and expSubSum are kernels.SoftmaxPasses, taken once per job.
+	// rmax and expSubSum are kernels.SoftmaxPasses, axpy
+	// kernels.AxpyRowsKernel, taken once per job.
 	rmax      func(x []float32) float32
 	expSubSum func(dst, src []float32, m float32) float32
+	axpy      func(acc, p, v []float32, ldv int)
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout
@@ -255,6 +257,9 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	ws.a = growF32(ws.a, M)
 	ws.lt = growF32(ws.lt, M)
 	ws.rmax, ws.expSubSum = kernels.SoftmaxPasses()
+	if ws.vec {
+		ws.axpy = kernels.AxpyRowsKernel()
+	}
 
 	// The block's queries, scaled, one row per (position, served head).
 	qo := j.kvHead * group * hd
@@ -345,21 +350,25 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 		lay.convertTile(ws.kt[b], ws.vt[b], j.kc, j.vc, sp.j0, nt, j.kvHead)
 	}
 	if ws.vec {
-		// One query row at a time on the vector kernels.
-		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
-		for i := sp.iA; i < sp.iB; i++ {
-			row, qi := s[i*T:i*T+nt], ws.qs[i*hd:(i+1)*hd]
-			if !lay.packed {
-				kernels.DotRows(row, qi, j.kc[sp.j0*ldkv+ko:], ldkv, nt)
-				continue
+		if !lay.packed {
+			// One query row at a time on the vector kernels.
+			ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
+			for i := sp.iA; i < sp.iB; i++ {
+				kernels.DotRows(s[i*T:i*T+nt], ws.qs[i*hd:(i+1)*hd], j.kc[sp.j0*ldkv+ko:], ldkv, nt)
 			}
-			// A K panel holds NR keys' dims d-major (stride NR): their
-			// scores are Σ_d q_d·panel[d], one AxpyRows per panel.
-			kp, _, _, _ := ws.tilePanels(j, ti, b)
-			for p0 := 0; p0 < nt; p0 += nr {
+			return
+		}
+		// A K panel holds NR keys' dims d-major (stride NR): their scores
+		// are Σ_d q_d·panel[d], one AxpyRows per panel and query row; the
+		// rows run inner, so that each panel is read from memory once and
+		// from L1 by the others.
+		kp, _, _, _ := ws.tilePanels(j, ti, b)
+		for p0 := 0; p0 < nt; p0 += nr {
+			panel := kp[p0/nr*hd*nr : (p0/nr+1)*hd*nr]
+			for i := sp.iA; i < sp.iB; i++ {
 				acc := s[i*T+p0 : i*T+p0+nr]
 				clear(acc)
-				kernels.AxpyRows(acc, qi, kp[p0/nr*hd*nr:], nr)
+				ws.axpy(acc, ws.qs[i*hd:(i+1)*hd], panel, nr)
 			}
 		}
 		return
@@ -457,16 +466,20 @@ func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
 	s := ws.s[b]
 	_, _, vp, vStride := ws.tilePanels(j, ti, b)
 	if ws.vec {
-		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
-		for i := sp.iA; i < sp.iB; i++ {
-			p := s[i*T : i*T+nt]
-			if !lay.packed {
-				kernels.AxpyRows(ws.o[i*hdPad:i*hdPad+hd], p, j.vc[sp.j0*ldkv+ko:], ldkv)
-				continue
+		if !lay.packed {
+			ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
+			for i := sp.iA; i < sp.iB; i++ {
+				kernels.AxpyRows(ws.o[i*hdPad:i*hdPad+hd], s[i*T:i*T+nt], j.vc[sp.j0*ldkv+ko:], ldkv)
 			}
-			// A V panel holds NR head dims of every position (stride NR).
-			for d0 := 0; d0 < hdPad; d0 += nr {
-				kernels.AxpyRows(ws.o[i*hdPad+d0:i*hdPad+d0+nr], p, vp[d0/nr*vStride:], nr)
+			return
+		}
+		// A V panel holds NR head dims of every position (stride NR): the
+		// tile's run of it is read from memory once, by the first query
+		// row, and from L1 by the others.
+		for d0 := 0; d0 < hdPad; d0 += nr {
+			run := vp[d0/nr*vStride : d0/nr*vStride+nt*nr]
+			for i := sp.iA; i < sp.iB; i++ {
+				ws.axpy(ws.o[i*hdPad+d0:i*hdPad+d0+nr], s[i*T:i*T+nt], run, nr)
 			}
 		}
 		return

@@ -9,13 +9,13 @@ import (
 // The attention vector kernels: DotRows (a query against a run of keys, the
 // scores of decode) and AxpyRows (probabilities times a run of values, the
 // weighted sum of decode). dot.go holds the API and the pure-Go
-// implementation; dot_amd64.go/.s the AVX2 kernels (also used on AVX-512 machines), generated
+// implementation; dot_amd64.go/.s the AVX2 kernels and AxpyRows' AVX-512 one, generated
 // by the avo program in _asm/dot:
 //
 //go:generate sh -c "cd _asm && GOWORK=off go run ./dot -out ../dot_amd64.s"
 //
 // The implementation is the best of dotRegistry (kernels/registry's ISA
-// order: AVX2+FMA, else Go), chosen once per CPU feature set, so
+// order: AVX-512F+FMA, AVX2+FMA, else Go), chosen once per CPU feature set, so
 // cpu.Disable... and BENCH_CPU_DISABLE take effect; -tags=purego and
 // GOARCH other than amd64 use Go.
 //
@@ -68,6 +68,24 @@ func AxpyRows(acc, p, v []float32, ldv int) {
 		return
 	}
 	bestDot().axpyRows(acc, p, v, ldv)
+}
+
+// AxpyRowsKernel returns AxpyRows bound to the implementation available
+// now, for a caller that runs it on many short runs of rows (decode
+// attention, per panel and query row: engine/attention.go), so that the
+// implementation is chosen once, not per call. The function checks its
+// arguments and panics as AxpyRows does.
+func AxpyRowsKernel() func(acc, p, v []float32, ldv int) {
+	axpy := bestDot().axpyRows
+	return func(acc, p, v []float32, ldv int) {
+		if ldv < 0 || (len(p) > 0 && len(v) < (len(p)-1)*ldv+len(acc)) {
+			panic(fmt.Sprintf("kernels: AxpyRows: ldv %d, len(acc) %d, len(p) %d, len(v) %d: want ldv ≥ 0, len(v) ≥ (len(p)-1)·ldv+len(acc)", ldv, len(acc), len(p), len(v)))
+		}
+		if len(p) == 0 || len(acc) == 0 {
+			return
+		}
+		axpy(acc, p, v, ldv)
+	}
 }
 
 // dotImpl is one implementation of DotRows and AxpyRows, on checked

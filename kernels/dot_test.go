@@ -122,16 +122,27 @@ func TestAxpyRows(t *testing.T) {
 }
 
 // TestDotDispatch checks that DotRows and AxpyRows take the best available
-// implementation, the Go one under purego or with AVX2 disabled (as
-// BENCH_CPU_DISABLE=avx2 does), and that they give that implementation's
-// results and write nothing past n.
+// implementation (avx512 where AVX512F and FMA are present, else avx2),
+// avx2 with AVX-512 disabled and the Go one under purego or with AVX2
+// disabled (as BENCH_CPU_DISABLE=avx2 does), and that they give that
+// implementation's results and write nothing past n.
 func TestDotDispatch(t *testing.T) {
 	want := "go"
 	if !purego && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		want = "avx2"
+		if cpu.X86.HasAVX512F {
+			want = "avx512"
+		}
 	}
 	if got := bestDot().isa; got != want {
 		t.Errorf("bestDot() = %s, want %s", got, want)
+	}
+	if want == "avx512" {
+		undo := cpu.DisableAVX512()
+		if got := bestDot().isa; got != "avx2" {
+			t.Errorf("with AVX-512 disabled, bestDot() = %s, want avx2", got)
+		}
+		undo()
 	}
 	undo := cpu.DisableAVX2()
 	if got := bestDot().isa; got != "go" {
