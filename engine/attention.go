@@ -124,11 +124,9 @@ type attnScratch struct {
 	a    []float32    // [M] per tile: m_old - m_new, then the rescale e^(m_old-m_new)
 	lt   []float32    // [M] per tile: the sum of the tile's e^(s-m_new)
 
-	// rmax and expSubSum are kernels.SoftmaxPasses, axpy
-	// kernels.AxpyRowsKernel, taken once per job.
+	// rmax and expSubSum are kernels.SoftmaxPasses, taken once per job.
 	rmax      func(x []float32) float32
 	expSubSum func(dst, src []float32, m float32) float32
-	axpy      func(acc, p, v []float32, ldv int)
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout
@@ -257,9 +255,6 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	ws.a = growF32(ws.a, M)
 	ws.lt = growF32(ws.lt, M)
 	ws.rmax, ws.expSubSum = kernels.SoftmaxPasses()
-	if ws.vec {
-		ws.axpy = kernels.AxpyRowsKernel()
-	}
 
 	// The block's queries, scaled, one row per (position, served head).
 	qo := j.kvHead * group * hd
@@ -359,18 +354,14 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 			return
 		}
 		// A K panel holds NR keys' dims d-major (stride NR): their scores
-		// are Σ_d q_d·panel[d], one AxpyRows per panel and query row; the
-		// rows run inner, so that each panel is read from memory once and
-		// from L1 by the others.
-		kp, _, _, _ := ws.tilePanels(j, ti, b)
-		for p0 := 0; p0 < nt; p0 += nr {
-			panel := kp[p0/nr*hd*nr : (p0/nr+1)*hd*nr]
-			for i := sp.iA; i < sp.iB; i++ {
-				acc := s[i*T+p0 : i*T+p0+nr]
-				clear(acc)
-				ws.axpy(acc, ws.qs[i*hd:(i+1)*hd], panel, nr)
-			}
+		// are Σ_d q_d·panel[d], for all the query rows at once
+		// (kernels.AxpyPanels: each panel read once, from memory).
+		kp, kStride, _, _ := ws.tilePanels(j, ti, b)
+		np := (nt + nr - 1) / nr
+		for i := sp.iA; i < sp.iB; i++ {
+			clear(s[i*T : i*T+np*nr])
 		}
+		kernels.AxpyPanels(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, kp, nr, kStride, np)
 		return
 	}
 	if !lay.packed {
@@ -474,14 +465,9 @@ func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
 			return
 		}
 		// A V panel holds NR head dims of every position (stride NR): the
-		// tile's run of it is read from memory once, by the first query
-		// row, and from L1 by the others.
-		for d0 := 0; d0 < hdPad; d0 += nr {
-			run := vp[d0/nr*vStride : d0/nr*vStride+nt*nr]
-			for i := sp.iA; i < sp.iB; i++ {
-				ws.axpy(ws.o[i*hdPad+d0:i*hdPad+d0+nr], s[i*T:i*T+nt], run, nr)
-			}
-		}
+		// tile's run of each is read once, from memory, for all the query
+		// rows (kernels.AxpyPanels).
+		kernels.AxpyPanels(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, vp, nr, vStride, hdPad/nr)
 		return
 	}
 	if err := gemm.PanelBlock(ws.be, ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, vp, vStride, hdPad, true, ws.gs); err != nil {

@@ -70,32 +70,64 @@ func AxpyRows(acc, p, v []float32, ldv int) {
 	bestDot().axpyRows(acc, p, v, ldv)
 }
 
-// AxpyRowsKernel returns AxpyRows bound to the implementation available
-// now, for a caller that runs it on many short runs of rows (decode
-// attention, per panel and query row: engine/attention.go), so that the
-// implementation is chosen once, not per call. The function checks its
-// arguments and panics as AxpyRows does.
-func AxpyRowsKernel() func(acc, p, v []float32, ldv int) {
-	axpy := bestDot().axpyRows
-	return func(acc, p, v []float32, ldv int) {
-		if ldv < 0 || (len(p) > 0 && len(v) < (len(p)-1)*ldv+len(acc)) {
-			panic(fmt.Sprintf("kernels: AxpyRows: ldv %d, len(acc) %d, len(p) %d, len(v) %d: want ldv ≥ 0, len(v) ≥ (len(p)-1)·ldv+len(acc)", ldv, len(acc), len(p), len(v)))
+// AxpyPanels adds to rows r < rows of acc (row r at r·lda) the product of the rows
+// of x (row r at r·ldx, n elements) with panels of v: panel pi at
+// pi·vstride holds n rows of nr elements (row j at pi·vstride + j·nr),
+// and its product goes to the columns pi·nr .. pi·nr+nr-1 of acc:
+//
+//	for pi := range panels {
+//		for r := range rows {
+//			AxpyRows(acc[r*lda+pi*nr : r*lda+pi*nr+nr], x[r*ldx:r*ldx+n], v[pi*vstride:], nr)
+//		}
+//	}
+//
+// It is decode attention's product on the producer-packed KV cache
+// (engine/attention.go): QKᵀ with x the query rows of a KV head and v the
+// K panels (n = head dim, vstride = head dim·nr), P·V with x the
+// probabilities and v the V panels' runs of a tile (n = tile positions,
+// vstride = the cache's panel stride). On AVX-512 with nr = 32 it runs in
+// one call, up to four rows of x sharing each panel row's loads (the
+// accuracy bound of AxpyRows per element, n terms); elsewhere as the loop
+// above. It panics, naming the values, if a count or stride is negative
+// or a slice is too short for what it reads or writes.
+func AxpyPanels(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+	axpyPanelsOn(bestDot(), acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+}
+
+// axpyPanelsOn is AxpyPanels on implementation im.
+func axpyPanelsOn(im *dotImpl, acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+	if rows < 0 || n < 0 || panels < 0 || lda < 0 || ldx < 0 || nr < 0 || vstride < 0 {
+		panic(fmt.Sprintf("kernels: AxpyPanels: rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d: want all ≥ 0", rows, n, panels, lda, ldx, nr, vstride))
+	}
+	if rows == 0 || n == 0 || panels == 0 || nr == 0 {
+		return
+	}
+	if len(acc) < (rows-1)*lda+panels*nr || len(x) < (rows-1)*ldx+n || len(v) < (panels-1)*vstride+n*nr {
+		panic(fmt.Sprintf("kernels: AxpyPanels: len(acc) %d, len(x) %d, len(v) %d: want ≥ %d, %d, %d (rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d)",
+			len(acc), len(x), len(v), (rows-1)*lda+panels*nr, (rows-1)*ldx+n, (panels-1)*vstride+n*nr, rows, n, panels, lda, ldx, nr, vstride))
+	}
+	if im.axpyPanels32 != nil && nr == 32 {
+		im.axpyPanels32(acc, lda, x, ldx, rows, n, v, vstride, panels)
+		return
+	}
+	for pi := range panels {
+		vp := v[pi*vstride:]
+		for r := range rows {
+			im.axpyRows(acc[r*lda+pi*nr:r*lda+pi*nr+nr], x[r*ldx:r*ldx+n], vp, nr)
 		}
-		if len(p) == 0 || len(acc) == 0 {
-			return
-		}
-		axpy(acc, p, v, ldv)
 	}
 }
 
 // dotImpl is one implementation of DotRows and AxpyRows, on checked
 // arguments: dotRows writes all of out (n = len(out) ≥ 1), axpyRows gets
-// len(p), len(acc) ≥ 1.
+// len(p), len(acc) ≥ 1; axpyPanels32 (nil: none) is AxpyPanels for nr =
+// 32 on checked arguments, every count ≥ 1.
 type dotImpl struct {
-	isa         string
-	unavailable string // "" if usable now (set by dotImpls)
-	dotRows     func(out, q, k []float32, ldk int)
-	axpyRows    func(acc, p, v []float32, ldv int)
+	isa          string
+	unavailable  string // "" if usable now (set by dotImpls)
+	dotRows      func(out, q, k []float32, ldk int)
+	axpyRows     func(acc, p, v []float32, ldv int)
+	axpyPanels32 func(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, vstride, panels int)
 }
 
 var goDot = dotImpl{isa: "go", dotRows: dotRowsGo, axpyRows: axpyRowsGo}

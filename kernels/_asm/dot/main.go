@@ -50,6 +50,9 @@ func main() {
 	genDotRows8(avx2)
 	genAxpyRows(avx2)
 	genAxpyRows(avx512)
+	for r := 1; r <= 4; r++ {
+		genAxpyPanels(r)
+	}
 	Generate()
 }
 
@@ -275,3 +278,125 @@ func genAxpyRows(v isa) {
 // axpyPrefetchRows = 1<<axpyPrefetchShift is how many rows ahead
 // axpyRows prefetches: 16 rows of a 32-wide panel are 2 KiB.
 const axpyPrefetchShift = 4
+
+// genAxpyPanels emits, for R = rows (1 to 4), on AVX-512:
+//
+//	func axpyPanels32AVX512R<R>(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+//
+// computing, for panels pi < panels, rows r < R and columns c < 32:
+//
+//	acc[r·lda + 32·pi + c] += Σ_j x[r·ldx + j]·v[pi·vstride + 32·j + c]     j < n
+//
+// the few-row product of decode attention on 32-wide panels (QKᵀ: x the
+// queries, v the K panels; P·V: x the probabilities, v the V panels),
+// every panel row (128 bytes, two zmm) loaded once for all R rows.
+// Lengths trusted (n, panels ≥ 1). The FMA chains: 2·R per set of
+// accumulators, 8/(2R) sets (R = 1, 2; one for 3 and 4) summing the
+// rows j ≡ s (mod sets), the last n%sets rows into set 0, the sets added
+// to set 0 (holding the prior acc) at the end of each panel. Each panel
+// row's two lines are prefetched 16 rows (2 KiB) ahead.
+func genAxpyPanels(R int) {
+	fn := fmt.Sprintf("axpyPanels32AVX512R%d", R)
+	TEXT(fn, NOSPLIT, "func(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)")
+	ap := Load(Param("acc").Base(), GP64())
+	lda := Load(Param("lda"), GP64())
+	SHLQ(U8(2), lda)
+	xbase := Load(Param("x").Base(), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	vbase := Load(Param("v").Base(), GP64())
+	vstride := Load(Param("vstride"), GP64())
+	SHLQ(U8(2), vstride)
+	npan := Load(Param("panels"), GP64())
+	var lda3, ldx3 Register
+	if R == 4 {
+		lda3, ldx3 = GP64(), GP64()
+		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
+	}
+	rowAt := func(base, ld, ld3 Register, r, disp int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: base, Disp: disp}
+		case 1:
+			return Mem{Base: base, Index: ld, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: base, Index: ld, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
+	}
+	xp, vp, cnt := GP64(), GP64(), GP64()
+
+	sets := max(1, 8/(2*R))
+	acc := make([][]VecPhysical, sets) // acc[s][2r+h]
+	for s := range acc {
+		acc[s] = zmm[s*2*R : (s+1)*2*R]
+	}
+	vv := []VecPhysical{Z12, Z13}
+	bc := Z14
+
+	Label(fn + "_panel")
+	for r := range R {
+		for h := range 2 {
+			VMOVUPS(rowAt(ap, lda, lda3, r, 64*h), acc[0][2*r+h])
+		}
+	}
+	for _, set := range acc[1:] {
+		for _, a := range set {
+			VXORPS(a.AsY(), a.AsY(), a.AsY())
+		}
+	}
+	MOVQ(xbase, xp)
+	MOVQ(vbase, vp)
+	Load(Param("n"), cnt)
+	row := func(s int) {
+		PREFETCHT0(Mem{Base: vp, Disp: 2048})
+		PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
+		VMOVUPS(Mem{Base: vp}, vv[0])
+		VMOVUPS(Mem{Base: vp, Disp: 64}, vv[1])
+		for r := range R {
+			VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 4*s), bc)
+			VFMADD231PS(vv[0], bc, acc[s][2*r])
+			VFMADD231PS(vv[1], bc, acc[s][2*r+1])
+		}
+		ADDQ(U32(128), vp)
+	}
+	if sets > 1 {
+		SUBQ(U32(sets), cnt)
+		JL(LabelRef(fn + "_tail"))
+		Label(fn + "_rows")
+		for s := range sets {
+			row(s)
+		}
+		ADDQ(U32(4*sets), xp)
+		SUBQ(U32(sets), cnt)
+		JGE(LabelRef(fn + "_rows"))
+		Label(fn + "_tail")
+		ADDQ(U32(sets), cnt)
+		JZ(LabelRef(fn + "_sum"))
+	}
+	Label(fn + "_row")
+	row(0)
+	ADDQ(U32(4), xp)
+	DECQ(cnt)
+	JNZ(LabelRef(fn + "_row"))
+	if sets > 1 {
+		Label(fn + "_sum")
+		for _, set := range acc[1:] {
+			for c, a := range set {
+				VADDPS(a, acc[0][c], acc[0][c])
+			}
+		}
+	}
+	for r := range R {
+		for h := range 2 {
+			VMOVUPS(acc[0][2*r+h], rowAt(ap, lda, lda3, r, 64*h))
+		}
+	}
+	ADDQ(U32(128), ap)
+	ADDQ(vstride, vbase)
+	DECQ(npan)
+	JNZ(LabelRef(fn + "_panel"))
+	VZEROUPPER()
+	RET()
+}
