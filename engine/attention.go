@@ -113,6 +113,10 @@ type attnScratch struct {
 
 	tiles []attnSpan // the job's tiles that some row sees, in order
 	vec   bool       // the job runs the vector kernels (attnVecRows)
+	// bf16Direct: a vec job on a bf16 cache whose panels the vector
+	// kernel reads as they are (kernels.AxpyPanelsBF16Direct), not
+	// widened into kt, vt first.
+	bf16Direct bool
 
 	qs   []float32    // [M][headDim] queries times scale, M = rows·group, row (t-r0)·group+g
 	qp   []float32    // qs packed once per job (gemm.PackX) for every tile's QKᵀ
@@ -245,6 +249,7 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 		panic(fmt.Sprintf("engine: attention: KV cache of %d, %d floats, want %d, %d", len(j.kc), len(j.vc), nk, nv))
 	}
 	ws.vec = M < attnVecRows
+	ws.bf16Direct = ws.vec && lay.bf16 && kernels.AxpyPanelsBF16Direct(lay.nr)
 	ws.qs = growF32(ws.qs, M*hd)
 	for b := range ws.s {
 		ws.s[b] = growF32(ws.s[b], M*T)
@@ -341,6 +346,16 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 	hd, nr, T := lay.hd, lay.nr, lay.tile
 	nt := sp.j1 - sp.j0
 	s := ws.s[b]
+	if ws.bf16Direct {
+		// The bf16 K panels as the cache holds them, widened to fp32 in
+		// the kernel's registers.
+		np := (nt + nr - 1) / nr
+		for i := sp.iA; i < sp.iB; i++ {
+			clear(s[i*T : i*T+np*nr])
+		}
+		kernels.AxpyPanelsBF16(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, bf16View(j.kc)[j.kvHead*lay.kHead+sp.j0/nr*hd*nr:], nr, hd*nr, np)
+		return
+	}
 	if lay.bf16 {
 		lay.convertTile(ws.kt[b], ws.vt[b], j.kc, j.vc, sp.j0, nt, j.kvHead)
 	}
@@ -455,6 +470,10 @@ func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
 	hd, nr, hdPad, T := lay.hd, lay.nr, lay.hdPad, lay.tile
 	nt := sp.j1 - sp.j0
 	s := ws.s[b]
+	if ws.bf16Direct {
+		kernels.AxpyPanelsBF16(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, bf16View(j.vc)[j.kvHead*lay.vHead+sp.j0*nr:], nr, lay.maxSeq*nr, hdPad/nr)
+		return
+	}
 	_, _, vp, vStride := ws.tilePanels(j, ti, b)
 	if ws.vec {
 		if !lay.packed {

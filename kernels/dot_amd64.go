@@ -20,10 +20,11 @@ var avx2Dot = dotImpl{
 }
 
 var avx512Dot = dotImpl{
-	isa:          "avx512",
-	dotRows:      func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
-	axpyRows:     func(a, p, v []float32, ld int) { axpyRowsAsm512(a, p, v, ld) },
-	axpyPanels32: axpyPanels32Asm,
+	isa:              "avx512",
+	dotRows:          func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
+	axpyRows:         func(a, p, v []float32, ld int) { axpyRowsAsm512(a, p, v, ld) },
+	axpyPanels32:     axpyPanels32Asm,
+	axpyPanels32BF16: axpyPanels32BF16Asm,
 }
 
 // axpyPanels32Asm runs the rows of x in groups of four, the last group
@@ -156,6 +157,26 @@ func axpyRowsAVX2(acc, p, v []float32, ldv int)
 //go:noescape
 func axpyRowsAVX512(acc, p, v []float32, ldv int)
 
+// axpyPanels32BF16Asm is axpyPanels32Asm on bf16 panels.
+func axpyPanels32BF16Asm(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, vstride, panels int) {
+	v = v[:(panels-1)*vstride+32*n]
+	for r0 := 0; r0 < rows; r0 += 4 {
+		g := min(4, rows-r0)
+		a := acc[r0*lda : (r0+g-1)*lda+32*panels]
+		xr := x[r0*ldx : (r0+g-1)*ldx+n]
+		switch g {
+		case 1:
+			axpyPanels32BF16AVX512R1(a, lda, xr, ldx, v, vstride, n, panels)
+		case 2:
+			axpyPanels32BF16AVX512R2(a, lda, xr, ldx, v, vstride, n, panels)
+		case 3:
+			axpyPanels32BF16AVX512R3(a, lda, xr, ldx, v, vstride, n, panels)
+		default:
+			axpyPanels32BF16AVX512R4(a, lda, xr, ldx, v, vstride, n, panels)
+		}
+	}
+}
+
 // axpyPanels32AVX512R1 .. R4 are AxpyPanels for nr = 32 and 1 to 4 rows
 // (kernels/_asm/dot genAxpyPanels), every count ≥ 1, lengths trusted:
 // per element the sum of axpyRowsAVX512 on a two-vector chunk with 8/(2R)
@@ -172,3 +193,18 @@ func axpyPanels32AVX512R3(acc []float32, lda int, x []float32, ldx int, v []floa
 
 //go:noescape
 func axpyPanels32AVX512R4(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+
+// axpyPanels32BF16AVX512R1 .. R4 are AxpyPanelsBF16 for nr = 32 (the
+// R-row kernels above on bf16 panel rows widened to fp32).
+//
+//go:noescape
+func axpyPanels32BF16AVX512R1(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32BF16AVX512R2(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32BF16AVX512R3(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32BF16AVX512R4(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)

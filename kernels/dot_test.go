@@ -318,3 +318,59 @@ func TestAxpyPanels(t *testing.T) {
 		}()
 	}
 }
+
+// TestAxpyPanelsBF16 checks AxpyPanelsBF16 on every implementation
+// against the float64 reference of the widened values within AxpyRows'
+// bound, and that it writes only the panels' columns of its rows.
+func TestAxpyPanelsBF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			continue
+		}
+		for _, nr := range []int{32, 8} {
+			for _, rows := range []int{1, 2, 3, 4, 6} {
+				for _, n := range []int{1, 5, 128, 131} {
+					panels := 1 + rng.IntN(3)
+					lda, ldx, vstride := panels*nr+3, n+1, n*nr+nr
+					x := dotFill(rng, (rows-1)*ldx+n)
+					v := make([]uint16, (panels-1)*vstride+n*nr)
+					for i := range v {
+						v[i] = uint16(math.Float32bits(rng.Float32()*2-1) >> 16)
+					}
+					acc0 := dotFill(rng, rows*lda)
+					acc := append([]float32(nil), acc0...)
+					axpyPanelsBF16On(&im, acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+					what := fmt.Sprintf("%s: AxpyPanelsBF16 nr %d rows %d n %d panels %d", im.isa, nr, rows, n, panels)
+					for r := range rows {
+						for c := range lda {
+							i := r*lda + c
+							if c >= panels*nr {
+								if acc[i] != acc0[i] {
+									t.Fatalf("%s: wrote acc[%d] past the panels", what, i)
+								}
+								continue
+							}
+							pi, cc := c/nr, c%nr
+							ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
+							for j := range n {
+								prod := float64(x[r*ldx+j]) * float64(math.Float32frombits(uint32(v[pi*vstride+j*nr+cc])<<16))
+								ref += prod
+								mag += math.Abs(prod)
+							}
+							if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
+								t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("AxpyPanelsBF16 with a short v: no panic")
+		}
+	}()
+	AxpyPanelsBF16(make([]float32, 32), 32, make([]float32, 4), 4, 1, 4, make([]uint16, 127), 32, 128, 1)
+}

@@ -50,8 +50,10 @@ func main() {
 	genDotRows8(avx2)
 	genAxpyRows(avx2)
 	genAxpyRows(avx512)
-	for r := 1; r <= 4; r++ {
-		genAxpyPanels(r)
+	for _, bf16 := range []bool{false, true} {
+		for r := 1; r <= 4; r++ {
+			genAxpyPanels(r, bf16)
+		}
 	}
 	Generate()
 }
@@ -295,9 +297,21 @@ const axpyPrefetchShift = 4
 // rows j ≡ s (mod sets), the last n%sets rows into set 0, the sets added
 // to set 0 (holding the prior acc) at the end of each panel. Each panel
 // row's two lines are prefetched 16 rows (2 KiB) ahead.
-func genAxpyPanels(R int) {
+//
+// With bf16 set it emits axpyPanels32BF16AVX512R<R>, the same product on
+// panels of bfloat16 elements (v []uint16; vstride in elements): each
+// panel row (64 bytes, one line) widened to two zmm of fp32 (VPMOVZXWD,
+// VPSLLD 16: exact) before its FMAs, prefetched 32 rows (2 KiB) ahead.
+func genAxpyPanels(R int, bf16 bool) {
 	fn := fmt.Sprintf("axpyPanels32AVX512R%d", R)
-	TEXT(fn, NOSPLIT, "func(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)")
+	sig := "func(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)"
+	rowBytes := 128
+	if bf16 {
+		fn = fmt.Sprintf("axpyPanels32BF16AVX512R%d", R)
+		sig = "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)"
+		rowBytes = 64
+	}
+	TEXT(fn, NOSPLIT, sig)
 	ap := Load(Param("acc").Base(), GP64())
 	lda := Load(Param("lda"), GP64())
 	SHLQ(U8(2), lda)
@@ -306,7 +320,7 @@ func genAxpyPanels(R int) {
 	SHLQ(U8(2), ldx)
 	vbase := Load(Param("v").Base(), GP64())
 	vstride := Load(Param("vstride"), GP64())
-	SHLQ(U8(2), vstride)
+	SHLQ(U8(rowBytes/64), vstride) // elements to bytes: ·4 (fp32), ·2 (bf16)
 	npan := Load(Param("panels"), GP64())
 	var lda3, ldx3 Register
 	if R == 4 {
@@ -351,15 +365,22 @@ func genAxpyPanels(R int) {
 	Load(Param("n"), cnt)
 	row := func(s int) {
 		PREFETCHT0(Mem{Base: vp, Disp: 2048})
-		PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
-		VMOVUPS(Mem{Base: vp}, vv[0])
-		VMOVUPS(Mem{Base: vp, Disp: 64}, vv[1])
+		if bf16 {
+			for h, z := range vv {
+				VPMOVZXWD(Mem{Base: vp, Disp: 32 * h}, z)
+				VPSLLD(U8(16), z, z)
+			}
+		} else {
+			PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
+			VMOVUPS(Mem{Base: vp}, vv[0])
+			VMOVUPS(Mem{Base: vp, Disp: 64}, vv[1])
+		}
 		for r := range R {
 			VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 4*s), bc)
 			VFMADD231PS(vv[0], bc, acc[s][2*r])
 			VFMADD231PS(vv[1], bc, acc[s][2*r+1])
 		}
-		ADDQ(U32(128), vp)
+		ADDQ(U32(rowBytes), vp)
 	}
 	if sets > 1 {
 		SUBQ(U32(sets), cnt)
