@@ -79,6 +79,19 @@ func attnPlanTile(be gemm.Backend, hd int, l2 int64) int {
 // producer-packed cache.
 const attnVecRows = 8
 
+// attnVecTile is the planner's KV positions per tile of a job on the
+// vector kernels that read the cache in place (decode on the
+// producer-packed fp32 cache, or on a bf16 one where
+// kernels.AxpyPanelsBF16Direct), rounded down to a multiple of the panel
+// width: longer runs of each V panel per tile and fewer tiles per job
+// than the GEMM tile (attnPlanTile, 256 at head dim 128); the scores of a
+// tile are at most attnVecRows·attnVecTile floats. Measured (qwen3-0.6b
+// shapes, fp32 cache, context 1024, batch 16: 128 MiB of KV per step, 2
+// threads on the loaded 2-core Zen 5 VM, best of 300 calls against the
+// best of 300 reads of 128 MiB in the same run): 1024 positions reached
+// 79-80% of the read roof, 256 72%.
+const attnVecTile = 1024
+
 // attnJob is one work unit of attention: query rows [r0, r1) of one
 // sequence against one KV head (see attendBlock for the arguments).
 type attnJob struct {
@@ -113,6 +126,14 @@ type attnScratch struct {
 
 	tiles []attnSpan // the job's tiles that some row sees, in order
 	vec   bool       // the job runs the vector kernels (attnVecRows)
+	// T is the job's positions per tile: lay.tile, or attnVecTile (a
+	// multiple of the panel width) for a vec job reading the cache in
+	// place.
+	T int
+	// bf16Direct: a vec job on a bf16 cache whose panels the vector
+	// kernel reads as they are (kernels.AxpyPanelsBF16Direct), not
+	// widened into kt, vt first.
+	bf16Direct bool
 
 	qs   []float32    // [M][headDim] queries times scale, M = rows·group, row (t-r0)·group+g
 	qp   []float32    // qs packed once per job (gemm.PackX) for every tile's QKᵀ
@@ -167,8 +188,8 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 // It is FlashAttention-2's forward loop (Dao 2023, "FlashAttention-2:
 // Faster Attention with Better Parallelism and Work Partitioning", Alg. 1)
 // on one CPU core: the keys and values are visited in tiles of T =
-// ws.lay.tile positions (attnPlanTile: a multiple of the panel
-// width, tiles aligned at multiples of T from position 0, so every tile
+// ws.T positions (attnPlanTile, or attnVecTile for decode on the packed
+// cache: a multiple of the panel width, tiles aligned at multiples of T from position 0, so every tile
 // starts on a K panel; the last one ends at the block's last row and may
 // be short) shared by all group·(r1-r0) query rows of the KV head (the GQA
 // heads batched into the M dimension, so each K/V tile is read once per
@@ -191,9 +212,13 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 // gemm.PanelBlockPacked, Qs packed into slivers once per job, on the K
 // panels of the tile; O += P·V with gemm.PanelBlock on the V panels at
 // the tile's offset), or, for jobs of fewer than attnVecRows query rows
-// (decode), on the vector kernels per row (kernels.AxpyRows on the packed
-// panels, or kernels.DotRows and AxpyRows on the row-major cache of the
-// kv-packing ablation, read in place). With the packed cache the panels
+// (decode), on the vector kernels: on the packed panels
+// kernels.AxpyPanels (or AxpyPanelsBF16 on a bf16 cache, reading its
+// bf16 panels in place where AxpyPanelsBF16Direct), one call per tile
+// and product for all the job's query rows, so that each K panel and
+// each V panel's run of the tile is read once, from memory; on the
+// row-major cache of the kv-packing ablation kernels.DotRows and
+// AxpyRows per query row, read in place. With the packed cache the panels
 // are the cache itself, written by the producer (SMEPilot §4.3); under
 // the kv-packing ablation the GEMM tiles are first packed from the
 // row-major cache (kvLayout.packTile). Exponentials use kernels.Exp (≤ 2
@@ -232,7 +257,7 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 		return false
 	}
 	lay := &ws.lay
-	hd, hdPad, T, group := lay.hd, lay.hdPad, lay.tile, j.group
+	hd, hdPad, group := lay.hd, lay.hdPad, j.group
 	M := rows * group
 	ctx := j.pos0 + j.r1 // keys 0..ctx-1
 	if ws.group != group {
@@ -245,6 +270,12 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 		panic(fmt.Sprintf("engine: attention: KV cache of %d, %d floats, want %d, %d", len(j.kc), len(j.vc), nk, nv))
 	}
 	ws.vec = M < attnVecRows
+	ws.bf16Direct = ws.vec && lay.bf16 && kernels.AxpyPanelsBF16Direct(lay.nr)
+	ws.T = lay.tile
+	if ws.vec && lay.packed && (!lay.bf16 || ws.bf16Direct) {
+		ws.T = max(lay.nr, attnVecTile/lay.nr*lay.nr)
+	}
+	T := ws.T
 	ws.qs = growF32(ws.qs, M*hd)
 	for b := range ws.s {
 		ws.s[b] = growF32(ws.s[b], M*T)
@@ -338,30 +369,40 @@ func (ws *attnScratch) tilePanels(j *attnJob, ti, b int) (kp []float32, kStride 
 func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 	lay := &ws.lay
 	sp := &ws.tiles[ti]
-	hd, nr, T := lay.hd, lay.nr, lay.tile
+	hd, nr, T := lay.hd, lay.nr, ws.T
 	nt := sp.j1 - sp.j0
 	s := ws.s[b]
+	if ws.bf16Direct {
+		// The bf16 K panels as the cache holds them, widened to fp32 in
+		// the kernel's registers.
+		np := (nt + nr - 1) / nr
+		for i := sp.iA; i < sp.iB; i++ {
+			clear(s[i*T : i*T+np*nr])
+		}
+		kernels.AxpyPanelsBF16(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, bf16View(j.kc)[j.kvHead*lay.kHead+sp.j0/nr*hd*nr:], nr, hd*nr, np)
+		return
+	}
 	if lay.bf16 {
 		lay.convertTile(ws.kt[b], ws.vt[b], j.kc, j.vc, sp.j0, nt, j.kvHead)
 	}
 	if ws.vec {
-		// One query row at a time on the vector kernels.
-		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
-		for i := sp.iA; i < sp.iB; i++ {
-			row, qi := s[i*T:i*T+nt], ws.qs[i*hd:(i+1)*hd]
-			if !lay.packed {
-				kernels.DotRows(row, qi, j.kc[sp.j0*ldkv+ko:], ldkv, nt)
-				continue
+		if !lay.packed {
+			// One query row at a time on the vector kernels.
+			ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
+			for i := sp.iA; i < sp.iB; i++ {
+				kernels.DotRows(s[i*T:i*T+nt], ws.qs[i*hd:(i+1)*hd], j.kc[sp.j0*ldkv+ko:], ldkv, nt)
 			}
-			// A K panel holds NR keys' dims d-major (stride NR): their
-			// scores are Σ_d q_d·panel[d], one AxpyRows per panel.
-			kp, _, _, _ := ws.tilePanels(j, ti, b)
-			for p0 := 0; p0 < nt; p0 += nr {
-				acc := s[i*T+p0 : i*T+p0+nr]
-				clear(acc)
-				kernels.AxpyRows(acc, qi, kp[p0/nr*hd*nr:], nr)
-			}
+			return
 		}
+		// A K panel holds NR keys' dims d-major (stride NR): their scores
+		// are Σ_d q_d·panel[d], for all the query rows at once
+		// (kernels.AxpyPanels: each panel read once, from memory).
+		kp, kStride, _, _ := ws.tilePanels(j, ti, b)
+		np := (nt + nr - 1) / nr
+		for i := sp.iA; i < sp.iB; i++ {
+			clear(s[i*T : i*T+np*nr])
+		}
+		kernels.AxpyPanels(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, kp, nr, kStride, np)
 		return
 	}
 	if !lay.packed {
@@ -411,7 +452,7 @@ func (ws *attnScratch) ragged(j *attnJob, ti, i int) bool {
 // exponents a of the tile's rows, and the running sums l updated.
 func (ws *attnScratch) softmaxTile(j *attnJob, ti, b int) {
 	sp := &ws.tiles[ti]
-	T := ws.lay.tile
+	T := ws.T
 	nt := sp.j1 - sp.j0
 	s, mx, l, a := ws.s[b], ws.m, ws.l, ws.a
 	for i := sp.iA; i < sp.iB; i++ {
@@ -452,23 +493,26 @@ func (ws *attnScratch) rescaleTile(ti int) {
 func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
 	lay := &ws.lay
 	sp := &ws.tiles[ti]
-	hd, nr, hdPad, T := lay.hd, lay.nr, lay.hdPad, lay.tile
+	hd, nr, hdPad, T := lay.hd, lay.nr, lay.hdPad, ws.T
 	nt := sp.j1 - sp.j0
 	s := ws.s[b]
+	if ws.bf16Direct {
+		kernels.AxpyPanelsBF16(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, bf16View(j.vc)[j.kvHead*lay.vHead+sp.j0*nr:], nr, lay.maxSeq*nr, hdPad/nr)
+		return
+	}
 	_, _, vp, vStride := ws.tilePanels(j, ti, b)
 	if ws.vec {
-		ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
-		for i := sp.iA; i < sp.iB; i++ {
-			p := s[i*T : i*T+nt]
-			if !lay.packed {
-				kernels.AxpyRows(ws.o[i*hdPad:i*hdPad+hd], p, j.vc[sp.j0*ldkv+ko:], ldkv)
-				continue
+		if !lay.packed {
+			ldkv, ko := lay.kvHeads*hd, j.kvHead*hd
+			for i := sp.iA; i < sp.iB; i++ {
+				kernels.AxpyRows(ws.o[i*hdPad:i*hdPad+hd], s[i*T:i*T+nt], j.vc[sp.j0*ldkv+ko:], ldkv)
 			}
-			// A V panel holds NR head dims of every position (stride NR).
-			for d0 := 0; d0 < hdPad; d0 += nr {
-				kernels.AxpyRows(ws.o[i*hdPad+d0:i*hdPad+d0+nr], p, vp[d0/nr*vStride:], nr)
-			}
+			return
 		}
+		// A V panel holds NR head dims of every position (stride NR): the
+		// tile's run of each is read once, from memory, for all the query
+		// rows (kernels.AxpyPanels).
+		kernels.AxpyPanels(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, vp, nr, vStride, hdPad/nr)
 		return
 	}
 	if err := gemm.PanelBlock(ws.be, ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, vp, vStride, hdPad, true, ws.gs); err != nil {

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync/atomic"
 
+	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
 )
@@ -203,12 +204,16 @@ func (m *Model) attentionNotes() []string {
 	rows := attnPlanRows(abe, group)
 	var notes []string
 	if group < attnVecRows {
-		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyRows on the packed panels, DotRows and AxpyRows on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows))
+		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyPanels on the packed panels, all %d rows per K and V panel row read; DotRows and AxpyRows per row on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows, group))
 	} else {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, at least %d) runs %s's GEMM microkernels on every worker, serially per job", group, attnVecRows, be))
 	}
 	if m.opts.KVDType == "bf16" {
-		notes = append(notes, fmt.Sprintf("KV cache: bf16 panels of %s's layout (half the bytes of fp32); attention converts each K and V tile it reads to fp32 and computes in fp32", be))
+		how := "attention converts each K and V tile it reads to fp32 and computes in fp32"
+		if group < attnVecRows && kernels.AxpyPanelsBF16Direct(max(abe.TileN, 1)) {
+			how = "decode attention reads the bf16 panels in place, widened to fp32 in registers (kernels.AxpyPanelsBF16), and computes in fp32; prefill converts each K and V tile it reads to fp32"
+		}
+		notes = append(notes, fmt.Sprintf("KV cache: bf16 panels of %s's layout (half the bytes of fp32); %s", be, how))
 	}
 	if c.SlidingWindow > 0 {
 		notes = append(notes, fmt.Sprintf("attention: sliding window of %d positions; tiles wholly outside every row's window are skipped", c.SlidingWindow))
@@ -251,8 +256,9 @@ func AttentionRows(b gemm.Backend, group int) int {
 
 // AttentionKernels is the planner's choice of tile kernels for an
 // attention job of rows query rows per KV head with group query heads
-// each (attnVecRows): "vector" (kernels.DotRows/AxpyRows per query row,
-// SMEPilot §4.2's choice for low intensity) below attnVecRows query rows,
+// each (attnVecRows): "vector" (kernels.AxpyPanels on the packed panels,
+// DotRows/AxpyRows per query row on the row-major cache; SMEPilot §4.2's
+// choice for low intensity) below attnVecRows query rows,
 // else "gemm" (the backend's microkernels on the panels).
 func AttentionKernels(rows, group int) string {
 	if rows*group < attnVecRows {

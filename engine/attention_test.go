@@ -306,9 +306,9 @@ func TestAttendBlock(t *testing.T) {
 								got := out[r*ldq+h*hd : r*ldq+(h+1)*hd]
 								for d := range hd {
 									err, mag := math.Abs(float64(got[d])-want.out[d]), want.mag[d]
-									tol := attnTol(mag, want.a, hd, c.pos0+r+1, w.lay.tile)
+									tol := attnTol(mag, want.a, hd, c.pos0+r+1, w.T)
 									if vr.bf16 {
-										tol = attnTolBF16(mag, want.a, hd, c.pos0+r+1, w.lay.tile)
+										tol = attnTolBF16(mag, want.a, hd, c.pos0+r+1, w.T)
 									}
 									if !(err <= tol) {
 										t.Fatalf("row %d head %d [%d]: %v, reference %v: error %.3g > tolerance %.3g (a = %.3g)",

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cpubench/bench/kernels/registry"
 )
@@ -9,13 +10,13 @@ import (
 // The attention vector kernels: DotRows (a query against a run of keys, the
 // scores of decode) and AxpyRows (probabilities times a run of values, the
 // weighted sum of decode). dot.go holds the API and the pure-Go
-// implementation; dot_amd64.go/.s the AVX2 kernels (also used on AVX-512 machines), generated
+// implementation; dot_amd64.go/.s the AVX2 kernels and AxpyRows' AVX-512 one, generated
 // by the avo program in _asm/dot:
 //
 //go:generate sh -c "cd _asm && GOWORK=off go run ./dot -out ../dot_amd64.s"
 //
 // The implementation is the best of dotRegistry (kernels/registry's ISA
-// order: AVX2+FMA, else Go), chosen once per CPU feature set, so
+// order: AVX-512F+FMA, AVX2+FMA, else Go), chosen once per CPU feature set, so
 // cpu.Disable... and BENCH_CPU_DISABLE take effect; -tags=purego and
 // GOARCH other than amd64 use Go.
 //
@@ -70,14 +71,123 @@ func AxpyRows(acc, p, v []float32, ldv int) {
 	bestDot().axpyRows(acc, p, v, ldv)
 }
 
+// AxpyPanels adds to rows r < rows of acc (row r at r·lda) the product of the rows
+// of x (row r at r·ldx, n elements) with panels of v: panel pi at
+// pi·vstride holds n rows of nr elements (row j at pi·vstride + j·nr),
+// and its product goes to the columns pi·nr .. pi·nr+nr-1 of acc:
+//
+//	for pi := range panels {
+//		for r := range rows {
+//			AxpyRows(acc[r*lda+pi*nr : r*lda+pi*nr+nr], x[r*ldx:r*ldx+n], v[pi*vstride:], nr)
+//		}
+//	}
+//
+// It is decode attention's product on the producer-packed KV cache
+// (engine/attention.go): QKᵀ with x the query rows of a KV head and v the
+// K panels (n = head dim, vstride = head dim·nr), P·V with x the
+// probabilities and v the V panels' runs of a tile (n = tile positions,
+// vstride = the cache's panel stride). On AVX-512 with nr = 32 it runs in
+// one call, up to four rows of x sharing each panel row's loads (the
+// accuracy bound of AxpyRows per element, n terms); elsewhere as the loop
+// above. It panics, naming the values, if a count or stride is negative
+// or a slice is too short for what it reads or writes.
+func AxpyPanels(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+	axpyPanelsOn(bestDot(), acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+}
+
+// axpyPanelsOn is AxpyPanels on implementation im.
+func axpyPanelsOn(im *dotImpl, acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+	if rows < 0 || n < 0 || panels < 0 || lda < 0 || ldx < 0 || nr < 0 || vstride < 0 {
+		panic(fmt.Sprintf("kernels: AxpyPanels: rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d: want all ≥ 0", rows, n, panels, lda, ldx, nr, vstride))
+	}
+	if rows == 0 || n == 0 || panels == 0 || nr == 0 {
+		return
+	}
+	if len(acc) < (rows-1)*lda+panels*nr || len(x) < (rows-1)*ldx+n || len(v) < (panels-1)*vstride+n*nr {
+		panic(fmt.Sprintf("kernels: AxpyPanels: len(acc) %d, len(x) %d, len(v) %d: want ≥ %d, %d, %d (rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d)",
+			len(acc), len(x), len(v), (rows-1)*lda+panels*nr, (rows-1)*ldx+n, (panels-1)*vstride+n*nr, rows, n, panels, lda, ldx, nr, vstride))
+	}
+	if im.axpyPanels32 != nil && nr == 32 {
+		im.axpyPanels32(acc, lda, x, ldx, rows, n, v, vstride, panels)
+		return
+	}
+	for pi := range panels {
+		vp := v[pi*vstride:]
+		for r := range rows {
+			im.axpyRows(acc[r*lda+pi*nr:r*lda+pi*nr+nr], x[r*ldx:r*ldx+n], vp, nr)
+		}
+	}
+}
+
+// AxpyPanelsBF16 is AxpyPanels on panels of bfloat16 elements (v: the
+// upper 16 bits of each fp32 value; vstride in elements), each widened to
+// fp32 exactly:
+//
+//	for pi := range panels {
+//		for r := range rows {
+//			for j := range n {
+//				for c := range nr {
+//					acc[r*lda+pi*nr+c] += x[r*ldx+j] * math.Float32frombits(uint32(v[pi*vstride+j*nr+c])<<16)
+//				}
+//			}
+//		}
+//	}
+//
+// (a bf16 KV cache's decode attention: half the bytes of fp32 read).
+// Accuracy as AxpyPanels'. It runs an assembly kernel where
+// AxpyPanelsBF16Direct(nr) (AVX-512, nr = 32), else the Go loop above
+// (slower than widening the panels into an fp32 buffer and calling
+// AxpyPanels). Panics as AxpyPanels.
+func AxpyPanelsBF16(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, nr, vstride, panels int) {
+	axpyPanelsBF16On(bestDot(), acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+}
+
+// AxpyPanelsBF16Direct reports whether AxpyPanelsBF16 runs an assembly
+// kernel for panels of width nr on this CPU now.
+func AxpyPanelsBF16Direct(nr int) bool { return nr == 32 && bestDot().axpyPanels32BF16 != nil }
+
+// axpyPanelsBF16On is AxpyPanelsBF16 on implementation im.
+func axpyPanelsBF16On(im *dotImpl, acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, nr, vstride, panels int) {
+	if rows < 0 || n < 0 || panels < 0 || lda < 0 || ldx < 0 || nr < 0 || vstride < 0 {
+		panic(fmt.Sprintf("kernels: AxpyPanelsBF16: rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d: want all ≥ 0", rows, n, panels, lda, ldx, nr, vstride))
+	}
+	if rows == 0 || n == 0 || panels == 0 || nr == 0 {
+		return
+	}
+	if len(acc) < (rows-1)*lda+panels*nr || len(x) < (rows-1)*ldx+n || len(v) < (panels-1)*vstride+n*nr {
+		panic(fmt.Sprintf("kernels: AxpyPanelsBF16: len(acc) %d, len(x) %d, len(v) %d: want ≥ %d, %d, %d (rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d)",
+			len(acc), len(x), len(v), (rows-1)*lda+panels*nr, (rows-1)*ldx+n, (panels-1)*vstride+n*nr, rows, n, panels, lda, ldx, nr, vstride))
+	}
+	if im.axpyPanels32BF16 != nil && nr == 32 {
+		im.axpyPanels32BF16(acc, lda, x, ldx, rows, n, v, vstride, panels)
+		return
+	}
+	for pi := range panels {
+		vp := v[pi*vstride : pi*vstride+n*nr]
+		for r := range rows {
+			a := acc[r*lda+pi*nr : r*lda+pi*nr+nr]
+			for j, xj := range x[r*ldx : r*ldx+n] {
+				for c, h := range vp[j*nr : j*nr+nr] {
+					a[c] += xj * math.Float32frombits(uint32(h)<<16)
+				}
+			}
+		}
+	}
+}
+
 // dotImpl is one implementation of DotRows and AxpyRows, on checked
 // arguments: dotRows writes all of out (n = len(out) ≥ 1), axpyRows gets
-// len(p), len(acc) ≥ 1.
+// len(p), len(acc) ≥ 1; axpyPanels32 (nil: none) is AxpyPanels for nr =
+// 32 on checked arguments, every count ≥ 1.
 type dotImpl struct {
-	isa         string
-	unavailable string // "" if usable now (set by dotImpls)
-	dotRows     func(out, q, k []float32, ldk int)
-	axpyRows    func(acc, p, v []float32, ldv int)
+	isa          string
+	unavailable  string // "" if usable now (set by dotImpls)
+	dotRows      func(out, q, k []float32, ldk int)
+	axpyRows     func(acc, p, v []float32, ldv int)
+	axpyPanels32 func(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, vstride, panels int)
+	// axpyPanels32BF16 (nil: none) is AxpyPanelsBF16 for nr = 32 on
+	// checked arguments, every count ≥ 1.
+	axpyPanels32BF16 func(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, vstride, panels int)
 }
 
 var goDot = dotImpl{isa: "go", dotRows: dotRowsGo, axpyRows: axpyRowsGo}

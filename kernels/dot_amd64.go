@@ -4,16 +4,49 @@ package kernels
 
 import "github.com/cpubench/bench/kernels/registry"
 
-// archDotImpls returns the amd64 assembly implementations, best last (AVX2,
-// also used on AVX-512 machines).
+// archDotImpls returns the amd64 assembly implementations, best last:
+// AVX2, and AVX-512 (AxpyRows on zmm; DotRows is AVX2's).
 func archDotImpls() []registry.Entry[*dotImpl] {
-	return []registry.Entry[*dotImpl]{{Name: "avx2", ISA: "avx2", Lacks: lacksAVX2FMA, Value: &avx2Dot}}
+	return []registry.Entry[*dotImpl]{
+		{Name: "avx2", ISA: "avx2", Lacks: lacksAVX2FMA, Value: &avx2Dot},
+		{Name: "avx512", ISA: "avx512", Lacks: lacksAVX512FMA, Value: &avx512Dot},
+	}
 }
 
 var avx2Dot = dotImpl{
 	isa:      "avx2",
 	dotRows:  func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
 	axpyRows: func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) },
+}
+
+var avx512Dot = dotImpl{
+	isa:              "avx512",
+	dotRows:          func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
+	axpyRows:         func(a, p, v []float32, ld int) { axpyRowsAsm512(a, p, v, ld) },
+	axpyPanels32:     axpyPanels32Asm,
+	axpyPanels32BF16: axpyPanels32BF16Asm,
+}
+
+// axpyPanels32Asm runs the rows of x in groups of four, the last group
+// of one to three, each group through axpyPanels32AVX512R<rows> over
+// every panel (arguments checked by AxpyPanels).
+func axpyPanels32Asm(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, vstride, panels int) {
+	v = v[:(panels-1)*vstride+32*n]
+	for r0 := 0; r0 < rows; r0 += 4 {
+		g := min(4, rows-r0)
+		a := acc[r0*lda : (r0+g-1)*lda+32*panels]
+		xr := x[r0*ldx : (r0+g-1)*ldx+n]
+		switch g {
+		case 1:
+			axpyPanels32AVX512R1(a, lda, xr, ldx, v, vstride, n, panels)
+		case 2:
+			axpyPanels32AVX512R2(a, lda, xr, ldx, v, vstride, n, panels)
+		case 3:
+			axpyPanels32AVX512R3(a, lda, xr, ldx, v, vstride, n, panels)
+		default:
+			axpyPanels32AVX512R4(a, lda, xr, ldx, v, vstride, n, panels)
+		}
+	}
 }
 
 // dotRowsAsm runs dotRows8 on the whole 8-lane vectors of q for the rows in groups of eight: the groups
@@ -67,6 +100,18 @@ func axpyRowsAsm(acc, p, v []float32, ldv int) {
 	}
 }
 
+// axpyRowsAsm512 runs axpyRowsAVX512 on the whole 16-lane vectors of
+// acc and axpyRowsAsm (AVX2, then Go) on the columns past them.
+func axpyRowsAsm512(acc, p, v []float32, ldv int) {
+	nd := len(acc) &^ 15
+	if nd > 0 {
+		axpyRowsAVX512(acc[:nd], p, v[:(len(p)-1)*ldv+nd], ldv)
+	}
+	if nd < len(acc) {
+		axpyRowsAsm(acc[nd:], p, v[nd:], ldv)
+	}
+}
+
 // dotRows8AVX2 (eight rows per group, one vector accumulator per row,
 // then a tree of pairwise lane sums), for len(out) a multiple of 8 and
 // len(q) a nonzero multiple of 8:
@@ -82,15 +127,84 @@ func axpyRowsAsm(acc, p, v []float32, ldv int) {
 //go:noescape
 func dotRows8AVX2(out, q, k []float32, ldk int)
 
-// axpyRowsAVX2 (the columns in chunks of eight, four, then one vector held
-// in registers over all rows; one FMA per element and row), for len(acc)
-// a nonzero multiple of 8 and len(p) ≥ 1:
+// axpyRowsAVX2 (the columns in chunks of eight, four, two, then one
+// vector held in registers over all rows, each chunk in 8/w sets of
+// accumulators over the rows j ≡ s (mod 8/w), added at the end; one FMA
+// per element and row; rows prefetched 16 ahead: kernels/_asm/dot), for
+// len(acc) a nonzero multiple of 8 and len(p) ≥ 1; column i in a chunk
+// of w vectors sums, with S = 8/w and n = len(p)/S·S:
 //
+//	var set [8]float32
+//	set[0] = acc[i]
 //	for j := range p {
-//		for i := range acc {
-//			acc[i] = fma32(p[j], v[j*ldv+i], acc[i])
+//		s := j % S
+//		if j >= n {
+//			s = 0 // the last len(p)%S rows
 //		}
+//		set[s] = fma32(p[j], v[j*ldv+i], set[s])
 //	}
+//	for s := 1; s < S; s++ {
+//		set[0] += set[s]
+//	}
+//	acc[i] = set[0]
 //
 //go:noescape
 func axpyRowsAVX2(acc, p, v []float32, ldv int)
+
+// axpyRowsAVX512 is axpyRowsAVX2 on zmm registers, for len(acc) a nonzero
+// multiple of 16 and len(p) ≥ 1.
+//
+//go:noescape
+func axpyRowsAVX512(acc, p, v []float32, ldv int)
+
+// axpyPanels32BF16Asm is axpyPanels32Asm on bf16 panels.
+func axpyPanels32BF16Asm(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, vstride, panels int) {
+	v = v[:(panels-1)*vstride+32*n]
+	for r0 := 0; r0 < rows; r0 += 4 {
+		g := min(4, rows-r0)
+		a := acc[r0*lda : (r0+g-1)*lda+32*panels]
+		xr := x[r0*ldx : (r0+g-1)*ldx+n]
+		switch g {
+		case 1:
+			axpyPanels32BF16AVX512R1(a, lda, xr, ldx, v, vstride, n, panels)
+		case 2:
+			axpyPanels32BF16AVX512R2(a, lda, xr, ldx, v, vstride, n, panels)
+		case 3:
+			axpyPanels32BF16AVX512R3(a, lda, xr, ldx, v, vstride, n, panels)
+		default:
+			axpyPanels32BF16AVX512R4(a, lda, xr, ldx, v, vstride, n, panels)
+		}
+	}
+}
+
+// axpyPanels32AVX512R1 .. R4 are AxpyPanels for nr = 32 and 1 to 4 rows
+// (kernels/_asm/dot genAxpyPanels), every count ≥ 1, lengths trusted:
+// per element the sum of axpyRowsAVX512 on a two-vector chunk with 8/(2R)
+// sets of accumulators (R = 1, 2; one set, in order of j, for 3 and 4).
+//
+//go:noescape
+func axpyPanels32AVX512R1(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32AVX512R2(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32AVX512R3(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32AVX512R4(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+
+// axpyPanels32BF16AVX512R1 .. R4 are AxpyPanelsBF16 for nr = 32 (the
+// R-row kernels above on bf16 panel rows widened to fp32).
+//
+//go:noescape
+func axpyPanels32BF16AVX512R1(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32BF16AVX512R2(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32BF16AVX512R3(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32BF16AVX512R4(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)

@@ -122,16 +122,27 @@ func TestAxpyRows(t *testing.T) {
 }
 
 // TestDotDispatch checks that DotRows and AxpyRows take the best available
-// implementation, the Go one under purego or with AVX2 disabled (as
-// BENCH_CPU_DISABLE=avx2 does), and that they give that implementation's
-// results and write nothing past n.
+// implementation (avx512 where AVX512F and FMA are present, else avx2),
+// avx2 with AVX-512 disabled and the Go one under purego or with AVX2
+// disabled (as BENCH_CPU_DISABLE=avx2 does), and that they give that
+// implementation's results and write nothing past n.
 func TestDotDispatch(t *testing.T) {
 	want := "go"
 	if !purego && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		want = "avx2"
+		if cpu.X86.HasAVX512F {
+			want = "avx512"
+		}
 	}
 	if got := bestDot().isa; got != want {
 		t.Errorf("bestDot() = %s, want %s", got, want)
+	}
+	if want == "avx512" {
+		undo := cpu.DisableAVX512()
+		if got := bestDot().isa; got != "avx2" {
+			t.Errorf("with AVX-512 disabled, bestDot() = %s, want avx2", got)
+		}
+		undo()
 	}
 	undo := cpu.DisableAVX2()
 	if got := bestDot().isa; got != "go" {
@@ -236,4 +247,130 @@ func BenchmarkAxpyRows(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestAxpyPanels checks AxpyPanels on every implementation (the
+// AVX-512 one's nr = 32 kernels for 1 to 9 rows: groups of four and the
+// last of one to three) against the float64 reference within AxpyRows'
+// bound, and that it writes only the panels' columns of its rows.
+func TestAxpyPanels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			continue
+		}
+		f := func(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+			axpyPanelsOn(&im, acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+		}
+		for _, nr := range []int{32, 16, 8} {
+			for _, rows := range []int{1, 2, 3, 4, 5, 9} {
+				for _, n := range []int{1, 3, 7, 64, 128, 257} {
+					panels := 1 + rng.IntN(4)
+					lda, ldx, vstride := panels*nr+5, n+3, n*nr+2*nr
+					x := dotFill(rng, (rows-1)*ldx+n)
+					v := dotFill(rng, (panels-1)*vstride+n*nr)
+					acc0 := dotFill(rng, rows*lda)
+					acc := append([]float32(nil), acc0...)
+					f(acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+					what := fmt.Sprintf("%s: AxpyPanels nr %d rows %d n %d panels %d", im.isa, nr, rows, n, panels)
+					for r := range rows {
+						for c := range lda {
+							i := r*lda + c
+							if c >= panels*nr {
+								if acc[i] != acc0[i] {
+									t.Fatalf("%s: wrote acc[%d] (row %d column %d) past the panels", what, i, r, c)
+								}
+								continue
+							}
+							pi, cc := c/nr, c%nr
+							ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
+							for j := range n {
+								prod := float64(x[r*ldx+j]) * float64(v[pi*vstride+j*nr+cc])
+								ref += prod
+								mag += math.Abs(prod)
+							}
+							if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
+								t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	f := AxpyPanels
+	for _, tc := range []struct {
+		name string
+		call func()
+	}{
+		{"negative rows", func() { f(make([]float32, 64), 32, make([]float32, 4), 4, -1, 4, make([]float32, 128), 32, 128, 1) }},
+		{"short acc", func() { f(make([]float32, 31), 32, make([]float32, 4), 4, 1, 4, make([]float32, 128), 32, 128, 1) }},
+		{"short v", func() { f(make([]float32, 64), 32, make([]float32, 4), 4, 1, 4, make([]float32, 127), 32, 128, 1) }},
+		{"short x", func() { f(make([]float32, 64), 32, make([]float32, 4), 4, 2, 4, make([]float32, 128), 32, 128, 1) }},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("AxpyPanels %s: no panic", tc.name)
+				}
+			}()
+			tc.call()
+		}()
+	}
+}
+
+// TestAxpyPanelsBF16 checks AxpyPanelsBF16 on every implementation
+// against the float64 reference of the widened values within AxpyRows'
+// bound, and that it writes only the panels' columns of its rows.
+func TestAxpyPanelsBF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			continue
+		}
+		for _, nr := range []int{32, 8} {
+			for _, rows := range []int{1, 2, 3, 4, 6} {
+				for _, n := range []int{1, 5, 128, 131} {
+					panels := 1 + rng.IntN(3)
+					lda, ldx, vstride := panels*nr+3, n+1, n*nr+nr
+					x := dotFill(rng, (rows-1)*ldx+n)
+					v := make([]uint16, (panels-1)*vstride+n*nr)
+					for i := range v {
+						v[i] = uint16(math.Float32bits(rng.Float32()*2-1) >> 16)
+					}
+					acc0 := dotFill(rng, rows*lda)
+					acc := append([]float32(nil), acc0...)
+					axpyPanelsBF16On(&im, acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
+					what := fmt.Sprintf("%s: AxpyPanelsBF16 nr %d rows %d n %d panels %d", im.isa, nr, rows, n, panels)
+					for r := range rows {
+						for c := range lda {
+							i := r*lda + c
+							if c >= panels*nr {
+								if acc[i] != acc0[i] {
+									t.Fatalf("%s: wrote acc[%d] past the panels", what, i)
+								}
+								continue
+							}
+							pi, cc := c/nr, c%nr
+							ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
+							for j := range n {
+								prod := float64(x[r*ldx+j]) * float64(math.Float32frombits(uint32(v[pi*vstride+j*nr+cc])<<16))
+								ref += prod
+								mag += math.Abs(prod)
+							}
+							if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
+								t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("AxpyPanelsBF16 with a short v: no panic")
+		}
+	}()
+	AxpyPanelsBF16(make([]float32, 32), 32, make([]float32, 4), 4, 1, 4, make([]uint16, 127), 32, 128, 1)
 }

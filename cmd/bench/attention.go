@@ -73,8 +73,10 @@ matrix group is a second group of cores, as the output says) and serial
 (every worker runs whole jobs: the pipeline ablation), side by side in
 the table, the figure and the pipeline lines (speedup measured and
 predicted). --ablate pipeline measures the serial schedule only. The
-kernels column is the planner's choice per shape: vector (DotRows/AxpyRows
-per query row, for jobs of fewer than 8 query rows: decode) or gemm (the
+kernels column is the planner's choice per shape: vector (for jobs of fewer
+than 8 query rows: decode; AxpyPanels on the packed panels, every query row
+of a KV head per panel row read, a bf16 cache read in place on AVX-512;
+DotRows/AxpyRows per query row under --ablate kv-packing) or gemm (the
 backend's microkernels on the panels).
 
 Per figure: median, min and max of --reps repetitions of at least --rep-ms

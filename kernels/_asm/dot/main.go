@@ -1,19 +1,19 @@
 // Command dot generates kernels/dot_amd64.s, the AVX2 kernels of DotRows
-// and AxpyRows (package kernels, dot.go), with avo:
+// and AxpyRows and the AVX-512 kernel of AxpyRows (package kernels,
+// dot.go), with avo:
 //
 //	cd kernels/_asm && go run ./dot -out ../dot_amd64.s
 //
 // (or `go generate ./kernels/`). Each kernel is written generic over the
-// vector width, but only the AVX2 (ymm) variant is generated: an AVX-512
-// variant could not be executed on any machine this project tests on, and
-// these kernels are load-bound at decode, so AVX-512 machines run the AVX2
-// code.
+// vector width. DotRows has only the AVX2 (ymm) variant: it runs only
+// under the kv-packing ablation (the row-major cache). AxpyRows, decode
+// attention's kernel on the producer-packed cache for both QKᵀ and P·V
+// (engine/attention.go), has both: on zmm it issues half the FMAs.
 //
 // Both kernels keep eight independent FMA chains in flight (eight rows of
-// k for dotRows8, eight vectors of acc for axpyRows), enough to cover the
-// 4-cycle FMA latency at two FMAs per cycle; each FMA reads its second
-// operand from memory, so the loops are bound by the loads (nine per eight
-// FMAs).
+// k for dotRows8, eight accumulator vectors for axpyRows), enough to cover
+// the 4-cycle FMA latency at two FMAs per cycle; each FMA reads its second
+// operand from memory.
 package main
 
 import (
@@ -39,15 +39,21 @@ func (v isa) shift() uint64 { // log2(lanes)
 
 var (
 	ymm = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+	zmm = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15}
 
-	avx2 = isa{Name: "AVX2", Vec: ymm, Bytes: 32}
+	avx2   = isa{Name: "AVX2", Vec: ymm, Bytes: 32}
+	avx512 = isa{Name: "AVX512", Vec: zmm, Bytes: 64}
 )
 
 func main() {
 	ConstraintExpr("!purego")
-	for _, v := range []isa{avx2} {
-		genDotRows8(v)
-		genAxpyRows(v)
+	genDotRows8(avx2)
+	genAxpyRows(avx2)
+	genAxpyRows(avx512)
+	for _, bf16 := range []bool{false, true} {
+		for r := 1; r <= 4; r++ {
+			genAxpyPanels(r, bf16)
+		}
 	}
 	Generate()
 }
@@ -150,13 +156,31 @@ func genDotRows8(v isa) {
 //
 //	func axpyRows<ISA>(acc, p, v []float32, ldv int)
 //
-// computing, for j = 0, 1, ..., len(p)-1 in order and i < len(acc):
+// computing, for i < len(acc):
 //
-//	acc[i] = fma(p[j], v[j·ldv+i], acc[i])
+//	acc[i] += Σ_j p[j]·v[j·ldv+i]     j < len(p)
 //
 // len(acc) a nonzero multiple of the lanes and len(p) nonzero, both
-// trusted. The columns go in chunks of eight vectors (eight accumulators in
-// registers over all j), then four, then one.
+// trusted. The columns go in chunks of eight vectors, then four, two,
+// one, each chunk's accumulators held in registers over all j. Every
+// chunk keeps eight FMA chains in flight (the 4-cycle FMA latency at two
+// FMAs per cycle): a chunk of w vectors has 8/w sets of accumulators,
+// set s summing the rows j ≡ s (mod 8/w) with one FMA per element and
+// row, in order of j; the sets are added to the first (s = 0 holding the
+// prior acc) at the end of the chunk, in order of s. A chunk of four
+// vectors is one 128-byte row of a 32-wide K or V panel (decode
+// attention on the producer-packed cache, engine/attention.go): with one
+// set it ran at half the FMA rate, bound by the latency of four chains.
+//
+// The AVX-512 variant is the same code on zmm registers (two FMAs per
+// 32-wide panel row instead of four: decode's FMAs at half the
+// instructions, on CPUs with full-width 512-bit FMA units such as Zen 5).
+//
+// Each row's lines of the chunk are prefetched axpyPrefetchRows rows
+// ahead (PREFETCHT0 at v + (j+axpyPrefetchRows)·ldv): decode reads each
+// panel once, from memory, and the hardware prefetchers alone leave the
+// stream idle while the row's FMAs run (a prefetch past the end of v
+// does not fault).
 func genAxpyRows(v isa) {
 	fn := "axpyRows" + v.Name
 	TEXT(fn, NOSPLIT, "func(acc, p, v []float32, ldv int)")
@@ -168,32 +192,78 @@ func genAxpyRows(v isa) {
 	vbase := Load(Param("v").Base(), GP64())
 	ld := Load(Param("ldv"), GP64())
 	SHLQ(U8(2), ld) // bytes
-	pp, vp, cnt := GP64(), GP64(), GP64()
-	pb := v.Vec[8]
+	pp, vp, cnt, pf := GP64(), GP64(), GP64(), GP64()
+	pfd := GP64() // axpyPrefetchRows·ldv bytes
+	MOVQ(ld, pfd)
+	SHLQ(U8(axpyPrefetchShift), pfd)
 
-	for _, w := range []int{8, 4, 1} {
-		acc := v.Vec[:w]
+	for _, w := range []int{8, 4, 2, 1} {
+		sets := 8 / w
+		acc := make([][]VecPhysical, sets)
+		for s := range acc {
+			acc[s] = v.Vec[s*w : (s+1)*w]
+		}
+		pb := v.Vec[8 : 8+sets]
+		lines := max(1, w*v.Bytes/64) // cache lines of one row of the chunk
 		name := fmt.Sprintf("%s_w%d", fn, w)
 		// while nv >= w
 		SUBQ(U32(w), nv)
 		JL(LabelRef(name + "_done"))
 		Label(name + "_chunk")
-		for c, a := range acc {
+		for c, a := range acc[0] {
 			VMOVUPS(at(ap, c*v.Bytes), a)
+		}
+		for _, set := range acc[1:] {
+			for _, a := range set {
+				VXORPS(a.AsY(), a.AsY(), a.AsY())
+			}
 		}
 		MOVQ(pbase, pp)
 		MOVQ(vbase, vp)
 		MOVQ(np, cnt)
-		Label(name + "_row")
-		VBROADCASTSS(at(pp, 0), pb)
-		for c, a := range acc {
-			VFMADD231PS(at(vp, c*v.Bytes), pb, a)
+		// row runs one row j into set s: broadcast p[j], prefetch its
+		// lines axpyPrefetchRows rows ahead, one FMA per vector.
+		row := func(s int) {
+			VBROADCASTSS(at(pp, 4*s), pb[s])
+			LEAQ(Mem{Base: vp, Index: pfd, Scale: 1}, pf)
+			for l := range lines {
+				PREFETCHT0(at(pf, 64*l))
+			}
+			for c, a := range acc[s] {
+				VFMADD231PS(at(vp, c*v.Bytes), pb[s], a)
+			}
+			ADDQ(ld, vp)
 		}
+		if sets > 1 {
+			// while cnt >= sets: one row into each set
+			SUBQ(U32(sets), cnt)
+			JL(LabelRef(name + "_tail"))
+			Label(name + "_rows")
+			for s := range sets {
+				row(s)
+			}
+			ADDQ(U32(4*sets), pp)
+			SUBQ(U32(sets), cnt)
+			JGE(LabelRef(name + "_rows"))
+			Label(name + "_tail")
+			ADDQ(U32(sets), cnt)
+			JZ(LabelRef(name + "_sum"))
+		}
+		// the last rows (fewer than sets) into set 0
+		Label(name + "_row")
+		row(0)
 		ADDQ(U32(4), pp)
-		ADDQ(ld, vp)
 		DECQ(cnt)
 		JNZ(LabelRef(name + "_row"))
-		for c, a := range acc {
+		if sets > 1 {
+			Label(name + "_sum")
+			for _, set := range acc[1:] {
+				for c, a := range set {
+					VADDPS(a, acc[0][c], acc[0][c])
+				}
+			}
+		}
+		for c, a := range acc[0] {
 			VMOVUPS(a, at(ap, c*v.Bytes))
 		}
 		ADDQ(U32(w*v.Bytes), ap)
@@ -203,6 +273,151 @@ func genAxpyRows(v isa) {
 		Label(name + "_done")
 		ADDQ(U32(w), nv)
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// axpyPrefetchRows = 1<<axpyPrefetchShift is how many rows ahead
+// axpyRows prefetches: 16 rows of a 32-wide panel are 2 KiB.
+const axpyPrefetchShift = 4
+
+// genAxpyPanels emits, for R = rows (1 to 4), on AVX-512:
+//
+//	func axpyPanels32AVX512R<R>(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
+//
+// computing, for panels pi < panels, rows r < R and columns c < 32:
+//
+//	acc[r·lda + 32·pi + c] += Σ_j x[r·ldx + j]·v[pi·vstride + 32·j + c]     j < n
+//
+// the few-row product of decode attention on 32-wide panels (QKᵀ: x the
+// queries, v the K panels; P·V: x the probabilities, v the V panels),
+// every panel row (128 bytes, two zmm) loaded once for all R rows.
+// Lengths trusted (n, panels ≥ 1). The FMA chains: 2·R per set of
+// accumulators, 8/(2R) sets (R = 1, 2; one for 3 and 4) summing the
+// rows j ≡ s (mod sets), the last n%sets rows into set 0, the sets added
+// to set 0 (holding the prior acc) at the end of each panel. Each panel
+// row's two lines are prefetched 16 rows (2 KiB) ahead.
+//
+// With bf16 set it emits axpyPanels32BF16AVX512R<R>, the same product on
+// panels of bfloat16 elements (v []uint16; vstride in elements): each
+// panel row (64 bytes, one line) widened to two zmm of fp32 (VPMOVZXWD,
+// VPSLLD 16: exact) before its FMAs, prefetched 32 rows (2 KiB) ahead.
+func genAxpyPanels(R int, bf16 bool) {
+	fn := fmt.Sprintf("axpyPanels32AVX512R%d", R)
+	sig := "func(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)"
+	rowBytes := 128
+	if bf16 {
+		fn = fmt.Sprintf("axpyPanels32BF16AVX512R%d", R)
+		sig = "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)"
+		rowBytes = 64
+	}
+	TEXT(fn, NOSPLIT, sig)
+	ap := Load(Param("acc").Base(), GP64())
+	lda := Load(Param("lda"), GP64())
+	SHLQ(U8(2), lda)
+	xbase := Load(Param("x").Base(), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	vbase := Load(Param("v").Base(), GP64())
+	vstride := Load(Param("vstride"), GP64())
+	SHLQ(U8(rowBytes/64), vstride) // elements to bytes: ·4 (fp32), ·2 (bf16)
+	npan := Load(Param("panels"), GP64())
+	var lda3, ldx3 Register
+	if R == 4 {
+		lda3, ldx3 = GP64(), GP64()
+		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
+	}
+	rowAt := func(base, ld, ld3 Register, r, disp int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: base, Disp: disp}
+		case 1:
+			return Mem{Base: base, Index: ld, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: base, Index: ld, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
+	}
+	xp, vp, cnt := GP64(), GP64(), GP64()
+
+	sets := max(1, 8/(2*R))
+	acc := make([][]VecPhysical, sets) // acc[s][2r+h]
+	for s := range acc {
+		acc[s] = zmm[s*2*R : (s+1)*2*R]
+	}
+	vv := []VecPhysical{Z12, Z13}
+	bc := Z14
+
+	Label(fn + "_panel")
+	for r := range R {
+		for h := range 2 {
+			VMOVUPS(rowAt(ap, lda, lda3, r, 64*h), acc[0][2*r+h])
+		}
+	}
+	for _, set := range acc[1:] {
+		for _, a := range set {
+			VXORPS(a.AsY(), a.AsY(), a.AsY())
+		}
+	}
+	MOVQ(xbase, xp)
+	MOVQ(vbase, vp)
+	Load(Param("n"), cnt)
+	row := func(s int) {
+		PREFETCHT0(Mem{Base: vp, Disp: 2048})
+		if bf16 {
+			for h, z := range vv {
+				VPMOVZXWD(Mem{Base: vp, Disp: 32 * h}, z)
+				VPSLLD(U8(16), z, z)
+			}
+		} else {
+			PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
+			VMOVUPS(Mem{Base: vp}, vv[0])
+			VMOVUPS(Mem{Base: vp, Disp: 64}, vv[1])
+		}
+		for r := range R {
+			VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 4*s), bc)
+			VFMADD231PS(vv[0], bc, acc[s][2*r])
+			VFMADD231PS(vv[1], bc, acc[s][2*r+1])
+		}
+		ADDQ(U32(rowBytes), vp)
+	}
+	if sets > 1 {
+		SUBQ(U32(sets), cnt)
+		JL(LabelRef(fn + "_tail"))
+		Label(fn + "_rows")
+		for s := range sets {
+			row(s)
+		}
+		ADDQ(U32(4*sets), xp)
+		SUBQ(U32(sets), cnt)
+		JGE(LabelRef(fn + "_rows"))
+		Label(fn + "_tail")
+		ADDQ(U32(sets), cnt)
+		JZ(LabelRef(fn + "_sum"))
+	}
+	Label(fn + "_row")
+	row(0)
+	ADDQ(U32(4), xp)
+	DECQ(cnt)
+	JNZ(LabelRef(fn + "_row"))
+	if sets > 1 {
+		Label(fn + "_sum")
+		for _, set := range acc[1:] {
+			for c, a := range set {
+				VADDPS(a, acc[0][c], acc[0][c])
+			}
+		}
+	}
+	for r := range R {
+		for h := range 2 {
+			VMOVUPS(acc[0][2*r+h], rowAt(ap, lda, lda3, r, 64*h))
+		}
+	}
+	ADDQ(U32(128), ap)
+	ADDQ(vstride, vbase)
+	DECQ(npan)
+	JNZ(LabelRef(fn + "_panel"))
 	VZEROUPPER()
 	RET()
 }
