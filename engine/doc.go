@@ -62,13 +62,18 @@
 //     one. The KV cache is written by its producer (the RoPE step) in the
 //     panel layout of the attention's gemm backend (kvcache.go; SMEPilot
 //     §4.3, Fig. 7), in fp32 or, with Options.KVDType "bf16", bfloat16
-//     (half the bytes; attention converts each tile it reads to fp32), and attention is a tiled, online-softmax (flash-style)
+//     (half the bytes; prefill attention converts each tile it reads to
+//     fp32, decode reads the bf16 panels in place where AVX-512 runs
+//     kernels.AxpyPanelsBF16), and attention is a tiled, online-softmax
+//     (flash-style)
 //     causal GQA kernel with mask-aware tiles (causal and
 //     Config.SlidingWindow) whose QKᵀ and P·V tiles run gemm.PanelBlock on
 //     those panels in place (the matrix placement's backend where it
 //     computes fp32, e.g. sme-fp32, else the cores' fp32 backend: the
-//     cache is packed for it), or kernels.DotRows/AxpyRows per row for the
-//     few query rows of decode (attention.go), in jobs of (query rows, KV
+//     cache is packed for it), or kernels.AxpyPanels for the few query
+//     rows of decode (all query rows of a KV head per panel row read; the
+//     kv-packing ablation's row-major cache keeps DotRows/AxpyRows per
+//     row) (attention.go), in jobs of (query rows, KV
 //     head) whose rows and KV tile a tile planner picks (attnPlanRows,
 //     attnPlanTile: whole MR slivers, the working set in half of L2); prefill runs SMEPilot §4.2's phase-aware pipeline (Fig. 6) on
 //     pairs of workers, a matrix worker's QKᵀ and P·V overlapping a vector
