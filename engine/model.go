@@ -104,8 +104,10 @@ type Options struct {
 	// producer writing the cache packed once (kvLayout).
 	KVPackPerCall bool
 	// KVDType is the KV cache's element type: "" or "fp32", or "bf16"
-	// (kvcache.go: the packed panels in bfloat16, half the bytes;
-	// attention converts each tile to fp32). bf16 does not combine with
+	// (kvcache.go: the packed panels in bfloat16, half the bytes; prefill
+	// attention converts each tile to fp32, decode reads the panels in
+	// place with kernels.AxpyPanelsBF16 where AVX-512 runs it, else
+	// converts too). bf16 does not combine with
 	// KVPackPerCall (the ablation's cache is row-major fp32).
 	KVDType string
 	// NoPipeline is the pipeline ablation (SMEPilot §4.2, §5.4): prefill

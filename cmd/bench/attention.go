@@ -109,7 +109,7 @@ decode panels), attention.md and attention.json to --out.`,
 	f.IntVar(&o.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&o.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
-	f.StringVar(&o.KVDType, "kv-dtype", "fp32", "KV cache element type: fp32, or bf16 (the producer-packed panels in bfloat16, half the bytes; attention converts each tile to fp32; not with --ablate kv-packing)")
+	f.StringVar(&o.KVDType, "kv-dtype", "fp32", "KV cache element type: fp32, or bf16 (the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; not with --ablate kv-packing)")
 	f.StringSliceVar(&o.Ablate, "ablate", nil, "ablations: kv-packing (the KV cache row-major, every tile packed inside each call), pipeline (prefill measured serially only, not also pipelined)")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
