@@ -23,13 +23,9 @@ const (
 )
 
 // dispatchThreads are the thread counts of the dispatch section: 1, 2, 4,
-// … and all cores.
+// … and all cores (quick: 1 and all cores).
 func (r *runner) dispatchThreads() []int {
-	var out []int
-	for n := 1; n < r.plan.cores; n *= 2 {
-		out = append(out, n)
-	}
-	return append(out, r.plan.cores)
+	return defaultThreads(r.plan.cores, r.cfg.Quick)
 }
 
 // dispatchSection measures the fixed cost of one parallel call on

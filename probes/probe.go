@@ -42,12 +42,17 @@ func (nopProgress) Finish()     {}
 type Config struct {
 	// Sections to run; nil means all of Sections.
 	Sections []string
-	// Quick trades resolution for time: one working set per octave, shorter
-	// repetitions (the default probe takes under 3 minutes on 2 cores, quick
-	// under 45 seconds).
+	// Quick trades resolution for time, every figure still the median of
+	// at least 5 repetitions: 5 repetitions of 6 ms; thread sweeps at 1
+	// and all cores only; the working-set sweep one size per octave, read
+	// kernel only; pointer chases every second octave to a quarter of the
+	// largest working set; with the L3 size unknown the largest working
+	// set 256 MiB instead of 1 GiB; the matrix section's shapes fewer and
+	// smaller (matrixShapes, gemmShapeTable).
 	Quick bool
 	// Threads are the thread counts of the thread sweep; nil means 1, 2, 4,
-	// ... and all cores. Each must be in 1..logical CPUs allowed.
+	// ... and all cores (quick: 1 and all cores). Each must be in 1..logical
+	// CPUs allowed.
 	Threads []int
 	// MaxWorkingSet is the largest working set in bytes; 0 means the next
 	// power of two at or above 4 x the total last-level cache (min 64 MiB),
@@ -331,6 +336,12 @@ func cpuOrder(t *results.Topology) ([]int, error) {
 // cache's size is unknown.
 const unknownLLCMaxWS = 1 << 30
 
+// quickUnknownLLCMaxWS is quick mode's: 4x an L3 of 64 MiB (twice one Zen
+// 5 CCD's), a quarter of the full probe's, since every DRAM-sized figure
+// (the sweeps' largest points, the DRAM roof, the GEMVs' weights) costs
+// time in proportion to it.
+const quickUnknownLLCMaxWS = 256 << 20
+
 func nextPow2(n int64) int64 {
 	p := int64(1)
 	for p < n {
@@ -385,8 +396,14 @@ func (r *runner) makePlan(order []int) error {
 			// The caches came from CPUID without an L3 size: a server
 			// part's L3 may be far above 16 MiB (one Zen 5 CCD has 32
 			// MiB), so sweep to 1 GiB for the DRAM figures to be DRAM.
-			maxWS = max(maxWS, unknownLLCMaxWS)
-			r.plan.note = fmt.Sprintf("%s; the working sets go up to %s so that the DRAM figures are beyond any L3", t.CacheNote, sizeText(maxWS))
+			if r.cfg.Quick {
+				maxWS = max(maxWS, quickUnknownLLCMaxWS)
+				r.plan.note = fmt.Sprintf("%s; quick: the working sets go up to %s (the full probe's go to %s), so the DRAM figures are beyond an L3 of up to %s",
+					t.CacheNote, sizeText(maxWS), sizeText(unknownLLCMaxWS), sizeText(maxWS/4))
+			} else {
+				maxWS = max(maxWS, unknownLLCMaxWS)
+				r.plan.note = fmt.Sprintf("%s; the working sets go up to %s so that the DRAM figures are beyond any L3", t.CacheNote, sizeText(maxWS))
+			}
 		}
 		fit, why, ok := fitWorkingSet(maxWS, r.cfg.Sections, lim)
 		if !ok {
@@ -408,10 +425,7 @@ func (r *runner) makePlan(order []int) error {
 
 	threads := r.cfg.Threads
 	if threads == nil {
-		for n := 1; n < cores; n *= 2 {
-			threads = append(threads, n)
-		}
-		threads = append(threads, cores)
+		threads = defaultThreads(cores, r.cfg.Quick)
 	}
 	for _, n := range threads {
 		if n < 1 || n > maxThreads {
@@ -421,8 +435,13 @@ func (r *runner) makePlan(order []int) error {
 	allT := slices.Max(threads)
 
 	perOct := 2
+	sweepKernels := allMemKernels
 	if r.cfg.Quick {
+		// Quick: one working set per octave, none past the largest, and
+		// the read kernel only (the levels and the knee are read roofs;
+		// copy and triad are in the thread sweep).
 		perOct = 1
+		sweepKernels = []memKernel{kRead}
 	}
 	tcfgs := []int{1}
 	if allT > 1 {
@@ -431,8 +450,12 @@ func (r *runner) makePlan(order []int) error {
 	r.plan.levelThreads = tcfgs
 	for _, tc := range tcfgs {
 		lo := max(int64(16<<10), int64(tc)*4096*3)
-		for _, ws := range WorkingSets(lo, maxWS, perOct) {
-			for _, k := range allMemKernels {
+		wss := WorkingSets(lo, maxWS, perOct)
+		if r.cfg.Quick {
+			wss = clipWorkingSets(wss, maxWS)
+		}
+		for _, ws := range wss {
+			for _, k := range sweepKernels {
 				r.plan.memWS = append(r.plan.memWS, memStep{k, ws, tc})
 			}
 		}
@@ -443,6 +466,9 @@ func (r *runner) makePlan(order []int) error {
 		}
 	}
 	r.plan.latWS = WorkingSets(16<<10, maxWS, 1)
+	if r.cfg.Quick {
+		r.plan.latWS = quickLatencyWorkingSets(maxWS)
+	}
 	r.plan.shared = []sharedSpec{
 		{name: "dram-read", k: kRead, wsPerThread: maxWS / int64(cores)},
 	}
@@ -462,6 +488,49 @@ func (r *runner) makePlan(order []int) error {
 	}
 	r.plan.numaSteps = withCPUs * len(t.Nodes)
 	return nil
+}
+
+// defaultThreads is the thread sweep when --threads is not given: 1, 2, 4,
+// ... and all cores; quick: 1 and all cores, so that quick's time does not
+// grow with the log of the core count on top of the per-figure cost.
+func defaultThreads(cores int, quick bool) []int {
+	var out []int
+	if quick {
+		out = []int{1}
+		if cores > 1 {
+			out = append(out, cores)
+		}
+		return out
+	}
+	for n := 1; n < cores; n *= 2 {
+		out = append(out, n)
+	}
+	return append(out, cores)
+}
+
+// clipWorkingSets drops the sizes of wss above maxWS and ends the list at
+// maxWS (WorkingSets overshoots it when lo is not maxWS over a power of
+// two, e.g. 1.5 GiB for 2 threads at a 1 GiB maximum).
+func clipWorkingSets(wss []int64, maxWS int64) []int64 {
+	var out []int64
+	for _, ws := range wss {
+		if ws < maxWS {
+			out = append(out, ws)
+		}
+	}
+	return append(out, maxWS)
+}
+
+// quickLatencyWorkingSets are quick mode's pointer-chase working sets: 16
+// KiB and every second octave above it up to a quarter of the largest
+// working set (a chase over 1 GiB of 64-byte lines takes over a second a
+// repetition).
+func quickLatencyWorkingSets(maxWS int64) []int64 {
+	var out []int64
+	for ws := int64(16 << 10); ws <= max(maxWS/4, 16<<10); ws *= 4 {
+		out = append(out, ws)
+	}
+	return out
 }
 
 // total is the number of progress steps of the selected sections.

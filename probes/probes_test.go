@@ -424,3 +424,62 @@ func TestGEMMBytes(t *testing.T) {
 		t.Error("3e9 × 3e9 fp32 fits in a uint64")
 	}
 }
+
+// TestQuickPlan: quick mode's plan stays bounded on many cores: thread
+// sweeps (memory, dispatch) at 1 and all cores, the working-set sweep the
+// read kernel only and never past the largest working set, pointer chases
+// every second octave to a quarter of it, and with the L3 size unknown a
+// 256 MiB largest working set (1 GiB in the full probe), said in the note.
+func TestQuickPlan(t *testing.T) {
+	root := "../internal/topology/testdata/linux-arm64-kunpeng-920-4n"
+	topo, err := topology.ReadTopology(topology.Roots{Sys: root + "/sys", Proc: root + "/proc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(topo *results.Topology, quick bool) *runner {
+		t.Helper()
+		r := &runner{topo: topo, cfg: Config{Quick: quick, MemoryLimit: &memlimit.Limit{}}}
+		if err := r.makePlan(topo.CoreCPUs); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	r := plan(topo, true)
+	if got := threadCounts(r.plan.memThreads, nil); !slices.Equal(got, []int{1, 192}) {
+		t.Errorf("quick thread sweep %v, want [1 192]", got)
+	}
+	if got := r.dispatchThreads(); !slices.Equal(got, []int{1, 192}) {
+		t.Errorf("quick dispatch threads %v, want [1 192]", got)
+	}
+	if full := plan(topo, false); len(full.dispatchThreads()) != 9 || len(threadCounts(full.plan.memThreads, nil)) != 9 {
+		t.Errorf("full probe: dispatch %v, memory threads %v, want 1, 2, 4, ..., 192", full.dispatchThreads(), threadCounts(full.plan.memThreads, nil))
+	}
+	last := map[int]int64{}
+	for _, s := range r.plan.memWS {
+		if s.k != kRead || s.ws > r.plan.maxWS {
+			t.Errorf("quick working-set step %s at %s x%d (max %s)", s.k.name, sizeText(s.ws), s.threads, sizeText(r.plan.maxWS))
+		}
+		last[s.threads] = s.ws
+	}
+	if last[1] != r.plan.maxWS || last[192] != r.plan.maxWS {
+		t.Errorf("quick sweeps end at %v, want %s", last, sizeText(r.plan.maxWS))
+	}
+	want := []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20}
+	if !slices.Equal(r.plan.latWS, want) {
+		t.Errorf("quick latency working sets %v, want %v (max %s)", r.plan.latWS, want, sizeText(r.plan.maxWS))
+	}
+
+	// The L3 size unknown (a VM whose CPUID reports none).
+	noL3 := *topo
+	noL3.Caches = nil
+	for _, c := range topo.Caches {
+		if c.Level < 3 {
+			noL3.Caches = append(noL3.Caches, c)
+		}
+	}
+	noL3.CacheNote = "caches from CPUID, no L3 size"
+	if q, f := plan(&noL3, true), plan(&noL3, false); q.plan.maxWS != 256<<20 || f.plan.maxWS != 1<<30 ||
+		!strings.Contains(q.plan.note, "quick: the working sets go up to 256 MiB (the full probe's go to 1.0 GiB)") {
+		t.Errorf("L3 unknown: quick %s (%q), full %s; want 256 MiB and 1 GiB", sizeText(q.plan.maxWS), q.plan.note, sizeText(f.plan.maxWS))
+	}
+}
