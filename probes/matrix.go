@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -684,8 +685,10 @@ func (r *runner) matrixShapeFor(b gemm.Backend) (m, n, k int) {
 // matrixBackends returns the backends the section measures at the large
 // shape: every available backend except the portable "go" ones where a
 // faster backend of the same dtype is available (they are listed as not
-// measured, with the reason).
-func matrixBackends() (run []gemm.Backend, skipped []results.Unavailable) {
+// measured, with the reason). Quick measures only each dtype's best
+// backend on each unit (gemm.BestOn: the ones the engine's placements and
+// `bench gemm` pick), listing the others as not measured in quick mode.
+func matrixBackends(quick bool) (run []gemm.Backend, skipped []results.Unavailable) {
 	all := gemm.Backends()
 	for _, b := range all {
 		if b.Unavailable != "" {
@@ -698,6 +701,12 @@ func matrixBackends() (run []gemm.Backend, skipped []results.Unavailable) {
 				continue
 			}
 		}
+		if quick {
+			if best, err := gemm.BestOn(b.Unit, b.DType); err == nil && best.Name != b.Name {
+				skipped = append(skipped, results.Unavailable{Kernel: b.Name, Why: "not measured in quick mode: " + best.Name + " is measured for " + string(b.DType) + " on " + b.Unit.Where() + " (the full probe measures every backend)"})
+				continue
+			}
+		}
 		run = append(run, b)
 	}
 	return run, skipped
@@ -705,6 +714,40 @@ func matrixBackends() (run []gemm.Backend, skipped []results.Unavailable) {
 
 // matrixDTypes are the weight precisions, in order.
 var matrixDTypes = []gemm.DType{gemm.FP32, gemm.BF16, gemm.Int8}
+
+// quickNoGEMV are the weight formats whose DRAM-sized GEMV quick mode
+// does not measure: those whose synthetic weights take longest to build
+// (CPU seconds for 256 MiB on the 2-core VM: int8 3.1, int2 6.7, int1
+// 10.1, against 0.1–1.4 for q8_0, q4_0, q4_k, q6_k; fp32 6.5 and bf16 7.3
+// are kept as the dtypes of the engine's placements). Their quant_ebw
+// model is still built, without a measured GEMV beside it.
+var quickNoGEMV = []string{string(gemm.Int8), string(quant.Int2), string(quant.Int1)}
+
+// measuresGEMV reports whether the section measures the DRAM-sized GEMV of
+// weight format f ("fp32", "q4_0", ...), and if not, why.
+func (r *runner) measuresGEMV(f string) (bool, results.Unavailable) {
+	if !r.cfg.Quick || !slices.Contains(quickNoGEMV, f) {
+		return true, results.Unavailable{}
+	}
+	return false, results.Unavailable{Kernel: "GEMV " + f, Why: fmt.Sprintf("not measured in quick mode: building the %s synthetic %s weight takes the longest of the formats (the full probe measures it)", sizeText(r.plan.maxWS), f)}
+}
+
+// gemvFormats is the number of weight formats whose GEMV the section
+// measures.
+func (r *runner) gemvFormats() int {
+	n := 0
+	for _, dt := range matrixDTypes {
+		if ok, _ := r.measuresGEMV(string(dt)); ok {
+			n++
+		}
+	}
+	for _, f := range quant.KernelFormats() {
+		if ok, _ := r.measuresGEMV(string(f)); ok {
+			n++
+		}
+	}
+	return n
+}
 
 // matrixPair picks the two backends of the mixed run as the engine's
 // placements do (gemm.ChoosePair): A the cores' best fp32 backend, B the
@@ -720,8 +763,8 @@ func matrixPair() (p gemm.Pair, ok bool) {
 // per measured backend and thread count, one per dtype and thread count
 // for the GEMV, and the mixed run with ≥ 2 cores.
 func (r *runner) matrixSteps() int {
-	run, _ := matrixBackends()
-	n := (len(run) + len(matrixDTypes) + len(quant.KernelFormats()) + len(gemmTableBackends())) * len(r.computeThreads())
+	run, _ := matrixBackends(r.cfg.Quick)
+	n := (len(run) + r.gemvFormats() + len(gemmTableBackends())) * len(r.computeThreads())
 	n += len(quant.KernelFormats()) // the up-convert loops
 	if _, ok := matrixPair(); ok && r.plan.cores >= 2 {
 		n++
@@ -752,7 +795,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		return nil, err
 	}
 	defer b.Close()
-	run, skipped := matrixBackends()
+	run, skipped := matrixBackends(r.cfg.Quick)
 	out := &results.Matrix{GEMM: []results.GEMMResult{}, GEMV: []results.GEMMResult{}, Unavailable: skipped}
 	out.Method = fmt.Sprintf("Y = X·Wᵀ on packed W (packed once, pack time recorded apart) through kernels/pool: "+
 		"the output cut at the backend's tile among pinned workers, the caller's loop on worker 0 (Pool.Do); "+
@@ -788,6 +831,10 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 	}
 
 	for _, dt := range matrixDTypes {
+		if ok, why := r.measuresGEMV(string(dt)); !ok {
+			out.Unavailable = append(out.Unavailable, why)
+			continue
+		}
 		be, err := gemm.Best(dt)
 		if err != nil {
 			return nil, err
@@ -819,28 +866,33 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		clock, clockSrc = compute.FrequencyHz, "compute section: "+compute.FrequencySource
 	}
 	for _, f := range quant.KernelFormats() {
-		gn := max(int(float64(r.plan.maxWS)/f.BytesPerWeight()/gemvK)/64*64, 64)
-		w, err := NewQuantWeights(qb, f, gn, gemvK, 2)
-		if err != nil {
-			return nil, err
-		}
 		var rows []results.GEMMResult
-		for _, t := range threads {
-			g, err := b.MeasureQuant(ctx, w, 1, t)
+		name := QuantName(qb, f)
+		if ok, why := r.measuresGEMV(string(f)); !ok {
+			out.Unavailable = append(out.Unavailable, why)
+		} else {
+			gn := max(int(float64(r.plan.maxWS)/f.BytesPerWeight()/gemvK)/64*64, 64)
+			w, err := NewQuantWeights(qb, f, gn, gemvK, 2)
 			if err != nil {
 				return nil, err
 			}
-			GEMMFraction(&g, compute, memory, nil)
-			rows = append(rows, g)
-			r.step(fmt.Sprintf("matrix gemv %s threads=%d", w.Name(), t))
+			for _, t := range threads {
+				g, err := b.MeasureQuant(ctx, w, 1, t)
+				if err != nil {
+					return nil, err
+				}
+				GEMMFraction(&g, compute, memory, nil)
+				rows = append(rows, g)
+				r.step(fmt.Sprintf("matrix gemv %s threads=%d", name, t))
+			}
 		}
 		out.GEMV = append(out.GEMV, rows...)
 		up, err := b.UpconvertCosts(ctx, qb, f)
 		if err != nil {
 			return nil, err
 		}
-		r.step(fmt.Sprintf("matrix up-convert %s", w.Name()))
-		q := quantEBW(w.Name(), f, up, clock, clockSrc, memory, threads, rows)
+		r.step(fmt.Sprintf("matrix up-convert %s", name))
+		q := quantEBW(name, f, up, clock, clockSrc, memory, threads, rows)
 		out.QuantEBW = append(append(out.QuantEBW, q), heldEBW(q, qb)...)
 	}
 

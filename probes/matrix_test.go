@@ -59,8 +59,19 @@ func TestMatrixSection(t *testing.T) {
 	if len(prog.steps) != r.matrixSteps() {
 		t.Errorf("%d progress steps, matrixSteps says %d: %v", len(prog.steps), r.matrixSteps(), prog.steps)
 	}
-	run, skipped := matrixBackends()
-	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != (len(matrixDTypes)+len(quant.KernelFormats()))*len(threads) {
+	// Quick: each dtype's best backend per unit, the GEMVs but int8's,
+	// int2's and int1's (listed as not measured, with why).
+	run, skipped := matrixBackends(r.cfg.Quick)
+	noGEMV := len(matrixDTypes) + len(quant.KernelFormats()) - r.gemvFormats()
+	if noGEMV != len(quickNoGEMV) {
+		t.Errorf("quick measures %d GEMV formats, want all but %v", r.gemvFormats(), quickNoGEMV)
+	}
+	for _, b := range run {
+		if best, err := gemm.BestOn(b.Unit, b.DType); err != nil || best.Name != b.Name {
+			t.Errorf("quick measures %s, not the best %s backend on %s (%v)", b.Name, b.DType, b.Unit.Where(), err)
+		}
+	}
+	if len(m.GEMM) != len(run)*len(threads) || len(m.GEMV) != r.gemvFormats()*len(threads) {
 		t.Errorf("%d GEMM and %d GEMV figures for %d backends, %d threads", len(m.GEMM), len(m.GEMV), len(run), len(threads))
 	}
 	// The attained-GEMM table: every shape per table backend and thread
@@ -75,8 +86,8 @@ func TestMatrixSection(t *testing.T) {
 			t.Errorf("gemm_shapes[%d]: %+v", i, g)
 		}
 	}
-	if len(m.Unavailable) != len(skipped) {
-		t.Errorf("unavailable %v, want %v", m.Unavailable, skipped)
+	if len(m.Unavailable) != len(skipped)+noGEMV {
+		t.Errorf("unavailable %v, want %v and %d GEMVs", m.Unavailable, skipped, noGEMV)
 	}
 	for _, g := range append(append([]results.GEMMResult{}, m.GEMM...), m.GEMV...) {
 		if !(g.GFLOPS.Median > 0) || math.IsInf(g.GFLOPS.Median, 0) || g.GFLOPS.N != r.cfg.Reps || len(g.CPUs) != g.Threads ||
@@ -117,9 +128,10 @@ func TestMatrixSection(t *testing.T) {
 			math.Abs(q.GammaCycles-32*q.ClockHz/(q.MarginalGBps.Median*1e9)) > 1e-9*q.GammaCycles {
 			t.Errorf("quant_ebw %s: %+v", q.Backend, q)
 		}
+		measured, _ := r.measuresGEMV(q.Format)
 		for _, pt := range q.Points {
 			up := 32 / q.GammaCycles
-			if want := math.Min(pt.BetaBytesPerCycle, up); math.Abs(pt.EBWBytesPerCycle-want) > 1e-9*want || (pt.MeasuredGBps <= 0) != held ||
+			if want := math.Min(pt.BetaBytesPerCycle, up); math.Abs(pt.EBWBytesPerCycle-want) > 1e-9*want || (pt.MeasuredGBps > 0) != (measured && !held) ||
 				math.Abs(pt.EBWGBps-float64(pt.Threads)*want*q.ClockHz/1e9) > 1e-6*pt.EBWGBps || (pt.Limit == "memory") != (pt.BetaBytesPerCycle <= up) {
 				t.Errorf("quant_ebw %s point %+v (32/γ = %v)", q.Backend, pt, up)
 			}
