@@ -334,7 +334,8 @@ func (r *runner) dramWorkingSets() []int64 {
 // dramRoofs measures the DRAM read roof of each thread count of the
 // levels (issue #16 part 1): the read kernel on 4 KiB pages and on pages
 // advised huge, at several DRAM-sized working sets, each in several rounds
-// apart in time (round-robin over working sets and candidates), and
+// apart in time (round-robin over working sets and candidates; quick:
+// each candidate's rounds back to back), and
 // records per thread count the best candidate's figure: the median of its
 // points' medians, with their spread (min, max, cv) — the best honest
 // sustained read bandwidth, as likwid-bench load or STREAM report it. The
@@ -352,21 +353,41 @@ func (r *runner) dramRoofs(ctx context.Context, m *results.Memory) error {
 	}
 	cands := r.dramCandidates()
 	wss := r.dramWorkingSets()
+	type point struct {
+		ci int
+		ws int64
+	}
+	var order []point
+	if r.cfg.Quick {
+		// Quick: each candidate's rounds back to back, so its buffers
+		// (4 KiB pages, or fresh pages advised huge) are built once.
+		for ci := range cands {
+			for range rounds {
+				for _, ws := range wss {
+					order = append(order, point{ci, ws})
+				}
+			}
+		}
+	} else {
+		for range rounds {
+			for _, ws := range wss {
+				for ci := range cands {
+					order = append(order, point{ci, ws})
+				}
+			}
+		}
+	}
 	for _, t := range threads {
 		medians := make([][]float64, len(cands))
 		noises := make([][]results.Noise, len(cands))
-		for range rounds {
-			for _, ws := range wss {
-				for ci, c := range cands {
-					b, err := r.measureDRAMCandidate(ctx, c, ws, t)
-					if err != nil {
-						return err
-					}
-					medians[ci] = append(medians[ci], b.GBps.Median)
-					if b.GBps.Noise != nil {
-						noises[ci] = append(noises[ci], *b.GBps.Noise)
-					}
-				}
+		for _, pt := range order {
+			b, err := r.measureDRAMCandidate(ctx, cands[pt.ci], pt.ws, t)
+			if err != nil {
+				return err
+			}
+			medians[pt.ci] = append(medians[pt.ci], b.GBps.Median)
+			if b.GBps.Noise != nil {
+				noises[pt.ci] = append(noises[pt.ci], *b.GBps.Noise)
 			}
 		}
 		best := 0

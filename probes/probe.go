@@ -478,7 +478,8 @@ func (r *runner) makePlan(order []int) error {
 	r.plan.numaWS = maxWS
 	r.plan.numaLatWS = maxWS
 	if r.cfg.Quick {
-		r.plan.numaLatWS = maxWS / 2
+		// The latency section's largest chase (quickLatencyWorkingSets).
+		r.plan.numaLatWS = max(maxWS/4, 16<<10)
 	}
 	withCPUs := 0
 	for _, n := range t.Nodes {
