@@ -46,9 +46,11 @@ type Config struct {
 	// at least 5 repetitions: 5 repetitions of 6 ms; thread sweeps at 1
 	// and all cores only; the working-set sweep one size per octave, read
 	// kernel only; pointer chases every second octave to a quarter of the
-	// largest working set; with the L3 size unknown the largest working
-	// set 256 MiB instead of 1 GiB; the matrix section's shapes fewer and
-	// smaller (matrixShapes, gemmShapeTable).
+	// largest working set; the default largest working set 4x the
+	// last-level cache in whole MiB (not the power of two above), 256 MiB
+	// instead of 1 GiB with the L3 size unknown; the matrix section's
+	// shapes fewer and smaller, each dtype's best backend only, no int8,
+	// int2 or int1 GEMV (matrixShapes, gemmShapeTable, quickNoGEMV).
 	Quick bool
 	// Threads are the thread counts of the thread sweep; nil means 1, 2, 4,
 	// ... and all cores (quick: 1 and all cores). Each must be in 1..logical
@@ -392,6 +394,12 @@ func (r *runner) makePlan(order []int) error {
 			}
 		}
 		maxWS = max(nextPow2(4*llcTotal), 64<<20)
+		if r.cfg.Quick {
+			// 4x the last-level cache itself, in whole MiB: the power of
+			// two above it can be up to twice that, and every DRAM-sized
+			// figure costs time in proportion.
+			maxWS = max((4*llcTotal+1<<20-1)&^(1<<20-1), 64<<20)
+		}
 		if r.caches.size[3] == 0 && t.CacheNote != "" {
 			// The caches came from CPUID without an L3 size: a server
 			// part's L3 may be far above 16 MiB (one Zen 5 CCD has 32

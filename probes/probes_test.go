@@ -445,6 +445,10 @@ func TestQuickPlan(t *testing.T) {
 		return r
 	}
 	r := plan(topo, true)
+	if full := plan(topo, false); full.plan.maxWS != 1<<30 || r.plan.maxWS != 4*topo.LLCBytes*int64(len(topo.Nodes)) || r.plan.maxWS%(1<<20) != 0 {
+		t.Errorf("largest working set: quick %s, full %s; want 4× the LLC (%s per node) and the power of two above it",
+			sizeText(r.plan.maxWS), sizeText(full.plan.maxWS), sizeText(topo.LLCBytes))
+	}
 	if got := threadCounts(r.plan.memThreads, nil); !slices.Equal(got, []int{1, 192}) {
 		t.Errorf("quick thread sweep %v, want [1 192]", got)
 	}
@@ -464,7 +468,7 @@ func TestQuickPlan(t *testing.T) {
 	if last[1] != r.plan.maxWS || last[192] != r.plan.maxWS {
 		t.Errorf("quick sweeps end at %v, want %s", last, sizeText(r.plan.maxWS))
 	}
-	want := []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20}
+	want := []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
 	if !slices.Equal(r.plan.latWS, want) {
 		t.Errorf("quick latency working sets %v, want %v (max %s)", r.plan.latWS, want, sizeText(r.plan.maxWS))
 	}
