@@ -703,7 +703,7 @@ func matrixBackends(quick bool) (run []gemm.Backend, skipped []results.Unavailab
 		}
 		if quick {
 			if best, err := gemm.BestOn(b.Unit, b.DType); err == nil && best.Name != b.Name {
-				skipped = append(skipped, results.Unavailable{Kernel: b.Name, Why: "not measured in quick mode: " + best.Name + " is measured for " + string(b.DType) + " on " + b.Unit.Where() + " (the full probe measures every backend)"})
+				skipped = append(skipped, results.Unavailable{Kernel: b.Name, Why: "not measured in quick mode: " + best.Name + " is measured for " + string(b.DType) + " on the " + b.Unit.Where() + " (the full probe measures every backend)"})
 				continue
 			}
 		}
@@ -729,7 +729,7 @@ func (r *runner) measuresGEMV(f string) (bool, results.Unavailable) {
 	if !r.cfg.Quick || !slices.Contains(quickNoGEMV, f) {
 		return true, results.Unavailable{}
 	}
-	return false, results.Unavailable{Kernel: "GEMV " + f, Why: fmt.Sprintf("not measured in quick mode: building the %s synthetic %s weight takes the longest of the formats (the full probe measures it)", sizeText(r.plan.maxWS), f)}
+	return false, results.Unavailable{Kernel: "GEMV " + f, Why: fmt.Sprintf("not measured in quick mode: its %s synthetic weight is among the slowest to build (the full probe measures it)", sizeText(r.plan.maxWS))}
 }
 
 // gemvFormats is the number of weight formats whose GEMV the section
