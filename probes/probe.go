@@ -45,7 +45,7 @@ type Config struct {
 	// Quick trades resolution for time, every figure still the median of
 	// at least 5 repetitions: 5 repetitions of 6 ms; thread sweeps at 1
 	// and all cores only; the working-set sweep one size per octave, read
-	// kernel only; pointer chases every second octave to a quarter of the
+	// kernel only; pointer chases every second octave down from half the
 	// largest working set; the default largest working set 4x the
 	// last-level cache in whole MiB (not the power of two above), 256 MiB
 	// instead of 1 GiB with the L3 size unknown; the matrix section's
@@ -487,7 +487,7 @@ func (r *runner) makePlan(order []int) error {
 	r.plan.numaLatWS = maxWS
 	if r.cfg.Quick {
 		// The latency section's largest chase (quickLatencyWorkingSets).
-		r.plan.numaLatWS = max(maxWS/4, 16<<10)
+		r.plan.numaLatWS = quickLatencyMax(maxWS)
 	}
 	withCPUs := 0
 	for _, n := range t.Nodes {
@@ -530,16 +530,27 @@ func clipWorkingSets(wss []int64, maxWS int64) []int64 {
 	return append(out, maxWS)
 }
 
-// quickLatencyWorkingSets are quick mode's pointer-chase working sets: 16
-// KiB and every second octave above it up to a quarter of the largest
-// working set (a chase over 1 GiB of 64-byte lines takes over a second a
-// repetition).
+// quickLatencyWorkingSets are quick mode's pointer-chase working sets:
+// half the largest working set (≥ 2x the last-level cache, so the chase
+// misses in it) and every second octave below it down to 16 KiB, in
+// increasing order. The full probe's every octave up to the largest costs
+// far more: one repetition is at least a whole chase, over a second for 1
+// GiB of 64-byte lines.
 func quickLatencyWorkingSets(maxWS int64) []int64 {
 	var out []int64
-	for ws := int64(16 << 10); ws <= max(maxWS/4, 16<<10); ws *= 4 {
-		out = append(out, ws)
+	for ws := quickLatencyMax(maxWS); ws >= 16<<10; ws /= 4 {
+		out = append([]int64{ws &^ 4095}, out...)
+	}
+	if len(out) == 0 {
+		out = []int64{16 << 10}
 	}
 	return out
+}
+
+// quickLatencyMax is quick mode's largest pointer chase, the NUMA
+// section's too: half the largest working set.
+func quickLatencyMax(maxWS int64) int64 {
+	return max(maxWS/2, 16<<10)
 }
 
 // total is the number of progress steps of the selected sections.

@@ -428,7 +428,7 @@ func TestGEMMBytes(t *testing.T) {
 // TestQuickPlan: quick mode's plan stays bounded on many cores: thread
 // sweeps (memory, dispatch) at 1 and all cores, the working-set sweep the
 // read kernel only and never past the largest working set, pointer chases
-// every second octave to a quarter of it, and with the L3 size unknown a
+// every second octave down from half of it, and with the L3 size unknown a
 // 256 MiB largest working set (1 GiB in the full probe), said in the note.
 func TestQuickPlan(t *testing.T) {
 	root := "../internal/topology/testdata/linux-arm64-kunpeng-920-4n"
@@ -468,8 +468,8 @@ func TestQuickPlan(t *testing.T) {
 	if last[1] != r.plan.maxWS || last[192] != r.plan.maxWS {
 		t.Errorf("quick sweeps end at %v, want %s", last, sizeText(r.plan.maxWS))
 	}
-	want := []int64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20}
-	if !slices.Equal(r.plan.latWS, want) {
+	want := []int64{24 << 10, 96 << 10, 384 << 10, 1536 << 10, 6 << 20, 24 << 20, 96 << 20, 384 << 20}
+	if !slices.Equal(r.plan.latWS, want) || r.plan.numaLatWS != 384<<20 {
 		t.Errorf("quick latency working sets %v, want %v (max %s)", r.plan.latWS, want, sizeText(r.plan.maxWS))
 	}
 
