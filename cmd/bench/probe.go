@@ -69,7 +69,7 @@ largest working set 4x the last-level cache (256 MiB where its size is
 unknown, as in a VM, against the full probe's 1 GiB); in the matrix section
 each dtype's best backend, the attained-GEMM table at M 16 and 512 on two
 weight shapes, and no int8, int2 or int1 GEMV. The profile records
-options.quick. It took 45 s on 2 idle cores (103 s with other jobs sharing
+options.quick. It took 48 s on 2 idle cores (103 s with other jobs sharing
 them; the full probe about 10 minutes); its time grows with the size of the
 last-level cache (the DRAM-sized figures), its number of figures not with the
 core count.
@@ -83,7 +83,7 @@ to FILE (its directory is checked before measuring); --json (or --json -)
 prints it on stdout instead (the directory is then written only if --out
 is given).`,
 		Example: `  bench probe                      # everything, about 10 minutes on 2 cores
-  bench probe --quick              # about 45 s on 2 cores, more with a larger last-level cache
+  bench probe --quick              # about 50 s on 2 cores, more with a larger last-level cache
   bench probe --only memory --threads 1,2 --max-ws 2GiB
   bench probe --only machine,topology --json
   bench probe --quick --json=profile.json`,
@@ -125,7 +125,7 @@ is given).`,
 	f.StringVar(&opts.Out, "out", "", "output directory (default results/<host>-<yyyymmdd-hhmmss>)")
 	addJSONFlag(cmd, &opts.JSON, "the profile (profile.json's content; --json - writes no directory unless --out is given)")
 	f.StringSliceVar(&opts.Only, "only", nil, "sections to run, comma-separated: "+strings.Join(probes.Sections, ","))
-	f.BoolVar(&opts.Quick, "quick", false, "1 and all cores, fewer working sets and shapes, 5 repetitions of 6 ms (about 45 s on 2 cores, more with a larger last-level cache)")
+	f.BoolVar(&opts.Quick, "quick", false, "1 and all cores, fewer working sets and shapes, 5 repetitions of 6 ms (about 50 s on 2 cores, more with a larger last-level cache)")
 	f.IntSliceVar(&opts.Threads, "threads", nil, "thread counts of the thread sweep (default 1,2,4,... and all cores)")
 	f.StringVar(&opts.MaxWS, "max-ws", "", "largest working set, e.g. 2GiB (default: next power of two ≥ 4x the last-level cache, min 64MiB)")
 	f.StringVar(&opts.ISA, "isa", "", "memory kernel implementation: avx512, avx2, neon or go (default: best available)")
