@@ -41,10 +41,11 @@ import (
 //	bf16: X is split into three bf16 terms by truncation, x = hi + mid +
 //	      lo EXACTLY for every finite |x| ≥ 2^-103: hi is x's top 16 bits,
 //	      mid the top 16 bits of r = x - hi (exact), lo = r - mid (exact,
-//	      at most 8 significant bits, so itself a bf16 value); below 2^-103
-//	      bits under 2^-126 may be lost, as TDPBF16PS would lose them. This keeps this
-//	      package's bf16 contract (fp32 activations, exact bf16 weights,
-//	      fp32 accumulation) instead of rounding X to bf16. Per K step the
+//	      at most 8 significant bits, so itself a bf16 value); below
+//	      2^-103 bits under 2^-126 may be lost, as TDPBF16PS would lose
+//	      them. This keeps this package's bf16 contract (fp32
+//	      activations, exact bf16 weights, fp32 accumulation) instead of
+//	      rounding X to bf16. Per K step the
 //	      A tiles of hi, mid and lo are three parts (parts = 3): three
 //	      TDPBF16PS per C tile and K step against one B tile. The products
 //	      of bf16 terms are exact in fp32, so Y is a sum of 3·K exact
@@ -178,8 +179,8 @@ func packAMXI8(op *amxOp, dst []int8, dsc []float32, w []int8, scales []float32,
 }
 
 // splitBF16 writes x = hi + mid + lo as three bf16 terms by truncation,
-// exactly for |x| ≥ 2^-103 (see above); a non-finite x gives hi = x's top 16 bits (a NaN
-// kept quiet, so it stays a NaN) and mid = lo = 0.
+// exactly for |x| ≥ 2^-103 (see above); a non-finite x gives hi = x's top
+// 16 bits (a NaN kept quiet, so it stays a NaN) and mid = lo = 0.
 func splitBF16(x float32) (hi, mid, lo uint16) {
 	b := math.Float32bits(x)
 	if b&0x7f800000 == 0x7f800000 {
@@ -194,10 +195,10 @@ func splitBF16(x float32) (hi, mid, lo uint16) {
 	return uint16(b >> 16), uint16(rb >> 16), uint16(math.Float32bits(l) >> 16)
 }
 
-// amxConvert converts rows [r0, r1) of X (row r at x[r·ldx:], K long)
+// convert converts rows [r0, r1) of X (row r at x[r·ldx:], K long)
 // into consecutive A slivers at a (sliver s holds rows r0+32s..), and for
 // int8 their scales into xs[r-r0]. Rows past r1 in the last sliver are
-// left as they are.
+// left as they are; q is scratch of kPad(k) bytes (int8).
 func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int, q []int8) {
 	sb, kp := op.sliverBytes(k), op.kPad(k)
 	for r := r0; r < r1; r++ {
