@@ -245,7 +245,7 @@ func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int
 // configuration across the calls of a block is the next thing to try.
 //
 // computeAMX is Block's AMX loop nest: MC rows of X at a time are
-// converted into slivers (amxConvert), then computeAMXFrom multiplies
+// converted into slivers (amxOp.convert), then computeAMXFrom multiplies
 // them.
 func (w *Weights) computeAMX(y []float32, ldy int, x []float32, ldx int, m0, m1, n0, n1 int, s *Scratch) {
 	op := w.im.amx
