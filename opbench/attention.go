@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/results"
@@ -479,7 +480,21 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 	} else if pt.Width > 1 {
 		pt.Target, pt.FractionOf = 0, "a decode step of several tokens: its FLOPs grow with the width at the same KV bytes, so no fraction of the KV read roof; see measured/predicted"
 	} else {
-		ref, pt.FractionOf = BandwidthRoof(c.Profile, pt.KVBytes, pt.Threads)
+		// The roof of the level that holds the KV bytes (a batch-1 cache
+		// that fits the L3 is read at the L3's rate, not DRAM's).
+		if c.Machine != nil {
+			if r, ok := c.Machine.HoldingRoof(pt.KVBytes, pt.Threads); ok && r.GBps > 0 {
+				ref = r.GBps
+				if r.Level == "DRAM" {
+					pt.FractionOf = fmt.Sprintf("probed DRAM read roof at %d threads, %.1f GB/s: no cache level's capacity holds the point's %s of KV bytes", r.Threads, r.GBps, memlimit.FormatBytes(pt.KVBytes))
+				} else {
+					pt.FractionOf = fmt.Sprintf("probed %s read roof at %d threads, %.1f GB/s: the smallest level whose capacity (%s) holds the point's %s of KV bytes", r.Level, r.Threads, r.GBps, memlimit.FormatBytes(float64(r.CapacityBytes)), memlimit.FormatBytes(pt.KVBytes))
+				}
+			}
+		}
+		if ref == 0 {
+			ref, pt.FractionOf = BandwidthRoof(c.Profile, pt.KVBytes, pt.Threads)
+		}
 		if ref > 0 {
 			pt.Fraction = pt.KVGBps / ref
 		}

@@ -158,6 +158,15 @@ func (m *Machine) holding(bytes float64, threads int) (LevelRoof, bool) {
 	return LevelRoof{}, false
 }
 
+// HoldingRoof is the level roof (read GB/s) of the smallest memory level
+// whose capacity at threads threads holds bytes — LevelRoofs: a probed
+// profile's memory.levels with the topology's capacities, at the measured
+// thread count nearest threads — or DRAM's when none does; ok is false for
+// a machine without level roofs.
+func (m *Machine) HoldingRoof(bytes float64, threads int) (LevelRoof, bool) {
+	return m.holding(bytes, threads)
+}
+
 // residentBytes is the bytes that stay live across forward calls: every
 // operator's weights and KV cache reads, summed over the layers (a
 // Catalog's ModelTotals). Weights and KV are read once per call, so they

@@ -232,3 +232,25 @@ func TestFromProfileCallTerms(t *testing.T) {
 		t.Errorf("fixed call at 8 threads (nearest measured below: 2): %v", c)
 	}
 }
+
+// HoldingRoof picks the smallest level whose capacity at the thread count
+// holds the bytes, DRAM past every cache, and nothing without level roofs.
+func TestHoldingRoof(t *testing.T) {
+	m := &Machine{LevelRoofs: []LevelRoof{
+		{Level: "DRAM", Threads: 2, GBps: 50},
+		{Level: "L3", Threads: 2, GBps: 180, CapacityBytes: 32 << 20},
+		{Level: "L2", Threads: 2, GBps: 400, CapacityBytes: 2 << 20},
+	}}
+	for _, c := range []struct {
+		bytes float64
+		want  string
+	}{{1 << 20, "L2"}, {4 << 20, "L3"}, {64 << 20, "DRAM"}} {
+		r, ok := m.HoldingRoof(c.bytes, 2)
+		if !ok || r.Level != c.want {
+			t.Errorf("HoldingRoof(%g) = %+v, %v; want %s", c.bytes, r, ok, c.want)
+		}
+	}
+	if _, ok := (&Machine{}).HoldingRoof(1, 1); ok {
+		t.Error("HoldingRoof without level roofs: ok")
+	}
+}

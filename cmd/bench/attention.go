@@ -272,7 +272,7 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 		if p.Fraction > 0 {
 			what := "of the probed fp32 GEMM ceiling"
 			if p.Phase == "decode" {
-				what = "of the probed read roof for its KV bytes"
+				what = "of the probed read roof of the level holding its KV bytes"
 			}
 			verdict := "meets"
 			if p.Fraction < p.Target {
