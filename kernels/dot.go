@@ -95,17 +95,26 @@ func AxpyPanels(acc []float32, lda int, x []float32, ldx, rows, n int, v []float
 	axpyPanelsOn(bestDot(), acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
 }
 
-// axpyPanelsOn is AxpyPanels on implementation im.
-func axpyPanelsOn(im *dotImpl, acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+// checkAxpyPanels panics on AxpyPanels' (or AxpyPanelsBF16's, as name)
+// bad arguments and says whether there is any work.
+func checkAxpyPanels(name string, lenAcc, lda, lenX, ldx, rows, n, lenV, nr, vstride, panels int) bool {
 	if rows < 0 || n < 0 || panels < 0 || lda < 0 || ldx < 0 || nr < 0 || vstride < 0 {
-		panic(fmt.Sprintf("kernels: AxpyPanels: rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d: want all ≥ 0", rows, n, panels, lda, ldx, nr, vstride))
+		panic(fmt.Sprintf("kernels: %s: rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d: want all ≥ 0", name, rows, n, panels, lda, ldx, nr, vstride))
 	}
 	if rows == 0 || n == 0 || panels == 0 || nr == 0 {
-		return
+		return false
 	}
-	if len(acc) < (rows-1)*lda+panels*nr || len(x) < (rows-1)*ldx+n || len(v) < (panels-1)*vstride+n*nr {
-		panic(fmt.Sprintf("kernels: AxpyPanels: len(acc) %d, len(x) %d, len(v) %d: want ≥ %d, %d, %d (rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d)",
-			len(acc), len(x), len(v), (rows-1)*lda+panels*nr, (rows-1)*ldx+n, (panels-1)*vstride+n*nr, rows, n, panels, lda, ldx, nr, vstride))
+	if lenAcc < (rows-1)*lda+panels*nr || lenX < (rows-1)*ldx+n || lenV < (panels-1)*vstride+n*nr {
+		panic(fmt.Sprintf("kernels: %s: len(acc) %d, len(x) %d, len(v) %d: want ≥ %d, %d, %d (rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d)",
+			name, lenAcc, lenX, lenV, (rows-1)*lda+panels*nr, (rows-1)*ldx+n, (panels-1)*vstride+n*nr, rows, n, panels, lda, ldx, nr, vstride))
+	}
+	return true
+}
+
+// axpyPanelsOn is AxpyPanels on implementation im.
+func axpyPanelsOn(im *dotImpl, acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, nr, vstride, panels int) {
+	if !checkAxpyPanels("AxpyPanels", len(acc), lda, len(x), ldx, rows, n, len(v), nr, vstride, panels) {
+		return
 	}
 	if im.axpyPanels32 != nil && nr == 32 {
 		im.axpyPanels32(acc, lda, x, ldx, rows, n, v, vstride, panels)
@@ -148,15 +157,8 @@ func AxpyPanelsBF16Direct(nr int) bool { return nr == 32 && bestDot().axpyPanels
 
 // axpyPanelsBF16On is AxpyPanelsBF16 on implementation im.
 func axpyPanelsBF16On(im *dotImpl, acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, nr, vstride, panels int) {
-	if rows < 0 || n < 0 || panels < 0 || lda < 0 || ldx < 0 || nr < 0 || vstride < 0 {
-		panic(fmt.Sprintf("kernels: AxpyPanelsBF16: rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d: want all ≥ 0", rows, n, panels, lda, ldx, nr, vstride))
-	}
-	if rows == 0 || n == 0 || panels == 0 || nr == 0 {
+	if !checkAxpyPanels("AxpyPanelsBF16", len(acc), lda, len(x), ldx, rows, n, len(v), nr, vstride, panels) {
 		return
-	}
-	if len(acc) < (rows-1)*lda+panels*nr || len(x) < (rows-1)*ldx+n || len(v) < (panels-1)*vstride+n*nr {
-		panic(fmt.Sprintf("kernels: AxpyPanelsBF16: len(acc) %d, len(x) %d, len(v) %d: want ≥ %d, %d, %d (rows %d, n %d, panels %d, lda %d, ldx %d, nr %d, vstride %d)",
-			len(acc), len(x), len(v), (rows-1)*lda+panels*nr, (rows-1)*ldx+n, (panels-1)*vstride+n*nr, rows, n, panels, lda, ldx, nr, vstride))
 	}
 	if im.axpyPanels32BF16 != nil && nr == 32 {
 		im.axpyPanels32BF16(acc, lda, x, ldx, rows, n, v, vstride, panels)

@@ -31,21 +31,21 @@ var avx512Dot = dotImpl{
 // of one to three, each group through axpyPanels32AVX512R<rows> over
 // every panel (arguments checked by AxpyPanels).
 func axpyPanels32Asm(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, vstride, panels int) {
+	axpyPanelGroups(acc, lda, x, ldx, rows, n, v, vstride, panels, [4]axpyPanelsRows[float32]{
+		axpyPanels32AVX512R1, axpyPanels32AVX512R2, axpyPanels32AVX512R3, axpyPanels32AVX512R4})
+}
+
+// axpyPanelsRows is an assembly kernel of one group of rows (1 to 4) over
+// every 32-wide panel, fp32 or bf16 panels.
+type axpyPanelsRows[T float32 | uint16] func(acc []float32, lda int, x []float32, ldx int, v []T, vstride, n, panels int)
+
+// axpyPanelGroups cuts the rows into groups of four (the last of one to
+// three) and runs each through k[rows-1].
+func axpyPanelGroups[T float32 | uint16](acc []float32, lda int, x []float32, ldx, rows, n int, v []T, vstride, panels int, k [4]axpyPanelsRows[T]) {
 	v = v[:(panels-1)*vstride+32*n]
 	for r0 := 0; r0 < rows; r0 += 4 {
 		g := min(4, rows-r0)
-		a := acc[r0*lda : (r0+g-1)*lda+32*panels]
-		xr := x[r0*ldx : (r0+g-1)*ldx+n]
-		switch g {
-		case 1:
-			axpyPanels32AVX512R1(a, lda, xr, ldx, v, vstride, n, panels)
-		case 2:
-			axpyPanels32AVX512R2(a, lda, xr, ldx, v, vstride, n, panels)
-		case 3:
-			axpyPanels32AVX512R3(a, lda, xr, ldx, v, vstride, n, panels)
-		default:
-			axpyPanels32AVX512R4(a, lda, xr, ldx, v, vstride, n, panels)
-		}
+		k[g-1](acc[r0*lda:(r0+g-1)*lda+32*panels], lda, x[r0*ldx:(r0+g-1)*ldx+n], ldx, v, vstride, n, panels)
 	}
 }
 
@@ -159,22 +159,8 @@ func axpyRowsAVX512(acc, p, v []float32, ldv int)
 
 // axpyPanels32BF16Asm is axpyPanels32Asm on bf16 panels.
 func axpyPanels32BF16Asm(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, vstride, panels int) {
-	v = v[:(panels-1)*vstride+32*n]
-	for r0 := 0; r0 < rows; r0 += 4 {
-		g := min(4, rows-r0)
-		a := acc[r0*lda : (r0+g-1)*lda+32*panels]
-		xr := x[r0*ldx : (r0+g-1)*ldx+n]
-		switch g {
-		case 1:
-			axpyPanels32BF16AVX512R1(a, lda, xr, ldx, v, vstride, n, panels)
-		case 2:
-			axpyPanels32BF16AVX512R2(a, lda, xr, ldx, v, vstride, n, panels)
-		case 3:
-			axpyPanels32BF16AVX512R3(a, lda, xr, ldx, v, vstride, n, panels)
-		default:
-			axpyPanels32BF16AVX512R4(a, lda, xr, ldx, v, vstride, n, panels)
-		}
-	}
+	axpyPanelGroups(acc, lda, x, ldx, rows, n, v, vstride, panels, [4]axpyPanelsRows[uint16]{
+		axpyPanels32BF16AVX512R1, axpyPanels32BF16AVX512R2, axpyPanels32BF16AVX512R3, axpyPanels32BF16AVX512R4})
 }
 
 // axpyPanels32AVX512R1 .. R4 are AxpyPanels for nr = 32 and 1 to 4 rows
