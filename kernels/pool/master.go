@@ -19,13 +19,17 @@ type Master struct {
 // is the fast path when the workers occupy every CPU (the caller would
 // otherwise be a thread too many). Do fails with ErrClosed after Close and
 // with an error if worker 0 is busy (another Do, or a Run that includes it).
-// A panic in f is returned as an error.
+// A panic in f is returned as an error. While f runs, idle workers on
+// CPUs of their own keep polling for its next Run (up to HeldSpin) instead
+// of parking after Options.Spin.
 func (p *Pool) Do(f func(m *Master) error) error {
 	g := p.master
 	if g == nil {
 		return fmt.Errorf("pool: Do on a pool without workers")
 	}
 	w := g.workers[0]
+	p.held.Add(1)
+	defer p.held.Add(-1)
 	return g.Run(func(int, int) error { return f(&Master{p: p, w: w}) })
 }
 

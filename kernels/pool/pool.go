@@ -16,6 +16,10 @@ import (
 const (
 	DefaultSpin       = 200 * time.Microsecond
 	DefaultCallerSpin = 50 * time.Microsecond
+	// HeldSpin bounds how long an idle worker keeps polling while a Do
+	// holds the pool (its master is about to post the next operator):
+	// past it the worker parks as it would outside a Do.
+	HeldSpin = 50 * time.Millisecond
 )
 
 // ErrClosed is returned by every Run after Close.
@@ -32,7 +36,12 @@ type Options struct {
 	// parks (0: DefaultSpin; negative: park at once). Spinning buys a
 	// dispatch latency of well under a microsecond while the engine issues
 	// operators back to back, at the price of burning the CPU for Spin after
-	// the last one.
+	// the last one. While a Do holds the pool, a worker pinned to a CPU
+	// other than the master's keeps polling past Spin, up to HeldSpin: a
+	// forward call's operators follow each other, and a worker that
+	// finished its share of a long, unevenly split operator more than Spin
+	// before the others would otherwise park and make the next operator
+	// pay its wake-up (hundreds of µs on a VM; issue #16).
 	Spin time.Duration
 	// CallerSpin is how long Run's caller polls for the join before it
 	// parks (0: DefaultCallerSpin; negative: park at once).
@@ -54,7 +63,8 @@ type Pool struct {
 	callerSpin time.Duration
 	epoch      time.Time // origin of the workers' monotonic end stamps
 	all        *Group
-	master     *Group // worker 0 alone, for Do
+	master     *Group       // worker 0 alone, for Do
+	held       atomic.Int32 // Dos in progress: idle workers poll up to HeldSpin
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -227,8 +237,12 @@ func (p *Pool) loop(w *worker, started chan<- error) {
 	w.pinned = err == nil
 	started <- err
 	var last uint64
+	// Polling through a Do only helps where the worker has a CPU of its
+	// own: one sharing the master's (an oversubscribed pool) would take
+	// its cycles.
+	holdSpin := p.spin > 0 && w.pinned && len(p.workers) > 0 && w.cpu != p.workers[0].cpu
 	for {
-		last = w.await(last, p.spin)
+		last = w.await(last, p.spin, holdSpin, &p.held)
 		j := w.job
 		if j.quit {
 			return
@@ -279,11 +293,21 @@ func (w *worker) post(j job) {
 }
 
 // await returns the worker's sequence number once it differs from last:
-// polling for up to spin, then parking. A wake-up token may be stale (sent
-// to a worker that had already seen its job); the loop re-checks.
-func (w *worker) await(last uint64, spin time.Duration) uint64 {
-	if s, ok := spinUntil(func() (uint64, bool) { s := w.seq.Load(); return s, s != last }, spin); ok {
+// polling for up to spin (and, with hold, for as long as held is positive,
+// up to HeldSpin), then parking. A wake-up token may be stale (sent to a
+// worker that had already seen its job); the loop re-checks.
+func (w *worker) await(last uint64, spin time.Duration, hold bool, held *atomic.Int32) uint64 {
+	changed := func() (uint64, bool) { s := w.seq.Load(); return s, s != last }
+	if s, ok := spinUntil(changed, spin); ok {
 		return s
+	}
+	if hold && held.Load() > 0 {
+		start := time.Now()
+		for held.Load() > 0 && time.Since(start) < HeldSpin {
+			if s, ok := spinUntil(changed, spin); ok {
+				return s
+			}
+		}
 	}
 	for {
 		// Swap, not Store: the flag must be globally visible before seq is
