@@ -11,7 +11,7 @@ import (
 
 // NonlinearMethod describes how the nonlinear section measures (for the
 // lead to record or print).
-const NonlinearMethod = "one pinned thread (the first worker); each pass runs the kernel over about 16 Ki elements (softmax: rows of 128..32768, rmsnorm: rows of 4096, rope: 32 heads x 128 in place, after a copy of the input that is included in the time), so input and output (<= 256 KiB) stay in L2; Gelem/s = elements per second / 1e9 over repetitions after a warm-up; the checksum (every 61st output of the last pass) is checked against the pure-Go implementation"
+const NonlinearMethod = "one pinned thread (the first worker); each pass runs the kernel over about 16 Ki elements (softmax: rows of 128..32768, rmsnorm: rows of 128, 1024 and 4096, rope: 32 heads x 128 in place, after a copy of the input that is included in the time), so input and output (<= 256 KiB) stay in L2; Gelem/s = elements per second / 1e9 over repetitions after a warm-up; the checksum (every 61st output of the last pass) is checked against the pure-Go implementation"
 
 // nlSpec is one figure of the nonlinear section.
 type nlSpec struct {
@@ -34,8 +34,12 @@ func nonlinearSpecs() []nlSpec {
 	for _, row := range []int{128, 1024, 4096, 32768} {
 		specs = append(specs, nlSpec{"softmax", row, max(row, nlElems)})
 	}
+	// RMSNorm at the row widths models use: a head (QK-norm), a small and
+	// a large hidden size; short rows pay the per-row sum and rsqrt.
+	for _, row := range []int{128, 1024, 4096} {
+		specs = append(specs, nlSpec{"rmsnorm", row, nlElems})
+	}
 	return append(specs,
-		nlSpec{"rmsnorm", 4096, nlElems},
 		nlSpec{"silu", 0, nlElems},
 		nlSpec{"gelu_tanh", 0, nlElems},
 		nlSpec{"rope", nlRopeHeadDim * nlRopeHeads, nlRopeHeadDim * nlRopeHeads},

@@ -241,6 +241,10 @@ func (m *Machine) AtThreads(threads int) *Machine {
 	if m.Nonlinear != nil {
 		nl := *m.Nonlinear
 		nl.GElemsPerS *= share
+		nl.Rates = append([]NonlinearRate(nil), nl.Rates...)
+		for i := range nl.Rates {
+			nl.Rates[i].GElemsPerS *= share
+		}
 		c.Nonlinear = &nl
 	}
 	return &c

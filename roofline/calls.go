@@ -279,8 +279,8 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 			t, p.Bound = c, compute
 		}
 	}
-	if o.Kind == KindNonlinear && m.Nonlinear != nil && m.Nonlinear.GElemsPerS > 0 {
-		if c := o.Elems / (m.Nonlinear.GElemsPerS * share * 1e9); c > t {
+	if g := m.nonlinearRate(o); o.Kind == KindNonlinear && g > 0 {
+		if c := o.Elems / (g * share * 1e9); c > t {
 			t, p.Bound = c, compute
 		}
 	}
@@ -377,4 +377,15 @@ func (m *Machine) LastLevelBytes() int64 {
 		}
 	}
 	return n
+}
+
+// nonlinearRate is the rate (1e9 elements/s on every worker) of the
+// kernel that runs operator o (Nonlinear.RateFor at o's row width), 0
+// when the machine has none.
+func (m *Machine) nonlinearRate(o Operator) float64 {
+	if m.Nonlinear == nil {
+		return 0
+	}
+	g, _ := m.Nonlinear.RateFor(o.Name, o.Width)
+	return g
 }

@@ -176,9 +176,73 @@ type FixedCosts struct {
 // SiLU) on the cores target, in billions of elements per second. SMEPilot
 // §3.2 (Fig. 4) places non-linear operators on the cores because SME runs a
 // fastexp kernel 3.26–4.10× slower.
+//
+// GElemsPerS is the softmax's rate (the attention's vector stage, and any
+// non-linear operator whose kernel has no rate of its own); Rates are the
+// probe's per-kernel rates at the row widths it measured, which RateFor
+// picks from per operator. Both are the cores target's: the probe's
+// one-thread figure × its workers (element-wise work scales with cores).
 type Nonlinear struct {
-	GElemsPerS float64 `json:"gelems_per_s,omitempty"`
-	Source     string  `json:"source,omitempty"`
+	GElemsPerS float64         `json:"gelems_per_s,omitempty"`
+	Rates      []NonlinearRate `json:"rates,omitempty"`
+	Source     string          `json:"source,omitempty"`
+}
+
+// NonlinearRate is one measured rate of a non-linear kernel: Kernel
+// ("rmsnorm", "rope", "silu", "softmax"), RowElems the row width it ran at
+// (0: element-wise, no rows) and GElemsPerS, in 1e9 elements per second,
+// the median on one thread of the fastest backend measured at that row,
+// scaled as Nonlinear's.
+type NonlinearRate struct {
+	Kernel     string  `json:"kernel"`
+	RowElems   int     `json:"row_elems,omitempty"`
+	GElemsPerS float64 `json:"gelems_per_s"`
+}
+
+// NonlinearKernel is the probe's kernel that runs operator op (the
+// catalog's names): the RMSNorms, RoPE, SiLU·mul and the softmaxes; ""
+// for any other.
+func NonlinearKernel(op string) string {
+	switch op {
+	case OpAttnNorm, OpFFNNorm, OpQKNorm, OpFinalNorm:
+		return "rmsnorm"
+	case OpRoPE:
+		return "rope"
+	case OpSiLUMul, OpExpertSiLUMul:
+		return "silu"
+	case OpSoftmax, OpRouterTopK:
+		return "softmax"
+	}
+	return ""
+}
+
+// RateFor returns the rate (1e9 elements/s, Nonlinear's scale) of operator op
+// whose rows are width elements wide: its kernel's rate at the measured
+// row width nearest width (on a log scale; element-wise kernels have one),
+// else GElemsPerS (the softmax's), and what it used.
+func (n *Nonlinear) RateFor(op string, width int) (float64, string) {
+	k := NonlinearKernel(op)
+	best, bestD := 0.0, math.Inf(1)
+	row := 0
+	for _, r := range n.Rates {
+		if r.Kernel != k || !(r.GElemsPerS > 0) {
+			continue
+		}
+		d := 0.0
+		if r.RowElems > 0 && width > 0 {
+			d = math.Abs(math.Log(float64(r.RowElems) / float64(width)))
+		}
+		if d < bestD || (d == bestD && r.GElemsPerS > best) {
+			best, bestD, row = r.GElemsPerS, d, r.RowElems
+		}
+	}
+	if best > 0 {
+		if row > 0 {
+			return best, fmt.Sprintf("%s at row %d", k, row)
+		}
+		return best, k
+	}
+	return n.GElemsPerS, "softmax"
 }
 
 // NUMAMatrix is a node-to-node read bandwidth matrix (ArcLight Table 1):
@@ -772,10 +836,41 @@ func addNonlinear(m *Machine, p *results.Profile, name string) {
 			}
 			// Element-wise work scales with cores; the probe measures one.
 			m.Nonlinear = &Nonlinear{GElemsPerS: best * float64(threads), Source: src + fmt.Sprintf(", x %d threads (assumed to scale linearly)", threads)}
+			m.Nonlinear.Rates = nonlinearRates(n.Points, threads)
+			if len(m.Nonlinear.Rates) > 0 {
+				m.Nonlinear.Source += "; per-kernel rates (rmsnorm, rope, silu, softmax) at their measured row widths, fastest backend, scaled alike"
+			}
 			return
 		}
 	}
 	m.Notes = append(m.Notes, "no softmax or exp figure in the nonlinear section: non-linear operators are timed on the memory roof only")
+}
+
+// nonlinearRates returns, per kernel that runs a catalog operator
+// (NonlinearKernel) and row width, the fastest one-thread median among
+// the backends, × threads.
+func nonlinearRates(pts []results.NonlinearPoint, threads int) []NonlinearRate {
+	idx := map[[2]any]int{}
+	var out []NonlinearRate
+	for _, pt := range pts {
+		switch pt.Kernel {
+		case "rmsnorm", "rope", "silu", "softmax":
+		default:
+			continue
+		}
+		if pt.Threads != 1 || !(pt.GElemsPerSec.Median > 0) {
+			continue
+		}
+		g := pt.GElemsPerSec.Median * float64(threads)
+		k := [2]any{pt.Kernel, pt.RowElems}
+		if i, ok := idx[k]; ok {
+			out[i].GElemsPerS = max(out[i].GElemsPerS, g)
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, NonlinearRate{Kernel: pt.Kernel, RowElems: pt.RowElems, GElemsPerS: g})
+	}
+	return out
 }
 
 // addAttainedGEMM replaces the cores' (and the matrix unit's) FMA-peak

@@ -199,9 +199,9 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 			} else {
 				p.Time = cores.Time(prec, o.FLOPs, o.Bytes.Total())
 			}
-			if m.Nonlinear != nil && m.Nonlinear.GElemsPerS > 0 {
+			if g := m.nonlinearRate(o); g > 0 {
 				if !calls {
-					p.Time = math.Max(p.Time, o.Elems/(m.Nonlinear.GElemsPerS*1e9))
+					p.Time = math.Max(p.Time, o.Elems/(g*1e9))
 				}
 			} else {
 				p.Note = "no non-linear throughput: memory roof only"
