@@ -111,6 +111,12 @@ func (st Stat) Noisy() bool { return st.Noise != nil && st.Noise.Noisy }
 const (
 	NoiseMinCPUFraction = 0.90
 	NoiseMaxCV          = 0.10
+	// NoiseMaxRoofDrift is the largest relative difference between the
+	// DRAM read roof re-measured beside an engine run and the profile's
+	// that still compares the run with the profile's predictions: a
+	// host's memory bandwidth moves with its other guests, which the
+	// guest sees neither as steal nor as spread within the run.
+	NoiseMaxRoofDrift = 0.10
 )
 
 // Noise records the conditions under which one figure was measured (issue
@@ -140,6 +146,13 @@ type Noise struct {
 	// which, with the values.
 	Noisy bool   `json:"noisy"`
 	Why   string `json:"why,omitempty"`
+	// DRAMNowGBps and DRAMProfileGBps (engine runs with a profile: bench
+	// run) are the DRAM read roof at the run's threads re-measured right
+	// after its timed phases (probes.CheckDRAMRoof: the profile's kernel
+	// and pages, GB/s = 1e9 B/s) and the profile's; a run whose two differ
+	// by more than NoiseMaxRoofDrift is noisy. Absent where not checked.
+	DRAMNowGBps     float64 `json:"dram_now_gbps,omitempty"`
+	DRAMProfileGBps float64 `json:"dram_profile_gbps,omitempty"`
 }
 
 // Machine is the "machine" section: what the CPU and OS are. Values that

@@ -18,6 +18,8 @@ import (
 	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/perfcount"
 	"github.com/cpubench/bench/models"
+	"github.com/cpubench/bench/probes"
+	"github.com/cpubench/bench/reports"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 	"github.com/cpubench/bench/sweep"
@@ -84,7 +86,12 @@ same shapes (decode summed over each step's context) and measured /
 predicted. With a profile it also prints the issue's speed checks: decode
 step vs the memory-roof bound (weight + KV bytes / probed DRAM read
 bandwidth), each prefill GEMM vs the same GEMM run standalone on the same
-workers, and the engine's time outside its operators.
+workers, and the engine's time outside its operators. With a probe's
+profile.json it re-measures the profile's DRAM read roof at the run's
+threads right after the timed phases (about a second) and marks the run
+NOISY when the two differ by more than 10%: the host's memory bandwidth
+moved since the probe, and the guest sees that neither as steal nor as
+spread.
 
 --placement: cores (the cores' fp32 vector kernels on every thread), matrix
 (the matrix unit's kernels, e.g. sme-fp32, on every thread; on a CPU
@@ -452,6 +459,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	ctr.End()
 	nz := sweep.RunNoise(meter, steps, nil, prefills)
+	if machine != nil {
+		// The host's memory bandwidth may have moved since the probe:
+		// re-measure the profile's DRAM roof at the run's threads.
+		if line := checkDRAMRoof(ctx, o.Profile, m.Threads, &nz); line != "" {
+			notes = append(notes, line)
+		}
+	}
 	numaPl, err := m.NUMAPlacement(0) // while b's caches and buffers are live
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
@@ -740,4 +754,29 @@ func writeRun(w io.Writer, r *runResult) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// checkDRAMRoof re-measures the DRAM read roof of profile path (a probe's
+// profile.json) at threads (probes.CheckDRAMRoof), records it in nz and
+// judges nz again (a drift beyond results.NoiseMaxRoofDrift marks the run
+// noisy); it returns the run's note saying what it found, or why the check
+// did not run.
+func checkDRAMRoof(ctx context.Context, path string, threads int, nz *results.Noise) string {
+	p, err := results.ReadProfile(path)
+	if err != nil {
+		return "DRAM roof check: not run (the profile is not a probe's profile.json)"
+	}
+	ck, err := probes.CheckDRAMRoof(ctx, p, threads)
+	if err != nil {
+		return "DRAM roof check: not run: " + err.Error()
+	}
+	nz.DRAMNowGBps, nz.DRAMProfileGBps = ck.Now.Median, ck.Profile.Median
+	noise.Judge(nz, nz.CPUFraction > 0)
+	var wss []string
+	for _, ws := range ck.WorkingSets {
+		wss = append(wss, reports.FormatBytes(ws))
+	}
+	return fmt.Sprintf("DRAM roof check: %s on %s pages, working sets %s, %d threads, right after the timed phases: %.1f GB/s (median of the working sets' medians, cv %.1f%%) vs the profile's %.1f GB/s (%+.0f%%; more than ±%.0f%% marks the run noisy)",
+		ck.Kernel, ck.Pages, strings.Join(wss, ", "), ck.Threads, ck.Now.Median, 100*ck.Now.CV, ck.Profile.Median,
+		100*(ck.Now.Median/ck.Profile.Median-1), 100*results.NoiseMaxRoofDrift)
 }

@@ -12,8 +12,10 @@ import (
 // Judge sets n.Noisy and n.Why from results' thresholds: noisy when the
 // threads got less than results.NoiseMinCPUFraction of their CPUs (only
 // where cpuOK: the CPU time was read) or the cv exceeds
-// results.NoiseMaxCV; steal above 1% is named among the reasons of a
-// noisy figure but is not one by itself.
+// results.NoiseMaxCV, or a DRAM read roof re-measured beside it
+// (DRAMNowGBps) differs from the profile's by more than
+// results.NoiseMaxRoofDrift; steal above 1% is named among the reasons of
+// a noisy figure but is not one by itself.
 func Judge(n *results.Noise, cpuOK bool) {
 	var why []string
 	if cpuOK && n.CPUFraction < results.NoiseMinCPUFraction {
@@ -22,10 +24,15 @@ func Judge(n *results.Noise, cpuOK bool) {
 	if n.CV > results.NoiseMaxCV {
 		why = append(why, fmt.Sprintf("cv %.1f%% > %.0f%%", 100*n.CV, 100*results.NoiseMaxCV))
 	}
+	drift := n.DRAMNowGBps > 0 && n.DRAMProfileGBps > 0 && math.Abs(n.DRAMNowGBps/n.DRAMProfileGBps-1) > results.NoiseMaxRoofDrift
+	if drift {
+		why = append(why, fmt.Sprintf("DRAM read roof now %.1f GB/s, the profile's %.1f (%+.0f%%, > ±%.0f%%)",
+			n.DRAMNowGBps, n.DRAMProfileGBps, 100*(n.DRAMNowGBps/n.DRAMProfileGBps-1), 100*results.NoiseMaxRoofDrift))
+	}
 	if n.StealFraction > 0.01 {
 		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))
 	}
-	n.Noisy = len(why) > 0 && (n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
+	n.Noisy = len(why) > 0 && (drift || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
 	n.Why = ""
 	if n.Noisy {
 		n.Why = strings.Join(why, ", ")

@@ -122,3 +122,24 @@ func TestCPUShare(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeDRAMDrift: a DRAM roof re-measured beside a run more than
+// results.NoiseMaxRoofDrift from the profile's marks the run noisy with
+// both figures; within it, or unchecked, it does not.
+func TestJudgeDRAMDrift(t *testing.T) {
+	for _, c := range []struct {
+		now, prof float64
+		noisy     bool
+	}{
+		{0, 0, false}, {50, 0, false}, {54, 50, false}, {46, 50, false}, {56, 50, true}, {40, 50, true},
+	} {
+		n := results.Noise{CPUFraction: 0.99, CV: 0.02, Attempts: 1, DRAMNowGBps: c.now, DRAMProfileGBps: c.prof}
+		Judge(&n, true)
+		if n.Noisy != c.noisy {
+			t.Errorf("now %v, profile %v: noisy %v (%q), want %v", c.now, c.prof, n.Noisy, n.Why, c.noisy)
+		}
+		if c.noisy && !strings.Contains(n.Why, "DRAM read roof now") {
+			t.Errorf("now %v, profile %v: why %q does not name the DRAM roof", c.now, c.prof, n.Why)
+		}
+	}
+}
