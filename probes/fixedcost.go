@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/internal/noise"
+	"github.com/cpubench/bench/kernels"
 	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/results"
 )
@@ -51,7 +52,74 @@ func (r *runner) dispatchSection(ctx context.Context) (*results.Dispatch, error)
 		out.Points = append(out.Points, pt)
 		r.step(fmt.Sprintf("dispatch threads=%d", t))
 	}
+	evict := int64(64 << 20)
+	if llc := r.caches.size[3]; llc > 0 {
+		evict = max(evict, 4*llc)
+	}
+	cv, err := measureColdVector(ctx, workers[0].cpu, evict)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch cold vector: %w", err)
+	}
+	out.ColdVector = &cv
 	return out, nil
+}
+
+// Cold vector call: a residual add of coldElems floats (a small model's
+// hidden size), coldSamples times, each after an eviction read.
+const (
+	coldElems   = 1024
+	coldSamples = 41
+)
+
+// measureColdVector times one residual add (kernels.AxpyRows, acc += v) of
+// coldElems floats on a kernels/pool worker pinned to cpu, each sample
+// right after reading evict bytes of other memory (one load per 64-byte
+// line), so that acc and v come from DRAM as in a decode step; the
+// clock's own cost (two reads back to back, median) is subtracted.
+func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdVector, error) {
+	cv := results.ColdVector{Elems: coldElems, Bytes: 3 * 4 * coldElems, EvictBytes: evict,
+		Method: fmt.Sprintf("one residual add (acc += v, kernels.AxpyRows) of %d fp32 elements on a pinned kernels/pool worker, after reading %s of other memory (one load per line) before each of %d samples; the clock's own cost subtracted",
+			coldElems, sizeText(evict), coldSamples)}
+	p, err := kpool.New(kpool.Options{CPUs: []int{cpu}})
+	if err != nil {
+		return cv, err
+	}
+	defer p.Close()
+	var secs []float64
+	var sink uint64
+	err = p.Do(func(*kpool.Master) error {
+		buf := make([]uint64, evict/8)
+		for i := range buf {
+			buf[i] = uint64(i)
+		}
+		acc, v, one := make([]float32, coldElems), make([]float32, coldElems), []float32{1}
+		var clock []float64
+		for range coldSamples {
+			st := time.Now()
+			clock = append(clock, time.Since(st).Seconds())
+		}
+		c0 := results.Summarize(clock).Median
+		for s := -1; s < coldSamples; s++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			for i := 0; i < len(buf); i += 8 {
+				sink += buf[i]
+			}
+			st := time.Now()
+			kernels.AxpyRows(acc, one, v, 0)
+			if d := time.Since(st).Seconds() - c0; s >= 0 {
+				secs = append(secs, max(d, 0))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return cv, err
+	}
+	cv.Seconds = dispatchStat(secs)
+	cv.SecondsPerLine = cv.Seconds.Median / float64(cv.Bytes/64)
+	return cv, nil
 }
 
 // MeasureDispatch measures one thread count's fixed costs on a fresh

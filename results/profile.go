@@ -712,6 +712,29 @@ type Dispatch struct {
 	// (kernels/pool DefaultSpin): a call later than that pays WakeSeconds.
 	SpinSeconds float64         `json:"spin_seconds"`
 	Points      []DispatchPoint `json:"points"`
+	// ColdVector is the time of one small vector call whose data the
+	// caches no longer hold (absent in older profiles).
+	ColdVector *ColdVector `json:"cold_vector,omitempty"`
+}
+
+// ColdVector is one decode-sized vector call on data evicted since its
+// last use, as in a decode step, where every GEMV streams weights larger
+// than the last-level cache between two small operators: a residual add
+// (acc += v) of Elems fp32 elements on one thread, each sample after a
+// read of EvictBytes of other memory. Such a call is bound by the latency
+// of its few cold lines, not by a bandwidth roof.
+type ColdVector struct {
+	Method string `json:"method"`
+	Elems  int    `json:"elems"`
+	// Bytes are the bytes the call moves as the roofline counts them
+	// (two inputs and one output of Elems floats).
+	Bytes      int64 `json:"bytes"`
+	EvictBytes int64 `json:"evict_bytes"`
+	// Seconds is one call's time (median of the samples).
+	Seconds Stat `json:"seconds"`
+	// SecondsPerLine is Seconds' median over Bytes/64: the cost of one
+	// 64-byte line moved cold.
+	SecondsPerLine float64 `json:"seconds_per_line"`
 }
 
 // DispatchPoint is the fixed cost of one parallel call at one thread count.

@@ -2,6 +2,7 @@ package roofline
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -279,6 +280,15 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 			t, p.Bound = c, compute
 		}
 	}
+	if f := m.FixedCosts; f != nil && f.ColdLineSeconds > 0 && calls == 0 && n == 1 && haveLevels && cb.WeightsLevel == "DRAM" &&
+		(o.Kind == KindNonlinear || o.Kind == KindElementwise) {
+		// A decode-sized operator on the caller between GEMVs that stream
+		// the DRAM-resident weights: its few lines were evicted since
+		// their last use and come at a latency-bound cost per line.
+		if c := coldLines(o) * f.ColdLineSeconds; c > t {
+			t, p.Bound = c, "cold lines"
+		}
+	}
 	if g := m.nonlinearRate(o); o.Kind == KindNonlinear && g > 0 {
 		if c := o.Elems / (g * share * 1e9); c > t {
 			t, p.Bound = c, compute
@@ -361,9 +371,24 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 		}
 		f.Points = append(f.Points, FixedCost{Threads: pt.Threads, CallSeconds: pt.CallSeconds.Median, WakeSeconds: max(pt.WakeSeconds.Median, 0)})
 	}
+	if cv := d.ColdVector; cv != nil && cv.SecondsPerLine > 0 {
+		f.ColdLineSeconds = cv.SecondsPerLine
+		f.Source += fmt.Sprintf("; a cold line %.1f ns (dispatch.cold_vector: %s)", cv.SecondsPerLine*1e9, cv.Method)
+	}
 	if len(f.Points) > 0 {
 		m.FixedCosts = f
 	}
+}
+
+// coldLines is the number of 64-byte lines a serial vector operator moves
+// when its data is cold: its bytes / 64, except kv_write, whose K half the
+// engine writes into the producer-packed K panels (engine/kvcache.go: K[pos]
+// [d] at d·NR + pos%NR within a panel), one line per element.
+func coldLines(o Operator) float64 {
+	if o.Name == OpKVWrite {
+		return o.Elems/2 + o.Bytes.KVWrite/2/64
+	}
+	return math.Ceil(o.Bytes.Total() / 64)
 }
 
 // LastLevelBytes is the capacity of the last cache level of m's level

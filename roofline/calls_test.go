@@ -104,6 +104,19 @@ func TestCallTermsEach(t *testing.T) {
 	if p.Roof != "L2" || !nearRel(p.Time, want) {
 		t.Errorf("L2-resident GEMV: roof %s time %v; want L2, %v", p.Roof, p.Time, want)
 	}
+	// With a cold-line cost, the serial residual between GEMVs of a call
+	// whose weights stream from DRAM takes its 192 lines × 10 ns; with
+	// the weights resident in L2 the roofs alone time it.
+	m.FixedCosts.ColdLineSeconds = 10e-9
+	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<30)
+	if p := ps[0]; p.Bound != "cold lines" || !nearRel(p.Time, 192*10e-9) {
+		t.Errorf("cold residual: bound %s time %v; want cold lines, %v", p.Bound, p.Time, 192*10e-9)
+	}
+	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<20)
+	if p := ps[0]; p.Bound == "cold lines" || !nearRel(p.Time, 12288/100e9) {
+		t.Errorf("residual, L2-resident weights: bound %s time %v; want the L1 roof, %v", p.Bound, p.Time, 12288/100e9)
+	}
+	m.FixedCosts.ColdLineSeconds = 0
 	// A serial non-linear operator gets half the two-worker non-linear
 	// rate (the rate is measured per thread and scaled by the workers).
 	m.Nonlinear = &Nonlinear{GElemsPerS: 0.2}

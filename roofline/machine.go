@@ -169,7 +169,12 @@ type FixedCost struct {
 // operators (a probe profile's dispatch section).
 type FixedCosts struct {
 	Points []FixedCost `json:"points"`
-	Source string      `json:"source,omitempty"`
+	// ColdLineSeconds is the time of one 64-byte line moved by a small
+	// vector call whose data the caches no longer hold (the probe's
+	// dispatch.cold_vector): a decode-sized operator run on the caller
+	// while the weights stream from DRAM takes at least its lines × this.
+	ColdLineSeconds float64 `json:"cold_line_seconds,omitempty"`
+	Source          string  `json:"source,omitempty"`
 }
 
 // Nonlinear is the throughput of element-wise non-linear work (exp, rsqrt,

@@ -62,3 +62,20 @@ func TestNonlinearRatesFromProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestColdLines: with the probe's cold-line cost, a decode-sized vector
+// operator on the caller, while the weights stream from DRAM, takes at
+// least its lines × that cost (kv_write's K half one line per element);
+// without the cost, or with the weights in a cache, the roofs alone.
+func TestColdLines(t *testing.T) {
+	kv := Operator{Name: OpKVWrite, Kind: KindElementwise, Elems: 2048, Rows: 16, Width: 128}
+	kv.Bytes.KVWrite = 2048 * 4
+	if got, want := coldLines(kv), 1024+4096/64.0; got != want {
+		t.Errorf("kv_write lines %v, want %v", got, want)
+	}
+	add := Operator{Name: OpAttnResidual, Kind: KindElementwise, Elems: 1024, Rows: 1, Width: 1024}
+	add.Bytes.ActIn, add.Bytes.ActOut = 8192, 4096
+	if got := coldLines(add); got != 192 {
+		t.Errorf("residual lines %v, want 192", got)
+	}
+}
