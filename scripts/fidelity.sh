@@ -10,8 +10,10 @@
 # PLACEMENTS (cores matrix), prefill of PROMPTS (128 512 2048) tokens and
 # decode of GEN (8) tokens at BATCHES (1 4) sequences, on every allowed CPU.
 # Each run is one `bench run --json=FILE`; the files stay in OUTDIR.
-# Runs that bench marks noisy (noise.noisy in its JSON) are listed and not
-# counted. Needs jq (Debian's package).
+# Runs that bench marks noisy (noise.noisy in its JSON: threads short of
+# their CPUs, spread, or a DRAM read roof re-measured after the run more
+# than 10% from the profile's) are listed with why and not counted. Needs
+# jq (Debian's package).
 #
 # Targets (#16): ≥ 90% of operator time and ≥ 80% of operator rows within
 # ±10%; TTFT and TPOT within ±10%.
@@ -64,6 +66,7 @@ jq -s -r '
   | [ $ok[] | select(.predicted_ttft_s != null) | .ttft_s / .predicted_ttft_s ] as $ttft
   | [ $ok[] | select(.predicted_tpot_s != null and .tpot_s > 0) | .tpot_s / .predicted_tpot_s ] as $tpot
   | "runs: \($ok | length) counted, \($noisy | length) noisy (not counted)",
+    ( $noisy[] | "  noisy: \(.layers) layers, \(.placement), prompt \(.prompt_tokens), batch \(.batch): \(.noise.why)" ),
     "operator rows within ±10%: \($in | length) of \($rows | length) = \(100 * ($in | length) / ([$rows | length, 1] | max) | floor)% (target ≥ 80%)",
     "operator time within ±10%: \(100 * $intime / ([$tot, 1e-12] | max) | floor)% of \($tot * 1000 | floor) ms measured (target ≥ 90%)",
     "TTFT measured/predicted: \($ttft | map(. * 100 | round / 100) | join(" ")) (target 0.90–1.10)",
