@@ -65,6 +65,7 @@ type Pool struct {
 	all        *Group
 	master     *Group       // worker 0 alone, for Do
 	held       atomic.Int32 // Dos in progress: idle workers poll up to HeldSpin
+	masterCPU  int          // worker 0's CPU (set before any worker starts)
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -133,6 +134,10 @@ func New(o Options) (*Pool, error) {
 		spin:       spinOrDefault(o.Spin, DefaultSpin),
 		callerSpin: spinOrDefault(o.CallerSpin, DefaultCallerSpin),
 		epoch:      time.Now(),
+		masterCPU:  -1,
+	}
+	if len(cpus) > 0 {
+		p.masterCPU = cpus[0]
 	}
 	if !o.KeepGOMAXPROCS && runtime.GOMAXPROCS(0) < len(cpus)+1 {
 		runtime.GOMAXPROCS(len(cpus) + 1)
@@ -240,7 +245,7 @@ func (p *Pool) loop(w *worker, started chan<- error) {
 	// Polling through a Do only helps where the worker has a CPU of its
 	// own: one sharing the master's (an oversubscribed pool) would take
 	// its cycles.
-	holdSpin := p.spin > 0 && w.pinned && len(p.workers) > 0 && w.cpu != p.workers[0].cpu
+	holdSpin := p.spin > 0 && w.pinned && w.cpu != p.masterCPU
 	for {
 		last = w.await(last, p.spin, holdSpin, &p.held)
 		j := w.job
