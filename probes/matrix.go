@@ -23,7 +23,11 @@ import (
 // per figure); quick mode halves M and takes hidden 2048 (1.1 GFLOP).
 // The GEMV weight is DRAM-sized: r.plan.maxWS bytes in each dtype (≥ 4×
 // the last-level cache), so its bandwidth compares with the memory
-// section's DRAM read roof at the same working set.
+// section's DRAM read roof at the same working set. The quantized
+// formats' packed weights are advised for transparent huge pages
+// (kernels/quant), as the roof's read buffers are: on the Zen 5 VM (THP
+// "madvise") the same GEMV on 4 KiB pages ran 0–20% slower at 1 thread
+// (interleaved runs), a shortfall that had been reported as the kernel's.
 var matrixShapes = map[bool][3]int{
 	false: {512, 3072, 3072}, // default: M, N, K
 	true:  {256, 2048, 2048}, // quick
@@ -664,6 +668,14 @@ func GEMMFraction(g *results.GEMMResult, c *results.Compute, mem *results.Memory
 	return fmt.Sprintf("no %s ceiling at %d threads in the profile (compute or matrix section): fraction not computed", g.DType, g.Threads)
 }
 
+// gemvRows is N of the section's DRAM-sized GEMV at K gemvK for a weight
+// of bytesPerWeight bytes per element: W as close to maxWS bytes as a
+// multiple of 64 rows allows (at most 64 rows' bytes below it, so a
+// maxWS of ≥ 4× the LLC keeps W beyond the caches), at least 64 rows.
+func gemvRows(maxWS int64, bytesPerWeight float64) int {
+	return max(int(float64(maxWS)/bytesPerWeight/gemvK)/64*64, 64)
+}
+
 // matrixShape is the large GEMM of the section.
 func (r *runner) matrixShape() (m, n, k int) {
 	s := matrixShapes[r.cfg.Quick]
@@ -801,7 +813,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		"the output cut at the backend's tile among pinned workers, the caller's loop on worker 0 (Pool.Do); "+
 		"warm-up then %d reps of ≥ %v (≥ 1 call each); GFLOP/s = 2MNK/s; every figure checks %d elements of Y "+
 		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
-		"(≥ 4× LLC), weight GB/s = N·K·bytes/s (q8_0/q4_0: kernels/quant, activations quantized inside every call, the packed bytes); "+
+		"(≥ 4× LLC), weight GB/s = N·K·bytes/s (quantized formats: kernels/quant, activations quantized inside every call, the packed bytes, on pages advised huge as the DRAM read roof's buffers; fp32, bf16, int8: Go heap pages); "+
 		"gemm_shapes: M %v × N×K %v per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop's marginal cost between two cache-resident one-tile panels (K and 4·K) gives γ (cycles per 32 B; the intercept is the per-call cost), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
 		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.maxWS),
 		gemmShapeTable[r.cfg.Quick].Ms, gemmShapeTable[r.cfg.Quick].NK, tableBackendNames(), gemmTableReps, min(r.cfg.RepDuration, gemmTableRep))
@@ -840,7 +852,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			return nil, err
 		}
 		bytes := gemm.WeightBytes(dt, 1, 1)
-		gn := max(int(r.plan.maxWS/bytes/gemvK)/64*64, 64)
+		gn := gemvRows(r.plan.maxWS, float64(bytes))
 		w, err := NewGEMMWeights(be, gn, gemvK, 2)
 		if err != nil {
 			return nil, err
@@ -871,7 +883,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		if ok, why := r.measuresGEMV(string(f)); !ok {
 			out.Unavailable = append(out.Unavailable, why)
 		} else {
-			gn := max(int(float64(r.plan.maxWS)/f.BytesPerWeight()/gemvK)/64*64, 64)
+			gn := gemvRows(r.plan.maxWS, f.BytesPerWeight())
 			w, err := NewQuantWeights(qb, f, gn, gemvK, 2)
 			if err != nil {
 				return nil, err

@@ -36,7 +36,9 @@ func QuantName(b quant.Backend, f quant.Format) string { return b.Name + "-" + s
 // NewQuantWeights makes a synthetic N×K weight matrix in format f directly
 // in packed form (quant.Random: uniform stored values, scales for weights
 // in about ±0.05; no float32 copy, so DRAM-sized int1 weights build at
-// memory speed), timing it as PackSeconds.
+// memory speed), timing it as PackSeconds. The packed bytes lie on pages
+// advised for transparent huge pages (kernels/quant), as the memory
+// section's DRAM read roof's buffers do.
 func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*QuantWeights, error) {
 	if n <= 0 || k <= 0 || k%quant.BlockLen != 0 {
 		return nil, fmt.Errorf("gemm: %s weights %d×%d: N and K must be positive and K a multiple of %d", f, n, k, quant.BlockLen)

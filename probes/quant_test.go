@@ -142,3 +142,21 @@ func TestHeldEBW(t *testing.T) {
 		t.Errorf("q8_0: %+v", h)
 	}
 }
+
+// TestGEMVRowsDRAMSized checks that the matrix section's quantized GEMV
+// weight is maxWS bytes less at most 64 rows (so a maxWS of 4× the LLC
+// keeps it 4× the LLC but for a rounding), for every kernel format and the
+// probe's working sets: a weight that fits the caches would report cache
+// bandwidth as the kernel's DRAM rate.
+func TestGEMVRowsDRAMSized(t *testing.T) {
+	for _, ws := range []int64{64 << 20, 92 << 20, 1 << 30} {
+		for _, f := range quant.KernelFormats() {
+			bpw := f.BytesPerWeight()
+			n := gemvRows(ws, bpw)
+			got := float64(n) * gemvK * bpw
+			if n%64 != 0 || got > float64(ws) || got <= float64(ws)-64*gemvK*bpw {
+				t.Errorf("%s at maxWS %d B: N %d gives a %.0f B weight: want a multiple of 64 rows within 64 rows below maxWS", f, ws, n, got)
+			}
+		}
+	}
+}

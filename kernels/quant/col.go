@@ -184,8 +184,8 @@ func (f Format) colWords() int { return f.colBytes() / 64 }
 func (w *Matrix) toColumn() {
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	groups, nb := (w.N+ColRows-1)/ColRows, 2*w.pairs
-	q := make([]byte, groups*nb*cb)
-	d := make([]uint32, groups*nb*ColRows/2)
+	q := makeBytes(groups * nb * cb)
+	d := makeWords(groups * nb * ColRows / 2)
 	h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(d))), 2*len(d))
 	for r := range w.N {
 		l := r % ColRows
@@ -216,8 +216,8 @@ func (w *Matrix) toColumn() {
 func (w *Matrix) toLane() {
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	rows := (w.N + PanelRows - 1) / PanelRows * PanelRows
-	q := make([]byte, rows*w.pairs*pb)
-	d := make([]uint32, rows*w.pairs)
+	q := makeBytes(rows * w.pairs * pb)
+	d := makeWords(rows * w.pairs)
 	hs := w.halfs()
 	for r := range w.N {
 		l := r % ColRows

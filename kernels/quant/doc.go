@@ -213,6 +213,13 @@
 // tiles of their own (prefill_k.go: float32 scales per 32- or 16-weight
 // sub-block made in Go per call, a min term per sub-block).
 //
+// Memory: a packed Matrix's quants and scales of 2 MiB or more are advised
+// for transparent huge pages (madvise MADV_HUGEPAGE, Linux, before their
+// first touch; alloc.go): on this repository's Zen 5 VM (THP "madvise") a
+// DRAM-sized GEMV on 4 KiB pages streamed markedly below the same kernel on
+// huge pages, and below the memory probe's DRAM read roof, which is
+// measured on pages advised huge.
+//
 // This package imports only internal/cpu of bench.
 package quant
 

@@ -255,7 +255,7 @@ func newMatrix(f Format, n, k int) (*Matrix, error) {
 		words = rows * (pairs / superPairs) * f.metaWords()
 	}
 	return &Matrix{Format: f, N: n, K: k, pairs: pairs,
-		q: make([]byte, rows*pairs*f.pairBytes()), d: make([]uint32, words)}, nil
+		q: makeBytes(rows * pairs * f.pairBytes()), d: makeWords(words)}, nil
 }
 
 // pairsFor is the number of packed block pairs of a row of k weights:

@@ -44,7 +44,14 @@
 // (fastest of interleaved runs, N 1024 × K 512 in L2): q4_0 as one chain
 // (H, VPSRAD, then the lo VPDPBUSD into it) took 0.25 ns per 32-weight
 // block against 0.21 with two accumulators; prefetch distances of 1, 4
-// and 8 KiB, or none, did not differ beyond the host's noise.
+// and 8 KiB, or none, did not differ beyond the host's noise. Tried again
+// on the DRAM stream (W 128 MiB on huge pages, K 4096, 1 thread, thread
+// CPU time, each call between two calls of the read kernel): PREFETCHT0
+// at 0.25, 1, 2, 4, 8 and 16 KiB, PREFETCHT1, PREFETCHNTA or no prefetch
+// gave q4_0 and q8_0 the same 20–25 GB/s within the noise (the read
+// kernel: 25–35), and q4_0's L and H split into two
+// accumulators each (chains of 2 VPDPBUSD) left its L2-resident rate at
+// 89–95 GB/s, so neither is in the generator.
 //
 // No saturation: |q| ≤ 127, so a lane's VPDPBUSD adds at most 4·255·127
 // per group: 8 groups plus the correction |128·Σq| ≤ 128·32·127 stay far
