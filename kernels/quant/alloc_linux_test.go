@@ -3,28 +3,30 @@ package quant
 import (
 	"bufio"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"unsafe"
 )
 
-// hugeBytesIn sums the AnonHugePages of the mappings of /proc/self/smaps
-// that overlap [lo, hi), in bytes, counting each mapping's huge pages
-// only in proportion to its overlap (a lower bound would need pagemap).
-func hugeBytesIn(t *testing.T, lo, hi uintptr) int64 {
+// smapsIn reads the mappings of /proc/self/smaps that overlap [lo, hi):
+// whether every one of them carries the "hg" VmFlag (advised
+// MADV_HUGEPAGE) and their AnonHugePages, in bytes, counted in proportion
+// to each mapping's overlap.
+func smapsIn(t *testing.T, lo, hi uintptr) (advised bool, huge int64) {
 	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Skipf("smaps: %v", err)
 	}
 	defer f.Close()
-	var total int64
 	var vlo, vhi uintptr
+	seen := false
+	advised = true
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		line := sc.Text()
-		fs := strings.Fields(line)
+		fs := strings.Fields(sc.Text())
 		if len(fs) > 0 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":") {
 			a, b, _ := strings.Cut(fs[0], "-")
 			x, err1 := strconv.ParseUint(a, 16, 64)
@@ -34,20 +36,38 @@ func hugeBytesIn(t *testing.T, lo, hi uintptr) int64 {
 			}
 			continue
 		}
-		if len(fs) >= 2 && fs[0] == "AnonHugePages:" && vhi > lo && vlo < hi {
-			kb, _ := strconv.ParseInt(fs[1], 10, 64)
-			olo, ohi := max(lo, vlo), min(hi, vhi)
-			total += kb << 10 * int64(ohi-olo) / int64(vhi-vlo)
+		if vhi <= lo || vlo >= hi || len(fs) < 1 {
+			continue
+		}
+		switch fs[0] {
+		case "AnonHugePages:":
+			if len(fs) >= 2 {
+				kb, _ := strconv.ParseInt(fs[1], 10, 64)
+				olo, ohi := max(lo, vlo), min(hi, vhi)
+				huge += kb << 10 * int64(ohi-olo) / int64(vhi-vlo)
+			}
+		case "VmFlags:":
+			seen = true
+			if !slices.Contains(fs[1:], "hg") {
+				advised = false
+			}
 		}
 	}
-	return total
+	if !seen {
+		t.Skip("smaps has no VmFlags")
+	}
+	return advised, huge
 }
 
 // TestWeightsAdvisedHuge checks that a DRAM-sized packed weight (quants
-// and scales, after Repack to the best backend's layout) lies on
-// transparent huge pages where THP is "always" or "madvise": the memory
+// and scales, after Repack to the best backend's layout) is advised for
+// transparent huge pages (MADV_HUGEPAGE: smaps' "hg" flag on every
+// mapping of its interior) where THP is "always" or "madvise": the memory
 // probe's DRAM read roof is measured on such pages, and a GEMV streamed on
 // 4 KiB pages would be reported below it for the pages, not the kernel.
+// Whether the kernel then grants huge pages depends on free, unfragmented
+// memory (a loaded CI machine may get none), so the test checks the
+// advice and only logs the pages granted.
 func TestWeightsAdvisedHuge(t *testing.T) {
 	b, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
 	if err != nil || !(strings.Contains(string(b), "[always]") || strings.Contains(string(b), "[madvise]")) {
@@ -63,11 +83,11 @@ func TestWeightsAdvisedHuge(t *testing.T) {
 		}
 		m.Repack(Best())
 		q := uintptr(unsafe.Pointer(unsafe.SliceData(m.q)))
-		got := hugeBytesIn(t, q, q+uintptr(len(m.q)))
-		// At least half: the buffer's ends need not be 2 MiB-aligned,
-		// and a page may be refused when memory is fragmented.
-		if 2*got < int64(len(m.q)) {
-			t.Errorf("%s: %d of the %d bytes of packed quants on huge pages: want at least half (advised MADV_HUGEPAGE before the first touch)", f, got, len(m.q))
+		// The interior: the advice covers whole base pages only.
+		advised, huge := smapsIn(t, q+4096, q+uintptr(len(m.q))-4096)
+		if !advised {
+			t.Errorf("%s: the %d bytes of packed quants are not all advised MADV_HUGEPAGE (smaps VmFlags without hg)", f, len(m.q))
 		}
+		t.Logf("%s: %d of %d bytes on huge pages", f, huge, len(m.q))
 	}
 }
