@@ -261,9 +261,13 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 	}
 	t := mem
 	p.Bound = p.Roof
-	if o.Kind == KindLinear && o.M == 1 && cb.WeightsLevel == "DRAM" && o.Bytes.Weights > 0 && weightsIn(o, prec) {
+	if o.Kind == KindLinear && o.M >= 1 && cb.WeightsLevel == "DRAM" && o.Bytes.Weights > 0 && weightsIn(o, prec) {
 		// A GEMV streams its DRAM-resident weights at the kernel's own
-		// measured rate, not the read kernel's roof (gemmtable.go).
+		// measured rate, not the read kernel's roof (gemmtable.go), and a
+		// GEMM of a few rows (a batched decode's) no faster: more rows
+		// add FLOPs per weight, not bandwidth (measured here: the
+		// batch-4 decode's lm_head 15.8 ms against the GEMV's 12.4, which
+		// the read roof had predicted at 10.4).
 		if g, used, ok := m.GEMVWeightGBps(prec, n); ok {
 			mem = mem - cb.Weights/(cb.WeightsGBps*1e9) + o.Bytes.Weights/(g*1e9)
 			t, p.Rate = mem, used
