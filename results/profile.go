@@ -112,10 +112,11 @@ const (
 	NoiseMinCPUFraction = 0.90
 	NoiseMaxCV          = 0.10
 	// NoiseMaxRoofDrift is the largest relative difference between the
-	// DRAM read roof re-measured beside an engine run and the profile's
-	// that still compares the run with the profile's predictions: a
-	// host's memory bandwidth moves with its other guests, which the
-	// guest sees neither as steal nor as spread within the run.
+	// DRAM read roof (or the attained GEMM rate) re-measured beside an
+	// engine run and the profile's that still compares the run with the
+	// profile's predictions: a host's memory bandwidth and compute rate
+	// move with its other guests, which the guest sees neither as steal
+	// nor as spread within the run.
 	NoiseMaxRoofDrift = 0.10
 )
 
@@ -153,6 +154,14 @@ type Noise struct {
 	// by more than NoiseMaxRoofDrift is noisy. Absent where not checked.
 	DRAMNowGBps     float64 `json:"dram_now_gbps,omitempty"`
 	DRAMProfileGBps float64 `json:"dram_profile_gbps,omitempty"`
+	// GEMMRatio (engine runs with a profile) is the attained GEMM rate
+	// re-measured right after the timed phases over the profile's, at the
+	// run's backend and threads (probes.CheckGEMM: the median ratio over
+	// up to 3 points of matrix.gemm_shapes); a run whose ratio is more
+	// than NoiseMaxRoofDrift from 1 is noisy. GEMMBackend names the
+	// backend checked. Absent where not checked.
+	GEMMRatio   float64 `json:"gemm_ratio,omitempty"`
+	GEMMBackend string  `json:"gemm_backend,omitempty"`
 }
 
 // Machine is the "machine" section: what the CPU and OS are. Values that

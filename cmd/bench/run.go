@@ -460,11 +460,14 @@ func runRun(ctx context.Context, o *runOptions) error {
 	ctr.End()
 	nz := sweep.RunNoise(meter, steps, nil, prefills)
 	if machine != nil {
-		// The host's memory bandwidth may have moved since the probe:
-		// re-measure the profile's DRAM roof at the run's threads.
-		if line := checkDRAMRoof(ctx, o.Profile, m.Threads, &nz); line != "" {
-			notes = append(notes, line)
+		// The host's memory bandwidth and compute rate may have moved
+		// since the probe: re-measure the profile's DRAM roof and attained
+		// GEMM at the run's threads.
+		be := m.Backend.Name
+		if m.Placement == engine.PlaceMatrix && m.Matrix != nil {
+			be = m.Matrix.Name
 		}
+		notes = append(notes, checkHost(ctx, o.Profile, be, m.Threads, &nz)...)
 	}
 	numaPl, err := m.NUMAPlacement(0) // while b's caches and buffers are live
 	if err != nil {
@@ -756,27 +759,41 @@ func writeRun(w io.Writer, r *runResult) error {
 	return nil
 }
 
-// checkDRAMRoof re-measures the DRAM read roof of profile path (a probe's
-// profile.json) at threads (probes.CheckDRAMRoof), records it in nz and
-// judges nz again (a drift beyond results.NoiseMaxRoofDrift marks the run
-// noisy); it returns the run's note saying what it found, or why the check
-// did not run.
-func checkDRAMRoof(ctx context.Context, path string, threads int, nz *results.Noise) string {
+// checkHost re-measures, right after the timed phases, what the profile
+// path (a probe's profile.json) says the host can do at threads: its DRAM
+// read roof (probes.CheckDRAMRoof) and its attained GEMM rate on backend
+// (probes.CheckGEMM); it records both in nz, judges nz again (a drift
+// beyond results.NoiseMaxRoofDrift marks the run noisy) and returns the
+// run's notes saying what each found, or why it did not run.
+func checkHost(ctx context.Context, path, backend string, threads int, nz *results.Noise) []string {
 	p, err := results.ReadProfile(path)
 	if err != nil {
-		return "DRAM roof check: not run (the profile is not a probe's profile.json)"
+		return []string{"DRAM roof and GEMM checks: not run (the profile is not a probe's profile.json)"}
 	}
-	ck, err := probes.CheckDRAMRoof(ctx, p, threads)
-	if err != nil {
-		return "DRAM roof check: not run: " + err.Error()
+	var notes []string
+	if ck, err := probes.CheckDRAMRoof(ctx, p, threads); err != nil {
+		notes = append(notes, "DRAM roof check: not run: "+err.Error())
+	} else {
+		nz.DRAMNowGBps, nz.DRAMProfileGBps = ck.Now.Median, ck.Profile.Median
+		var wss []string
+		for _, ws := range ck.WorkingSets {
+			wss = append(wss, reports.FormatBytes(ws))
+		}
+		notes = append(notes, fmt.Sprintf("DRAM roof check: %s on %s pages, working sets %s, %d threads, right after the timed phases: %.1f GB/s (median of the working sets' medians, cv %.1f%%) vs the profile's %.1f GB/s (%+.0f%%; more than ±%.0f%% marks the run noisy)",
+			ck.Kernel, ck.Pages, strings.Join(wss, ", "), ck.Threads, ck.Now.Median, 100*ck.Now.CV, ck.Profile.Median,
+			100*(ck.Now.Median/ck.Profile.Median-1), 100*results.NoiseMaxRoofDrift))
 	}
-	nz.DRAMNowGBps, nz.DRAMProfileGBps = ck.Now.Median, ck.Profile.Median
+	if ck, err := probes.CheckGEMM(ctx, p, backend, threads); err != nil {
+		notes = append(notes, "GEMM check: not run: "+err.Error())
+	} else {
+		nz.GEMMRatio, nz.GEMMBackend = ck.Ratio, ck.Backend
+		var pts []string
+		for _, q := range ck.Points {
+			pts = append(pts, fmt.Sprintf("%d×%d×%d %.0f vs %.0f", q.M, q.N, q.K, q.NowGFLOPS, q.ProfileGFLOPS))
+		}
+		notes = append(notes, fmt.Sprintf("GEMM check: %s, %d threads, right after the timed phases, GFLOP/s now vs the profile's (M×N×K, median of 5): %s; median ratio %.2f (more than ±%.0f%% from 1 marks the run noisy)",
+			ck.Backend, ck.Threads, strings.Join(pts, ", "), ck.Ratio, 100*results.NoiseMaxRoofDrift))
+	}
 	noise.Judge(nz, nz.CPUFraction > 0)
-	var wss []string
-	for _, ws := range ck.WorkingSets {
-		wss = append(wss, reports.FormatBytes(ws))
-	}
-	return fmt.Sprintf("DRAM roof check: %s on %s pages, working sets %s, %d threads, right after the timed phases: %.1f GB/s (median of the working sets' medians, cv %.1f%%) vs the profile's %.1f GB/s (%+.0f%%; more than ±%.0f%% marks the run noisy)",
-		ck.Kernel, ck.Pages, strings.Join(wss, ", "), ck.Threads, ck.Now.Median, 100*ck.Now.CV, ck.Profile.Median,
-		100*(ck.Now.Median/ck.Profile.Median-1), 100*results.NoiseMaxRoofDrift)
+	return notes
 }

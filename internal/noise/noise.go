@@ -14,7 +14,8 @@ import (
 // where cpuOK: the CPU time was read) or the cv exceeds
 // results.NoiseMaxCV, or a DRAM read roof re-measured beside it
 // (DRAMNowGBps) differs from the profile's by more than
-// results.NoiseMaxRoofDrift; steal above 1% is named among the reasons of
+// results.NoiseMaxRoofDrift, or the attained GEMM rate re-measured beside
+// it moved as far (GEMMRatio); steal above 1% is named among the reasons of
 // a noisy figure but is not one by itself.
 func Judge(n *results.Noise, cpuOK bool) {
 	var why []string
@@ -29,10 +30,14 @@ func Judge(n *results.Noise, cpuOK bool) {
 		why = append(why, fmt.Sprintf("DRAM read roof now %.1f GB/s, the profile's %.1f (%+.0f%%, > ±%.0f%%)",
 			n.DRAMNowGBps, n.DRAMProfileGBps, 100*(n.DRAMNowGBps/n.DRAMProfileGBps-1), 100*results.NoiseMaxRoofDrift))
 	}
+	gemmDrift := n.GEMMRatio > 0 && math.Abs(n.GEMMRatio-1) > results.NoiseMaxRoofDrift
+	if gemmDrift {
+		why = append(why, fmt.Sprintf("attained GEMM (%s) now %.2f× the profile's (> ±%.0f%%)", n.GEMMBackend, n.GEMMRatio, 100*results.NoiseMaxRoofDrift))
+	}
 	if n.StealFraction > 0.01 {
 		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))
 	}
-	n.Noisy = len(why) > 0 && (drift || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
+	n.Noisy = len(why) > 0 && (drift || gemmDrift || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
 	n.Why = ""
 	if n.Noisy {
 		n.Why = strings.Join(why, ", ")

@@ -143,3 +143,24 @@ func TestJudgeDRAMDrift(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeGEMMDrift: an attained GEMM rate re-measured beside a run more
+// than results.NoiseMaxRoofDrift from the profile's marks the run noisy,
+// naming the backend; within it, or unchecked, it does not.
+func TestJudgeGEMMDrift(t *testing.T) {
+	for _, c := range []struct {
+		ratio float64
+		noisy bool
+	}{
+		{0, false}, {1.05, false}, {0.95, false}, {1.2, true}, {0.8, true},
+	} {
+		n := results.Noise{CPUFraction: 0.99, CV: 0.02, Attempts: 1, GEMMRatio: c.ratio, GEMMBackend: "avx512-fp32"}
+		Judge(&n, true)
+		if n.Noisy != c.noisy {
+			t.Errorf("ratio %v: noisy %v (%q), want %v", c.ratio, n.Noisy, n.Why, c.noisy)
+		}
+		if c.noisy && !strings.Contains(n.Why, "attained GEMM (avx512-fp32)") {
+			t.Errorf("ratio %v: why %q does not name the GEMM check", c.ratio, n.Why)
+		}
+	}
+}
