@@ -60,6 +60,10 @@ type Point struct {
 	// has none), in seconds.
 	Predicted  float64 `json:"predicted_s"`
 	Calibrated float64 `json:"calibrated_s"`
+	// TiledRows is an attention's query rows over its heads on the tiled
+	// prefill path (roofline.Operator.TiledRows; 0 otherwise), what the
+	// attention class's per-row cost multiplies.
+	TiledRows int `json:"tiled_rows,omitempty"`
 	// Level is what bounds the uncalibrated prediction (roofline's
 	// Placed.Bound: "L1", "L2", "L3", "DRAM", or "compute/" and the
 	// activations' level; an attention's, its QKᵀ's): the point's class
@@ -180,11 +184,11 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	keys := make([]roofline.CalibrationKey, len(shapes))
 	for i, s := range shapes {
-		pred, level, err := predict(m, c.Arch, s)
+		pred, level, rows, err := predict(m, c.Arch, s)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", s.Key(), err)
 		}
-		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level})
+		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level, TiledRows: rows})
 		keys[i] = r.Points[i].CalibrationKey()
 	}
 	for i, h := range Split(keys) {
@@ -312,18 +316,21 @@ func (r *Report) fit() {
 	var uncal []string
 	for _, g := range groups(r.Points) {
 		var pf, mf, ph, mh []float64
+		var rf, rh []int
 		var hi []int
 		collect := func(noisyToo bool) {
-			pf, mf, ph, mh, hi = nil, nil, nil, nil, nil
+			pf, mf, ph, mh, hi, rf, rh = nil, nil, nil, nil, nil, nil, nil
 			for i, p := range r.Points {
 				if p.CalibrationKey() != g || p.Noisy() && !noisyToo || !(p.Seconds.Median > 0) || !(p.Predicted > 0) {
 					continue
 				}
 				if p.HeldOut {
 					ph, mh = append(ph, p.Predicted), append(mh, p.Seconds.Median)
+					rh = append(rh, p.TiledRows)
 					hi = append(hi, i)
 				} else {
 					pf, mf = append(pf, p.Predicted), append(mf, p.Seconds.Median)
+					rf = append(rf, p.TiledRows)
 				}
 			}
 		}
@@ -342,21 +349,21 @@ func (r *Report) fit() {
 			continue
 		}
 		cc := results.CalibrationClass{Class: g.Class, Threads: g.Threads, Level: g.Level, FitShapes: len(pf), HeldOutShapes: len(ph)}
-		params, err := Fit(pf, mf)
+		params, err := FitRows(pf, rf, mf)
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: not calibrated: %v", keyText(g), err))
 			continue
 		}
-		cc.Efficiency, cc.FixedSeconds = params.Efficiency, params.FixedSeconds
+		cc.Efficiency, cc.FixedSeconds, cc.RowSeconds = params.Efficiency, params.FixedSeconds, params.RowSeconds
 		cal := make([]float64, len(ph))
 		for j, i := range hi {
-			cal[j] = params.Apply(ph[j], true)
+			cal[j] = params.Apply(ph[j], rh[j], true)
 			r.Points[i].Calibrated = cal[j]
 			r.Points[i].Counted = true
 		}
 		for i := range r.Points {
 			if p := &r.Points[i]; p.CalibrationKey() == g && !p.HeldOut && p.Predicted > 0 {
-				p.Calibrated = params.Apply(p.Predicted, true)
+				p.Calibrated = params.Apply(p.Predicted, p.TiledRows, true)
 			}
 		}
 		before, after := RelErrors(ph, mh), RelErrors(cal, mh)

@@ -18,6 +18,44 @@ const fixture = "../results/testdata/profile-amd-epyc-2core-all-sections.json"
 
 // TestFitSynthetic: on points made from known parameters (with a
 // deterministic ±2% multiplicative error), Fit recovers them.
+//
+// TestFitRowsSynthetic: measurements made from known parameters with a
+// per-row cost (the prefill attention's form: the roofline time grows as
+// rows², the row cost as rows) and ±2% error are recovered by FitRows;
+// with all rows equal, or a negative row cost, it is Fit's answer.
+func TestFitRowsSynthetic(t *testing.T) {
+	want := roofline.ClassParams{Efficiency: 0.85, FixedSeconds: 5e-6, RowSeconds: 3e-7}
+	var pred, meas []float64
+	var rows []int
+	for i, n := range []int{64, 128, 256, 512, 1024, 2048, 0, 0} {
+		p := 1e-9 * float64(n*n)
+		if n == 0 {
+			p = 1e-5 * float64(i)
+		}
+		pred, rows = append(pred, p), append(rows, n*16)
+		meas = append(meas, want.Apply(p, n*16, true)*(1+0.02*math.Sin(float64(7*i))))
+	}
+	got, err := FitRows(pred, rows, meas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.Efficiency/want.Efficiency-1) > 0.05 || math.Abs(got.RowSeconds/want.RowSeconds-1) > 0.1 {
+		t.Errorf("FitRows = %+v, want %+v", got, want)
+	}
+	flat := make([]int, len(rows))
+	a, err1 := FitRows(pred, flat, meas)
+	b, err2 := Fit(pred, meas)
+	if err1 != nil || err2 != nil || a != b {
+		t.Errorf("equal rows: FitRows %+v (%v), Fit %+v (%v)", a, err1, b, err2)
+	}
+	// Measurements that fall with the rows: no negative row cost.
+	neg := []float64{3e-6, 5e-6, 8e-6} // 5 µs + pred − 10 ns per row
+	c, err := FitRows([]float64{1e-6, 2e-6, 3e-6}, []int{300, 200, 0}, neg)
+	if err != nil || c.RowSeconds != 0 {
+		t.Errorf("falling measurements: %+v, %v", c, err)
+	}
+}
+
 func TestFitSynthetic(t *testing.T) {
 	for _, want := range []roofline.ClassParams{{Efficiency: 0.6, FixedSeconds: 2e-6}, {Efficiency: 1.7, FixedSeconds: 0}, {Efficiency: 0.25, FixedSeconds: 4e-5}} {
 		var pred, meas []float64
@@ -25,7 +63,7 @@ func TestFitSynthetic(t *testing.T) {
 			p := 1e-6 * math.Pow(1.6, float64(i))
 			e := 1 + 0.02*math.Sin(float64(7*i))
 			pred = append(pred, p)
-			meas = append(meas, want.Apply(p, true)*e)
+			meas = append(meas, want.Apply(p, 0, true)*e)
 		}
 		got, err := Fit(pred, meas)
 		if err != nil {
@@ -61,7 +99,7 @@ func TestFitSynthetic(t *testing.T) {
 func applyAll(c roofline.ClassParams, p []float64) []float64 {
 	out := make([]float64, len(p))
 	for i, x := range p {
-		out[i] = c.Apply(x, true)
+		out[i] = c.Apply(x, 0, true)
 	}
 	return out
 }
@@ -118,7 +156,7 @@ func TestSplit(t *testing.T) {
 		}
 		keys := make([]roofline.CalibrationKey, len(a))
 		for i, s := range a {
-			_, level, err := predict(m, arch, s)
+			_, level, _, err := predict(m, arch, s)
 			if err != nil {
 				t.Fatalf("%s: %v", s.Key(), err)
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/cpubench/bench/roofline"
@@ -45,6 +46,64 @@ func Fit(pred, meas []float64) (roofline.ClassParams, error) {
 		return roofline.ClassParams{}, fmt.Errorf("fit: slope %v of measured on predicted time: must be > 0 (the prediction does not order the shapes)", beta)
 	}
 	return roofline.ClassParams{Efficiency: 1 / beta, FixedSeconds: alpha}, nil
+}
+
+// FitRows returns the parameters of meas ≈ fixed + pred/efficiency +
+// row·rows (rows: each point's tiled query rows, roofline.Operator.TiledRows)
+// by weighted least squares with weights 1/meas (the squared relative
+// error; gonum mat's QR solve), for a class whose calls do per-row work
+// that the roofline time does not follow (the prefill attention's). A
+// negative intercept is dropped (fixed = 0) and the two-term fit redone;
+// a negative or undetermined row cost falls back to Fit (row = 0), as do
+// fewer than 3 points or rows that are all equal (nothing to tell the
+// row term from the others). Errors: those of Fit.
+func FitRows(pred []float64, rows []int, meas []float64) (roofline.ClassParams, error) {
+	if len(rows) != len(pred) {
+		return roofline.ClassParams{}, fmt.Errorf("fit: %d row counts for %d predictions", len(rows), len(pred))
+	}
+	base, err := Fit(pred, meas)
+	if err != nil || len(pred) < 3 || slices.Min(rows) == slices.Max(rows) {
+		return base, err
+	}
+	solve := func(intercept bool) ([]float64, bool) {
+		cols := 2
+		if intercept {
+			cols = 3
+		}
+		a := mat.NewDense(len(pred), cols, nil)
+		b := mat.NewVecDense(len(pred), nil)
+		for i := range pred {
+			w := 1 / meas[i]
+			c := 0
+			if intercept {
+				a.Set(i, c, w)
+				c++
+			}
+			a.Set(i, c, w*pred[i])
+			a.Set(i, c+1, w*float64(rows[i]))
+			b.SetVec(i, 1)
+		}
+		var x mat.VecDense
+		if err := x.SolveVec(a, b); err != nil {
+			return nil, false
+		}
+		out := make([]float64, 3)
+		copy(out[3-cols:], x.RawVector().Data)
+		for _, v := range out {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, false
+			}
+		}
+		return out, true
+	}
+	x, ok := solve(true)
+	if ok && x[0] < 0 {
+		x, ok = solve(false)
+	}
+	if !ok || !(x[1] > 0) || x[2] < 0 {
+		return base, nil
+	}
+	return roofline.ClassParams{Efficiency: 1 / x[1], FixedSeconds: x[0], RowSeconds: x[2]}, nil
 }
 
 // originSlope is the weighted least-squares slope of y on x through the

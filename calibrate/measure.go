@@ -243,8 +243,10 @@ func predictOp(s Shape) (roofline.Operator, error) {
 // also keys its softmax and P·V by); attention is the sum of the
 // catalog's qk, softmax and pv as Place times them (the parts the
 // attention class's parameters apply to; roofline.PredictAttention's
-// rescale term is not part of it and stays uncalibrated).
-func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, string, error) {
+// rescale term is not part of it and stays uncalibrated); rows is the
+// attention's query rows on the tiled prefill path (its QKᵀ's
+// roofline.Operator.TiledRows; 0 for every other shape).
+func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level string, rows int, err error) {
 	mt := m.AtThreads(s.Threads)
 	if s.Class == roofline.ClassAttention {
 		req := roofline.Request{Phase: roofline.Prefill, Batch: 1, Tokens: s.Context, Context: s.Context,
@@ -255,7 +257,7 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, string,
 		}
 		cat, err := roofline.BuildCatalog(arch, req)
 		if err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		var ops []roofline.Operator
 		for _, o := range cat.Layers[0].Ops {
@@ -267,24 +269,25 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (float64, string,
 	}
 	op, err := predictOp(s)
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
 	return placeSum(mt, []roofline.Operator{op})
 }
 
-// placeSum is the sum of ops' placed times and the bound of the first
-// (the call's: QKᵀ of an attention).
-func placeSum(m *roofline.Machine, ops []roofline.Operator) (float64, string, error) {
+// placeSum is the sum of ops' placed times, the bound of the first (the
+// call's: QKᵀ of an attention) and the sum of their tiled rows.
+func placeSum(m *roofline.Machine, ops []roofline.Operator) (float64, string, int, error) {
 	ps, err := roofline.Place(m, "fp32", ops)
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
-	t := 0.0
+	t, rows := 0.0, 0
 	for _, p := range ps {
 		t += p.Time
+		rows += p.TiledRows
 	}
 	if len(ps) == 0 {
-		return 0, "", fmt.Errorf("no operator to predict")
+		return 0, "", 0, fmt.Errorf("no operator to predict")
 	}
-	return t, ps[0].Bound, nil
+	return t, ps[0].Bound, rows, nil
 }

@@ -34,7 +34,9 @@ var matrixShapes = map[bool][3]int{
 }
 
 // gemmShapeTable is the attained-GEMM table's shapes (matrix.gemm_shapes,
-// issue #16): M rows from decode batches to long prefills × the (N, K)
+// issue #16): M rows from batched decodes (2, 4, 8: a GEMM of a few rows
+// runs at a fraction of M 16's rate, 110–140 against 194 GFLOP/s on one
+// core of the 2-core VM at M 2–4) to long prefills × the (N, K)
 // classes of the shipped models' linears (qwen3-0.6b's 1024×1024,
 // gate/up 3072×1024, down 1024×3072; the 3–8B models' ≈ 4096×4096), from
 // which the roofline interpolates a linear's attained rate
@@ -52,7 +54,7 @@ var gemmShapeTable = map[bool]struct {
 	Ms []int
 	NK [][2]int
 }{
-	false: {Ms: []int{16, 64, 256, 512, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096}}},
+	false: {Ms: []int{2, 4, 8, 16, 64, 256, 512, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096}}},
 	true:  {Ms: []int{16, 512}, NK: [][2]int{{1024, 1024}, {3072, 1024}}},
 }
 

@@ -22,7 +22,8 @@ const CalibrationSchemaV2 = "bench.calibration/v2"
 // Calibration is the "calibration" section of a profile, written by `bench
 // calibrate` (issue #16 part 2): for each operator class, the parameters of
 //
-//	t = FixedSeconds + t_roofline / Efficiency
+//	t = FixedSeconds + t_roofline / Efficiency (+ RowSeconds · rows for a
+//	    prefill attention)
 //
 // fitted (weighted least squares on relative error) on the fit half of a
 // designed set of measured shapes, and the relative error |pred−meas|/meas
@@ -65,6 +66,12 @@ type CalibrationClass struct {
 	Efficiency float64 `json:"efficiency"`
 	// FixedSeconds is the per-call fixed cost added, in seconds (≥ 0).
 	FixedSeconds float64 `json:"fixed_seconds"`
+	// RowSeconds (the attention class only; added within v2, absent = 0)
+	// is the cost per query row and head of the tiled prefill path,
+	// seconds (≥ 0), added once per row (roofline.Operator.TiledRows =
+	// B·H·T): the per-row work around the tiles, which does not grow with
+	// the context as the roofline time does.
+	RowSeconds float64 `json:"row_seconds,omitempty"`
 	// FitShapes and HeldOutShapes count the shapes of each half.
 	FitShapes     int `json:"fit_shapes"`
 	HeldOutShapes int `json:"held_out_shapes"`
@@ -113,6 +120,9 @@ func (c *Calibration) Validate() error {
 		}
 		if !(k.FixedSeconds >= 0) || math.IsInf(k.FixedSeconds, 0) {
 			return fmt.Errorf("calibration.classes[%d] (%s): fixed_seconds %v: must be ≥ 0 and finite", i, k.Class, k.FixedSeconds)
+		}
+		if !(k.RowSeconds >= 0) || math.IsInf(k.RowSeconds, 0) {
+			return fmt.Errorf("calibration.classes[%d] (%s): row_seconds %v: must be ≥ 0 and finite", i, k.Class, k.RowSeconds)
 		}
 	}
 	return nil

@@ -609,7 +609,7 @@ type Matrix struct {
 	GEMM   []GEMMResult `json:"gemm"`
 	GEMV   []GEMMResult `json:"gemv"`
 	// GEMMShapes is the attained GEMM at several shapes per backend and
-	// thread count: M in {16, 64, 256, 512, 2048} × the (N, K) classes of
+	// thread count: M in {2, 4, 8, 16, 64, 256, 512, 2048} × the (N, K) classes of
 	// the shipped models' linears (the table the roofline interpolates a
 	// linear operator's compute term from, roofline.AttainedGEMM; issue
 	// #16). Added within v1: absent from older profiles.

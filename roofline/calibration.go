@@ -56,20 +56,29 @@ func ClassOf(o Operator) string {
 }
 
 // ClassParams are one class's calibrated parameters: a prediction t of the
-// uncalibrated model becomes FixedSeconds + t/Efficiency.
+// uncalibrated model becomes FixedSeconds + t/Efficiency, plus, for an
+// attention on the tiled prefill path, RowSeconds per query row
+// (Operator.TiledRows).
 type ClassParams struct {
 	Efficiency   float64 `json:"efficiency"`
 	FixedSeconds float64 `json:"fixed_seconds"`
+	// RowSeconds is the attention class's cost per query row and head of
+	// the tiled path (seconds, ≥ 0; 0 elsewhere): the per-row work before
+	// and after the tiles (scaling and packing Q, dividing the output),
+	// which a term in t cannot follow because t grows with the context
+	// and this does not.
+	RowSeconds float64 `json:"row_seconds,omitempty"`
 }
 
-// Apply returns the calibrated time of an uncalibrated prediction t, in
-// seconds; fixed adds the class's fixed cost (false for the parts of one
-// call that are predicted apart: softmax and pv of an attention, whose
-// call is counted on qk).
-func (c ClassParams) Apply(t float64, fixed bool) float64 {
+// Apply returns the calibrated time of an uncalibrated prediction t of a
+// call with rows tiled query rows (Operator.TiledRows; 0 for any other
+// operator), in seconds; fixed adds the class's fixed and per-row costs
+// (false for the parts of one call that are predicted apart: softmax and
+// pv of an attention, whose call is counted on qk).
+func (c ClassParams) Apply(t float64, rows int, fixed bool) float64 {
 	t /= c.Efficiency
 	if fixed {
-		t += c.FixedSeconds
+		t += c.FixedSeconds + c.RowSeconds*float64(rows)
 	}
 	return t
 }
@@ -150,9 +159,9 @@ func (m *Machine) calibrate(p *Placed, attn string) {
 		return
 	}
 	fixed := p.Name != OpSoftmax && p.Name != OpPV
-	p.Time = c.Apply(p.Time, fixed)
+	p.Time = c.Apply(p.Time, p.TiledRows, fixed)
 	for k, t := range p.Times {
-		p.Times[k] = c.Apply(t, fixed)
+		p.Times[k] = c.Apply(t, p.TiledRows, fixed)
 	}
 }
 
@@ -174,7 +183,7 @@ func addCalibration(m *Machine, p *results.Profile, name string) error {
 	var names []string
 	anyLevel := false
 	for _, k := range c.Classes {
-		m.Calibration.Params[CalibrationKey{k.Class, k.Threads, k.Level}] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds}
+		m.Calibration.Params[CalibrationKey{k.Class, k.Threads, k.Level}] = ClassParams{Efficiency: k.Efficiency, FixedSeconds: k.FixedSeconds, RowSeconds: k.RowSeconds}
 		at := ""
 		if k.Threads > 0 {
 			at = fmt.Sprintf("@%dt", k.Threads)
@@ -184,9 +193,13 @@ func addCalibration(m *Machine, p *results.Profile, name string) error {
 		} else {
 			anyLevel = true
 		}
-		names = append(names, fmt.Sprintf("%s%s efficiency %.2f fixed %.3g µs", k.Class, at, k.Efficiency, 1e6*k.FixedSeconds))
+		row := ""
+		if k.RowSeconds > 0 {
+			row = fmt.Sprintf(" per tiled row %.3g µs", 1e6*k.RowSeconds)
+		}
+		names = append(names, fmt.Sprintf("%s%s efficiency %.2f fixed %.3g µs%s", k.Class, at, k.Efficiency, 1e6*k.FixedSeconds, row))
 	}
-	note := fmt.Sprintf("calibrated per operator class, threads and bounding level (bench calibrate; t = fixed + t_roofline/efficiency): %s; other classes, and classes at a level they were not fitted at, uncalibrated", strings.Join(names, ", "))
+	note := fmt.Sprintf("calibrated per operator class, threads and bounding level (bench calibrate; t = fixed + t_roofline/efficiency, + per tiled row × rows for a prefill attention): %s; other classes, and classes at a level they were not fitted at, uncalibrated", strings.Join(names, ", "))
 	if anyLevel {
 		note += "; the entries without a level (schema " + results.CalibrationSchemaV1 + ") apply at every level: rerun bench calibrate to fit per level"
 	}

@@ -89,3 +89,40 @@ func TestCalibrationLevel(t *testing.T) {
 		}
 	}
 }
+
+// The catalog gives a prefill attention's QKᵀ its tiled query rows (B·H·T)
+// and a decode's none; a calibrated attention class adds its per-row cost
+// to the QKᵀ of the tiled path only, with the fixed cost.
+func TestCalibrationTiledRows(t *testing.T) {
+	arch := Arch{Name: "t", Layers: 1, Dim: 256, Heads: 4, KVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1000}
+	c := &Calibration{Params: map[CalibrationKey]ClassParams{{Class: ClassAttention}: {Efficiency: 1, FixedSeconds: 1e-6, RowSeconds: 1e-7}}}
+	for _, q := range []struct {
+		r    Request
+		rows int
+	}{
+		{Request{Phase: Prefill, Batch: 2, Tokens: 64, Context: 64}, 2 * 4 * 64},
+		{Request{Phase: Decode, Batch: 2, Tokens: 1, Context: 65}, 0},
+	} {
+		q.r.Weight, q.r.Act, q.r.KV, q.r.Routing = "fp32", "fp32", "fp32", Routing{Kind: "uniform"}
+		cat, err := BuildCatalog(arch, q.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range cat.Layers[0].Ops {
+			want := 0
+			if o.Name == OpQK {
+				want = q.rows
+			}
+			if o.TiledRows != want {
+				t.Errorf("%s %s: tiled rows %d, want %d", q.r.Phase, o.Name, o.TiledRows, want)
+			}
+			if o.Name == OpQK || o.Name == OpPV {
+				p, _ := c.For(o, 1, "")
+				fixed := o.Name == OpQK
+				if got, want := p.Apply(1e-3, o.TiledRows, fixed)-1e-3, map[bool]float64{true: 1e-6 + 1e-7*float64(want), false: 0}[fixed]; !nearRel(got+1, want+1) {
+					t.Errorf("%s %s: added %v s, want %v", q.r.Phase, o.Name, got, want)
+				}
+			}
+		}
+	}
+}

@@ -277,6 +277,13 @@ type Operator struct {
 	// operator on the caller alone when it is small (Threads).
 	Rows  int `json:"rows,omitempty"`
 	Width int `json:"width,omitempty"`
+	// TiledRows is, on an attention's QKᵀ (the operator that carries its
+	// call), the query rows over all heads, B·H·T, where the engine runs
+	// the tiled prefill path (T > 1: Q packed and scaled per row before
+	// the tiles and the output divided per row after them); 0 for
+	// decode's vector path. A calibration's per-row cost
+	// (ClassParams.RowSeconds) multiplies it.
+	TiledRows int `json:"tiled_rows,omitempty"`
 }
 
 // Intensity is the arithmetic intensity I = W / Q of SMEPilot §3.2, in
@@ -479,6 +486,9 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 			Shape: fmt.Sprintf("%d×(%d×%d · %d×%d) causal", B*Hkv, g*T, d, d, C),
 			FLOPs: 2 * float64(d) * pairs,
 			Bytes: Bytes{ActIn: float64(M*H*d) * a, KVRead: kv, ActOut: pairs * a},
+		}
+		if T > 1 {
+			qk.TiledRows = B * H * T
 		}
 		sm := Operator{
 			Name: OpSoftmax, Kind: KindNonlinear, Elems: pairs, Expert: -1,
