@@ -175,8 +175,8 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	defer b.Close()
-	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int]*probes.GEMMWeights{}}
 	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * c.Arch.KVHeads * c.Arch.HeadDim * 4)}
+	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: sz.LLCBytes}
 	shapes := Design(threads, c.Quick, sz)
 	r := &Report{Profile: c.ProfileName, Threads: threads, Target: Target}
 	if llcNote != "" {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/models"
+	"github.com/cpubench/bench/opbench"
+	"github.com/cpubench/bench/probes"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
@@ -374,5 +376,33 @@ func TestRunQuick(t *testing.T) {
 	png, err := r.PlotCDF()
 	if err != nil || len(png) < 8 || string(png[1:4]) != "PNG" {
 		t.Errorf("PlotCDF: %d bytes, %v", len(png), err)
+	}
+}
+
+// TestLinearRotates: a linear whose weights exceed the LLC is measured on
+// min(rotateBytes/size, maxCopies) copies in rotation, its result checked
+// against the float64 reference; one within the LLC on a single matrix.
+func TestLinearRotates(t *testing.T) {
+	bk, err := opbench.ChooseBackends("", "")
+	if err != nil {
+		t.Skip(err)
+	}
+	b, err := probes.NewGEMMBench(nil, 2, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c := Config{Reps: 2, RepDuration: time.Millisecond}
+	ms := &measurer{cfg: &c, bench: b, pair: bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: 1 << 20}
+	for _, s := range []struct {
+		n, k, copies int
+	}{{512, 1024, maxCopies}, {128, 256, 1}} {
+		st, err := ms.linear(context.Background(), Shape{Class: roofline.ClassGEMV, Op: "q_proj", Threads: 1, M: 1, N: s.n, K: s.k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(ms.weight[[2]int{s.n, s.k}]); got != s.copies || !(st.Median > 0) {
+			t.Errorf("%d×%d: %d copies (want %d), %v s", s.n, s.k, got, s.copies, st.Median)
+		}
 	}
 }

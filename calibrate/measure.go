@@ -24,8 +24,23 @@ type measurer struct {
 	cfg    *Config
 	bench  *probes.GEMMBench
 	pair   opbench.Backends
-	weight map[[2]int]*probes.GEMMWeights
+	weight map[[2]int][]*probes.GEMMWeights
+	// llc is the last cache level's capacity the roofline knows (bytes):
+	// weights larger than it are measured in rotation (rotateBytes).
+	llc int64
 }
+
+// rotateBytes is the least weight bytes a linear whose weights exceed the
+// LLC cycles through, one copy per call (at most maxCopies copies): the
+// engine streams every layer's weights once per token, so no cache holds
+// a matrix from one call to the next, while one matrix timed in a loop
+// stays partly in a host's larger caches (a 64 MiB fp32 GEMV ran at
+// 99 GB/s on 2 threads of the 2-core VM, above its 64 GB/s DRAM read
+// roof). 512 MiB is the probe's smallest DRAM working set.
+const (
+	rotateBytes = 512 << 20
+	maxCopies   = 16
+)
 
 // measure times shape s and returns the seconds per call of its
 // repetitions with a noise record.
@@ -69,23 +84,64 @@ func (ms *measurer) once(ctx context.Context, s Shape) (results.Stat, error) {
 }
 
 // linear measures the packed fp32 GEMM of the cores backend, as `bench
-// gemm` does (probes.GEMMBench.Measure), as seconds per call.
+// gemm` does (probes.GEMMBench.Measure), as seconds per call; weights
+// larger than the LLC are measured in rotation (rotating).
 func (ms *measurer) linear(ctx context.Context, s Shape) (results.Stat, error) {
 	key := [2]int{s.N, s.K}
-	w := ms.weight[key]
-	if w == nil {
-		var err error
-		if w, err = probes.NewGEMMWeights(ms.pair.Pair.Cores, s.N, s.K, 1); err != nil {
-			return results.Stat{}, err
+	ws := ms.weight[key]
+	if ws == nil {
+		copies := 1
+		if wb := int64(s.N) * int64(s.K) * 4; ms.llc > 0 && wb > ms.llc {
+			copies = int(min((rotateBytes+wb-1)/wb, maxCopies))
 		}
-		ms.weight[key] = w
+		for i := range copies {
+			w, err := probes.NewGEMMWeights(ms.pair.Pair.Cores, s.N, s.K, uint64(1+i))
+			if err != nil {
+				return results.Stat{}, err
+			}
+			ws = append(ws, w)
+		}
+		ms.weight[key] = ws
 	}
-	g, err := ms.bench.Measure(ctx, w, s.M, s.Threads, false)
+	if len(ws) > 1 {
+		return ms.rotating(ctx, ws, s)
+	}
+	g, err := ms.bench.Measure(ctx, ws[0], s.M, s.Threads, false)
 	if err != nil {
 		return results.Stat{}, err
 	}
 	st := seconds(gemm.Flops(s.M, s.N, s.K)*1e-9, g.GFLOPS)
 	st.Noise = g.GFLOPS.Noise
+	return st, nil
+}
+
+// rotating times Y = X·Wᵀ at s.M rows on s.Threads workers, each call on
+// the next of ws (copies of one shape with different values), as seconds
+// per call, and checks the last call's Y against its weights' float64
+// reference (gemm.CheckSample).
+func (ms *measurer) rotating(ctx context.Context, ws []*probes.GEMMWeights, s Shape) (results.Stat, error) {
+	gs, err := ms.bench.Pool.Groups(s.Threads)
+	if err != nil {
+		return results.Stat{}, err
+	}
+	x := make([]float32, s.M*s.K)
+	for i := range x {
+		x[i] = float32(i%89)/89 - 0.5
+	}
+	y := make([]float32, s.M*s.N)
+	scr := gemm.NewScratches(ms.bench.Pool.Size(), ws[0].Packed, gemm.Blocking{})
+	i := 0
+	st, err := ms.timeCalls(ctx, func(m *kpool.Master) error {
+		i = (i + 1) % len(ws)
+		return ws[i].Packed.Run(m, gs[0], y, x, s.M, scr)
+	})
+	if err != nil {
+		return results.Stat{}, err
+	}
+	w := ws[i]
+	if _, err := gemm.CheckSample(w.Backend.DType, y, x, w.Raw, s.M, s.N, s.K, 64); err != nil {
+		return results.Stat{}, fmt.Errorf("%s: %w", s.Key(), err)
+	}
 	return st, nil
 }
 
