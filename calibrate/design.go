@@ -73,7 +73,10 @@ type Sizes struct {
 func Design(threads []int, quick bool, sz Sizes) []Shape {
 	ms := []int{1, 2, 4, 8, 16, 32, 64, 128, 256}
 	nks := [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {2048, 2048}}
-	ctxs := []int{64, 128, 256, 512}
+	// Prefill contexts half an octave apart: the attention class fits a
+	// per-row term beside its efficiency and fixed cost (FitRows), which
+	// needs at least 4 fit shapes per thread count to be tested.
+	ctxs := []int{64, 96, 128, 192, 256, 384, 512, 768}
 	decCtx := []int{128, 256, 512, 1024, 2048, 4096}
 	rows := []int{1, 4, 16, 64}
 	widths := []int{512, 1024, 3072}
@@ -96,7 +99,7 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 	}
 	if sz.LLCBytes > 0 {
 		// The engine's prompts of 1024 and 2048 tokens.
-		ctxs = append(ctxs, 1024, 2048)
+		ctxs = append(ctxs, 1024, 1536, 2048)
 	}
 	if quick {
 		ms = []int{1, 4, 16, 64}

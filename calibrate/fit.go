@@ -49,21 +49,59 @@ func Fit(pred, meas []float64) (roofline.ClassParams, error) {
 }
 
 // FitRows returns the parameters of meas ≈ fixed + pred/efficiency +
-// row·rows (rows: each point's tiled query rows, roofline.Operator.TiledRows)
-// by weighted least squares with weights 1/meas (the squared relative
-// error; gonum mat's QR solve), for a class whose calls do per-row work
-// that the roofline time does not follow (the prefill attention's). A
-// negative intercept is dropped (fixed = 0) and the two-term fit redone;
-// a negative or undetermined row cost falls back to Fit (row = 0), as do
-// fewer than 3 points or rows that are all equal (nothing to tell the
-// row term from the others). Errors: those of Fit.
+// row·rows (rows: each point's rows, Point.Rows) by weighted least squares
+// with weights 1/meas (the squared relative error; gonum mat's QR solve),
+// for a class whose calls do per-row work that the roofline time does not
+// follow (the prefill attention's, the vector operators'). A negative
+// intercept is dropped (fixed = 0) and the two-term fit redone; a negative
+// or undetermined row cost falls back to Fit (row = 0), as do fewer than 4
+// points or rows that are all equal (nothing to tell the row term from the
+// others). The row term is kept only where it predicts the fit points
+// better when each is left out in turn (leave-one-out: the mean squared
+// relative error of each point predicted from the others), so a third
+// parameter is not fitted to the noise of a few shapes. Errors: those of
+// Fit.
 func FitRows(pred []float64, rows []int, meas []float64) (roofline.ClassParams, error) {
 	if len(rows) != len(pred) {
 		return roofline.ClassParams{}, fmt.Errorf("fit: %d row counts for %d predictions", len(rows), len(pred))
 	}
 	base, err := Fit(pred, meas)
-	if err != nil || len(pred) < 3 || slices.Min(rows) == slices.Max(rows) {
+	if err != nil || len(pred) < 4 || slices.Min(rows) == slices.Max(rows) {
 		return base, err
+	}
+	withRows, ok := fitRows(pred, rows, meas)
+	if !ok {
+		return base, nil
+	}
+	// Leave-one-out errors of both forms.
+	var e2, e3 float64
+	for i := range pred {
+		p := slices.Delete(slices.Clone(pred), i, i+1)
+		r := slices.Delete(slices.Clone(rows), i, i+1)
+		m := slices.Delete(slices.Clone(meas), i, i+1)
+		b, err := Fit(p, m)
+		if err != nil {
+			return base, nil
+		}
+		w, ok := fitRows(p, r, m)
+		if !ok {
+			w = b
+		}
+		d2 := b.Apply(pred[i], rows[i], true)/meas[i] - 1
+		d3 := w.Apply(pred[i], rows[i], true)/meas[i] - 1
+		e2, e3 = e2+d2*d2, e3+d3*d3
+	}
+	if e3 < e2 {
+		return withRows, nil
+	}
+	return base, nil
+}
+
+// fitRows is FitRows' three-term fit; ok is false where it has no answer
+// with efficiency > 0 and row ≥ 0 (or the rows are all equal).
+func fitRows(pred []float64, rows []int, meas []float64) (roofline.ClassParams, bool) {
+	if len(pred) < 3 || slices.Min(rows) == slices.Max(rows) {
+		return roofline.ClassParams{}, false
 	}
 	solve := func(intercept bool) ([]float64, bool) {
 		cols := 2
@@ -101,9 +139,9 @@ func FitRows(pred []float64, rows []int, meas []float64) (roofline.ClassParams, 
 		x, ok = solve(false)
 	}
 	if !ok || !(x[1] > 0) || x[2] < 0 {
-		return base, nil
+		return roofline.ClassParams{}, false
 	}
-	return roofline.ClassParams{Efficiency: 1 / x[1], FixedSeconds: x[0], RowSeconds: x[2]}, nil
+	return roofline.ClassParams{Efficiency: 1 / x[1], FixedSeconds: x[0], RowSeconds: x[2]}, true
 }
 
 // originSlope is the weighted least-squares slope of y on x through the

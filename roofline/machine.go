@@ -2,9 +2,11 @@ package roofline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -222,32 +224,65 @@ func NonlinearKernel(op string) string {
 }
 
 // RateFor returns the rate (1e9 elements/s, Nonlinear's scale) of operator op
-// whose rows are width elements wide: its kernel's rate at the measured
-// row width nearest width (on a log scale; element-wise kernels have one),
-// else GElemsPerS (the softmax's), and what it used.
+// whose rows are width elements wide, and what it used: where width lies
+// between two row widths its kernel was measured at, the rate of a row
+// time interpolated linearly in width between theirs (a row costs a fixed
+// part — the call, the reduction's horizontal sum — plus a part per
+// element, so time per row is affine in width: a 512-wide RMSNorm row
+// takes neither the 128-wide rows' rate nor the 1024-wide ones'); outside
+// the measured widths, the rate at the nearest; an element-wise kernel's
+// one rate; else GElemsPerS (the softmax's).
 func (n *Nonlinear) RateFor(op string, width int) (float64, string) {
 	k := NonlinearKernel(op)
-	best, bestD := 0.0, math.Inf(1)
-	row := 0
+	type pt struct {
+		w int
+		g float64
+	}
+	var rows []pt
+	flat := 0.0
 	for _, r := range n.Rates {
 		if r.Kernel != k || !(r.GElemsPerS > 0) {
 			continue
 		}
-		d := 0.0
-		if r.RowElems > 0 && width > 0 {
-			d = math.Abs(math.Log(float64(r.RowElems) / float64(width)))
-		}
-		if d < bestD || (d == bestD && r.GElemsPerS > best) {
-			best, bestD, row = r.GElemsPerS, d, r.RowElems
+		if r.RowElems > 0 {
+			rows = append(rows, pt{r.RowElems, r.GElemsPerS})
+		} else if r.GElemsPerS > flat {
+			flat = r.GElemsPerS
 		}
 	}
-	if best > 0 {
-		if row > 0 {
-			return best, fmt.Sprintf("%s at row %d", k, row)
+	if len(rows) == 0 || width <= 0 {
+		if flat > 0 {
+			return flat, k
 		}
-		return best, k
+		if len(rows) > 0 {
+			best := rows[0]
+			for _, r := range rows[1:] {
+				if r.g > best.g {
+					best = r
+				}
+			}
+			return best.g, fmt.Sprintf("%s at row %d", k, best.w)
+		}
+		return n.GElemsPerS, "softmax"
 	}
-	return n.GElemsPerS, "softmax"
+	// The fastest figure per width, in width order.
+	slices.SortFunc(rows, func(a, b pt) int { return cmp.Or(cmp.Compare(a.w, b.w), cmp.Compare(b.g, a.g)) })
+	rows = slices.CompactFunc(rows, func(a, b pt) bool { return a.w == b.w })
+	lo, hi := rows[0], rows[len(rows)-1]
+	switch {
+	case width <= lo.w:
+		return lo.g, fmt.Sprintf("%s at row %d", k, lo.w)
+	case width >= hi.w:
+		return hi.g, fmt.Sprintf("%s at row %d", k, hi.w)
+	}
+	i, _ := slices.BinarySearchFunc(rows, width, func(r pt, w int) int { return cmp.Compare(r.w, w) })
+	if rows[i].w == width {
+		return rows[i].g, fmt.Sprintf("%s at row %d", k, width)
+	}
+	a, b := rows[i-1], rows[i]
+	ta, tb := float64(a.w)/a.g, float64(b.w)/b.g // row times, ns
+	f := float64(width-a.w) / float64(b.w-a.w)
+	return float64(width) / (ta + f*(tb-ta)), fmt.Sprintf("%s between rows %d and %d (row time linear in width)", k, a.w, b.w)
 }
 
 // NUMAMatrix is a node-to-node read bandwidth matrix (ArcLight Table 1):

@@ -8,8 +8,9 @@ import (
 )
 
 // TestNonlinearRateFor: each non-linear operator is timed at its own
-// kernel's rate at the measured row width nearest its rows, the softmax's
-// rate standing in for kernels without one.
+// kernel's rate at its row width — between two measured widths, the rate
+// of a row time interpolated linearly in width; outside them, the
+// nearest's —, the softmax's rate standing in for kernels without one.
 func TestNonlinearRateFor(t *testing.T) {
 	n := &Nonlinear{GElemsPerS: 2, Rates: []NonlinearRate{
 		{Kernel: "rmsnorm", RowElems: 128, GElemsPerS: 3},
@@ -27,13 +28,14 @@ func TestNonlinearRateFor(t *testing.T) {
 		{OpQKNorm, 128, 3},
 		{OpAttnNorm, 1024, 9},
 		{OpFinalNorm, 5120, 10},
-		{OpFFNNorm, 300, 3}, // log-nearest of 128 and 1024
+		{OpFFNNorm, 300, 300 / (128.0/3 + 172.0/896*(1024.0/9-128.0/3))}, // row time between 128's and 1024's
+		{OpAttnNorm, 64, 3}, // below the smallest: its rate
 		{OpSiLUMul, 3072, 4},
 		{OpExpertSiLUMul, 768, 4},
 		{OpRoPE, 128, 2}, // no rope rate: the softmax's
 		{OpSoftmax, 0, 2.3},
 	} {
-		if got, used := n.RateFor(c.op, c.width); got != c.want {
+		if got, used := n.RateFor(c.op, c.width); math.Abs(got-c.want) > 1e-12*c.want {
 			t.Errorf("RateFor(%s, %d) = %v (%s), want %v", c.op, c.width, got, used, c.want)
 		}
 	}
