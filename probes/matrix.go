@@ -860,11 +860,18 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			return nil, err
 		}
 		for _, t := range threads {
+			before, err := r.roofNow(ctx, memory, t)
+			if err != nil {
+				return nil, err
+			}
 			g, err := b.Measure(ctx, w, 1, t, false)
 			if err != nil {
 				return nil, err
 			}
 			GEMMFraction(&g, compute, memory, nil)
+			if err := r.gemvRoofNow(ctx, memory, &g, before); err != nil {
+				return nil, err
+			}
 			out.GEMV = append(out.GEMV, g)
 			r.step(fmt.Sprintf("matrix gemv %s threads=%d", be.Name, t))
 		}
@@ -891,11 +898,18 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 				return nil, err
 			}
 			for _, t := range threads {
+				before, err := r.roofNow(ctx, memory, t)
+				if err != nil {
+					return nil, err
+				}
 				g, err := b.MeasureQuant(ctx, w, 1, t)
 				if err != nil {
 					return nil, err
 				}
 				GEMMFraction(&g, compute, memory, nil)
+				if err := r.gemvRoofNow(ctx, memory, &g, before); err != nil {
+					return nil, err
+				}
 				rows = append(rows, g)
 				r.step(fmt.Sprintf("matrix gemv %s threads=%d", name, t))
 			}

@@ -472,6 +472,15 @@ func readPFTask(t task, n int) task {
 
 // measureDRAMCandidate measures one DRAM roof point.
 func (r *runner) measureDRAMCandidate(ctx context.Context, c dramCandidate, ws int64, threads int) (results.Bandwidth, error) {
+	b, err := r.measureDRAM(ctx, c, ws, threads)
+	if err == nil {
+		r.step(fmt.Sprintf("memory dram %s %s %s x%d", c.kernel, c.pages, sizeText(ws), threads))
+	}
+	return b, err
+}
+
+// measureDRAM is measureDRAMCandidate without its progress step.
+func (r *runner) measureDRAM(ctx context.Context, c dramCandidate, ws int64, threads int) (results.Bandwidth, error) {
 	ws0 := r.pool.workers[:threads]
 	n := elemsPerArray(ws, threads, kRead)
 	t := memTaskPages(r.impl, kRead, n, -1, c.pages == pagesHuge)
@@ -482,7 +491,6 @@ func (r *runner) measureDRAMCandidate(ctx context.Context, c dramCandidate, ws i
 	if err != nil {
 		return results.Bandwidth{}, fmt.Errorf("memory dram %s %s ws=%d threads=%d: %w", c.kernel, c.pages, ws, threads, err)
 	}
-	r.step(fmt.Sprintf("memory dram %s %s %s x%d", c.kernel, c.pages, sizeText(ws), threads))
 	return results.Bandwidth{Kernel: c.kernel, ISA: r.impl.ISA, WorkingSetBytes: int64(n) * 8 * int64(threads), Threads: threads,
 		CPUs: cpusOf(ws0), Pinned: allPinned(ws0), GBps: mm.stat(0), Checksum: mm.sums[0]}, nil
 }

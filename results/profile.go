@@ -553,6 +553,15 @@ type GEMMResult struct {
 	// large M, the DRAM read roof for GEMV).
 	Fraction   float64 `json:"fraction,omitempty"`
 	FractionOf string  `json:"fraction_of,omitempty"`
+	// RoofNowGBps (a DRAM-sized GEMV of matrix.gemv; added within v1) is
+	// the DRAM read roof at the GEMV's threads measured right before and
+	// right after it (the memory section's kernel and pages, one working
+	// set; mean of the two medians), GB/s: Fraction is then of this roof,
+	// and the roofline takes the GEMV's bandwidth as that fraction of the
+	// profile's roof (the host's bandwidth moves within a probe by tens of
+	// percent on a VM; the kernel's fraction of it much less). Absent:
+	// not measured.
+	RoofNowGBps float64 `json:"roof_now_gbps,omitempty"`
 	// PackSeconds is the one-time cost of packing W (never on the per-call path).
 	PackSeconds float64 `json:"pack_seconds"`
 	Checksum    float64 `json:"checksum"`

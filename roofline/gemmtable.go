@@ -157,6 +157,20 @@ func (m *Machine) GEMVWeightGBps(prec string, threads int) (gbps float64, used s
 	return gbps, fmt.Sprintf("%.1f GB/s, measured attained GEMV weight bandwidth, this machine (%s)", gbps, used), true
 }
 
+// dramRoof is profile p's DRAM read roof at threads threads (memory.dram's
+// median), 0 where it has none.
+func dramRoof(p *results.Profile, threads int) float64 {
+	if p.Memory == nil {
+		return 0
+	}
+	for _, d := range p.Memory.DRAM {
+		if d.Threads == threads && d.GBps.Median > 0 {
+			return d.GBps.Median
+		}
+	}
+	return 0
+}
+
 // gemvDTypes are the GEMV dtypes whose weight bandwidth stands for the
 // roofline precision of the same name (float formats; the quantized ones
 // have the effective-bandwidth model).
@@ -177,10 +191,19 @@ func addGEMMTable(m *Machine, p *results.Profile, name string) {
 			t.GEMM = append(t.GEMM, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: g.M, N: g.N, K: g.K, GFLOPS: g.GFLOPS.Median})
 		}
 	}
+	scaled := 0
 	for _, g := range mx.GEMV {
 		if gemvDTypes[g.DType] && g.M == 1 && g.WeightGBps > 0 && g.Threads > 0 {
-			t.GEMV = append(t.GEMV, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: 1, N: g.N, K: g.K, GFLOPS: g.WeightGBps})
+			gbps := g.WeightGBps
+			if r := dramRoof(p, g.Threads); g.RoofNowGBps > 0 && r > 0 {
+				gbps *= r / g.RoofNowGBps
+				scaled++
+			}
+			t.GEMV = append(t.GEMV, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: 1, N: g.N, K: g.K, GFLOPS: gbps})
 		}
+	}
+	if scaled > 0 {
+		m.Notes = append(m.Notes, "a GEMV's weight bandwidth is its fraction of the DRAM read roof re-measured beside it (matrix.gemv roof_now_gbps) × the profile's DRAM read roof at its threads (memory.dram): the host's bandwidth moves within a probe, the kernel's fraction of it much less")
 	}
 	if len(t.GEMM) == 0 && len(t.GEMV) == 0 {
 		return

@@ -115,3 +115,25 @@ func TestGEMMTableFromProfile(t *testing.T) {
 		}
 	}
 }
+
+// A GEMV measured beside a DRAM roof re-measurement streams at its
+// fraction of that roof × the profile's roof at its threads; one without
+// keeps its own figure.
+func TestGEMVRoofNow(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-amd-epyc-2core.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
+	p.Memory.DRAM = []results.DRAMRoof{{Threads: 2, Kernel: "read", GBps: st(60)}}
+	for _, c := range []struct{ now, want float64 }{{40, 45}, {0, 30}} {
+		p.Matrix = &results.Matrix{GEMV: []results.GEMMResult{{Backend: "avx2-fp32", DType: "fp32", M: 1, N: 65536, K: 4096, Threads: 2, GFLOPS: st(15), WeightGBps: 30, RoofNowGBps: c.now}}}
+		m, err := FromProfile(p, "p.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, used, ok := m.GEMVWeightGBps("fp32", 2); !ok || math.Abs(g-c.want) > 1e-9 {
+			t.Errorf("roof now %v: GEMV %v GB/s (%s), want %v", c.now, g, used, c.want)
+		}
+	}
+}
