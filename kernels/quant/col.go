@@ -66,13 +66,13 @@ func (w *Matrix) RowTile() int {
 // colFormat reports whether format f has a column-order layout.
 func (f Format) colFormat() bool {
 	l := f.layout()
-	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1
+	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1 || l == Q4_K
 }
 
 // colBytes is the size of a column-order chunk (ColRows rows × 1 block).
 func (f Format) colBytes() int {
 	switch f.layout() {
-	case Q4_0:
+	case Q4_0, Q4_K: // Q4_K: one sub-block's quants (colk.go)
 		return 256
 	case Int2:
 		return 128
@@ -182,6 +182,10 @@ func (f Format) colWords() int { return f.colBytes() / 64 }
 // nibble, element 16+4k+i the high nibble of the same byte), so each
 // 4-byte word moves whole; int2 and int1 fields move one by one (colFine).
 func (w *Matrix) toColumn() {
+	if w.Format == Q4_K {
+		w.toColumnK()
+		return
+	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	groups, nb := (w.N+ColRows-1)/ColRows, 2*w.pairs
 	q := makeBytes(groups * nb * cb)
@@ -214,6 +218,10 @@ func (w *Matrix) toColumn() {
 // toLane converts the column-order w back to lane order (toColumn's
 // inverse).
 func (w *Matrix) toLane() {
+	if w.Format == Q4_K {
+		w.toLaneK()
+		return
+	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	rows := (w.N + PanelRows - 1) / PanelRows * PanelRows
 	q := makeBytes(rows * w.pairs * pb)
@@ -249,9 +257,15 @@ func (w *Matrix) toLane() {
 const colBlockGroups = 2
 
 // mulCol is mul for a column-order w: ks are the backend's column-order
-// tiles (kc), or the Go specification's.
+// tiles (kc), or the Go specification's. Q4_K's tiles read the
+// activations' K-quant terms (kx) and the group's chunks (colk.go), not
+// bs (given a pointer into the quants).
 func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	f, nb, cb := w.Format, 2*w.pairs, w.Format.colBytes()
+	gq, gd := nb*cb, nb*ColRows/2 // a group's quant bytes and scale words
+	if f == Q4_K {
+		gq, gd = w.pairs/superPairs*colKBytes, 0
+	}
 	ks := im.kc[f]
 	if ks == nil {
 		ks = goColKerns(f, im.mr)
@@ -264,9 +278,16 @@ func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 		for i0 := 0; i0 < a.M; i0 += mr {
 			mm := min(mr, a.M-i0)
 			ap, as, ac := &a.q[i0*pairLen], &a.d[i0*2], &a.corrZ[i0*2]
+			if f == Q4_K {
+				ac = a.kxAt(i0)
+			}
 			for g := gb; g < ge; g++ {
 				j0 := g * ColRows
-				bp, bs := &w.q[g*nb*cb], &w.d[g*nb*ColRows/2]
+				bp := &w.q[g*gq]
+				bs := (*uint32)(unsafe.Pointer(bp))
+				if gd > 0 {
+					bs = &w.d[g*gd]
+				}
 				if j0 >= n0 && j0+ColRows <= n1 {
 					ks[mm-1](w.pairs, ap, as, ac, sa, bp, bs, &y[i0*ldy+j0], ldy)
 					continue
@@ -290,6 +311,10 @@ func goColKerns(f Format, mr int) []kern {
 	var ks []kern
 	for m := 1; m <= mr; m++ {
 		ks = append(ks, func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
+			if f == Q4_K {
+				kernColGoK(m, np, a, as, ac, sa, b, c, ldc)
+				return
+			}
 			kernColGo(f, m, np, a, as, ac, sa, b, bs, c, ldc)
 		})
 	}

@@ -7176,3 +7176,2583 @@ kernColI1BWm4_store:
 	VMOVUPS Z3, (DX)
 	VZEROUPPER
 	RET
+
+// func kernColQ4KVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm1_store
+
+kernColQ4KVNNIm1_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm1_loop
+
+kernColQ4KVNNIm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+DATA colk3f<>+0(SB)/1, $0x3f
+DATA colk3f<>+1(SB)/1, $0x3f
+DATA colk3f<>+2(SB)/1, $0x3f
+DATA colk3f<>+3(SB)/1, $0x3f
+DATA colk3f<>+4(SB)/1, $0x3f
+DATA colk3f<>+5(SB)/1, $0x3f
+DATA colk3f<>+6(SB)/1, $0x3f
+DATA colk3f<>+7(SB)/1, $0x3f
+DATA colk3f<>+8(SB)/1, $0x3f
+DATA colk3f<>+9(SB)/1, $0x3f
+DATA colk3f<>+10(SB)/1, $0x3f
+DATA colk3f<>+11(SB)/1, $0x3f
+DATA colk3f<>+12(SB)/1, $0x3f
+DATA colk3f<>+13(SB)/1, $0x3f
+DATA colk3f<>+14(SB)/1, $0x3f
+DATA colk3f<>+15(SB)/1, $0x3f
+DATA colk3f<>+16(SB)/1, $0x3f
+DATA colk3f<>+17(SB)/1, $0x3f
+DATA colk3f<>+18(SB)/1, $0x3f
+DATA colk3f<>+19(SB)/1, $0x3f
+DATA colk3f<>+20(SB)/1, $0x3f
+DATA colk3f<>+21(SB)/1, $0x3f
+DATA colk3f<>+22(SB)/1, $0x3f
+DATA colk3f<>+23(SB)/1, $0x3f
+DATA colk3f<>+24(SB)/1, $0x3f
+DATA colk3f<>+25(SB)/1, $0x3f
+DATA colk3f<>+26(SB)/1, $0x3f
+DATA colk3f<>+27(SB)/1, $0x3f
+DATA colk3f<>+28(SB)/1, $0x3f
+DATA colk3f<>+29(SB)/1, $0x3f
+DATA colk3f<>+30(SB)/1, $0x3f
+DATA colk3f<>+31(SB)/1, $0x3f
+DATA colk3f<>+32(SB)/1, $0x3f
+DATA colk3f<>+33(SB)/1, $0x3f
+DATA colk3f<>+34(SB)/1, $0x3f
+DATA colk3f<>+35(SB)/1, $0x3f
+DATA colk3f<>+36(SB)/1, $0x3f
+DATA colk3f<>+37(SB)/1, $0x3f
+DATA colk3f<>+38(SB)/1, $0x3f
+DATA colk3f<>+39(SB)/1, $0x3f
+DATA colk3f<>+40(SB)/1, $0x3f
+DATA colk3f<>+41(SB)/1, $0x3f
+DATA colk3f<>+42(SB)/1, $0x3f
+DATA colk3f<>+43(SB)/1, $0x3f
+DATA colk3f<>+44(SB)/1, $0x3f
+DATA colk3f<>+45(SB)/1, $0x3f
+DATA colk3f<>+46(SB)/1, $0x3f
+DATA colk3f<>+47(SB)/1, $0x3f
+DATA colk3f<>+48(SB)/1, $0x3f
+DATA colk3f<>+49(SB)/1, $0x3f
+DATA colk3f<>+50(SB)/1, $0x3f
+DATA colk3f<>+51(SB)/1, $0x3f
+DATA colk3f<>+52(SB)/1, $0x3f
+DATA colk3f<>+53(SB)/1, $0x3f
+DATA colk3f<>+54(SB)/1, $0x3f
+DATA colk3f<>+55(SB)/1, $0x3f
+DATA colk3f<>+56(SB)/1, $0x3f
+DATA colk3f<>+57(SB)/1, $0x3f
+DATA colk3f<>+58(SB)/1, $0x3f
+DATA colk3f<>+59(SB)/1, $0x3f
+DATA colk3f<>+60(SB)/1, $0x3f
+DATA colk3f<>+61(SB)/1, $0x3f
+DATA colk3f<>+62(SB)/1, $0x3f
+DATA colk3f<>+63(SB)/1, $0x3f
+GLOBL colk3f<>(SB), RODATA|NOPTR, $64
+
+DATA colksel0<>+0(SB)/1, $0x00
+DATA colksel0<>+1(SB)/1, $0x80
+DATA colksel0<>+2(SB)/1, $0x80
+DATA colksel0<>+3(SB)/1, $0x80
+DATA colksel0<>+4(SB)/1, $0x04
+DATA colksel0<>+5(SB)/1, $0x80
+DATA colksel0<>+6(SB)/1, $0x80
+DATA colksel0<>+7(SB)/1, $0x80
+DATA colksel0<>+8(SB)/1, $0x08
+DATA colksel0<>+9(SB)/1, $0x80
+DATA colksel0<>+10(SB)/1, $0x80
+DATA colksel0<>+11(SB)/1, $0x80
+DATA colksel0<>+12(SB)/1, $0x0c
+DATA colksel0<>+13(SB)/1, $0x80
+DATA colksel0<>+14(SB)/1, $0x80
+DATA colksel0<>+15(SB)/1, $0x80
+DATA colksel0<>+16(SB)/1, $0x00
+DATA colksel0<>+17(SB)/1, $0x80
+DATA colksel0<>+18(SB)/1, $0x80
+DATA colksel0<>+19(SB)/1, $0x80
+DATA colksel0<>+20(SB)/1, $0x04
+DATA colksel0<>+21(SB)/1, $0x80
+DATA colksel0<>+22(SB)/1, $0x80
+DATA colksel0<>+23(SB)/1, $0x80
+DATA colksel0<>+24(SB)/1, $0x08
+DATA colksel0<>+25(SB)/1, $0x80
+DATA colksel0<>+26(SB)/1, $0x80
+DATA colksel0<>+27(SB)/1, $0x80
+DATA colksel0<>+28(SB)/1, $0x0c
+DATA colksel0<>+29(SB)/1, $0x80
+DATA colksel0<>+30(SB)/1, $0x80
+DATA colksel0<>+31(SB)/1, $0x80
+DATA colksel0<>+32(SB)/1, $0x00
+DATA colksel0<>+33(SB)/1, $0x80
+DATA colksel0<>+34(SB)/1, $0x80
+DATA colksel0<>+35(SB)/1, $0x80
+DATA colksel0<>+36(SB)/1, $0x04
+DATA colksel0<>+37(SB)/1, $0x80
+DATA colksel0<>+38(SB)/1, $0x80
+DATA colksel0<>+39(SB)/1, $0x80
+DATA colksel0<>+40(SB)/1, $0x08
+DATA colksel0<>+41(SB)/1, $0x80
+DATA colksel0<>+42(SB)/1, $0x80
+DATA colksel0<>+43(SB)/1, $0x80
+DATA colksel0<>+44(SB)/1, $0x0c
+DATA colksel0<>+45(SB)/1, $0x80
+DATA colksel0<>+46(SB)/1, $0x80
+DATA colksel0<>+47(SB)/1, $0x80
+DATA colksel0<>+48(SB)/1, $0x00
+DATA colksel0<>+49(SB)/1, $0x80
+DATA colksel0<>+50(SB)/1, $0x80
+DATA colksel0<>+51(SB)/1, $0x80
+DATA colksel0<>+52(SB)/1, $0x04
+DATA colksel0<>+53(SB)/1, $0x80
+DATA colksel0<>+54(SB)/1, $0x80
+DATA colksel0<>+55(SB)/1, $0x80
+DATA colksel0<>+56(SB)/1, $0x08
+DATA colksel0<>+57(SB)/1, $0x80
+DATA colksel0<>+58(SB)/1, $0x80
+DATA colksel0<>+59(SB)/1, $0x80
+DATA colksel0<>+60(SB)/1, $0x0c
+DATA colksel0<>+61(SB)/1, $0x80
+DATA colksel0<>+62(SB)/1, $0x80
+DATA colksel0<>+63(SB)/1, $0x80
+GLOBL colksel0<>(SB), RODATA|NOPTR, $64
+
+DATA colksel1<>+0(SB)/1, $0x01
+DATA colksel1<>+1(SB)/1, $0x80
+DATA colksel1<>+2(SB)/1, $0x80
+DATA colksel1<>+3(SB)/1, $0x80
+DATA colksel1<>+4(SB)/1, $0x05
+DATA colksel1<>+5(SB)/1, $0x80
+DATA colksel1<>+6(SB)/1, $0x80
+DATA colksel1<>+7(SB)/1, $0x80
+DATA colksel1<>+8(SB)/1, $0x09
+DATA colksel1<>+9(SB)/1, $0x80
+DATA colksel1<>+10(SB)/1, $0x80
+DATA colksel1<>+11(SB)/1, $0x80
+DATA colksel1<>+12(SB)/1, $0x0d
+DATA colksel1<>+13(SB)/1, $0x80
+DATA colksel1<>+14(SB)/1, $0x80
+DATA colksel1<>+15(SB)/1, $0x80
+DATA colksel1<>+16(SB)/1, $0x01
+DATA colksel1<>+17(SB)/1, $0x80
+DATA colksel1<>+18(SB)/1, $0x80
+DATA colksel1<>+19(SB)/1, $0x80
+DATA colksel1<>+20(SB)/1, $0x05
+DATA colksel1<>+21(SB)/1, $0x80
+DATA colksel1<>+22(SB)/1, $0x80
+DATA colksel1<>+23(SB)/1, $0x80
+DATA colksel1<>+24(SB)/1, $0x09
+DATA colksel1<>+25(SB)/1, $0x80
+DATA colksel1<>+26(SB)/1, $0x80
+DATA colksel1<>+27(SB)/1, $0x80
+DATA colksel1<>+28(SB)/1, $0x0d
+DATA colksel1<>+29(SB)/1, $0x80
+DATA colksel1<>+30(SB)/1, $0x80
+DATA colksel1<>+31(SB)/1, $0x80
+DATA colksel1<>+32(SB)/1, $0x01
+DATA colksel1<>+33(SB)/1, $0x80
+DATA colksel1<>+34(SB)/1, $0x80
+DATA colksel1<>+35(SB)/1, $0x80
+DATA colksel1<>+36(SB)/1, $0x05
+DATA colksel1<>+37(SB)/1, $0x80
+DATA colksel1<>+38(SB)/1, $0x80
+DATA colksel1<>+39(SB)/1, $0x80
+DATA colksel1<>+40(SB)/1, $0x09
+DATA colksel1<>+41(SB)/1, $0x80
+DATA colksel1<>+42(SB)/1, $0x80
+DATA colksel1<>+43(SB)/1, $0x80
+DATA colksel1<>+44(SB)/1, $0x0d
+DATA colksel1<>+45(SB)/1, $0x80
+DATA colksel1<>+46(SB)/1, $0x80
+DATA colksel1<>+47(SB)/1, $0x80
+DATA colksel1<>+48(SB)/1, $0x01
+DATA colksel1<>+49(SB)/1, $0x80
+DATA colksel1<>+50(SB)/1, $0x80
+DATA colksel1<>+51(SB)/1, $0x80
+DATA colksel1<>+52(SB)/1, $0x05
+DATA colksel1<>+53(SB)/1, $0x80
+DATA colksel1<>+54(SB)/1, $0x80
+DATA colksel1<>+55(SB)/1, $0x80
+DATA colksel1<>+56(SB)/1, $0x09
+DATA colksel1<>+57(SB)/1, $0x80
+DATA colksel1<>+58(SB)/1, $0x80
+DATA colksel1<>+59(SB)/1, $0x80
+DATA colksel1<>+60(SB)/1, $0x0d
+DATA colksel1<>+61(SB)/1, $0x80
+DATA colksel1<>+62(SB)/1, $0x80
+DATA colksel1<>+63(SB)/1, $0x80
+GLOBL colksel1<>(SB), RODATA|NOPTR, $64
+
+DATA colksel2<>+0(SB)/1, $0x02
+DATA colksel2<>+1(SB)/1, $0x80
+DATA colksel2<>+2(SB)/1, $0x80
+DATA colksel2<>+3(SB)/1, $0x80
+DATA colksel2<>+4(SB)/1, $0x06
+DATA colksel2<>+5(SB)/1, $0x80
+DATA colksel2<>+6(SB)/1, $0x80
+DATA colksel2<>+7(SB)/1, $0x80
+DATA colksel2<>+8(SB)/1, $0x0a
+DATA colksel2<>+9(SB)/1, $0x80
+DATA colksel2<>+10(SB)/1, $0x80
+DATA colksel2<>+11(SB)/1, $0x80
+DATA colksel2<>+12(SB)/1, $0x0e
+DATA colksel2<>+13(SB)/1, $0x80
+DATA colksel2<>+14(SB)/1, $0x80
+DATA colksel2<>+15(SB)/1, $0x80
+DATA colksel2<>+16(SB)/1, $0x02
+DATA colksel2<>+17(SB)/1, $0x80
+DATA colksel2<>+18(SB)/1, $0x80
+DATA colksel2<>+19(SB)/1, $0x80
+DATA colksel2<>+20(SB)/1, $0x06
+DATA colksel2<>+21(SB)/1, $0x80
+DATA colksel2<>+22(SB)/1, $0x80
+DATA colksel2<>+23(SB)/1, $0x80
+DATA colksel2<>+24(SB)/1, $0x0a
+DATA colksel2<>+25(SB)/1, $0x80
+DATA colksel2<>+26(SB)/1, $0x80
+DATA colksel2<>+27(SB)/1, $0x80
+DATA colksel2<>+28(SB)/1, $0x0e
+DATA colksel2<>+29(SB)/1, $0x80
+DATA colksel2<>+30(SB)/1, $0x80
+DATA colksel2<>+31(SB)/1, $0x80
+DATA colksel2<>+32(SB)/1, $0x02
+DATA colksel2<>+33(SB)/1, $0x80
+DATA colksel2<>+34(SB)/1, $0x80
+DATA colksel2<>+35(SB)/1, $0x80
+DATA colksel2<>+36(SB)/1, $0x06
+DATA colksel2<>+37(SB)/1, $0x80
+DATA colksel2<>+38(SB)/1, $0x80
+DATA colksel2<>+39(SB)/1, $0x80
+DATA colksel2<>+40(SB)/1, $0x0a
+DATA colksel2<>+41(SB)/1, $0x80
+DATA colksel2<>+42(SB)/1, $0x80
+DATA colksel2<>+43(SB)/1, $0x80
+DATA colksel2<>+44(SB)/1, $0x0e
+DATA colksel2<>+45(SB)/1, $0x80
+DATA colksel2<>+46(SB)/1, $0x80
+DATA colksel2<>+47(SB)/1, $0x80
+DATA colksel2<>+48(SB)/1, $0x02
+DATA colksel2<>+49(SB)/1, $0x80
+DATA colksel2<>+50(SB)/1, $0x80
+DATA colksel2<>+51(SB)/1, $0x80
+DATA colksel2<>+52(SB)/1, $0x06
+DATA colksel2<>+53(SB)/1, $0x80
+DATA colksel2<>+54(SB)/1, $0x80
+DATA colksel2<>+55(SB)/1, $0x80
+DATA colksel2<>+56(SB)/1, $0x0a
+DATA colksel2<>+57(SB)/1, $0x80
+DATA colksel2<>+58(SB)/1, $0x80
+DATA colksel2<>+59(SB)/1, $0x80
+DATA colksel2<>+60(SB)/1, $0x0e
+DATA colksel2<>+61(SB)/1, $0x80
+DATA colksel2<>+62(SB)/1, $0x80
+DATA colksel2<>+63(SB)/1, $0x80
+GLOBL colksel2<>(SB), RODATA|NOPTR, $64
+
+DATA colksel3<>+0(SB)/1, $0x03
+DATA colksel3<>+1(SB)/1, $0x80
+DATA colksel3<>+2(SB)/1, $0x80
+DATA colksel3<>+3(SB)/1, $0x80
+DATA colksel3<>+4(SB)/1, $0x07
+DATA colksel3<>+5(SB)/1, $0x80
+DATA colksel3<>+6(SB)/1, $0x80
+DATA colksel3<>+7(SB)/1, $0x80
+DATA colksel3<>+8(SB)/1, $0x0b
+DATA colksel3<>+9(SB)/1, $0x80
+DATA colksel3<>+10(SB)/1, $0x80
+DATA colksel3<>+11(SB)/1, $0x80
+DATA colksel3<>+12(SB)/1, $0x0f
+DATA colksel3<>+13(SB)/1, $0x80
+DATA colksel3<>+14(SB)/1, $0x80
+DATA colksel3<>+15(SB)/1, $0x80
+DATA colksel3<>+16(SB)/1, $0x03
+DATA colksel3<>+17(SB)/1, $0x80
+DATA colksel3<>+18(SB)/1, $0x80
+DATA colksel3<>+19(SB)/1, $0x80
+DATA colksel3<>+20(SB)/1, $0x07
+DATA colksel3<>+21(SB)/1, $0x80
+DATA colksel3<>+22(SB)/1, $0x80
+DATA colksel3<>+23(SB)/1, $0x80
+DATA colksel3<>+24(SB)/1, $0x0b
+DATA colksel3<>+25(SB)/1, $0x80
+DATA colksel3<>+26(SB)/1, $0x80
+DATA colksel3<>+27(SB)/1, $0x80
+DATA colksel3<>+28(SB)/1, $0x0f
+DATA colksel3<>+29(SB)/1, $0x80
+DATA colksel3<>+30(SB)/1, $0x80
+DATA colksel3<>+31(SB)/1, $0x80
+DATA colksel3<>+32(SB)/1, $0x03
+DATA colksel3<>+33(SB)/1, $0x80
+DATA colksel3<>+34(SB)/1, $0x80
+DATA colksel3<>+35(SB)/1, $0x80
+DATA colksel3<>+36(SB)/1, $0x07
+DATA colksel3<>+37(SB)/1, $0x80
+DATA colksel3<>+38(SB)/1, $0x80
+DATA colksel3<>+39(SB)/1, $0x80
+DATA colksel3<>+40(SB)/1, $0x0b
+DATA colksel3<>+41(SB)/1, $0x80
+DATA colksel3<>+42(SB)/1, $0x80
+DATA colksel3<>+43(SB)/1, $0x80
+DATA colksel3<>+44(SB)/1, $0x0f
+DATA colksel3<>+45(SB)/1, $0x80
+DATA colksel3<>+46(SB)/1, $0x80
+DATA colksel3<>+47(SB)/1, $0x80
+DATA colksel3<>+48(SB)/1, $0x03
+DATA colksel3<>+49(SB)/1, $0x80
+DATA colksel3<>+50(SB)/1, $0x80
+DATA colksel3<>+51(SB)/1, $0x80
+DATA colksel3<>+52(SB)/1, $0x07
+DATA colksel3<>+53(SB)/1, $0x80
+DATA colksel3<>+54(SB)/1, $0x80
+DATA colksel3<>+55(SB)/1, $0x80
+DATA colksel3<>+56(SB)/1, $0x0b
+DATA colksel3<>+57(SB)/1, $0x80
+DATA colksel3<>+58(SB)/1, $0x80
+DATA colksel3<>+59(SB)/1, $0x80
+DATA colksel3<>+60(SB)/1, $0x0f
+DATA colksel3<>+61(SB)/1, $0x80
+DATA colksel3<>+62(SB)/1, $0x80
+DATA colksel3<>+63(SB)/1, $0x80
+GLOBL colksel3<>(SB), RODATA|NOPTR, $64
+
+// func kernColQ4KVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm2_store
+
+kernColQ4KVNNIm2_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 32(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 36(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 40(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 44(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 48(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 52(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 56(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 60(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm2_loop
+
+kernColQ4KVNNIm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm3_store
+
+kernColQ4KVNNIm3_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 32(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 64(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 36(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 68(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 40(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 72(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 44(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 76(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 48(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 80(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 52(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 84(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 56(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 88(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 60(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 92(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm3_loop
+
+kernColQ4KVNNIm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm4_store
+
+kernColQ4KVNNIm4_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 32(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 64(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 96(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 36(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 68(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 100(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 40(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 72(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 104(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 44(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 76(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 108(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 48(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 80(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 112(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 52(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 84(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 116(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 56(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 88(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 120(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 60(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 92(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 124(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm4_loop
+
+kernColQ4KVNNIm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET

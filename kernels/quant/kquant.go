@@ -50,8 +50,13 @@ func (f Format) metaWords() int {
 	return 0
 }
 
-// meta returns the scale bytes of super-block s of row r (4·metaWords).
+// meta returns the scale bytes of super-block s of row r (4·metaWords):
+// in lane order w's own bytes, in column order (colk.go) a copy (the
+// constructors write through it before any Repack).
 func (w *Matrix) meta(r, s int) []byte {
+	if w.col {
+		return colKMeta(w.colKChunk(r/ColRows, s), r%ColRows)
+	}
 	mw := w.Format.metaWords()
 	i := ((r/PanelRows*(w.pairs/superPairs)+s)*PanelRows + r%PanelRows) * mw
 	return unsafe.Slice((*byte)(unsafe.Pointer(&w.d[i])), 4*mw)
@@ -71,6 +76,9 @@ func (w *Matrix) putK(r, s, e int, v uint8) {
 }
 
 func (w *Matrix) getK(r, s, e int) int32 {
+	if w.col {
+		return colKGetU(w.colKChunk(r/ColRows, s), r%ColRows, e)
+	}
 	p, pos := kPos(s, e)
 	pb := w.Format.pairBytes()
 	return w.Format.getU(w.q[w.idx(r, p)*pb:][:pb], pos)

@@ -115,6 +115,9 @@ func main() {
 			genLowBW(f, m)
 		}
 	}
+	for m := 1; m <= 4; m++ {
+		genK(m)
+	}
 	Generate()
 }
 
@@ -742,6 +745,162 @@ func genLowBW(f string, m int) {
 	ADDQ(g.SA8, g.AC)
 	ADDQ(U32(2*cb), g.B)
 	ADDQ(U32(2*32), g.BS)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+var (
+	mask3F = asmutil.Bytes64("colk3f", func(int) byte { return 0x3f })
+	// selK[j]: the VPSHUFB index that moves byte j of every 32-bit lane to
+	// the lane's low byte and zeroes the other three.
+	selK = func() (out [4]func() Mem) {
+		for j := range out {
+			out[j] = asmutil.Bytes64(fmt.Sprintf("colksel%d", j), func(i int) byte {
+				if i%4 == 0 {
+					return byte(i%16 + j)
+				}
+				return 0x80
+			})
+		}
+		return
+	}()
+)
+
+// kSuper is the bytes of a q4_k column-order chunk (16 rows × one
+// super-block, kernels/quant/colk.go): 256 bytes of scales, then 8
+// sub-block chunks of 256 bytes in q4_0's column layout.
+const kSuper = 256 + 8*256
+
+// genK emits kernColQ4KVNNIm<m>, the avx512vnni q4_k tile on the
+// column-order layout of kernels/quant/colk.go (kernColGoK specifies it).
+// b points at the group's first super-block chunk; bs is not read; ac is
+// the activations' K-quant terms (Activations.kx: float32 d_x·Σq per
+// sub-block, super-block s of row r at ac + s·sa/2 + r·32 bytes); np is a
+// multiple of 4 (whole super-blocks).
+//
+// Per super-block, shared by the mr rows: the chunk's 16 d and 16 dmin
+// (VCVTPH2PS from memory: dv, mv) and ggml's 12 scale bytes of each row,
+// three 64-byte words W1..W3 (row l's bytes 4i..4i+3 at lane l of word
+// i): the 6-bit scales of sub-blocks 0..3 are W1 AND 0x3f (a byte each),
+// their mins W2 AND 0x3f; sub-blocks 4..7's are (W3 AND 0x0f) OR ((W1
+// VPSRLD 2) AND 0x30) and ((W3 VPSRLD 4) AND 0x0f) OR ((W2 VPSRLD 2) AND
+// 0x30): 14 instructions give four vectors holding, per lane, 4 scales
+// or 4 mins as bytes. Per sub-block j (activation block j of the
+// super-block): its scale and min move to whole lanes (VPSHUFB with a
+// constant index from memory), VCVTDQ2PS, times dv or mv: D = d·sc and
+// M = dmin·m, exact in float32 (11 × 6 bits), as kScalesOf makes them;
+// 4 loads of quants, each giving lo = AND 0x0f and hi = AND 0xf0 (16·q)
+// as gen's q4_0 (two accumulators from zero, L += H >> 4); then per row
+// VCVTDQ2PS, D times the row's dx (VMULPS with an embedded broadcast),
+// VFMADD231PS into the row's float accumulator and VFNMADD231PS of M
+// times the row's d_x·Σq (embedded broadcast from ac): the min term is
+// subtracted per sub-block, no separate sum. Per sub-block and 16 rows
+// at mr = 1: 4 loads, 8 ANDs, 8 VPDPBUSD, 6 shared scale ops and 8
+// others (2 zeroings, shift, add, convert, multiply, 2 FMAs) plus 1/8 of
+// the super-block's 16: the q4_0 tile's work and 7 more.
+//
+// No saturation: q ≤ 15 and |q_x| ≤ 127, so |L| ≤ 16·15·127 and |H| ≤
+// 16·16·15·127; the block sum is below 2^24 (exact in float32).
+//
+// Registers, mr = 4: 4 float and 8 int32 accumulators, 3 weight vectors,
+// 4 masks, 4 scale and min vectors, dv, mv, D, M and one temporary.
+func genK(m int) {
+	name := fmt.Sprintf("kernColQ4KVNNIm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q4_k tile with VPDPBUSD; see genK in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	kxs := g.BS        // bs is not read: the kx stride per super-block, sa/2 bytes
+	MOVQ(g.SA, kxs)
+	SHRQ(U8(1), kxs)
+	SHRQ(U8(2), g.NP) // pairs → super-blocks
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	hacc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], hacc[r] = zmm(r), zmm(4+r), zmm(8+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	w, lo, hi := zmm(12), zmm(13), zmm(14)
+	k0F, kF0, k3F, k30 := zmm(15), zmm(16), zmm(17), zmm(18)
+	scLo, scHi, mLo, mHi := zmm(19), zmm(20), zmm(21), zmm(22)
+	dv, mv, D, M, t := zmm(23), zmm(24), zmm(25), zmm(26), zmm(27)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(maskF0(), kF0)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	word := func(i int) Mem { return Mem{Base: g.B, Disp: 64 * i} }
+	VCVTPH2PS(word(0), dv)
+	VCVTPH2PS(Mem{Base: g.B, Disp: 32}, mv)
+	VPANDD(word(1), k3F, scLo)
+	VPANDD(word(2), k3F, mLo)
+	VPSRLD(U8(2), word(1), t)
+	VPANDD(k30, t, t)
+	VPANDD(word(3), k0F, scHi)
+	VPORD(t, scHi, scHi)
+	VPSRLD(U8(2), word(2), t)
+	VPANDD(k30, t, t)
+	VPSRLD(U8(4), word(3), mHi)
+	VPANDD(k0F, mHi, mHi)
+	VPORD(t, mHi, mHi)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 9; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			j := 2*pp + h
+			for r := 0; r < m; r++ {
+				VPXORD(iacc[r], iacc[r], iacc[r])
+				VPXORD(hacc[r], hacc[r], hacc[r])
+			}
+			x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+			for k := 0; k < 4; k++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: 256 + j*256 + k*64}, w)
+				VPANDD(k0F, w, lo)
+				VPANDD(kF0, w, hi)
+				for r := 0; r < m; r++ {
+					asmutil.VPDPBUSD(x(r, k), lo, iacc[r], true)
+					asmutil.VPDPBUSD(x(r, 4+k), hi, hacc[r], true)
+				}
+			}
+			sc, mn := scLo, mLo
+			if j >= 4 {
+				sc, mn = scHi, mHi
+			}
+			VPSHUFB(selK[j%4](), sc, D)
+			VCVTDQ2PS(D, D)
+			VMULPS(dv, D, D)
+			VPSHUFB(selK[j%4](), mn, M)
+			VCVTDQ2PS(M, M)
+			VMULPS(mv, M, M)
+			for r := 0; r < m; r++ {
+				VPSRAD(U8(4), hacc[r], hacc[r])
+				VPADDD(hacc[r], iacc[r], iacc[r])
+				VCVTDQ2PS(iacc[r], iacc[r])
+				VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
+				VFMADD231PS(iacc[r], t, facc[r])
+				VFNMADD231PS_BCST(Mem{Base: g.AC, Disp: r*32 + j*4}, M, facc[r])
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+	}
+	ADDQ(kxs, g.AC)
+	ADDQ(U32(kSuper), g.B)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
