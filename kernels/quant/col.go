@@ -66,7 +66,7 @@ func (w *Matrix) RowTile() int {
 // colFormat reports whether format f has a column-order layout.
 func (f Format) colFormat() bool {
 	l := f.layout()
-	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1 || l == Q4_K
+	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1 || l.kquant()
 }
 
 // colBytes is the size of a column-order chunk (ColRows rows × 1 block).
@@ -182,8 +182,12 @@ func (f Format) colWords() int { return f.colBytes() / 64 }
 // nibble, element 16+4k+i the high nibble of the same byte), so each
 // 4-byte word moves whole; int2 and int1 fields move one by one (colFine).
 func (w *Matrix) toColumn() {
-	if w.Format == Q4_K {
+	switch w.Format {
+	case Q4_K:
 		w.toColumnK()
+		return
+	case Q6_K:
+		w.toColumnK6()
 		return
 	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
@@ -218,8 +222,12 @@ func (w *Matrix) toColumn() {
 // toLane converts the column-order w back to lane order (toColumn's
 // inverse).
 func (w *Matrix) toLane() {
-	if w.Format == Q4_K {
+	switch w.Format {
+	case Q4_K:
 		w.toLaneK()
+		return
+	case Q6_K:
+		w.toLaneK6()
 		return
 	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
@@ -257,14 +265,14 @@ func (w *Matrix) toLane() {
 const colBlockGroups = 2
 
 // mulCol is mul for a column-order w: ks are the backend's column-order
-// tiles (kc), or the Go specification's. Q4_K's tiles read the
-// activations' K-quant terms (kx) and the group's chunks (colk.go), not
-// bs (given a pointer into the quants).
+// tiles (kc), or the Go specification's. The K-quants' tiles read the
+// activations' K-quant terms (Q4_K kx, Q6_K kc) and the group's chunks
+// (colk.go), not bs (given a pointer into the quants).
 func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	f, nb, cb := w.Format, 2*w.pairs, w.Format.colBytes()
 	gq, gd := nb*cb, nb*ColRows/2 // a group's quant bytes and scale words
-	if f == Q4_K {
-		gq, gd = w.pairs/superPairs*colKBytes, 0
+	if f.kquant() {
+		gq, gd = w.pairs/superPairs*f.colChunkK(), 0
 	}
 	ks := im.kc[f]
 	if ks == nil {
@@ -278,8 +286,11 @@ func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 		for i0 := 0; i0 < a.M; i0 += mr {
 			mm := min(mr, a.M-i0)
 			ap, as, ac := &a.q[i0*pairLen], &a.d[i0*2], &a.corrZ[i0*2]
-			if f == Q4_K {
+			switch f {
+			case Q4_K:
 				ac = a.kxAt(i0)
+			case Q6_K:
+				ac = &a.kc[i0*4]
 			}
 			for g := gb; g < ge; g++ {
 				j0 := g * ColRows
@@ -311,8 +322,12 @@ func goColKerns(f Format, mr int) []kern {
 	var ks []kern
 	for m := 1; m <= mr; m++ {
 		ks = append(ks, func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
-			if f == Q4_K {
+			switch f {
+			case Q4_K:
 				kernColGoK(m, np, a, as, ac, sa, b, c, ldc)
+				return
+			case Q6_K:
+				kernColGoK6(m, np, a, as, ac, sa, b, c, ldc)
 				return
 			}
 			kernColGo(f, m, np, a, as, ac, sa, b, bs, c, ldc)

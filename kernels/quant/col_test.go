@@ -23,7 +23,7 @@ func colBackend() (Backend, bool) {
 // Repack to column order and back keeps every weight, scale and GGUF byte.
 func TestColumnRepack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0, Q4_K} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0, Q4_K, Q6_K} {
 		for _, sh := range [][2]int{{1, 32}, {13, 96}, {16, 64}, {33, 160}, {40, 1024}, {17, 512}} {
 			n, k := sh[0], sh[1]
 			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
@@ -44,9 +44,9 @@ func TestColumnRepack(t *testing.T) {
 			if gguf && !bytes.Equal(w.AppendGGUF(nil), gg) {
 				t.Fatalf("%s %v: column-order AppendGGUF differs", f, sh)
 			}
-			if f == Q4_K {
-				if want := int64((n+ColRows-1)/ColRows*ColRows) * int64(w.pairs*pairLen) * 9 / 16; w.Bytes() != want {
-					t.Fatalf("%s %v: column order %d bytes, want %d (0.5625 B/weight)", f, sh, w.Bytes(), want)
+			if f.kquant() {
+				if want := float64((n+ColRows-1)/ColRows*ColRows*w.pairs*pairLen) * f.BytesPerWeight(); float64(w.Bytes()) != want {
+					t.Fatalf("%s %v: column order %d bytes, want %v (%v B/weight)", f, sh, w.Bytes(), want, f.BytesPerWeight())
 				}
 			}
 			w.toLane()
@@ -73,8 +73,8 @@ func TestColumnRepack(t *testing.T) {
 		}
 		kq, _ := Quantize(Q6_K, randMat(rng, 5*256, 0.02), 5, 256)
 		kq.Repack(be)
-		if kq.Layout() != LaneOrder {
-			t.Fatalf("q6_k on %s: %s", be.Name, kq.Layout())
+		if want := map[bool]Layout{true: ColumnOrder, false: LaneOrder}[slices.Contains(be.ColumnFormats(), Q6_K)]; kq.Layout() != want {
+			t.Fatalf("q6_k on %s: %s, want %s", be.Name, kq.Layout(), want)
 		}
 	}
 }
@@ -91,7 +91,7 @@ func TestColumnMul(t *testing.T) {
 		if be.Unavailable != "" {
 			continue
 		}
-		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0, Q4_K} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0, Q4_K, Q6_K} {
 			for _, sh := range [][3]int{{1, 1, 32}, {1, 13, 96}, {2, 17, 64}, {3, 33, 160}, {4, 40, 1024}, {5, 16, 96}, {16, 40, 224}, {1, 64, 4096}, {33, 40, 512}} {
 				m, n, k := sh[0], sh[1], sh[2]
 				t.Run(fmt.Sprintf("%s/%s/%dx%dx%d", be.Name, f, m, n, k), func(t *testing.T) {
@@ -215,17 +215,18 @@ func TestColumnMulNoAlloc(t *testing.T) {
 	}
 }
 
-// The K-quant prefill path on a column-order Q4_K (pfkConvertCol, its Go
-// up-convert and the backends' pfConvColQ4) equals the go backend's GEMV
+// The K-quant prefill path on a column-order Q4_K or Q6_K (pfkConvertCol,
+// its Go up-convert and the backends' pfConvColQ4; pfkConvertColK6) equals the go backend's GEMV
 // tiles on the lane-order W, on column ranges that cut groups.
-func TestColumnPrefillQ4K(t *testing.T) {
+func TestColumnPrefillK(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	goBE, _ := BackendByName("go")
-	for _, sh := range [][5]int{{32, 40, 512, 0, 40}, {33, 70, 256, 5, 61}, {40, 16, 768, 0, 16}} {
+	for i, sh := range [][5]int{{32, 40, 512, 0, 40}, {33, 70, 256, 5, 61}, {40, 16, 768, 0, 16}, {32, 40, 512, 0, 40}, {33, 70, 256, 5, 61}, {40, 16, 768, 0, 16}} {
 		m, n, k, n0, n1 := sh[0], sh[1], sh[2], sh[3], sh[4]
-		w, _ := Quantize(Q4_K, randMat(rng, n*k, 0.02), n, k)
+		f := []Format{Q4_K, Q6_K}[i/3]
+		w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
 		var a Activations
-		if err := a.Quantize(Q4_K, randMat(rng, m*k, 1), m, k); err != nil {
+		if err := a.Quantize(f, randMat(rng, m*k, 1), m, k); err != nil {
 			t.Fatal(err)
 		}
 		ldy := n + 2
@@ -235,7 +236,7 @@ func TestColumnPrefillQ4K(t *testing.T) {
 		}
 		w.toColumn()
 		runs := map[string]func(y []float32){"spec": func(y []float32) {
-			mulPFK(goPFK(2, 3), nil, nil, w, &a, y, ldy, n0, n1)
+			mulPFK(goPFK(pfkSub(f), 3), nil, nil, w, &a, y, ldy, n0, n1)
 		}}
 		for _, be := range Backends() {
 			if be.Unavailable == "" && be.PrefillTileM > 0 {

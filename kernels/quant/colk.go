@@ -34,11 +34,23 @@ import (
 // super-block): 256 bytes of scales and 8 sub-block chunks of 256.
 const colKBytes = 256 + 8*256
 
+// colK6Bytes is the size of a Q6_K column-order chunk: 320 bytes of
+// scales and 16 sub-block chunks of 192.
+const colK6Bytes = 320 + 16*192
+
+// colChunkK is the column-order chunk size of K-quant f.
+func (f Format) colChunkK() int {
+	if f == Q6_K {
+		return colK6Bytes
+	}
+	return colKBytes
+}
+
 // colKChunk returns the chunk of group g and super-block s of the
-// column-order Q4_K w.
+// column-order K-quant w.
 func (w *Matrix) colKChunk(g, s int) []byte {
-	nsb := w.pairs / superPairs
-	return w.q[(g*nsb+s)*colKBytes:][:colKBytes]
+	nsb, cb := w.pairs/superPairs, w.Format.colChunkK()
+	return w.q[(g*nsb+s)*cb:][:cb]
 }
 
 // colKMeta returns lane l's 16 scale bytes of chunk c as the lane order's
@@ -217,6 +229,214 @@ func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32, conv pfColConvFn) {
 					for b := range 2 {
 						ds[b*pfCols+s*ColRows+l] = D[2*pp+b]
 						ds[(2+b)*pfCols+s*ColRows+l] = M[2*pp+b]
+					}
+				}
+			}
+		}
+	}
+}
+
+// The column-order layout of Q6_K (avx512vnni): per group g of ColRows
+// rows and super-block s one chunk of colK6Bytes = 3392 bytes, chunks in
+// the order (g, s), all in Matrix.q:
+//
+//	bytes   0..31:   the 16 rows' d (fp16)
+//	bytes  32..63:   zero (the lane order's 2 bytes of alignment per row)
+//	bytes 64 + 16j + l: the int8 scale of sub-block j (j < 16) of row l
+//	bytes 320 + 192j ..: sub-block j (elements 16j..16j+15): three
+//	                 64-byte words A, B, C, lane l at bytes 4l..4l+3,
+//	                 byte i of the lane for elements 4g+i of the sub-block
+//	                 (g < 4) with q = lo4 + 16·hi2:
+//	                   A = lo4(g0) | hi2(g0)<<4 | hi2(g2)<<6
+//	                   B = lo4(g1) | hi2(g1)<<4 | hi2(g3)<<6
+//	                   C = lo4(g2) | lo4(g3)<<4
+//
+// 212 bytes per row and super-block as the lane order (0.828125 B/weight,
+// BytesPerWeight; the file's 210 and 2 of padding), one sequential stream
+// per group. The kernel (kernColGoK6; kernels/_asm/quantcol's genK6) gets
+// the 4 groups' q of 16 rows from the 3 words with 9 instructions: A AND
+// 0x3f, B AND 0x3f, (C AND 0x0f) OR ((A >> 2) AND 0x30), ((C >> 4) AND
+// 0x0f) OR ((B >> 2) AND 0x30) (each OR with its AND 0x0f one VPTERNLOGD),
+// and the 16 rows' scales of a sub-block with one VPMOVSXBD.
+
+// colK6Get returns q (0..63) of element e (0..255) of lane l in chunk c.
+func colK6Get(c []byte, l, e int) int32 {
+	w := c[320+(e/16)*192:]
+	g, o := (e%16)/4, 4*l+e%4
+	A, B, C := w[o], w[64+o], w[128+o]
+	switch g {
+	case 0:
+		return int32(A & 0x3f)
+	case 1:
+		return int32(B & 0x3f)
+	case 2:
+		return int32(C&0x0f | A>>6<<4)
+	}
+	return int32(C>>4 | B>>6<<4)
+}
+
+// colK6Put stores q (0..63) of element e of lane l in the zeroed-at-that-
+// place chunk c.
+func colK6Put(c []byte, l, e int, q uint8) {
+	w := c[320+(e/16)*192:]
+	g, o := (e%16)/4, 4*l+e%4
+	lo, hi := q&0x0f, q>>4&3
+	switch g {
+	case 0:
+		w[o] |= lo | hi<<4
+	case 1:
+		w[64+o] |= lo | hi<<4
+	case 2:
+		w[128+o] |= lo
+		w[o] |= hi << 6
+	default:
+		w[128+o] |= lo << 4
+		w[64+o] |= hi << 6
+	}
+}
+
+// colK6Meta returns lane l's 20 scale bytes of Q6_K chunk c as the lane
+// order's Matrix.meta holds them (d, 2 zero bytes, the 16 int8 scales).
+func colK6Meta(c []byte, l int) []byte {
+	mb := make([]byte, 20)
+	copy(mb[0:2], c[2*l:])
+	for j := range 16 {
+		mb[4+j] = c[64+16*j+l]
+	}
+	return mb
+}
+
+// toColumnK6 converts the lane-order Q6_K w to column order, element by
+// element.
+func (w *Matrix) toColumnK6() {
+	groups, nsb := (w.N+ColRows-1)/ColRows, w.pairs/superPairs
+	q := makeBytes(groups * nsb * colK6Bytes)
+	for r := range w.N {
+		l := r % ColRows
+		for s := range nsb {
+			c := q[((r/ColRows)*nsb+s)*colK6Bytes:][:colK6Bytes]
+			mb := w.meta(r, s)
+			copy(c[2*l:][:2], mb[0:2])
+			for j := range 16 {
+				c[64+16*j+l] = mb[4+j]
+			}
+			for e := range SuperLen {
+				colK6Put(c, l, e, uint8(w.getK(r, s, e)))
+			}
+		}
+	}
+	w.q, w.d, w.col = q, nil, true
+}
+
+// toLaneK6 converts the column-order Q6_K w back to lane order.
+func (w *Matrix) toLaneK6() {
+	lw, err := newMatrix(w.Format, w.N, w.K)
+	if err != nil {
+		panic("quant: " + err.Error()) // w was made with this shape
+	}
+	for r := range w.N {
+		l := r % ColRows
+		for s := range w.pairs / superPairs {
+			c := w.colKChunk(r/ColRows, s)
+			copy(lw.meta(r, s), colK6Meta(c, l))
+			for e := range SuperLen {
+				lw.putK(r, s, e, uint8(colK6Get(c, l, e)))
+			}
+		}
+	}
+	w.q, w.d, w.col = lw.q, lw.d, false
+}
+
+// kernColGoK6 is the specification of the column-order Q6_K kernels (np
+// a multiple of superPairs; a smaller remainder is ignored): b at the
+// group's first chunk (colK6Bytes per super-block); a, as as kernColGo;
+// ac at the activations' column-order Q6_K corrections of row i0
+// (Activations.kc: −32·Σq per 16-weight sub-block, pair p of row r, block
+// h, half t at ac + p·sa/16 + r·4 + 2h + t). For r < mr, l < ColRows,
+//
+//	c[r*ldc+l] = Σ_s Σ_{j<16} float32(S(r,l,s,j))·(D(l,s,j)·dx(r,p,h))
+//	S(r,l,s,j) = ac(r,p,h,t) + Σ_{e<16} q(l,s,16j+e)·Q(r,p,h,16t+e)
+//
+// with p = 4s + j/4, h = (j/2)%2, t = j%2 (sub-block j is half t of
+// block h of pair p), q 0..63, D = d·sc (exact in float32); the float
+// sum runs over s then j, as the assembly's (which fuses the multiply-add).
+func kernColGoK6(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte, c *float32, ldc int) {
+	nsb := np / superPairs
+	C := unsafe.Slice(c, (mr-1)*ldc+ColRows)
+	if nsb == 0 {
+		for r := range mr {
+			clear(C[r*ldc:][:ColRows])
+		}
+		return
+	}
+	sa4 := sa / 32
+	A := unsafe.Slice(a, (np-1)*sa+mr*pairLen)
+	AS := unsafe.Slice(as, (np-1)*sa4+mr*2)
+	AC := unsafe.Slice(ac, (np-1)*sa/16+mr*4)
+	B := unsafe.Slice(b, nsb*colK6Bytes)
+	for r := range mr {
+		for l := range ColRows {
+			var sum float32
+			for s := range nsb {
+				ch := B[s*colK6Bytes:][:colK6Bytes]
+				D, _ := kScalesOf(Q6_K, colK6Meta(ch, l))
+				for j := range 16 {
+					p, h, t := s*superPairs+j/4, (j/2)%2, j%2
+					S := AC[p*sa/16+r*4+2*h+t]
+					for e := range 16 {
+						S += colK6Get(ch, l, 16*j+e) * int32(int8(A[p*sa+r*pairLen+lanePos(h, 16*t+e)]))
+					}
+					sum += float32(S) * (D[j] * AS[p*sa4+r*2+h])
+				}
+			}
+			C[r*ldc+l] = sum
+		}
+	}
+}
+
+// pfkConvertColK6 is pfkConvertCol for a column-order Q6_K w: the quants
+// of a sub-block chunk's three words become the tile's 4 groups of the
+// sub-block with colK6Get's arithmetic on 8 bytes at a time (Go), the
+// scale words D = d·sc and Mn = 32·D made from the chunk's bytes.
+func pfkConvertColK6(w *Matrix, j0 int, q []byte, d []float32) {
+	nsb, groups := w.pairs/superPairs, (w.N+ColRows-1)/ColRows
+	sw := 2 * pfkSub(Q6_K) * pfCols
+	const m3f, m0f, m30 = 0x3f3f3f3f3f3f3f3f, 0x0f0f0f0f0f0f0f0f, 0x3030303030303030
+	for s := range 2 {
+		g := j0/ColRows + s
+		for sbk := range nsb {
+			var c []byte
+			if g < groups {
+				c = w.colKChunk(g, sbk)
+			}
+			for j := range 16 {
+				p, h, t := sbk*superPairs+j/4, (j/2)%2, j%2
+				dst := q[((p*2+h)*2+s)*halfTile+4*t*64:][:4*64]
+				if c == nil {
+					clear(dst)
+					continue
+				}
+				src := c[320+192*j:][:192]
+				for i := 0; i < 64; i += 8 {
+					A := binary.LittleEndian.Uint64(src[i:])
+					B := binary.LittleEndian.Uint64(src[64+i:])
+					C := binary.LittleEndian.Uint64(src[128+i:])
+					binary.LittleEndian.PutUint64(dst[i:], A&m3f)
+					binary.LittleEndian.PutUint64(dst[64+i:], B&m3f)
+					binary.LittleEndian.PutUint64(dst[128+i:], C&m0f|A>>2&m30)
+					binary.LittleEndian.PutUint64(dst[192+i:], C>>4&m0f|B>>2&m30)
+				}
+			}
+			for l := range ColRows {
+				var D [16]float32
+				if c != nil {
+					D, _ = kScalesOf(Q6_K, colK6Meta(c, l))
+				}
+				for pp := range superPairs {
+					ds := d[(sbk*superPairs+pp)*sw:][:sw]
+					for b := range 4 {
+						ds[b*pfCols+s*ColRows+l] = D[4*pp+b]
+						ds[(4+b)*pfCols+s*ColRows+l] = 32 * D[4*pp+b]
 					}
 				}
 			}

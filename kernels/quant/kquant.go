@@ -55,6 +55,9 @@ func (f Format) metaWords() int {
 // constructors write through it before any Repack).
 func (w *Matrix) meta(r, s int) []byte {
 	if w.col {
+		if w.Format == Q6_K {
+			return colK6Meta(w.colKChunk(r/ColRows, s), r%ColRows)
+		}
 		return colKMeta(w.colKChunk(r/ColRows, s), r%ColRows)
 	}
 	mw := w.Format.metaWords()
@@ -77,6 +80,9 @@ func (w *Matrix) putK(r, s, e int, v uint8) {
 
 func (w *Matrix) getK(r, s, e int) int32 {
 	if w.col {
+		if w.Format == Q6_K {
+			return colK6Get(w.colKChunk(r/ColRows, s), r%ColRows, e)
+		}
 		return colKGetU(w.colKChunk(r/ColRows, s), r%ColRows, e)
 	}
 	p, pos := kPos(s, e)
@@ -434,7 +440,9 @@ func (w *Matrix) randomK(next func() uint64) {
 // super-block s and row r, the 8 float32 bits of d_x·Σq of its blocks at
 // (s·M + r)·8 + b (the kernels' min term); Q6_K, per pair p and row r, 16
 // int32 lane corrections −32·Σ q over the lane's 4 positions at
-// (p·M + r)·16 + lane, so that a lane's Σ u·q plus it is Σ (u − 32)·q.
+// (p·M + r)·16 + lane, so that a lane's Σ u·q plus it is Σ (u − 32)·q,
+// and for the column-order kernels (a.kc) −32·Σ q per 16-weight
+// sub-block, half t of block h at (p·M + r)·4 + 2h + t.
 func (a *Activations) quantizeK() {
 	switch a.Format {
 	case Q4_K:
@@ -450,6 +458,7 @@ func (a *Activations) quantizeK() {
 		}
 	case Q6_K:
 		a.kx = grow(a.kx, a.pairs*a.M*16)
+		a.kc = grow(a.kc, a.pairs*a.M*4)
 		for i := range a.pairs * a.M {
 			for l := range 16 {
 				var s int32
@@ -457,6 +466,7 @@ func (a *Activations) quantizeK() {
 					s += int32(int8(v))
 				}
 				a.kx[i*16+l] = uint32(-32 * s)
+				a.kc[i*4+2*(l%2)+l/8] += -32 * s // lane l: block l%2, elements 4·(l/2)..
 			}
 		}
 	}

@@ -201,7 +201,11 @@ func mulPFK(ks []pfkKern, conv pfkConvFn, colConv pfColConvFn, w *Matrix, a *Act
 	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
 		buf.dk = resize(buf.dk, w.pairs*2*nsub*pfCols)
 	}, func(buf *pfBuf, j0 int) {
-		if w.col {
+		switch {
+		case w.col && w.Format == Q6_K:
+			pfkConvertColK6(w, j0, buf.q, buf.dk)
+			return
+		case w.col:
 			pfkConvertCol(w, j0, buf.q, buf.dk, colConv)
 			return
 		}

@@ -118,6 +118,9 @@ func main() {
 	for m := 1; m <= 4; m++ {
 		genK(m)
 	}
+	for m := 1; m <= 4; m++ {
+		genK6(m)
+	}
 	Generate()
 }
 
@@ -901,6 +904,130 @@ func genK(m int) {
 	}
 	ADDQ(kxs, g.AC)
 	ADDQ(U32(kSuper), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// k6Super is the bytes of a q6_k column-order chunk (kernels/quant/colk.go):
+// 320 bytes of scales, then 16 sub-block chunks of 192.
+const k6Super = 320 + 16*192
+
+// genK6 emits kernColQ6KVNNIm<m>, the avx512vnni q6_k tile on the
+// column-order layout of kernels/quant/colk.go (kernColGoK6 specifies it).
+// b points at the group's first super-block chunk; bs is not read; ac is
+// the activations' column-order Q6_K corrections (Activations.kc: int32
+// −32·Σq per 16-weight sub-block, pair p of row r at ac + p·sa/4 + r·16
+// bytes); np is a multiple of 4.
+//
+// Per super-block the 16 rows' d (VCVTPH2PS from memory, dv); per
+// sub-block j (half t of activation block h): D = d·sc (VPMOVSXBD of the
+// sub-block's 16 int8 scales from memory, VCVTDQ2PS, times dv: exact in
+// float32, 11 × 8 bits), the 3 words A, B, C give the 4 groups' q (0..63)
+// with 9 instructions,
+//
+//	u0 = A AND 0x3f, u1 = B AND 0x3f,
+//	u2 = (C AND 0x0f) OR ((A VPSRLW 2) AND 0x30),
+//	u3 = ((C VPSRLW 4) AND 0x0f) OR ((B VPSRLW 2) AND 0x30)
+//
+// (each OR with its AND 0x0f one VPTERNLOGD selecting by the 0x0f mask;
+// the bits a 16-bit shift moves across a byte are masked off), and per
+// row the int32 accumulator starts from the sub-block's correction
+// (VPBROADCASTD from memory), takes 4 VPDPBUSD (activations broadcast
+// from memory) and is scaled as gen's: VCVTDQ2PS, D times the row's dx
+// (VMULPS with an embedded broadcast), VFMADD231PS. Per 32-weight block
+// and 16 rows at mr = 1: 6 loads, 18 unpack ops, 8 VPDPBUSD, 6 scale ops
+// and 8 others.
+//
+// No saturation: q ≤ 63 and |q_x| ≤ 127: |S| ≤ 16·63·127 + 32·16·127 <
+// 2^24, exact in float32.
+//
+// Registers, mr = 4: 4 float and 4 int32 accumulators, 3 words, 4
+// unpacked vectors, 3 masks, dv, D and one temporary.
+func genK6(m int) {
+	name := fmt.Sprintf("kernColQ6KVNNIm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q6_k tile with VPDPBUSD; see genK6 in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	kcs := g.BS        // bs is not read: the kc stride per pair, sa/4 bytes
+	MOVQ(g.SA, kcs)
+	SHRQ(U8(2), kcs)
+	SHRQ(U8(2), g.NP) // pairs → super-blocks
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r] = zmm(r), zmm(4+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	wa, wb, wc := zmm(8), zmm(9), zmm(10)
+	u := []VecPhysical{zmm(11), zmm(12), zmm(13), zmm(14)}
+	k3F, k30, k0F := zmm(15), zmm(16), zmm(17)
+	dv, D, t := zmm(18), zmm(19), zmm(20)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	VMOVDQU64(mask0F(), k0F)
+	// sel: dst = (dst AND NOT k0F) OR (src AND k0F), dst holding only
+	// bits 4..5 (VPTERNLOGD 0xd8: k0F ? src : dst).
+	sel := func(src, dst VecPhysical) { VPTERNLOGD(U8(0xd8), k0F, src, dst) }
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	VCVTPH2PS(Mem{Base: g.B}, dv)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 14; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (14*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			for th := 0; th < 2; th++ {
+				j := 4*pp + 2*h + th
+				for r := 0; r < m; r++ {
+					VPBROADCASTD(Mem{Base: g.AC, Disp: r*16 + (2*h+th)*4}, iacc[r])
+				}
+				base := 320 + 192*j
+				VMOVDQU64(Mem{Base: g.B, Disp: base}, wa)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 64}, wb)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 128}, wc)
+				VPANDD(k3F, wa, u[0])
+				VPANDD(k3F, wb, u[1])
+				VPSRLW(U8(2), wa, u[2])
+				VPANDD(k30, u[2], u[2])
+				sel(wc, u[2])
+				VPSRLW(U8(4), wc, t)
+				VPSRLW(U8(2), wb, u[3])
+				VPANDD(k30, u[3], u[3])
+				sel(t, u[3])
+				x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+				for gi := 0; gi < 4; gi++ {
+					for r := 0; r < m; r++ {
+						asmutil.VPDPBUSD(x(r, 4*th+gi), u[gi], iacc[r], true)
+					}
+				}
+				VPMOVSXBD(Mem{Base: g.B, Disp: 64 + 16*j}, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				for r := 0; r < m; r++ {
+					VCVTDQ2PS(iacc[r], iacc[r])
+					VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
+					VFMADD231PS(iacc[r], t, facc[r])
+				}
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+		ADDQ(kcs, g.AC)
+	}
+	ADDQ(U32(k6Super), g.B)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
