@@ -306,11 +306,15 @@ func colK6Meta(c []byte, l int) []byte {
 	return mb
 }
 
-// toColumnK6 converts the lane-order Q6_K w to column order, element by
-// element.
+// toColumnK6 converts the lane-order Q6_K w to column order, 4 elements
+// (a 32-bit word) at a time: group k (elements 4k..4k+3) of block b of a
+// lane-order pair has its low 4 bits in the low (k < 4) or high nibbles
+// of bytes 8(k%4)+4b.., its high 2 bits in field k/2 of bytes
+// 32+8(k%2)+4b.. (Format.getU).
 func (w *Matrix) toColumnK6() {
 	groups, nsb := (w.N+ColRows-1)/ColRows, w.pairs/superPairs
 	q := makeBytes(groups * nsb * colK6Bytes)
+	le := binary.LittleEndian
 	for r := range w.N {
 		l := r % ColRows
 		for s := range nsb {
@@ -320,8 +324,23 @@ func (w *Matrix) toColumnK6() {
 			for j := range 16 {
 				c[64+16*j+l] = mb[4+j]
 			}
-			for e := range SuperLen {
-				colK6Put(c, l, e, uint8(w.getK(r, s, e)))
+			for pp := range superPairs {
+				src := w.q[w.idx(r, s*superPairs+pp)*48:][:48]
+				for b := range 2 {
+					var lo, hi [8]uint32
+					for k := range 8 {
+						lo[k] = le.Uint32(src[8*(k%4)+4*b:]) >> (4 * (k / 4)) & 0x0f0f0f0f
+						hi[k] = le.Uint32(src[32+8*(k%2)+4*b:]) >> (2 * (k / 2)) & 0x03030303
+					}
+					for t := range 2 {
+						g := lo[4*t:][:4]
+						h := hi[4*t:][:4]
+						dst := c[320+192*(4*pp+2*b+t)+4*l:]
+						le.PutUint32(dst, g[0]|h[0]<<4|h[2]<<6)
+						le.PutUint32(dst[64:], g[1]|h[1]<<4|h[3]<<6)
+						le.PutUint32(dst[128:], g[2]|g[3]<<4)
+					}
+				}
 			}
 		}
 	}
