@@ -7,7 +7,7 @@ import (
 )
 
 // The column-order layout (see the package doc): q8_0, q4_0, int2 and int1
-// weights (the ternary formats as int2) in
+// weights (the ternary formats as int2; q4_k and q6_k: colk.go) in
 // groups of ColRows = 16 rows of W, one 32-bit lane of a zmm per row, so
 // that a GEMV kernel sums a whole block in a lane (VPDPBUSD with the
 // activations' 4 bytes broadcast) and scales it once per block for 16 rows
@@ -45,7 +45,8 @@ const (
 	LaneOrder Layout = "lane"
 	// ColumnOrder is the groups of ColRows rows with one lane per row
 	// (col.go), for q8_0, q4_0, int2 and int1 (tq2_0, tq1_0 as int2) on
-	// the avx512vnni and avx512bw backends.
+	// the avx512vnni and avx512bw backends, and q4_k and q6_k (colk.go)
+	// on avx512vnni.
 	ColumnOrder Layout = "column"
 )
 
@@ -154,7 +155,8 @@ func (be Backend) ColumnFormats() []Format {
 
 // Repack converts w in place to the layout be's GEMV kernels read for its
 // format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
-// avx512bw: q8_0, q4_0, int2, int1, tq2_0, tq1_0), else LaneOrder; a no-op when w is in that layout already. The
+// avx512bw: q8_0, q4_0, int2, int1, tq2_0, tq1_0; avx512vnni also q4_k
+// and q6_k, colk.go), else LaneOrder; a no-op when w is in that layout already. The
 // weights, Dequantize and AppendGGUF do not change; Mul reads either
 // layout on every backend (a backend without kernels for w's layout runs
 // the Go specification loops). It is meant for load time, once the backend

@@ -2,7 +2,9 @@
 // GEMV/small-M GEMM microkernels of package quant on its column-order
 // layout (kernels/quant/col.go), and the same tiles in a second flavour
 // for AVX512BW without VNNI (kernCol<F>BWm<m>: VPMADDUBSW + VPMADDWD +
-// VPADDD, see genBW), with avo:
+// VPADDD, see genBW), and the q4_k and q6_k tiles on their column-order
+// layouts (kernels/quant/colk.go; kernColQ4KVNNIm<m>, kernColQ6KVNNIm<m>:
+// genK, genK6), with avo:
 //
 //	cd kernels/_asm && go run ./quantcol -out ../quant/col_amd64.s
 //
