@@ -182,13 +182,11 @@ func kernColGoK(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte
 
 // pfkConvertCol is pfkConvert for a column-order Q4_K w (j0 a multiple of
 // ColRows): the quants of each sub-block chunk are a q4_0 column-order
-// chunk, up-converted by conv (pfConvColQ4, one super-block of 4 pairs
-// per call; nil: the Go loop), the scale words made from the chunk's
-// scale bytes in Go.
-func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32, conv pfColConvFn) {
+// chunk, split into the tile's low and high nibble groups 8 bytes at a
+// time (Go), the scale words made from the chunk's scale bytes.
+func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32) {
 	nsb, groups := w.pairs/superPairs, (w.N+ColRows-1)/ColRows
 	sw := 2 * pfkSub(Q4_K) * pfCols
-	var dd [superPairs * 2 * pfCols]uint16 // conv's fp16 scale copy (pfPairScale per pair), not used
 	for s := range 2 {
 		g := j0/ColRows + s
 		for sbk := range nsb {
@@ -200,10 +198,9 @@ func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32, conv pfColConvFn) {
 				p := sbk*superPairs + pp
 				for h := range 2 {
 					dst := q[((p*2+h)*2+s)*halfTile:][:halfTile]
-					switch {
-					case c == nil:
+					if c == nil {
 						clear(dst)
-					case conv == nil:
+					} else {
 						src := c[256+(2*pp+h)*256:][:256]
 						for i := 0; i < 256; i += 8 {
 							v := binary.LittleEndian.Uint64(src[i:])
@@ -212,11 +209,6 @@ func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32, conv pfColConvFn) {
 						}
 					}
 				}
-			}
-			if c != nil && conv != nil {
-				// The chunk's first 256 bytes stand in for the fp16 scales
-				// conv copies (4 pairs × 2 × 32 bytes).
-				conv(superPairs, &c[256], (*uint32)(unsafe.Pointer(&c[0])), &q[(sbk*superPairs*2*2+s)*halfTile], &dd[0])
 			}
 			for l := range ColRows {
 				var D [16]float32

@@ -19,7 +19,7 @@ var pfImpls = map[string]*pfImpl{
 		conv:    map[Format]pfConvFn{Q8_0: pfConvQ8, Q4_0: pfConvQ4, Int2: pfConvI2, Int1: pfConvI1},
 		kk:      map[Format][]pfkKern{Q4_K: pfK32VNNI, Q6_K: pfK16VNNI},
 		kconv:   map[Format]pfkConvFn{Q4_K: pfConvQ4K, Q6_K: pfConvQ6K},
-		colConv: map[Format]pfColConvFn{Q8_0: pfConvColQ8, Q4_0: pfConvColQ4, Int2: pfConvColI2, Int1: pfConvColI1, TQ2_0: pfConvColI2, TQ1_0: pfConvColI2, Q4_K: pfConvColQ4}},
+		colConv: map[Format]pfColConvFn{Q8_0: pfConvColQ8, Q4_0: pfConvColQ4, Int2: pfConvColI2, Int1: pfConvColI1, TQ2_0: pfConvColI2, TQ1_0: pfConvColI2}},
 }
 
 var (

@@ -193,10 +193,10 @@ func (a *Activations) prefillK() {
 }
 
 // mulPFK is mulPF for the K-quants, with the kernels ks (heights 1..len)
-// and the up-convert conv (nil: Go), or for a column-order w (Q4_K,
-// colk.go) colConv (nil: Go); a.kpf was made by Quantize (M ≥
-// PrefillMinM).
-func mulPFK(ks []pfkKern, conv pfkConvFn, colConv pfColConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
+// and the up-convert conv (nil: Go); a column-order w (colk.go) is
+// up-converted in Go (pfkConvertCol, pfkConvertColK6); a.kpf was made by
+// Quantize (M ≥ PrefillMinM).
+func mulPFK(ks []pfkKern, conv pfkConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	nsub := pfkSub(w.Format)
 	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
 		buf.dk = resize(buf.dk, w.pairs*2*nsub*pfCols)
@@ -206,7 +206,7 @@ func mulPFK(ks []pfkKern, conv pfkConvFn, colConv pfColConvFn, w *Matrix, a *Act
 			pfkConvertColK6(w, j0, buf.q, buf.dk)
 			return
 		case w.col:
-			pfkConvertCol(w, j0, buf.q, buf.dk, colConv)
+			pfkConvertCol(w, j0, buf.q, buf.dk)
 			return
 		}
 		pfkConvert(w, j0, buf.q, buf.dk, conv)

@@ -16,7 +16,9 @@
 //
 // and computes one mr×16 tile of Y (16 rows of W: one column-order group)
 // over np block pairs exactly as kernColGo in kernels/quant/col.go
-// specifies: b and bs point at the group's chunk 0 and its 16 fp16 scales.
+// specifies: b points at the group's first pair record (the pair's 2 × 16
+// fp16 scales, 64 bytes, then its two chunks; kernels/quant/col.go), bs
+// is not read.
 // A zmm lane is one row of W, so a lane sums a whole block and the float
 // scaling is once per block for the 16 rows (the prefill kernels' column
 // order, kernels/_asm/quantpf), where the lane-order GEMV kernels
@@ -157,7 +159,7 @@ func gen(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
+	for off := 0; off < 64+2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
@@ -174,7 +176,7 @@ func gen(f string, m int) {
 		// word 2k+h of the row's 64 bytes in lane order.
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
 		for k := 0; k < nk; k++ {
-			VMOVDQU64(Mem{Base: g.B, Disp: h*cb + k*64}, w)
+			VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + k*64}, w)
 			if q4 {
 				VPANDD(k0F, w, lo)
 				VPANDD(kF0, w, hi)
@@ -188,7 +190,7 @@ func gen(f string, m int) {
 				asmutil.VPDPBUSD(x(r, k), w, iacc[r], true)
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			if q4 {
 				VPSRAD(U8(4), hacc[r], hacc[r])
@@ -202,8 +204,7 @@ func gen(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(2*cb), g.B)
-	ADDQ(U32(2*32), g.BS)
+	ADDQ(U32(64+2*cb), g.B)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -218,12 +219,12 @@ func gen(f string, m int) {
 	RET()
 }
 
-const convSignature = "func(np int, src *byte, ds *uint32, dst *byte, dd *uint16)"
+const convSignature = "func(np int, src *byte, dst *byte, dd *uint16)"
 
 // genConv emits pfConvCol<F>, pfConvertCol's up-convert of one
 // column-order group (16 rows of W) into half a prefill tile
-// (kernels/quant/prefill.go), every block pair: src and ds at the group's
-// chunk 0 and its scales, dst and dd at pair 0 of the half. q8_0 chunks
+// (kernels/quant/prefill.go), every block pair: src at the group's first
+// pair record, dst and dd at pair 0 of the half. q8_0 chunks
 // are the tile's 8 groups of a block as they are (8 loads and stores);
 // q4_0's 64-byte load k gives the tile's group k (AND 0x0f) and group 4+k
 // (VPSRLW by 4, AND 0x0f); the 16 fp16 scales of a block are copied.
@@ -233,7 +234,6 @@ func genConv(f string) {
 	Doc(name + " up-converts a column-order group of W into half a prefill tile; see the generator.")
 	np := Load(Param("np"), RCX)
 	src := Load(Param("src"), RSI)
-	ds := Load(Param("ds"), R8)
 	dst := Load(Param("dst"), RDI)
 	dd := Load(Param("dd"), RDX)
 	q4 := f == "Q4"
@@ -252,7 +252,7 @@ func genConv(f string) {
 	for h := 0; h < 2; h++ {
 		for k := 0; k < nk; k++ {
 			v, hi := zmm(2*k), zmm(2*k+1)
-			VMOVDQU64(Mem{Base: src, Disp: h*cb + k*64}, v)
+			VMOVDQU64(Mem{Base: src, Disp: 64 + h*cb + k*64}, v)
 			if q4 {
 				VPSRLW(U8(4), v, hi)
 				VPANDD(k0F, v, v)
@@ -261,11 +261,10 @@ func genConv(f string) {
 			}
 			VMOVDQU64(v, Mem{Base: dst, Disp: h*2*half + k*64})
 		}
-		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y0)
+		VMOVDQU(Mem{Base: src, Disp: h * 32}, Y0)
 		VMOVDQU(Y0, Mem{Base: dd, Disp: h * 32 * 2})
 	}
-	ADDQ(U32(2*cb), src)
-	ADDQ(U32(2*32), ds)
+	ADDQ(U32(64+2*cb), src)
 	ADDQ(U32(4*half), dst)
 	ADDQ(U32(2*32*2), dd)
 	DECQ(np)
@@ -354,14 +353,14 @@ func genBW(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
+	for off := 0; off < 64+2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
 		for k := 0; k < nk; k++ {
-			VMOVDQU64(Mem{Base: g.B, Disp: h*cb + k*64}, w)
+			VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + k*64}, w)
 			if q4 {
 				VPANDD(kc, w, lo)
 				VPSRLW(U8(4), w, hi)
@@ -395,7 +394,7 @@ func genBW(f string, m int) {
 				}
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			if q4 {
 				VPSLLD_BCST(U8(3), corr(r), iacc[r])
@@ -410,8 +409,7 @@ func genBW(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(2*cb), g.B)
-	ADDQ(U32(2*32), g.BS)
+	ADDQ(U32(64+2*cb), g.B)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -490,7 +488,7 @@ func genLow(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
+	for off := 0; off < 64+2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
@@ -502,7 +500,7 @@ func genLow(f string, m int) {
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
 		if i2 {
 			for j := 0; j < 2; j++ {
-				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
+				VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + j*64}, w)
 				VPSLLW(U8(2), w, u[0])
 				VPANDD(c1, u[0], u[0])
 				VPANDD(c1, w, u[1])
@@ -522,7 +520,7 @@ func genLow(f string, m int) {
 		} else {
 			for k := 0; k < 8; k++ {
 				kr := ks[k%4]
-				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, kr)
+				KMOVQ(Mem{Base: g.B, Disp: 64 + h*cb + k*8}, kr)
 				VMOVDQU8_Z(c1, kr, u[k%4])
 				for r := 0; r < m; r++ {
 					acc := iacc[r]
@@ -533,7 +531,7 @@ func genLow(f string, m int) {
 				}
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			if i2 {
 				VPSRAD(U8(2), hacc[r], hacc[r])
@@ -547,8 +545,7 @@ func genLow(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(2*cb), g.B)
-	ADDQ(U32(2*32), g.BS)
+	ADDQ(U32(64+2*cb), g.B)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -574,7 +571,6 @@ func genConvLow(f string) {
 	Doc(name + " up-converts a column-order group of W into half a prefill tile; see genConvLow in the generator.")
 	np := Load(Param("np"), RCX)
 	src := Load(Param("src"), RSI)
-	ds := Load(Param("ds"), R8)
 	dst := Load(Param("dst"), RDI)
 	dd := Load(Param("dd"), RDX)
 	i2 := f == "I2"
@@ -599,7 +595,7 @@ func genConvLow(f string) {
 			for j := 0; j < 2; j++ {
 				w := zmm(8 * j)
 				u := []VecPhysical{zmm(8*j + 1), zmm(8*j + 2), zmm(8*j + 3), zmm(8*j + 4)}
-				VMOVDQU64(Mem{Base: src, Disp: h*cb + j*64}, w)
+				VMOVDQU64(Mem{Base: src, Disp: 64 + h*cb + j*64}, w)
 				VPSLLW(U8(2), w, u[0])
 				VPSRLW(U8(2), w, u[2])
 				VPSRLW(U8(4), w, u[3])
@@ -613,16 +609,15 @@ func genConvLow(f string) {
 			}
 		} else {
 			for k := 0; k < 8; k++ {
-				KMOVQ(Mem{Base: src, Disp: h*cb + k*8}, ks[k%4])
+				KMOVQ(Mem{Base: src, Disp: 64 + h*cb + k*8}, ks[k%4])
 				VMOVDQU8_Z(c, ks[k%4], zmm(k))
 				VMOVDQU64(zmm(k), out(k))
 			}
 		}
-		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y15)
+		VMOVDQU(Mem{Base: src, Disp: h * 32}, Y15)
 		VMOVDQU(Y15, Mem{Base: dd, Disp: h * 32 * 2})
 	}
-	ADDQ(U32(2*cb), src)
-	ADDQ(U32(2*32), ds)
+	ADDQ(U32(64+2*cb), src)
 	ADDQ(U32(4*half), dst)
 	ADDQ(U32(2*32*2), dd)
 	DECQ(np)
@@ -687,7 +682,7 @@ func genLowBW(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
+	for off := 0; off < 64+2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
@@ -706,7 +701,7 @@ func genLowBW(f string, m int) {
 		}
 		if i2 {
 			for j := 0; j < 2; j++ {
-				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
+				VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + j*64}, w)
 				VPANDD(c1, w, u[0])
 				VPANDD(c2, w, u[1])
 				VPSRLW(U8(4), w, u[2])
@@ -728,14 +723,14 @@ func genLowBW(f string, m int) {
 			}
 		} else {
 			for k := 0; k < 8; k++ {
-				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, ks[k%4])
+				KMOVQ(Mem{Base: g.B, Disp: 64 + h*cb + k*8}, ks[k%4])
 				VMOVDQU8_Z(c1, ks[k%4], u[k%4])
 				for r := 0; r < m; r++ {
 					madd(r, k, u[k%4], sa[r], k == 0)
 				}
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			VPSLLD_BCST(U8(3), corr(r), iacc[r])
 			VPMADDWD(ones, sa[r], t)
@@ -748,8 +743,7 @@ func genLowBW(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(2*cb), g.B)
-	ADDQ(U32(2*32), g.BS)
+	ADDQ(U32(64+2*cb), g.B)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
