@@ -49,8 +49,8 @@ func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*Q
 		return nil, fmt.Errorf("gemm: %w", err)
 	}
 	// The layout the backend's kernels read (column order for q8_0, q4_0,
-	// int2 and int1 on avx512vnni and avx512bw, q4_k and q6_k on
-	// avx512vnni: Backend.ColumnFormats), as the engine repacks at load.
+	// int2, int1, q4_k and q6_k on avx512vnni and avx512bw:
+	// Backend.ColumnFormats), as the engine repacks at load.
 	m.Repack(b)
 	return &QuantWeights{Backend: b, Format: f, N: n, K: k, W: m, PackSeconds: time.Since(t0).Seconds()}, nil
 }
@@ -96,8 +96,8 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 // panel (one tile of rows: 4 rows in lane order): 8 KiB of packed quants,
 // so K is 2048 (q8_0), 4096 (q4_0, q4_k), 8192 (int2) or 16384 (int1), and
 // with the K bytes of int8 activations the loop stays in a 32 KiB L1. A
-// column-order layout (Backend.ColumnFormats: q8_0, q4_0, int2, int1 on
-// avx512vnni and avx512bw, q4_k and q6_k on avx512vnni) is measured on one
+// column-order layout (Backend.ColumnFormats: q8_0, q4_0, int2, int1, q4_k
+// and q6_k on avx512vnni and avx512bw) is measured on one
 // group of quant.ColRows rows of the same bytes (K 512, 1024, 2048 or
 // 4096; q4_k 1024, q6_k 640, padded to whole super-blocks), so γ and
 // ebw follow the kernels Mul runs on the Repacked weights. The larger panel

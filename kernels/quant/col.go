@@ -56,7 +56,7 @@ const (
 	// ColumnOrder is the groups of ColRows rows with one lane per row
 	// (col.go), for q8_0, q4_0, int2 and int1 (tq2_0, tq1_0 as int2) on
 	// the avx512vnni and avx512bw backends, and q4_k and q6_k (colk.go)
-	// on avx512vnni.
+	// there too.
 	ColumnOrder Layout = "column"
 )
 
@@ -174,8 +174,8 @@ func (be Backend) ColumnFormats() []Format {
 
 // Repack converts w in place to the layout be's GEMV kernels read for its
 // format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
-// avx512bw: q8_0, q4_0, int2, int1, tq2_0, tq1_0; avx512vnni also q4_k
-// and q6_k, colk.go), else LaneOrder; a no-op when w is in that layout already. The
+// avx512bw: q8_0, q4_0, int2, int1, q4_k, q6_k (colk.go), tq2_0,
+// tq1_0), else LaneOrder; a no-op when w is in that layout already. The
 // weights, Dequantize and AppendGGUF do not change; Mul reads either
 // layout on every backend (a backend without kernels for w's layout runs
 // the Go specification loops). It is meant for load time, once the backend

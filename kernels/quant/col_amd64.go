@@ -25,8 +25,8 @@ var vnniColKerns = map[Format][]kern{
 }
 
 // bwColKerns are the avx512bw backend's column-order GEMV tiles
-// (kernels/_asm/quantcol's genBW, genLowBW: VPMADDUBSW + VPMADDWD),
-// heights 1..4; the ternary formats run int2's.
+// (kernels/_asm/quantcol's genBW, genLowBW, genKBW, genK6BW: VPMADDUBSW +
+// VPMADDWD), heights 1..4; the ternary formats run int2's.
 var bwColKerns = map[Format][]kern{
 	TQ2_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
 	TQ1_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
@@ -34,6 +34,8 @@ var bwColKerns = map[Format][]kern{
 	Q4_0:  {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
 	Int2:  {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
 	Int1:  {kernColI1BWm1, kernColI1BWm2, kernColI1BWm3, kernColI1BWm4},
+	Q4_K:  {kernColQ4KBWm1, kernColQ4KBWm2, kernColQ4KBWm3, kernColQ4KBWm4},
+	Q6_K:  {kernColQ6KBWm1, kernColQ6KBWm2, kernColQ6KBWm3, kernColQ6KBWm4},
 }
 
 // colSelfTest runs every column-order VPDPBUSD kernel once on fixed inputs
@@ -233,6 +235,15 @@ func kernColQ6KVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, 
 func kernColQ6KVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ6KVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ6KVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+
+func kernColQ4KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 
 func kernColQ8BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

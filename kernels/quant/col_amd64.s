@@ -12422,3 +12422,7459 @@ kernColQ6KVNNIm4_store:
 	VMOVUPS Z3, (DX)
 	VZEROUPPER
 	RET
+
+// func kernColQ4KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm1_store
+
+kernColQ4KBWm1_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm1_loop
+
+kernColQ4KBWm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm2_store
+
+kernColQ4KBWm2_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 32(R9), Z23, Z1
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 36(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 40(R9), Z23, Z1
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 44(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 48(R9), Z23, Z1
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 52(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 56(R9), Z23, Z1
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 60(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm2_loop
+
+kernColQ4KBWm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm3_store
+
+kernColQ4KBWm3_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 32(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 64(R9), Z23, Z2
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 36(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 68(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 40(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 72(R9), Z23, Z2
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 44(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 76(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 48(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 80(R9), Z23, Z2
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 52(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 84(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 56(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 88(R9), Z23, Z2
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 60(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 92(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm3_loop
+
+kernColQ4KBWm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm4_store
+
+kernColQ4KBWm4_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 32(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 64(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 96(R9), Z23, Z3
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 36(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 68(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 100(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 40(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 72(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 104(R9), Z23, Z3
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 44(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 76(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 108(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 48(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 80(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 112(R9), Z23, Z3
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 52(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 84(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 116(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 56(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 88(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 120(R9), Z23, Z3
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 60(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 92(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 124(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm4_loop
+
+kernColQ4KBWm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm1_store
+
+kernColQ6KBWm1_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm1_loop
+
+kernColQ6KBWm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm2_store
+
+kernColQ6KBWm2_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm2_loop
+
+kernColQ6KBWm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm3_store
+
+kernColQ6KBWm3_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm3_loop
+
+kernColQ6KBWm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm4_store
+
+kernColQ6KBWm4_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm4_loop
+
+kernColQ6KBWm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET

@@ -6,7 +6,7 @@ import (
 )
 
 // The column-order layout of Q4_K (Matrix.Layout ColumnOrder on the
-// avx512vnni backend): groups of ColRows = 16 rows of W as col.go's, one
+// avx512vnni and avx512bw backends): groups of ColRows = 16 rows of W as col.go's, one
 // 32-bit zmm lane per row, and per group g and super-block s (of the
 // row's pairs/4) one chunk of colKBytes = 2304 bytes, chunks in the order
 // (g, s), all in Matrix.q (Matrix.d is empty):
@@ -228,7 +228,7 @@ func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32) {
 	}
 }
 
-// The column-order layout of Q6_K (avx512vnni): per group g of ColRows
+// The column-order layout of Q6_K (avx512vnni, avx512bw): per group g of ColRows
 // rows and super-block s one chunk of colK6Bytes = 3392 bytes, chunks in
 // the order (g, s), all in Matrix.q:
 //

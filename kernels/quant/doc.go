@@ -55,8 +55,8 @@
 // q6_k's offset is a per-lane correction −32·Σq of the lane's 4
 // activations (its sub-blocks of 16 split a block's lanes 8 and 8;
 // neondot makes 4·(u − 32) in register instead).
-// On the avx512vnni backend Repack puts both in column order instead
-// (colk.go; below). Quantize is simplified against ggml's reference (stated in quantizeK:
+// On the avx512vnni and avx512bw backends Repack puts both in column
+// order instead (colk.go; below). Quantize is simplified against ggml's reference (stated in quantizeK:
 // no make_qkx2_quants / make_qx_quants search). K need not be a multiple
 // of 256 for Quantize and Random (the last super-block is padded with
 // zero weights), but must be for FromGGUF and AppendGGUF.
@@ -122,8 +122,8 @@
 // against §III-D's shuffle-and-compare per 64 weights in lane order
 // (genLow); tiles of 1..4 rows of X, 16 columns.
 //
-// q4_k and q6_k in column order (colk.go; avx512vnni only: kernels/_asm/
-// quantcol's genK, genK6) keep the groups of 16 rows with one chunk per
+// q4_k and q6_k in column order (colk.go; kernels/_asm/quantcol's genK,
+// genK6, and genKBW, genK6BW for avx512bw) keep the groups of 16 rows with one chunk per
 // super-block that holds the 16 rows' scale bytes ahead of their quants,
 // so a group is one sequential stream at the lane order's resident size.
 // q4_k, 2304 bytes (0.5625 B/weight): 16 d, 16 dmin (fp16), ggml's 12
@@ -213,9 +213,9 @@
 // of 1 or 2 rows of X; q8_0 with the sign trick VPSIGNB, q4_0 unsigned
 // nibbles directly, int2 fields and int1 bits (VPSHUFB, VPAND, VPMINUB to
 // 0/1) with their factor 4 or 16 in VPMADDWD's multiplier), "avx512bw"
-// (column-order q8_0, q4_0, int2 and int1 tiles of 1..4 rows on zmm, above; every
-// lane-order format, the K-quants and the ternary formats run avx2's
-// tiles, so TileM is avx2's 2; no prefill path) and "avx512vnni" (VPDPBUSD on
+// (column-order q8_0, q4_0, int2, int1, q4_k and q6_k tiles of 1..4 rows on
+// zmm, above; every lane-order format runs avx2's tiles, so TileM is
+// avx2's 2; no prefill path) and "avx512vnni" (VPDPBUSD on
 // zmm, 2 blocks per instruction, every format; q4_k and q6_k from kernels/_asm/quantk;
 // q8_0, q4_0, int2, int1, q4_k and q6_k also on the column-order layout,
 // kernels/_asm/quantcol). The

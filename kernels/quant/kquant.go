@@ -24,8 +24,9 @@ import (
 // (d, dmin and ggml's 12 scale bytes, as the file) and Q6_K 5 words (d,
 // 2 bytes of padding, the 16 int8 scales). Resident: Q4_K 144 bytes per
 // 256 weights (0.5625 B/w, as the file), Q6_K 212 (0.828125, the file's
-// 210 and 2 bytes of alignment). Matrix.Repack for the avx512vnni backend
-// converts both to column order (colk.go), at the same resident size.
+// 210 and 2 bytes of alignment). Matrix.Repack for the avx512vnni and
+// avx512bw backends converts both to column order (colk.go), at the same
+// resident size.
 
 // PrefillFormat reports whether Mul's prefill path (a backend with
 // PrefillTileM > 0, from PrefillMinM rows) runs format f: every format,

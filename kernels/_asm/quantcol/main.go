@@ -125,6 +125,12 @@ func main() {
 	for m := 1; m <= 4; m++ {
 		genK6(m)
 	}
+	for m := 1; m <= 4; m++ {
+		genKBW(m)
+	}
+	for m := 1; m <= 4; m++ {
+		genK6BW(m)
+	}
 	Generate()
 }
 
@@ -842,20 +848,7 @@ func genK(m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	word := func(i int) Mem { return Mem{Base: g.B, Disp: 64 * i} }
-	VCVTPH2PS(word(0), dv)
-	VCVTPH2PS(Mem{Base: g.B, Disp: 32}, mv)
-	VPANDD(word(1), k3F, scLo)
-	VPANDD(word(2), k3F, mLo)
-	VPSRLD(U8(2), word(1), t)
-	VPANDD(k30, t, t)
-	VPANDD(word(3), k0F, scHi)
-	VPORD(t, scHi, scHi)
-	VPSRLD(U8(2), word(2), t)
-	VPANDD(k30, t, t)
-	VPSRLD(U8(4), word(3), mHi)
-	VPANDD(k0F, mHi, mHi)
-	VPORD(t, mHi, mHi)
+	kScalesQ4K(g.B, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
 	for pp := 0; pp < 4; pp++ {
 		for l := 0; l < 9; l++ {
 			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
@@ -1016,6 +1009,226 @@ func genK6(m int) {
 					VCVTDQ2PS(iacc[r], iacc[r])
 					VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
 					VFMADD231PS(iacc[r], t, facc[r])
+				}
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+		ADDQ(kcs, g.AC)
+	}
+	ADDQ(U32(k6Super), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// kScalesQ4K emits genK's per-super-block unpack of the 16 rows' q4_k
+// scales and mins (b at the chunk): dv, mv and the four byte vectors.
+func kScalesQ4K(b Register, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t VecPhysical) {
+	word := func(i int) Mem { return Mem{Base: b, Disp: 64 * i} }
+	VCVTPH2PS(word(0), dv)
+	VCVTPH2PS(Mem{Base: b, Disp: 32}, mv)
+	VPANDD(word(1), k3F, scLo)
+	VPANDD(word(2), k3F, mLo)
+	VPSRLD(U8(2), word(1), t)
+	VPANDD(k30, t, t)
+	VPANDD(word(3), k0F, scHi)
+	VPORD(t, scHi, scHi)
+	VPSRLD(U8(2), word(2), t)
+	VPANDD(k30, t, t)
+	VPSRLD(U8(4), word(3), mHi)
+	VPANDD(k0F, mHi, mHi)
+	VPORD(t, mHi, mHi)
+}
+
+// genKBW emits kernColQ4KBWm<m>, genK's tile for the avx512bw backend
+// (genBW's VPMADDUBSW + VPMADDWD by ones, the activations VPBROADCASTD
+// into a register): per sub-block the 4 loads give lo = AND 0x0f and hi
+// = (VPSRLW 4) AND 0x0f (q 0..15), a row's 8 VPMADDUBSW (pairs at most
+// 2·15·127 = 3810) sum in int16 to at most 30480 < 2^15 − 1 (exact), one
+// VPMADDWD by ones widens the sum; the scales, mins and the float part
+// are genK's, so the result is kernColGoK's bit for bit wherever the
+// float32 products are exact.
+func genKBW(m int) {
+	name := fmt.Sprintf("kernColQ4KBWm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q4_k tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genKBW in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC)
+	kxs := g.BS
+	MOVQ(g.SA, kxs)
+	SHRQ(U8(1), kxs)
+	SHRQ(U8(2), g.NP)
+	facc := make([]VecPhysical, m)
+	s16 := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], s16[r] = zmm(r), zmm(4+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	t, xb, w, lo, hi := zmm(8), zmm(9), zmm(10), zmm(11), zmm(12)
+	k0F, k3F, k30 := zmm(13), zmm(14), zmm(15)
+	scLo, scHi, mLo, mHi := zmm(16), zmm(17), zmm(18), zmm(19)
+	dv, mv, D, M, ones, t2 := zmm(20), zmm(21), zmm(22), zmm(23), zmm(24), zmm(25)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	VMOVDQU64(onesW(), ones)
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	kScalesQ4K(g.B, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 9; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			j := 2*pp + h
+			x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+			for k := 0; k < 4; k++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: 256 + j*256 + k*64}, w)
+				VPANDD(k0F, w, lo)
+				VPSRLW(U8(4), w, hi)
+				VPANDD(k0F, hi, hi)
+				for r := 0; r < m; r++ {
+					VPBROADCASTD(x(r, k), xb)
+					if k == 0 {
+						VPMADDUBSW(xb, lo, s16[r])
+					} else {
+						VPMADDUBSW(xb, lo, t)
+						VPADDW(t, s16[r], s16[r])
+					}
+					VPBROADCASTD(x(r, 4+k), xb)
+					VPMADDUBSW(xb, hi, t)
+					VPADDW(t, s16[r], s16[r])
+				}
+			}
+			sc, mn := scLo, mLo
+			if j >= 4 {
+				sc, mn = scHi, mHi
+			}
+			VPSHUFB(selK[j%4](), sc, D)
+			VCVTDQ2PS(D, D)
+			VMULPS(dv, D, D)
+			VPSHUFB(selK[j%4](), mn, M)
+			VCVTDQ2PS(M, M)
+			VMULPS(mv, M, M)
+			for r := 0; r < m; r++ {
+				VPMADDWD(ones, s16[r], t)
+				VCVTDQ2PS(t, t)
+				VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t2)
+				VFMADD231PS(t, t2, facc[r])
+				VFNMADD231PS_BCST(Mem{Base: g.AC, Disp: r*32 + j*4}, M, facc[r])
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+	}
+	ADDQ(kxs, g.AC)
+	ADDQ(U32(kSuper), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genK6BW emits kernColQ6KBWm<m>, genK6's tile for the avx512bw backend:
+// genK6's unpack to q (0..63), then per row and sub-block VPMADDUBSW of
+// the 4 groups against the broadcast activations (pairs at most 2·63·127
+// = 16002), summed two at a time in int16 (at most 32004 < 2^15 − 1:
+// exact), each sum widened by VPMADDWD by ones, the two added to the
+// sub-block's correction (VPADDD with an embedded broadcast); the float
+// part is genK6's, so the result is kernColGoK6's bit for bit wherever
+// the float32 products are exact.
+func genK6BW(m int) {
+	name := fmt.Sprintf("kernColQ6KBWm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q6_k tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genK6BW in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC)
+	kcs := g.BS
+	MOVQ(g.SA, kcs)
+	SHRQ(U8(2), kcs)
+	SHRQ(U8(2), g.NP)
+	facc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r] = zmm(r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	wa, wb, wc := zmm(8), zmm(9), zmm(10)
+	u := []VecPhysical{zmm(11), zmm(12), zmm(13), zmm(14)}
+	k3F, k30, k0F := zmm(15), zmm(16), zmm(17)
+	dv, D, t := zmm(18), zmm(19), zmm(20)
+	xb, s16, p16, i32, ones := zmm(21), zmm(22), zmm(23), zmm(24), zmm(25)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(onesW(), ones)
+	sel := func(src, dst VecPhysical) { VPTERNLOGD(U8(0xd8), k0F, src, dst) }
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	VCVTPH2PS(Mem{Base: g.B}, dv)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 14; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (14*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			for th := 0; th < 2; th++ {
+				j := 4*pp + 2*h + th
+				base := 320 + 192*j
+				VMOVDQU64(Mem{Base: g.B, Disp: base}, wa)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 64}, wb)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 128}, wc)
+				VPANDD(k3F, wa, u[0])
+				VPANDD(k3F, wb, u[1])
+				VPSRLW(U8(2), wa, u[2])
+				VPANDD(k30, u[2], u[2])
+				sel(wc, u[2])
+				VPSRLW(U8(4), wc, t)
+				VPSRLW(U8(2), wb, u[3])
+				VPANDD(k30, u[3], u[3])
+				sel(t, u[3])
+				VPMOVSXBD(Mem{Base: g.B, Disp: 64 + 16*j}, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+				for r := 0; r < m; r++ {
+					for half := 0; half < 2; half++ {
+						VPBROADCASTD(x(r, 4*th+2*half), xb)
+						VPMADDUBSW(xb, u[2*half], s16)
+						VPBROADCASTD(x(r, 4*th+2*half+1), xb)
+						VPMADDUBSW(xb, u[2*half+1], p16)
+						VPADDW(p16, s16, s16)
+						if half == 0 {
+							VPMADDWD(ones, s16, i32)
+						} else {
+							VPMADDWD(ones, s16, s16)
+							VPADDD(s16, i32, i32)
+						}
+					}
+					VPADDD_BCST(Mem{Base: g.AC, Disp: r*16 + (2*h+th)*4}, i32, i32)
+					VCVTDQ2PS(i32, i32)
+					VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
+					VFMADD231PS(i32, t, facc[r])
 				}
 			}
 		}
