@@ -246,9 +246,10 @@
 // tiles of their own (prefill_k.go: float32 scales per 32- or 16-weight
 // sub-block made in Go per call, a min term per sub-block); a
 // column-order q4_k or q6_k is read as it is, no lane-order copy kept:
-// q4_k's sub-block chunks are q4_0 column chunks (pfConvColQ4 per
-// super-block), q6_k's words are unpacked in Go 8 bytes at a time
-// (pfkConvertColK6), the scale words made from the chunks' scale bytes.
+// its quants are unpacked into the tile in Go 8 bytes at a time (q4_k's
+// sub-block chunks split into nibbles as q4_0's, pfkConvertCol; q6_k's
+// words by the kernels' arithmetic, pfkConvertColK6), the scale words
+// made from the chunks' scale bytes.
 //
 // Memory: a packed Matrix's quants and scales of 2 MiB or more are advised
 // for transparent huge pages (madvise MADV_HUGEPAGE, Linux, before their
