@@ -216,6 +216,8 @@ func pfConvColQ8(np int, src *byte, dst *byte, dd *uint16)
 func pfConvColQ4(np int, src *byte, dst *byte, dd *uint16)
 func pfConvColI2(np int, src *byte, dst *byte, dd *uint16)
 func pfConvColI1(np int, src *byte, dst *byte, dd *uint16)
+func pfConvColQ4K(np int, src *byte, dst *byte, dd *float32)
+func pfConvColQ6K(np int, src *byte, dst *byte, dd *float32)
 
 func kernColQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

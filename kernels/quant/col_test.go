@@ -186,6 +186,36 @@ func TestColumnPrefillConvert(t *testing.T) {
 				}
 			}
 		}
+		for _, f := range []Format{Q4_K, Q6_K} {
+			conv := pf.kcolConv[f]
+			if conv == nil {
+				continue
+			}
+			const n, k = 37, 512
+			w, _ := Quantize(f, randMat(rng, n*k, 0.02), n, k)
+			w.toColumn()
+			sw := w.pairs * 2 * pfkSub(f) * pfCols
+			want, got := make([]byte, w.pairs*pfPairBytes), make([]byte, w.pairs*pfPairBytes)
+			wd, gd := make([]float32, sw), make([]float32, sw)
+			for j0 := 0; j0 < n; j0 += pfCols {
+				for i := range got {
+					got[i] = 0xee // every byte must be written
+				}
+				for i := range gd {
+					gd[i] = -1 // and every scale word
+				}
+				if f == Q4_K {
+					pfkConvertCol(w, j0, want, wd, nil)
+					pfkConvertCol(w, j0, got, gd, conv)
+				} else {
+					pfkConvertColK6(w, j0, want, wd, nil)
+					pfkConvertColK6(w, j0, got, gd, conv)
+				}
+				if !bytes.Equal(got, want) || !slices.Equal(gd, wd) {
+					t.Fatalf("%s %s: tile at row %d differs from the Go loop", name, f, j0)
+				}
+			}
+		}
 	}
 }
 
@@ -238,7 +268,7 @@ func TestColumnPrefillK(t *testing.T) {
 		}
 		w.toColumn()
 		runs := map[string]func(y []float32){"spec": func(y []float32) {
-			mulPFK(goPFK(pfkSub(f), 3), nil, w, &a, y, ldy, n0, n1)
+			mulPFK(goPFK(pfkSub(f), 3), nil, nil, w, &a, y, ldy, n0, n1)
 		}}
 		for _, be := range Backends() {
 			if be.Unavailable == "" && be.PrefillTileM > 0 {

@@ -55,8 +55,7 @@ func (w *Matrix) colKChunk(g, s int) []byte {
 
 // colKMeta returns lane l's 16 scale bytes of chunk c as the lane order's
 // Matrix.meta holds them (d, dmin, ggml's 12 scale bytes).
-func colKMeta(c []byte, l int) []byte {
-	mb := make([]byte, 16)
+func colKMeta(c []byte, l int) (mb [16]byte) {
 	copy(mb[0:2], c[2*l:])
 	copy(mb[2:4], c[32+2*l:])
 	for i := range 3 {
@@ -116,7 +115,8 @@ func (w *Matrix) toLaneK() {
 		l := r % ColRows
 		for s := range w.pairs / superPairs {
 			c := w.colKChunk(r/ColRows, s)
-			copy(lw.meta(r, s), colKMeta(c, l))
+			mb := colKMeta(c, l)
+			copy(lw.meta(r, s), mb[:])
 			for pp := range superPairs {
 				dst := lw.q[lw.idx(r, s*superPairs+pp)*32:][:32]
 				for b := range 2 {
@@ -164,7 +164,8 @@ func kernColGoK(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte
 			var sum float32
 			for s := range nsb {
 				ch := B[s*colKBytes:][:colKBytes]
-				D, M := kScalesOf(Q4_K, colKMeta(ch, l))
+				mb := colKMeta(ch, l)
+				D, M := kScalesOf(Q4_K, mb[:])
 				for j := range 8 {
 					p, h := s*superPairs+j/2, j%2
 					var S int32
@@ -180,15 +181,26 @@ func kernColGoK(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte
 	}
 }
 
+// pfkColConvFn up-converts one column-order K-quant group into half a
+// prefill tile, quants and scale words (the assembly pfConvColQ4K,
+// pfConvColQ6K: kernels/_asm/quantcol's genConvK): src at the group's
+// first chunk, dst and dd at pair 0 of the half.
+type pfkColConvFn func(np int, src *byte, dst *byte, dd *float32)
+
 // pfkConvertCol is pfkConvert for a column-order Q4_K w (j0 a multiple of
 // ColRows): the quants of each sub-block chunk are a q4_0 column-order
-// chunk, split into the tile's low and high nibble groups 8 bytes at a
-// time (Go), the scale words made from the chunk's scale bytes.
-func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32) {
+// chunk, split into the tile's low and high nibble groups, the scale
+// words made from the chunk's scale bytes: by conv for a whole group
+// (nil: Go, the quants 8 bytes at a time).
+func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32, conv pfkColConvFn) {
 	nsb, groups := w.pairs/superPairs, (w.N+ColRows-1)/ColRows
 	sw := 2 * pfkSub(Q4_K) * pfCols
 	for s := range 2 {
 		g := j0/ColRows + s
+		if conv != nil && g < groups {
+			conv(w.pairs, &w.colKChunk(g, 0)[0], &q[s*halfTile], &d[s*ColRows])
+			continue
+		}
 		for sbk := range nsb {
 			var c []byte
 			if g < groups {
@@ -214,7 +226,8 @@ func pfkConvertCol(w *Matrix, j0 int, q []byte, d []float32) {
 				var D [16]float32
 				var M [8]float32
 				if c != nil {
-					D, M = kScalesOf(Q4_K, colKMeta(c, l))
+					mb := colKMeta(c, l)
+					D, M = kScalesOf(Q4_K, mb[:])
 				}
 				for pp := range superPairs {
 					ds := d[(sbk*superPairs+pp)*sw:][:sw]
@@ -289,8 +302,7 @@ func colK6Put(c []byte, l, e int, q uint8) {
 
 // colK6Meta returns lane l's 20 scale bytes of Q6_K chunk c as the lane
 // order's Matrix.meta holds them (d, 2 zero bytes, the 16 int8 scales).
-func colK6Meta(c []byte, l int) []byte {
-	mb := make([]byte, 20)
+func colK6Meta(c []byte, l int) (mb [20]byte) {
 	copy(mb[0:2], c[2*l:])
 	for j := range 16 {
 		mb[4+j] = c[64+16*j+l]
@@ -349,7 +361,8 @@ func (w *Matrix) toLaneK6() {
 		l := r % ColRows
 		for s := range w.pairs / superPairs {
 			c := w.colKChunk(r/ColRows, s)
-			copy(lw.meta(r, s), colK6Meta(c, l))
+			mb := colK6Meta(c, l)
+			copy(lw.meta(r, s), mb[:])
 			for e := range SuperLen {
 				lw.putK(r, s, e, uint8(colK6Get(c, l, e)))
 			}
@@ -390,7 +403,8 @@ func kernColGoK6(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byt
 			var sum float32
 			for s := range nsb {
 				ch := B[s*colK6Bytes:][:colK6Bytes]
-				D, _ := kScalesOf(Q6_K, colK6Meta(ch, l))
+				mb := colK6Meta(ch, l)
+				D, _ := kScalesOf(Q6_K, mb[:])
 				for j := range 16 {
 					p, h, t := s*superPairs+j/4, (j/2)%2, j%2
 					S := AC[p*sa/16+r*4+2*h+t]
@@ -407,14 +421,19 @@ func kernColGoK6(mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byt
 
 // pfkConvertColK6 is pfkConvertCol for a column-order Q6_K w: the quants
 // of a sub-block chunk's three words become the tile's 4 groups of the
-// sub-block with colK6Get's arithmetic on 8 bytes at a time (Go), the
-// scale words D = d·sc and Mn = 32·D made from the chunk's bytes.
-func pfkConvertColK6(w *Matrix, j0 int, q []byte, d []float32) {
+// sub-block with colK6Get's arithmetic, the scale words D = d·sc and Mn
+// = 32·D made from the chunk's bytes: by conv for a whole group (nil: Go,
+// the quants 8 bytes at a time).
+func pfkConvertColK6(w *Matrix, j0 int, q []byte, d []float32, conv pfkColConvFn) {
 	nsb, groups := w.pairs/superPairs, (w.N+ColRows-1)/ColRows
 	sw := 2 * pfkSub(Q6_K) * pfCols
 	const m3f, m0f, m30 = 0x3f3f3f3f3f3f3f3f, 0x0f0f0f0f0f0f0f0f, 0x3030303030303030
 	for s := range 2 {
 		g := j0/ColRows + s
+		if conv != nil && g < groups {
+			conv(w.pairs, &w.colKChunk(g, 0)[0], &q[s*halfTile], &d[s*ColRows])
+			continue
+		}
 		for sbk := range nsb {
 			var c []byte
 			if g < groups {
@@ -441,7 +460,8 @@ func pfkConvertColK6(w *Matrix, j0 int, q []byte, d []float32) {
 			for l := range ColRows {
 				var D [16]float32
 				if c != nil {
-					D, _ = kScalesOf(Q6_K, colK6Meta(c, l))
+					mb := colK6Meta(c, l)
+					D, _ = kScalesOf(Q6_K, mb[:])
 				}
 				for pp := range superPairs {
 					ds := d[(sbk*superPairs+pp)*sw:][:sw]

@@ -58,9 +58,11 @@ func (f Format) metaWords() int {
 func (w *Matrix) meta(r, s int) []byte {
 	if w.col {
 		if w.Format == Q6_K {
-			return colK6Meta(w.colKChunk(r/ColRows, s), r%ColRows)
+			mb := colK6Meta(w.colKChunk(r/ColRows, s), r%ColRows)
+			return mb[:]
 		}
-		return colKMeta(w.colKChunk(r/ColRows, s), r%ColRows)
+		mb := colKMeta(w.colKChunk(r/ColRows, s), r%ColRows)
+		return mb[:]
 	}
 	mw := w.Format.metaWords()
 	i := ((r/PanelRows*(w.pairs/superPairs)+s)*PanelRows + r%PanelRows) * mw

@@ -193,20 +193,19 @@ func (a *Activations) prefillK() {
 }
 
 // mulPFK is mulPF for the K-quants, with the kernels ks (heights 1..len)
-// and the up-convert conv (nil: Go); a column-order w (colk.go) is
-// up-converted in Go (pfkConvertCol, pfkConvertColK6); a.kpf was made by
-// Quantize (M ≥ PrefillMinM).
-func mulPFK(ks []pfkKern, conv pfkConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
+// and the up-convert conv (nil: Go), or for a column-order w (colk.go)
+// colConv (nil: Go); a.kpf was made by Quantize (M ≥ PrefillMinM).
+func mulPFK(ks []pfkKern, conv pfkConvFn, colConv pfkColConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	nsub := pfkSub(w.Format)
 	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
 		buf.dk = resize(buf.dk, w.pairs*2*nsub*pfCols)
 	}, func(buf *pfBuf, j0 int) {
 		switch {
 		case w.col && w.Format == Q6_K:
-			pfkConvertColK6(w, j0, buf.q, buf.dk)
+			pfkConvertColK6(w, j0, buf.q, buf.dk, colConv)
 			return
 		case w.col:
-			pfkConvertCol(w, j0, buf.q, buf.dk)
+			pfkConvertCol(w, j0, buf.q, buf.dk, colConv)
 			return
 		}
 		pfkConvert(w, j0, buf.q, buf.dk, conv)

@@ -131,6 +131,8 @@ func main() {
 	for m := 1; m <= 4; m++ {
 		genK6BW(m)
 	}
+	genConvK("Q4K")
+	genConvK("Q6K")
 	Generate()
 }
 
@@ -1247,6 +1249,120 @@ func genK6BW(m int) {
 			ADDQ(g.LDC, g.C)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+// f32x32 is 16 float32 32.0s (q6_k's min term Mn = 32·D).
+var f32x32 = asmutil.Words64("colk32f", false, func(int) uint64 { return 0x42000000 })
+
+// genConvK emits pfConvColQ4K and pfConvColQ6K, the prefill up-converts
+// of one column-order q4_k or q6_k group (16 rows, np pairs, np a
+// multiple of 4) into half a prefill tile and its scale words
+// (kernels/quant/colk.go pfkConvertCol, pfkConvertColK6), signature
+// func(np int, src *byte, dst *byte, dd *float32): src at the group's
+// first super-block chunk, dst at pair 0 of the half (pair stride 2048
+// bytes, block h at 1024·h, group k at 64·k), dd at the half's first
+// scale word (pair stride 2·nsub·32 floats, sub-block b's 16 rows at
+// 32·b, its min term at 32·(nsub + b)). q4_k's sub-block j = 2p'+h of a
+// super-block is block h of pair p': its 4 loads give the tile's groups
+// k (AND 0x0f) and 4+k (VPSRLW 4, AND 0x0f), as genConv's q4_0, and
+// genK's D = d·sc and M = dmin·m of the 16 rows are stored whole; q6_k's
+// sub-block j = 4p'+2h+t gives groups 4t..4t+3 of block h with genK6's
+// unpack, D = d·sc and 32·D (exact) stored.
+func genConvK(f string) {
+	name := "pfConvCol" + f
+	TEXT(name, NOSPLIT, "func(np int, src *byte, dst *byte, dd *float32)")
+	Doc(name + " up-converts a column-order group of W into half a prefill tile; see genConvK in the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	SHRQ(U8(2), np)
+	const half = 8 * 64
+	k0F, k3F, k30 := zmm(31), zmm(30), zmm(29)
+	scLo, scHi, mLo, mHi, dv, mv, D, M, t := zmm(20), zmm(21), zmm(22), zmm(23), zmm(24), zmm(25), zmm(26), zmm(27), zmm(28)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	sb, nsub := kSuper, 2
+	if f == "Q6K" {
+		sb, nsub = k6Super, 4
+	}
+	sw := 2 * nsub * 32 * 4 // scale-word bytes per pair
+	out := func(pp, h, k int) Mem { return Mem{Base: dst, Disp: pp*4*half + h*2*half + k*64} }
+	word := func(pp, b int) Mem { return Mem{Base: dd, Disp: pp*sw + b*32*4} }
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	if f == "Q4K" {
+		kScalesQ4K(src, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
+	} else {
+		VCVTPH2PS(Mem{Base: src}, dv)
+	}
+	for pp := 0; pp < 4; pp++ {
+		for h := 0; h < 2; h++ {
+			if f == "Q4K" {
+				j := 2*pp + h
+				for k := 0; k < 4; k++ {
+					v, hi := zmm(2*k), zmm(2*k+1)
+					VMOVDQU64(Mem{Base: src, Disp: 256 + j*256 + k*64}, v)
+					VPSRLW(U8(4), v, hi)
+					VPANDD(k0F, v, v)
+					VPANDD(k0F, hi, hi)
+					VMOVDQU64(v, out(pp, h, k))
+					VMOVDQU64(hi, out(pp, h, 4+k))
+				}
+				sc, mn := scLo, mLo
+				if j >= 4 {
+					sc, mn = scHi, mHi
+				}
+				VPSHUFB(selK[j%4](), sc, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				VPSHUFB(selK[j%4](), mn, M)
+				VCVTDQ2PS(M, M)
+				VMULPS(mv, M, M)
+				VMOVUPS(D, word(pp, h))
+				VMOVUPS(M, word(pp, nsub+h))
+				continue
+			}
+			for th := 0; th < 2; th++ {
+				j := 4*pp + 2*h + th
+				base := 320 + 192*j
+				wa, wb, wc, tt := zmm(0), zmm(1), zmm(2), zmm(3)
+				u := []VecPhysical{zmm(4), zmm(5), zmm(6), zmm(7)}
+				VMOVDQU64(Mem{Base: src, Disp: base}, wa)
+				VMOVDQU64(Mem{Base: src, Disp: base + 64}, wb)
+				VMOVDQU64(Mem{Base: src, Disp: base + 128}, wc)
+				VPANDD(k3F, wa, u[0])
+				VPANDD(k3F, wb, u[1])
+				VPSRLW(U8(2), wa, u[2])
+				VPANDD(k30, u[2], u[2])
+				VPTERNLOGD(U8(0xd8), k0F, wc, u[2])
+				VPSRLW(U8(4), wc, tt)
+				VPSRLW(U8(2), wb, u[3])
+				VPANDD(k30, u[3], u[3])
+				VPTERNLOGD(U8(0xd8), k0F, tt, u[3])
+				for g := 0; g < 4; g++ {
+					VMOVDQU64(u[g], out(pp, h, 4*th+g))
+				}
+				b := 2*h + th
+				VPMOVSXBD(Mem{Base: src, Disp: 64 + 16*j}, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				VMOVUPS(D, word(pp, b))
+				VMULPS(f32x32(), D, M) // 32·D, exact
+				VMOVUPS(M, word(pp, nsub+b))
+			}
+		}
+	}
+	ADDQ(U32(sb), src)
+	ADDQ(U32(4*4*half), dst)
+	ADDQ(U32(4*sw), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
