@@ -6,8 +6,8 @@ import (
 )
 
 // The column-order layout of Q4_K (Matrix.Layout ColumnOrder on the
-// avx512vnni and avx512bw backends): groups of ColRows = 16 rows of W as col.go's, one
-// 32-bit zmm lane per row, and per group g and super-block s (of the
+// avx512vnni and avx512bw backends): groups of ColRows = 16 rows of W as
+// col.go's, one 32-bit zmm lane per row, and per group g and super-block s (of the
 // row's pairs/4) one chunk of colKBytes = 2304 bytes, chunks in the order
 // (g, s), all in Matrix.q (Matrix.d is empty):
 //
@@ -26,9 +26,10 @@ import (
 // scale. The kernel (kernColGoK; kernels/_asm/quantcol's genK) makes the
 // float32 D = d·sc and M = dmin·m of a sub-block for 16 rows with 6
 // vector instructions from these bytes (the 6-bit scales unpacked once per
-// super-block), so the quants' loads are q4_0's and the scale work is
-// 7 instructions per 64-byte word pair more; float32 D and M precomputed
-// at Repack would cost 64 bytes per row and super-block (0.75 B/weight).
+// super-block), so the quants' loads are q4_0's and the scale work adds
+// 7 instructions per sub-block (per 4 loads of quants); float32 D and M
+// precomputed at Repack would cost 64 bytes per row and super-block
+// (0.75 B/weight, a third more to stream).
 
 // colKBytes is the size of a Q4_K column-order chunk (ColRows rows × one
 // super-block): 256 bytes of scales and 8 sub-block chunks of 256.
