@@ -126,7 +126,6 @@ type colCase struct {
 	ac     []int32
 	b      []byte
 	bs     []uint32
-	rec    []byte // b and bs as the kernels read them (colRecords)
 	sa     int
 }
 
@@ -189,7 +188,6 @@ func newColCase(rng *rand.Rand, f Format, np, rows int, mode string) colCase {
 		}
 		c.bs[i] = uint32(d[0]) | uint32(d[1])<<16
 	}
-	c.rec = colRecords(f, c.b, c.bs, np)
 	return c
 }
 
@@ -223,13 +221,13 @@ func TestAVX512BWKernels(t *testing.T) {
 					}
 					i0 := rows - m
 					if np > 0 {
-						kernColGo(f, m, np, &c.a[i0*pairLen], &c.as[i0*2], &c.ac[i0*2], c.sa, &c.rec[0], nil, &want[0], ldc)
+						kernColGo(f, m, np, &c.a[i0*pairLen], &c.as[i0*2], &c.ac[i0*2], c.sa, &c.b[0], &c.bs[0], &want[0], ldc)
 					} else {
 						for r := range m {
 							clear(want[r*ldc:][:ColRows])
 						}
 					}
-					k(np, &c.a[i0*pairLen], &c.as[i0*2], &c.ac[i0*2], c.sa, &c.rec[0], nil, &got[0], ldc)
+					k(np, &c.a[i0*pairLen], &c.as[i0*2], &c.ac[i0*2], c.sa, &c.b[0], &c.bs[0], &got[0], ldc)
 					for i := range want {
 						g, w := got[i], want[i]
 						if i%ldc >= ColRows {

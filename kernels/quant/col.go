@@ -14,13 +14,9 @@ import (
 // at once, as the prefill tiles do (prefill.go), where the lane-order
 // panels need one float scaling per VPDPBUSD.
 //
-// Per group g (rows 16g .. 16g+15) and block pair p of the row, a
-// pair record of colPairBytes = 64 + 2·colBytes bytes, records in the
-// order (g, p), all in Matrix.q (Matrix.d is empty): the 16 rows' fp16
-// scales of block 2p (bytes 0..31, half l = row 16g+l) and of block 2p+1
-// (bytes 32..63), then the chunk of block 2p and the chunk of block 2p+1
-// (the last block of an odd count padding of scale 0), a chunk of
-// ColRows·32 weights:
+// Per group g (rows 16g .. 16g+15) and block b of the row (2·pairs blocks,
+// the last one of an odd count padding of scale 0), a chunk of ColRows·32
+// weights, chunks in the order (g, b):
 //
 //	q8_0: 512 bytes, byte k·64 + l·4 + i = u of element 4k+i of row 16g+l (k < 8)
 //	q4_0: 256 bytes, byte k·64 + l·4 + i (k < 4): low nibble = u of element
@@ -35,15 +31,9 @@ import (
 // two (q4_0: AND 0x0f, and AND 0xf0, which is 16·u: the kernel sums those
 // apart and shifts the sum right by 4), or four (int2: shifts and masks,
 // see kernels/_asm/quantcol's genLow); int1's 8-byte words are one group
-// each (a zero-masked move of 16s). A block's scales are one VCVTPH2PS
-// from memory. Rows past N are zero with scale 0. The scales ride in the
-// quants' stream, one sequential read per group: with them in a second
-// array (Matrix.d, as before), a DRAM-sized q8_0 GEMV streamed about a
-// fifth slower than with them interleaved (same kernel otherwise, one
-// thread, N 16384 × K 8192, both alternately per repetition: best 22.8
-// and 23.6 against 27.3 and 28.7 GB/s, the DRAM read kernel ReadPF 25.8
-// and 27.1 in the same repetitions; no software prefetch distance or
-// kind, nor prefetching the scale stream, had moved it).
+// each (a zero-masked move of 16s). The fp16 scales are 16 halfs per
+// chunk (32 bytes, one VCVTPH2PS), in Matrix.d as 8 words per chunk:
+// half (g·2·pairs + b)·16 + l. Rows past N are zero with scale 0.
 
 // Layout names a Matrix's packed layout.
 type Layout string
@@ -101,21 +91,12 @@ func (w *Matrix) Layout() Layout {
 	return LaneOrder
 }
 
-// colPairBytes is the size of a column-order pair record: 64 bytes of
-// scales and two chunks.
-func (f Format) colPairBytes() int { return 64 + 2*f.colBytes() }
+// colChunk is the index of the chunk of row r's block blk.
+func (w *Matrix) colChunk(r, blk int) int { return r/ColRows*2*w.pairs + blk }
 
-// colRec returns the pair record of group g and pair p of the
-// column-order w (not the K-quants).
-func (w *Matrix) colRec(g, p int) []byte {
-	pb := w.Format.colPairBytes()
-	return w.q[(g*w.pairs+p)*pb:][:pb]
-}
-
-// colQ returns the chunk of row r's block blk.
-func (w *Matrix) colQ(r, blk int) []byte {
-	cb := w.Format.colBytes()
-	return w.colRec(r/ColRows, blk/2)[64+(blk%2)*cb:][:cb]
+// halfs returns w.d as fp16 words (the column-order scales).
+func (w *Matrix) halfs() []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(w.d))), 2*len(w.d))
 }
 
 // colGetU returns the unsigned value of element e (0..31) of lane l in
@@ -150,7 +131,7 @@ func colPutField(f Format, q []byte, l, e int, v uint8) {
 // scaleBits returns the fp16 scale of row r's block blk as stored.
 func (w *Matrix) scaleBits(r, blk int) uint16 {
 	if w.col {
-		return binary.LittleEndian.Uint16(w.colRec(r/ColRows, blk/2)[(blk%2)*32+2*(r%ColRows):])
+		return w.halfs()[w.colChunk(r, blk)*ColRows+r%ColRows]
 	}
 	return uint16(w.d[w.idx(r, blk/2)] >> (16 * (blk % 2)))
 }
@@ -212,17 +193,18 @@ func (w *Matrix) toColumn() {
 		return
 	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
-	rb := w.Format.colPairBytes()
-	groups := (w.N + ColRows - 1) / ColRows
-	q := makeBytes(groups * w.pairs * rb)
+	groups, nb := (w.N+ColRows-1)/ColRows, 2*w.pairs
+	q := makeBytes(groups * nb * cb)
+	d := makeWords(groups * nb * ColRows / 2)
+	h := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(d))), 2*len(d))
 	for r := range w.N {
 		l := r % ColRows
 		for p := range w.pairs {
 			i := w.idx(r, p)
 			src, dw := w.q[i*pb:][:pb], w.d[i]
-			rec := q[((r/ColRows)*w.pairs+p)*rb:][:rb]
 			for b := range 2 {
-				dst := rec[64+b*cb:][:cb]
+				c := w.colChunk(r, 2*p+b)
+				dst := q[c*cb:][:cb]
 				if w.Format.colFine() {
 					for e := range BlockLen {
 						colPutField(w.Format, dst, l, e, uint8(w.Format.getU(src, lanePos(b, e))/w.Format.mult()))
@@ -232,11 +214,11 @@ func (w *Matrix) toColumn() {
 						copy(dst[k*64+l*4:][:4], src[8*k+4*b:][:4])
 					}
 				}
-				binary.LittleEndian.PutUint16(rec[b*32+2*l:], uint16(dw>>(16*b)))
+				h[c*ColRows+l] = uint16(dw >> (16 * b))
 			}
 		}
 	}
-	w.q, w.d, w.col = q, nil, true
+	w.q, w.d, w.col = q, d, true
 }
 
 // toLane converts the column-order w back to lane order (toColumn's
@@ -254,14 +236,15 @@ func (w *Matrix) toLane() {
 	rows := (w.N + PanelRows - 1) / PanelRows * PanelRows
 	q := makeBytes(rows * w.pairs * pb)
 	d := makeWords(rows * w.pairs)
+	hs := w.halfs()
 	for r := range w.N {
 		l := r % ColRows
 		for p := range w.pairs {
 			i := w.idx(r, p)
 			dst := q[i*pb:][:pb]
-			rec := w.colRec(r/ColRows, p)
 			for b := range 2 {
-				src := rec[64+b*cb:][:cb]
+				c := w.colChunk(r, 2*p+b)
+				src := w.q[c*cb:][:cb]
 				if w.Format.colFine() {
 					for e := range BlockLen {
 						w.Format.putU(dst, lanePos(b, e), uint8(colGetU(w.Format, src, l, e)/w.Format.mult()))
@@ -271,7 +254,7 @@ func (w *Matrix) toLane() {
 						copy(dst[8*k+4*b:][:4], src[k*64+l*4:][:4])
 					}
 				}
-				d[i] |= uint32(binary.LittleEndian.Uint16(rec[b*32+2*l:])) << (16 * b)
+				d[i] |= uint32(hs[c*ColRows+l]) << (16 * b)
 			}
 		}
 	}
@@ -284,15 +267,14 @@ func (w *Matrix) toLane() {
 const colBlockGroups = 2
 
 // mulCol is mul for a column-order w: ks are the backend's column-order
-// tiles (kc), or the Go specification's, given b at the group's first
-// record (the K-quants': chunk, colk.go) and bs the same address (the
-// kernels read the scales from the records). The K-quants' tiles read
-// the activations' K-quant terms (Q4_K kx, Q6_K kc).
+// tiles (kc), or the Go specification's. The K-quants' tiles read the
+// activations' K-quant terms (Q4_K kx, Q6_K kc) and the group's chunks
+// (colk.go), not bs (given a pointer into the quants).
 func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
-	f := w.Format
-	gq := w.pairs * f.colPairBytes() // a group's bytes
+	f, nb, cb := w.Format, 2*w.pairs, w.Format.colBytes()
+	gq, gd := nb*cb, nb*ColRows/2 // a group's quant bytes and scale words
 	if f.kquant() {
-		gq = w.pairs / superPairs * f.colChunkK()
+		gq, gd = w.pairs/superPairs*f.colChunkK(), 0
 	}
 	ks := im.kc[f]
 	if ks == nil {
@@ -315,7 +297,10 @@ func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 			for g := gb; g < ge; g++ {
 				j0 := g * ColRows
 				bp := &w.q[g*gq]
-				bs := (*uint32)(unsafe.Pointer(bp)) // not read: the scales are in the records
+				bs := (*uint32)(unsafe.Pointer(bp))
+				if gd > 0 {
+					bs = &w.d[g*gd]
+				}
 				if j0 >= n0 && j0+ColRows <= n1 {
 					ks[mm-1](w.pairs, ap, as, ac, sa, bp, bs, &y[i0*ldy+j0], ldy)
 					continue
@@ -359,34 +344,33 @@ func goColKerns(f Format, mr int) []kern {
 //	c[r*ldc+j] = Σ_{p<np} Σ_{h<2} float32(S(r,j,p,h)) · (dw(j,2p+h)·dx(r,p,h))
 //	S(r,j,p,h) = Σ_{e<32} U(j,2p+h,e)·Q(r,p,h,e) + 8·ac[p*sa4+r*2+h]
 //
-// with U the unsigned value of element e of lane j of chunk h of pair
-// record p (at b + p·colPairBytes + 64 + h·colBytes; colGetU), dw its
-// fp16 scale (half 16h + j of the record), and Q, dx, ac (corrZ,
-// −o·Σq/8), sa4 as in kernGo; bs is not read. The float sum runs
+// with U the unsigned value of element e of lane j of chunk 2p+h (at b +
+// (2p+h)·colBytes; colGetU), dw its fp16 scale, half (2p+h)·16 + j of bs,
+// and Q, dx, ac (corrZ, −o·Σq/8), sa4 as in kernGo. The float sum runs
 // over p then h, as the assembly's. The avx512bw q8_0 tiles compute
 // Σ_e (U − 128)·Q (signed weights, no offset) and do not read ac, so they
 // equal this where ac is the activations' corrZ, −16·Σ_e Q (as Activations
 // always holds; colCorrZ makes it for a test's bytes), not for any ac.
 func kernColGo(f Format, mr int, np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
-	cb, rb := f.colBytes(), f.colPairBytes()
+	cb := f.colBytes()
 	sa4 := sa / 32
 	A := unsafe.Slice(a, (np-1)*sa+mr*pairLen)
 	AS := unsafe.Slice(as, (np-1)*sa4+mr*2)
 	AC := unsafe.Slice(ac, (np-1)*sa4+mr*2)
-	B := unsafe.Slice(b, np*rb)
+	B := unsafe.Slice(b, 2*np*cb)
+	BS := unsafe.Slice((*uint16)(unsafe.Pointer(bs)), 2*np*ColRows)
 	C := unsafe.Slice(c, (mr-1)*ldc+ColRows)
 	for r := range mr {
 		for j := range ColRows {
 			var sum float32
 			for p := range np {
 				for h := range 2 {
-					rec := B[p*rb:][:rb]
-					q := rec[64+h*cb:][:cb]
+					q := B[(2*p+h)*cb:][:cb]
 					s := 8 * AC[p*sa4+r*2+h]
 					for e := range BlockLen {
 						s += colGetU(f, q, j, e) * int32(int8(A[p*sa+r*pairLen+lanePos(h, e)]))
 					}
-					dw := FP16ToFloat32(binary.LittleEndian.Uint16(rec[h*32+2*j:]))
+					dw := FP16ToFloat32(BS[(2*p+h)*ColRows+j])
 					sum += float32(s) * (dw * AS[p*sa4+r*2+h])
 				}
 			}
@@ -396,21 +380,22 @@ func kernColGo(f Format, mr int, np int, a *byte, as *float32, ac *int32, sa int
 }
 
 // pfColConvFn up-converts one column-order group into half a prefill
-// tile (the assembly pfConvCol*: see kernels/_asm/quantcol): src at the
-// group's pair record 0, dst and dd at pair 0 of the half.
-type pfColConvFn func(np int, src *byte, dst *byte, dd *uint16)
+// tile (the assembly pfConvCol*: see kernels/_asm/quantcol): src and ds at
+// the group's chunk 0 and its scales, dst and dd at pair 0 of the half.
+type pfColConvFn func(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 
 // pfConvertCol is pfConvert for a column-order w (j0 a multiple of
 // ColRows), with conv where it is not nil: the tile's group k of a block
 // is the chunk's 64 bytes k (q8_0), or for q4_0 the low nibbles of bytes
 // k (k < 4) and the high nibbles (group 4+k): no transpose.
 func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16, conv pfColConvFn) {
-	f, cb := w.Format, w.Format.colBytes()
+	f, nb, cb := w.Format, 2*w.pairs, w.Format.colBytes()
+	hs := w.halfs()
 	groups := (w.N + ColRows - 1) / ColRows
 	for s := range 2 {
 		g := j0/ColRows + s
 		if conv != nil && g < groups {
-			conv(w.pairs, &w.colRec(g, 0)[0], &q[s*halfTile], &d[s*ColRows])
+			conv(w.pairs, &w.q[g*nb*cb], &w.d[g*nb*ColRows/2], &q[s*halfTile], &d[s*ColRows])
 			continue
 		}
 		for p := range w.pairs {
@@ -422,11 +407,9 @@ func pfConvertCol(w *Matrix, j0 int, q []byte, d []uint16, conv pfColConvFn) {
 					clear(dd)
 					continue
 				}
-				rec := w.colRec(g, p)
-				for l := range ColRows {
-					dd[l] = binary.LittleEndian.Uint16(rec[h*32+2*l:])
-				}
-				src := rec[64+h*cb:][:cb]
+				c := g*nb + 2*p + h
+				copy(dd, hs[c*ColRows:][:ColRows])
+				src := w.q[c*cb:][:cb]
 				if f == Q8_0 {
 					copy(dst, src)
 					continue

@@ -2,13 +2,11 @@ package quant
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 )
 
 // colBackend returns the backend with column-order kernels, if any runs
@@ -301,23 +299,4 @@ func TestColumnPrefillK(t *testing.T) {
 			}
 		}
 	}
-}
-
-// colRecords interleaves np pairs of column-order chunks b (2 per pair,
-// colBytes each) and their fp16 scales bs (half (2p+h)·16 + l) into the
-// pair records the kernels read (col.go).
-func colRecords(f Format, b []byte, bs []uint32, np int) []byte {
-	cb, rb := f.colBytes(), f.colPairBytes()
-	out := make([]byte, np*rb)
-	hs := unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(bs))), 2*len(bs))
-	for p := range np {
-		rec := out[p*rb:][:rb]
-		for h := range 2 {
-			for l := range ColRows {
-				binary.LittleEndian.PutUint16(rec[h*32+2*l:], hs[(2*p+h)*ColRows+l])
-			}
-			copy(rec[64+h*cb:][:cb], b[(2*p+h)*cb:])
-		}
-	}
-	return out
 }

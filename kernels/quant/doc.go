@@ -102,10 +102,7 @@
 // elements 16j+4s+i, s < 4 (0.3125 B/weight); int1's chunk is 8 64-bit
 // words, bit 4l+i of word k the sign bit of element 4k+i of row l, a
 // mask register for the zmm's 64 bytes (0.1875 B/weight); the 16 rows'
-// fp16 scales of a block pair, 2 × 16 contiguous halfs (one VCVTPH2PS
-// per block), precede the pair's two chunks in the same stream (col.go's
-// pair records: one sequential read per group; with the scales in a
-// second array a DRAM-sized q8_0 GEMV streamed about a fifth slower).
+// fp16 scales follow per chunk as 16 contiguous halfs (one VCVTPH2PS).
 // The kernels (kernColGo; kernels/_asm/quantcol) broadcast a row of X's 4
 // activations per VPDPBUSD, sum a whole block per lane, fold the offset
 // as d_w·d_x·(acc − o·Σq) with the activations' block sums, and scale

@@ -303,7 +303,7 @@ func (w *Matrix) setBlock(r, blk int, d uint16, u *[BlockLen]uint8) {
 func (w *Matrix) block(r, blk int) (float32, [BlockLen]int32) {
 	var out [BlockLen]int32
 	if w.col {
-		q := w.colQ(r, blk)
+		q := w.q[w.colChunk(r, blk)*w.Format.colBytes():][:w.Format.colBytes()]
 		for e := range out {
 			out[e] = colGetU(w.Format, q, r%ColRows, e) - w.Format.offset()
 		}

@@ -16,9 +16,7 @@
 //
 // and computes one mr×16 tile of Y (16 rows of W: one column-order group)
 // over np block pairs exactly as kernColGo in kernels/quant/col.go
-// specifies: b points at the group's first pair record (the pair's 2 × 16
-// fp16 scales, 64 bytes, then its two chunks; kernels/quant/col.go), bs
-// is not read.
+// specifies: b and bs point at the group's chunk 0 and its 16 fp16 scales.
 // A zmm lane is one row of W, so a lane sums a whole block and the float
 // scaling is once per block for the 16 rows (the prefill kernels' column
 // order, kernels/_asm/quantpf), where the lane-order GEMV kernels
@@ -55,7 +53,20 @@
 // gave q4_0 and q8_0 the same 20–25 GB/s within the noise (the read
 // kernel: 25–35), and q4_0's L and H split into two
 // accumulators each (chains of 2 VPDPBUSD) left its L2-resident rate at
-// 89–95 GB/s, so neither is in the generator.
+// 89–95 GB/s, so neither is in the generator. q8_0's DRAM stream once
+// more (N 16384 × K 8192, 136 MiB, one thread, variants alternated in
+// one run under the measure lock): PREFETCHT0 1, 2, 4, 8 and 16 KiB
+// ahead, T0 at 2 KiB with T1 at 16 KiB, NTA, every other line, and a
+// prefetch of the scale stream all streamed 23–27 GB/s against the DRAM
+// read kernel's 26–32 (ReadPF in the same repetitions), none apart from
+// the others beyond the noise (1 KiB a little slower). The scales moved
+// into the quants' stream (each pair's 64 bytes of scales ahead of its
+// chunks, one array) first looked a fifth faster, but that comparison had
+// the interleaved copy on a fresh mmap; with both copies from the same
+// allocator and each kernel call alternated, q8_0 and q4_0 came out
+// −5 to +11% (mixed) and int2 8–20% slower in 3 of 3 runs, so the
+// per-32 formats keep their scales in Matrix.d (the K-quants' chunks,
+// colk.go, carry theirs).
 //
 // No saturation: |q| ≤ 127, so a lane's VPDPBUSD adds at most 4·255·127
 // per group: 8 groups plus the correction |128·Σq| ≤ 128·32·127 stay far
@@ -167,7 +178,7 @@ func gen(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 64+2*cb; off += 64 {
+	for off := 0; off < 2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
@@ -184,7 +195,7 @@ func gen(f string, m int) {
 		// word 2k+h of the row's 64 bytes in lane order.
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
 		for k := 0; k < nk; k++ {
-			VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + k*64}, w)
+			VMOVDQU64(Mem{Base: g.B, Disp: h*cb + k*64}, w)
 			if q4 {
 				VPANDD(k0F, w, lo)
 				VPANDD(kF0, w, hi)
@@ -198,7 +209,7 @@ func gen(f string, m int) {
 				asmutil.VPDPBUSD(x(r, k), w, iacc[r], true)
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			if q4 {
 				VPSRAD(U8(4), hacc[r], hacc[r])
@@ -212,7 +223,8 @@ func gen(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(64+2*cb), g.B)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -227,12 +239,12 @@ func gen(f string, m int) {
 	RET()
 }
 
-const convSignature = "func(np int, src *byte, dst *byte, dd *uint16)"
+const convSignature = "func(np int, src *byte, ds *uint32, dst *byte, dd *uint16)"
 
 // genConv emits pfConvCol<F>, pfConvertCol's up-convert of one
 // column-order group (16 rows of W) into half a prefill tile
-// (kernels/quant/prefill.go), every block pair: src at the group's first
-// pair record, dst and dd at pair 0 of the half. q8_0 chunks
+// (kernels/quant/prefill.go), every block pair: src and ds at the group's
+// chunk 0 and its scales, dst and dd at pair 0 of the half. q8_0 chunks
 // are the tile's 8 groups of a block as they are (8 loads and stores);
 // q4_0's 64-byte load k gives the tile's group k (AND 0x0f) and group 4+k
 // (VPSRLW by 4, AND 0x0f); the 16 fp16 scales of a block are copied.
@@ -242,6 +254,7 @@ func genConv(f string) {
 	Doc(name + " up-converts a column-order group of W into half a prefill tile; see the generator.")
 	np := Load(Param("np"), RCX)
 	src := Load(Param("src"), RSI)
+	ds := Load(Param("ds"), R8)
 	dst := Load(Param("dst"), RDI)
 	dd := Load(Param("dd"), RDX)
 	q4 := f == "Q4"
@@ -260,7 +273,7 @@ func genConv(f string) {
 	for h := 0; h < 2; h++ {
 		for k := 0; k < nk; k++ {
 			v, hi := zmm(2*k), zmm(2*k+1)
-			VMOVDQU64(Mem{Base: src, Disp: 64 + h*cb + k*64}, v)
+			VMOVDQU64(Mem{Base: src, Disp: h*cb + k*64}, v)
 			if q4 {
 				VPSRLW(U8(4), v, hi)
 				VPANDD(k0F, v, v)
@@ -269,10 +282,11 @@ func genConv(f string) {
 			}
 			VMOVDQU64(v, Mem{Base: dst, Disp: h*2*half + k*64})
 		}
-		VMOVDQU(Mem{Base: src, Disp: h * 32}, Y0)
+		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y0)
 		VMOVDQU(Y0, Mem{Base: dd, Disp: h * 32 * 2})
 	}
-	ADDQ(U32(64+2*cb), src)
+	ADDQ(U32(2*cb), src)
+	ADDQ(U32(2*32), ds)
 	ADDQ(U32(4*half), dst)
 	ADDQ(U32(2*32*2), dd)
 	DECQ(np)
@@ -361,14 +375,14 @@ func genBW(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 64+2*cb; off += 64 {
+	for off := 0; off < 2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
 		for k := 0; k < nk; k++ {
-			VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + k*64}, w)
+			VMOVDQU64(Mem{Base: g.B, Disp: h*cb + k*64}, w)
 			if q4 {
 				VPANDD(kc, w, lo)
 				VPSRLW(U8(4), w, hi)
@@ -402,7 +416,7 @@ func genBW(f string, m int) {
 				}
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			if q4 {
 				VPSLLD_BCST(U8(3), corr(r), iacc[r])
@@ -417,7 +431,8 @@ func genBW(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(64+2*cb), g.B)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -496,7 +511,7 @@ func genLow(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 64+2*cb; off += 64 {
+	for off := 0; off < 2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
@@ -508,7 +523,7 @@ func genLow(f string, m int) {
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
 		if i2 {
 			for j := 0; j < 2; j++ {
-				VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + j*64}, w)
+				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
 				VPSLLW(U8(2), w, u[0])
 				VPANDD(c1, u[0], u[0])
 				VPANDD(c1, w, u[1])
@@ -528,7 +543,7 @@ func genLow(f string, m int) {
 		} else {
 			for k := 0; k < 8; k++ {
 				kr := ks[k%4]
-				KMOVQ(Mem{Base: g.B, Disp: 64 + h*cb + k*8}, kr)
+				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, kr)
 				VMOVDQU8_Z(c1, kr, u[k%4])
 				for r := 0; r < m; r++ {
 					acc := iacc[r]
@@ -539,7 +554,7 @@ func genLow(f string, m int) {
 				}
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			if i2 {
 				VPSRAD(U8(2), hacc[r], hacc[r])
@@ -553,7 +568,8 @@ func genLow(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(64+2*cb), g.B)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
@@ -579,6 +595,7 @@ func genConvLow(f string) {
 	Doc(name + " up-converts a column-order group of W into half a prefill tile; see genConvLow in the generator.")
 	np := Load(Param("np"), RCX)
 	src := Load(Param("src"), RSI)
+	ds := Load(Param("ds"), R8)
 	dst := Load(Param("dst"), RDI)
 	dd := Load(Param("dd"), RDX)
 	i2 := f == "I2"
@@ -603,7 +620,7 @@ func genConvLow(f string) {
 			for j := 0; j < 2; j++ {
 				w := zmm(8 * j)
 				u := []VecPhysical{zmm(8*j + 1), zmm(8*j + 2), zmm(8*j + 3), zmm(8*j + 4)}
-				VMOVDQU64(Mem{Base: src, Disp: 64 + h*cb + j*64}, w)
+				VMOVDQU64(Mem{Base: src, Disp: h*cb + j*64}, w)
 				VPSLLW(U8(2), w, u[0])
 				VPSRLW(U8(2), w, u[2])
 				VPSRLW(U8(4), w, u[3])
@@ -617,15 +634,16 @@ func genConvLow(f string) {
 			}
 		} else {
 			for k := 0; k < 8; k++ {
-				KMOVQ(Mem{Base: src, Disp: 64 + h*cb + k*8}, ks[k%4])
+				KMOVQ(Mem{Base: src, Disp: h*cb + k*8}, ks[k%4])
 				VMOVDQU8_Z(c, ks[k%4], zmm(k))
 				VMOVDQU64(zmm(k), out(k))
 			}
 		}
-		VMOVDQU(Mem{Base: src, Disp: h * 32}, Y15)
+		VMOVDQU(Mem{Base: ds, Disp: h * 32}, Y15)
 		VMOVDQU(Y15, Mem{Base: dd, Disp: h * 32 * 2})
 	}
-	ADDQ(U32(64+2*cb), src)
+	ADDQ(U32(2*cb), src)
+	ADDQ(U32(2*32), ds)
 	ADDQ(U32(4*half), dst)
 	ADDQ(U32(2*32*2), dd)
 	DECQ(np)
@@ -690,7 +708,7 @@ func genLowBW(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 64+2*cb; off += 64 {
+	for off := 0; off < 2*cb; off += 64 {
 		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
 	}
 	for h := 0; h < 2; h++ {
@@ -709,7 +727,7 @@ func genLowBW(f string, m int) {
 		}
 		if i2 {
 			for j := 0; j < 2; j++ {
-				VMOVDQU64(Mem{Base: g.B, Disp: 64 + h*cb + j*64}, w)
+				VMOVDQU64(Mem{Base: g.B, Disp: h*cb + j*64}, w)
 				VPANDD(c1, w, u[0])
 				VPANDD(c2, w, u[1])
 				VPSRLW(U8(4), w, u[2])
@@ -731,14 +749,14 @@ func genLowBW(f string, m int) {
 			}
 		} else {
 			for k := 0; k < 8; k++ {
-				KMOVQ(Mem{Base: g.B, Disp: 64 + h*cb + k*8}, ks[k%4])
+				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, ks[k%4])
 				VMOVDQU8_Z(c1, ks[k%4], u[k%4])
 				for r := 0; r < m; r++ {
 					madd(r, k, u[k%4], sa[r], k == 0)
 				}
 			}
 		}
-		VCVTPH2PS(Mem{Base: g.B, Disp: h * 32}, dw)
+		VCVTPH2PS(Mem{Base: g.BS, Disp: h * 32}, dw)
 		for r := 0; r < m; r++ {
 			VPSLLD_BCST(U8(3), corr(r), iacc[r])
 			VPMADDWD(ones, sa[r], t)
@@ -751,7 +769,8 @@ func genLowBW(f string, m int) {
 	ADDQ(g.SA, g.A)
 	ADDQ(g.SA8, g.AS)
 	ADDQ(g.SA8, g.AC)
-	ADDQ(U32(64+2*cb), g.B)
+	ADDQ(U32(2*cb), g.B)
+	ADDQ(U32(2*32), g.BS)
 	DECQ(g.NP)
 	JNZ(LabelRef(name + "_loop"))
 
