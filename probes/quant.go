@@ -48,9 +48,9 @@ func NewQuantWeights(b quant.Backend, f quant.Format, n, k int, seed uint64) (*Q
 	if err != nil {
 		return nil, fmt.Errorf("gemm: %w", err)
 	}
-	// The layout the backend's kernels read (column order for q8_0 and
-	// q4_0 on avx512vnni and avx512bw, int2 and int1 on avx512vnni), as
-	// the engine repacks at load.
+	// The layout the backend's kernels read (column order for q8_0, q4_0,
+	// int2, int1, q4_k and q6_k on avx512vnni and avx512bw:
+	// Backend.ColumnFormats), as the engine repacks at load.
 	m.Repack(b)
 	return &QuantWeights{Backend: b, Format: f, N: n, K: k, W: m, PackSeconds: time.Since(t0).Seconds()}, nil
 }
@@ -94,11 +94,12 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 
 // upconvertBytes is the size of the up-convert measurement's smaller weight
 // panel (one tile of rows: 4 rows in lane order): 8 KiB of packed quants,
-// so K is 2048 (q8_0), 4096 (q4_0), 8192 (int2) or 16384 (int1), and with
-// the K bytes of int8 activations the loop stays in a 32 KiB L1. A
-// column-order layout (q8_0, q4_0 on avx512vnni and avx512bw; int2, int1 on
-// avx512vnni: Backend.ColumnFormats) is measured on one group of
-// quant.ColRows rows of the same bytes (K 512, 1024, 2048 or 4096), so γ and
+// so K is 2048 (q8_0), 4096 (q4_0, q4_k), 8192 (int2) or 16384 (int1), and
+// with the K bytes of int8 activations the loop stays in a 32 KiB L1. A
+// column-order layout (Backend.ColumnFormats: q8_0, q4_0, int2, int1, q4_k
+// and q6_k on avx512vnni and avx512bw) is measured on one
+// group of quant.ColRows rows of the same bytes (K 512, 1024, 2048 or
+// 4096; q4_k 1024, q6_k 640, padded to whole super-blocks), so γ and
 // ebw follow the kernels Mul runs on the Repacked weights. The larger panel
 // has upconvertScale times its K (the same rows: L2-resident), so both calls
 // pay the same per-call costs (the call, the tile's setup and horizontal

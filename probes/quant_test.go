@@ -2,6 +2,7 @@ package probes
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,6 +157,34 @@ func TestGEMVRowsDRAMSized(t *testing.T) {
 			got := float64(n) * gemvK * bpw
 			if n%64 != 0 || got > float64(ws) || got <= float64(ws)-64*gemvK*bpw {
 				t.Errorf("%s at maxWS %d B: N %d gives a %.0f B weight: want a multiple of 64 rows within 64 rows below maxWS", f, ws, n, got)
+			}
+		}
+	}
+}
+
+// The up-convert measurement (γ) times the kernel Mul runs on the weights
+// as the engine repacks them: its panels are one tile of the backend's
+// layout for every format (a column-order group where
+// Backend.ColumnFormats holds the format, q4_k and q6_k included on the
+// AVX-512 backends), at a K the format accepts.
+func TestUpconvertPanelLayout(t *testing.T) {
+	for _, be := range quant.Backends() {
+		if be.Unavailable != "" {
+			continue
+		}
+		for _, f := range quant.KernelFormats() {
+			rows := upconvertRows(be, f)
+			k := upconvertK(f, rows)
+			w, err := NewQuantWeights(be, f, rows, k, 3)
+			if err != nil {
+				t.Fatalf("%s %s: %v", be.Name, f, err)
+			}
+			want := quant.LaneOrder
+			if slices.Contains(be.ColumnFormats(), f) {
+				want = quant.ColumnOrder
+			}
+			if w.W.Layout() != want || w.W.RowTile() != rows {
+				t.Errorf("%s %s: panel of %d rows in %s (row tile %d), want %s", be.Name, f, rows, w.W.Layout(), w.W.RowTile(), want)
 			}
 		}
 	}

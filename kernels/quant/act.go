@@ -22,6 +22,7 @@ type Activations struct {
 	corrZ []int32   // pairs × M × 2: −o·Σq/8, the zmm kernels' accumulator start
 	corrY []int32   // pairs × M × 2: −o·Σq/4, the ymm kernels'
 	kx    []uint32  // the K-quants' terms (kquant.go quantizeK)
+	kc    []int32   // Q6_K's column-order corrections (kquant.go quantizeK)
 	kpf   []float32 // the K-quants' prefill terms (prefill_k.go prefillK), made on the prefill path
 }
 

@@ -31,15 +31,15 @@ func avx512bwBackend(t *testing.T) Backend {
 	return im.backend()
 }
 
-// The avx512bw backend reads the column-order layout for q8_0, q4_0, int2 and int1
-// with its own tiles, runs avx2's assembly tiles for every lane-order
+// The avx512bw backend reads the column-order layout for q8_0, q4_0, int2,
+// int1, q4_k and q6_k with its own tiles, runs avx2's assembly tiles for every lane-order
 // format (no Go tiles), and is chosen where AVX512BW is present without
 // AVX512_VNNI: avx512vnni, else avx512bw, else avx2.
 func TestAVX512BWRegistered(t *testing.T) {
 	be := avx512bwBackend(t)
 	im := byName()["avx512bw"]
-	if got := be.ColumnFormats(); !slices.Equal(got, []Format{Q8_0, Q4_0, Int2, Int1, TQ2_0, TQ1_0}) {
-		t.Errorf("ColumnFormats %v, want [q8_0 q4_0 int2 int1 tq2_0 tq1_0]", got)
+	if got := be.ColumnFormats(); !slices.Equal(got, []Format{Q8_0, Q4_0, Int2, Int1, Q4_K, Q6_K, TQ2_0, TQ1_0}) {
+		t.Errorf("ColumnFormats %v, want [q8_0 q4_0 int2 int1 q4_k q6_k tq2_0 tq1_0]", got)
 	}
 	for f, ks := range bwColKerns {
 		if len(im.kc[f]) != 4 {

@@ -55,7 +55,7 @@ func BenchmarkUpconvert(b *testing.B) {
 func BenchmarkGEMV(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, be := range Backends() {
-		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
+		for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, Q4_K, Q6_K} {
 			if !slices.Contains(be.ColumnFormats(), f) {
 				continue
 			}
@@ -105,7 +105,7 @@ func BenchmarkGEMVWorkers(b *testing.B) {
 	be := Best()
 	rng := rand.New(rand.NewPCG(5, 6))
 	const n, k = 16384, 8192
-	for _, f := range []Format{Q4_0, Int2, Int1} {
+	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1, Q4_K, Q6_K} {
 		if !slices.Contains(be.ColumnFormats(), f) {
 			continue
 		}

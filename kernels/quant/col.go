@@ -7,7 +7,7 @@ import (
 )
 
 // The column-order layout (see the package doc): q8_0, q4_0, int2 and int1
-// weights (the ternary formats as int2) in
+// weights (the ternary formats as int2; q4_k and q6_k: colk.go) in
 // groups of ColRows = 16 rows of W, one 32-bit lane of a zmm per row, so
 // that a GEMV kernel sums a whole block in a lane (VPDPBUSD with the
 // activations' 4 bytes broadcast) and scales it once per block for 16 rows
@@ -45,7 +45,8 @@ const (
 	LaneOrder Layout = "lane"
 	// ColumnOrder is the groups of ColRows rows with one lane per row
 	// (col.go), for q8_0, q4_0, int2 and int1 (tq2_0, tq1_0 as int2) on
-	// the avx512vnni and avx512bw backends.
+	// the avx512vnni and avx512bw backends, and q4_k and q6_k (colk.go)
+	// there too.
 	ColumnOrder Layout = "column"
 )
 
@@ -66,13 +67,13 @@ func (w *Matrix) RowTile() int {
 // colFormat reports whether format f has a column-order layout.
 func (f Format) colFormat() bool {
 	l := f.layout()
-	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1
+	return l == Q8_0 || l == Q4_0 || l == Int2 || l == Int1 || l.kquant()
 }
 
 // colBytes is the size of a column-order chunk (ColRows rows × 1 block).
 func (f Format) colBytes() int {
 	switch f.layout() {
-	case Q4_0:
+	case Q4_0, Q4_K: // Q4_K: one sub-block's quants (colk.go)
 		return 256
 	case Int2:
 		return 128
@@ -154,7 +155,8 @@ func (be Backend) ColumnFormats() []Format {
 
 // Repack converts w in place to the layout be's GEMV kernels read for its
 // format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
-// avx512bw: q8_0, q4_0, int2, int1, tq2_0, tq1_0), else LaneOrder; a no-op when w is in that layout already. The
+// avx512bw: q8_0, q4_0, int2, int1, q4_k, q6_k (colk.go), tq2_0,
+// tq1_0), else LaneOrder; a no-op when w is in that layout already. The
 // weights, Dequantize and AppendGGUF do not change; Mul reads either
 // layout on every backend (a backend without kernels for w's layout runs
 // the Go specification loops). It is meant for load time, once the backend
@@ -182,6 +184,14 @@ func (f Format) colWords() int { return f.colBytes() / 64 }
 // nibble, element 16+4k+i the high nibble of the same byte), so each
 // 4-byte word moves whole; int2 and int1 fields move one by one (colFine).
 func (w *Matrix) toColumn() {
+	switch w.Format {
+	case Q4_K:
+		w.toColumnK()
+		return
+	case Q6_K:
+		w.toColumnK6()
+		return
+	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	groups, nb := (w.N+ColRows-1)/ColRows, 2*w.pairs
 	q := makeBytes(groups * nb * cb)
@@ -214,6 +224,14 @@ func (w *Matrix) toColumn() {
 // toLane converts the column-order w back to lane order (toColumn's
 // inverse).
 func (w *Matrix) toLane() {
+	switch w.Format {
+	case Q4_K:
+		w.toLaneK()
+		return
+	case Q6_K:
+		w.toLaneK6()
+		return
+	}
 	pb, cb, nw := w.Format.pairBytes(), w.Format.colBytes(), w.Format.colWords()
 	rows := (w.N + PanelRows - 1) / PanelRows * PanelRows
 	q := makeBytes(rows * w.pairs * pb)
@@ -249,9 +267,15 @@ func (w *Matrix) toLane() {
 const colBlockGroups = 2
 
 // mulCol is mul for a column-order w: ks are the backend's column-order
-// tiles (kc), or the Go specification's.
+// tiles (kc), or the Go specification's. The K-quants' tiles read the
+// activations' K-quant terms (Q4_K kx, Q6_K kc) and the group's chunks
+// (colk.go), not bs (given a pointer into the quants).
 func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	f, nb, cb := w.Format, 2*w.pairs, w.Format.colBytes()
+	gq, gd := nb*cb, nb*ColRows/2 // a group's quant bytes and scale words
+	if f.kquant() {
+		gq, gd = w.pairs/superPairs*f.colChunkK(), 0
+	}
 	ks := im.kc[f]
 	if ks == nil {
 		ks = goColKerns(f, im.mr)
@@ -264,9 +288,19 @@ func mulCol(im *impl, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 		for i0 := 0; i0 < a.M; i0 += mr {
 			mm := min(mr, a.M-i0)
 			ap, as, ac := &a.q[i0*pairLen], &a.d[i0*2], &a.corrZ[i0*2]
+			switch f {
+			case Q4_K:
+				ac = a.kxAt(i0)
+			case Q6_K:
+				ac = &a.kc[i0*4]
+			}
 			for g := gb; g < ge; g++ {
 				j0 := g * ColRows
-				bp, bs := &w.q[g*nb*cb], &w.d[g*nb*ColRows/2]
+				bp := &w.q[g*gq]
+				bs := (*uint32)(unsafe.Pointer(bp))
+				if gd > 0 {
+					bs = &w.d[g*gd]
+				}
 				if j0 >= n0 && j0+ColRows <= n1 {
 					ks[mm-1](w.pairs, ap, as, ac, sa, bp, bs, &y[i0*ldy+j0], ldy)
 					continue
@@ -290,6 +324,14 @@ func goColKerns(f Format, mr int) []kern {
 	var ks []kern
 	for m := 1; m <= mr; m++ {
 		ks = append(ks, func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int) {
+			switch f {
+			case Q4_K:
+				kernColGoK(m, np, a, as, ac, sa, b, c, ldc)
+				return
+			case Q6_K:
+				kernColGoK6(m, np, a, as, ac, sa, b, c, ldc)
+				return
+			}
 			kernColGo(f, m, np, a, as, ac, sa, b, bs, c, ldc)
 		})
 	}

@@ -5,6 +5,7 @@ package quant
 //go:generate sh -c "cd ../_asm && GOWORK=off go run ./quantcol -out ../quant/col_amd64.s"
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -19,11 +20,13 @@ var vnniColKerns = map[Format][]kern{
 	Q4_0:  {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
 	Int2:  {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
 	Int1:  {kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4},
+	Q4_K:  {kernColQ4KVNNIm1, kernColQ4KVNNIm2, kernColQ4KVNNIm3, kernColQ4KVNNIm4},
+	Q6_K:  {kernColQ6KVNNIm1, kernColQ6KVNNIm2, kernColQ6KVNNIm3, kernColQ6KVNNIm4},
 }
 
 // bwColKerns are the avx512bw backend's column-order GEMV tiles
-// (kernels/_asm/quantcol's genBW, genLowBW: VPMADDUBSW + VPMADDWD),
-// heights 1..4; the ternary formats run int2's.
+// (kernels/_asm/quantcol's genBW, genLowBW, genKBW, genK6BW: VPMADDUBSW +
+// VPMADDWD), heights 1..4; the ternary formats run int2's.
 var bwColKerns = map[Format][]kern{
 	TQ2_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
 	TQ1_0: {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
@@ -31,6 +34,8 @@ var bwColKerns = map[Format][]kern{
 	Q4_0:  {kernColQ4BWm1, kernColQ4BWm2, kernColQ4BWm3, kernColQ4BWm4},
 	Int2:  {kernColI2BWm1, kernColI2BWm2, kernColI2BWm3, kernColI2BWm4},
 	Int1:  {kernColI1BWm1, kernColI1BWm2, kernColI1BWm3, kernColI1BWm4},
+	Q4_K:  {kernColQ4KBWm1, kernColQ4KBWm2, kernColQ4KBWm3, kernColQ4KBWm4},
+	Q6_K:  {kernColQ6KBWm1, kernColQ6KBWm2, kernColQ6KBWm3, kernColQ6KBWm4},
 }
 
 // colSelfTest runs every column-order VPDPBUSD kernel once on fixed inputs
@@ -65,6 +70,9 @@ func colSelfTestOf(ks map[Format][]kern, what string) string {
 	for i := range bs {
 		bs[i] = 0x3c003c00 // fp16 1.0 twice
 	}
+	if v := colSelfTestK(ks, what); v != "" {
+		return v
+	}
 	for _, f := range []Format{Q8_0, Q4_0, Int2, Int1} {
 		if ks[f] == nil {
 			continue
@@ -91,10 +99,124 @@ func colSelfTestOf(ks map[Format][]kern, what string) string {
 	return ""
 }
 
+// colSelfTestK is colSelfTestOf's check of the K-quant tiles of ks (if
+// any) against kernColGoK and kernColGoK6, on 2 super-blocks of inputs
+// whose result is exact in float32 in any summation order (as
+// kquantSelfTest's: d = 0.5, activations −7..7, dx 1/2, 1 or 2; Q4_K
+// dmin = 2, the 6-bit scales and mins at most 39, the min terms
+// integers; Q6_K scales −8..7, corrections −32..31): quants every byte,
+// the scale bytes random under those bounds.
+func colSelfTestK(ks map[Format][]kern, what string) string {
+	if v := colSelfTestK6(ks, what); v != "" {
+		return v
+	}
+	if ks[Q4_K] == nil {
+		return ""
+	}
+	const nsb, mr = 2, 4
+	np := nsb * superPairs
+	seed := uint32(1717)
+	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
+	a := make([]byte, np*mr*pairLen)
+	for i := range a {
+		a[i] = byte(int8(int32(next()%15) - 7))
+	}
+	as := make([]float32, np*mr*2)
+	for i := range as {
+		as[i] = float32(int(1)<<(next()%3)) / 2
+	}
+	ac := make([]int32, nsb*mr*8)
+	for i := range ac {
+		ac[i] = int32(math.Float32bits(float32(int32(next()%64) - 32)))
+	}
+	b := make([]byte, nsb*colKBytes)
+	for i := range b {
+		b[i] = byte(next())
+	}
+	for s := range nsb {
+		c := b[s*colKBytes:]
+		for l := range ColRows {
+			binary.LittleEndian.PutUint16(c[2*l:], 0x3800)    // d = 0.5
+			binary.LittleEndian.PutUint16(c[32+2*l:], 0x4000) // dmin = 2
+		}
+		for i := 64; i < 256; i++ {
+			if i < 192 {
+				c[i] &= 0xc7
+			} else {
+				c[i] &= 0x77
+			}
+		}
+	}
+	var bs uint32
+	for m := 1; m <= len(ks[Q4_K]); m++ {
+		const ldc = ColRows + 3
+		want, got := make([]float32, m*ldc), make([]float32, m*ldc)
+		kernColGoK(m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &want[0], ldc)
+		ks[Q4_K][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs, &got[0], ldc)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				return fmt.Sprintf("unavailable: column-order %s self-test failed (%s, m=%d, output %d: %v, want %v)", what, Q4_K, m, i, got[i], want[i])
+			}
+		}
+	}
+	return ""
+}
+
+// colSelfTestK6 is colSelfTestK's check of the Q6_K tiles.
+func colSelfTestK6(ks map[Format][]kern, what string) string {
+	if ks[Q6_K] == nil {
+		return ""
+	}
+	const nsb, mr = 2, 4
+	np := nsb * superPairs
+	seed := uint32(2323)
+	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
+	a := make([]byte, np*mr*pairLen)
+	for i := range a {
+		a[i] = byte(int8(int32(next()%15) - 7))
+	}
+	as := make([]float32, np*mr*2)
+	for i := range as {
+		as[i] = float32(int(1)<<(next()%3)) / 2
+	}
+	ac := make([]int32, np*mr*4)
+	for i := range ac {
+		ac[i] = int32(next()%64) - 32
+	}
+	b := make([]byte, nsb*colK6Bytes)
+	for i := range b {
+		b[i] = byte(next())
+	}
+	for s := range nsb {
+		c := b[s*colK6Bytes:]
+		for l := range ColRows {
+			binary.LittleEndian.PutUint16(c[2*l:], 0x3800) // d = 0.5
+		}
+		for i := 64; i < 320; i++ {
+			c[i] = byte(int8(next()%16) - 8)
+		}
+	}
+	var bs uint32
+	for m := 1; m <= len(ks[Q6_K]); m++ {
+		const ldc = ColRows + 3
+		want, got := make([]float32, m*ldc), make([]float32, m*ldc)
+		kernColGoK6(m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &want[0], ldc)
+		ks[Q6_K][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs, &got[0], ldc)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				return fmt.Sprintf("unavailable: column-order %s self-test failed (%s, m=%d, output %d: %v, want %v)", what, Q6_K, m, i, got[i], want[i])
+			}
+		}
+	}
+	return ""
+}
+
 func pfConvColQ8(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 func pfConvColQ4(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 func pfConvColI2(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
 func pfConvColI1(np int, src *byte, ds *uint32, dst *byte, dd *uint16)
+func pfConvColQ4K(np int, src *byte, dst *byte, dd *float32)
+func pfConvColQ6K(np int, src *byte, dst *byte, dd *float32)
 
 func kernColQ8VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
@@ -104,6 +226,25 @@ func kernColQ4VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, b
 func kernColQ4VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ4VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+
+func kernColQ4KVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+
+func kernColQ6KVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+
+func kernColQ4KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ4KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColQ6KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 
 func kernColQ8BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColQ8BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -7176,3 +7176,13403 @@ kernColI1BWm4_store:
 	VMOVUPS Z3, (DX)
 	VZEROUPPER
 	RET
+
+// func kernColQ4KVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm1_store
+
+kernColQ4KVNNIm1_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm1_loop
+
+kernColQ4KVNNIm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+DATA colk3f<>+0(SB)/1, $0x3f
+DATA colk3f<>+1(SB)/1, $0x3f
+DATA colk3f<>+2(SB)/1, $0x3f
+DATA colk3f<>+3(SB)/1, $0x3f
+DATA colk3f<>+4(SB)/1, $0x3f
+DATA colk3f<>+5(SB)/1, $0x3f
+DATA colk3f<>+6(SB)/1, $0x3f
+DATA colk3f<>+7(SB)/1, $0x3f
+DATA colk3f<>+8(SB)/1, $0x3f
+DATA colk3f<>+9(SB)/1, $0x3f
+DATA colk3f<>+10(SB)/1, $0x3f
+DATA colk3f<>+11(SB)/1, $0x3f
+DATA colk3f<>+12(SB)/1, $0x3f
+DATA colk3f<>+13(SB)/1, $0x3f
+DATA colk3f<>+14(SB)/1, $0x3f
+DATA colk3f<>+15(SB)/1, $0x3f
+DATA colk3f<>+16(SB)/1, $0x3f
+DATA colk3f<>+17(SB)/1, $0x3f
+DATA colk3f<>+18(SB)/1, $0x3f
+DATA colk3f<>+19(SB)/1, $0x3f
+DATA colk3f<>+20(SB)/1, $0x3f
+DATA colk3f<>+21(SB)/1, $0x3f
+DATA colk3f<>+22(SB)/1, $0x3f
+DATA colk3f<>+23(SB)/1, $0x3f
+DATA colk3f<>+24(SB)/1, $0x3f
+DATA colk3f<>+25(SB)/1, $0x3f
+DATA colk3f<>+26(SB)/1, $0x3f
+DATA colk3f<>+27(SB)/1, $0x3f
+DATA colk3f<>+28(SB)/1, $0x3f
+DATA colk3f<>+29(SB)/1, $0x3f
+DATA colk3f<>+30(SB)/1, $0x3f
+DATA colk3f<>+31(SB)/1, $0x3f
+DATA colk3f<>+32(SB)/1, $0x3f
+DATA colk3f<>+33(SB)/1, $0x3f
+DATA colk3f<>+34(SB)/1, $0x3f
+DATA colk3f<>+35(SB)/1, $0x3f
+DATA colk3f<>+36(SB)/1, $0x3f
+DATA colk3f<>+37(SB)/1, $0x3f
+DATA colk3f<>+38(SB)/1, $0x3f
+DATA colk3f<>+39(SB)/1, $0x3f
+DATA colk3f<>+40(SB)/1, $0x3f
+DATA colk3f<>+41(SB)/1, $0x3f
+DATA colk3f<>+42(SB)/1, $0x3f
+DATA colk3f<>+43(SB)/1, $0x3f
+DATA colk3f<>+44(SB)/1, $0x3f
+DATA colk3f<>+45(SB)/1, $0x3f
+DATA colk3f<>+46(SB)/1, $0x3f
+DATA colk3f<>+47(SB)/1, $0x3f
+DATA colk3f<>+48(SB)/1, $0x3f
+DATA colk3f<>+49(SB)/1, $0x3f
+DATA colk3f<>+50(SB)/1, $0x3f
+DATA colk3f<>+51(SB)/1, $0x3f
+DATA colk3f<>+52(SB)/1, $0x3f
+DATA colk3f<>+53(SB)/1, $0x3f
+DATA colk3f<>+54(SB)/1, $0x3f
+DATA colk3f<>+55(SB)/1, $0x3f
+DATA colk3f<>+56(SB)/1, $0x3f
+DATA colk3f<>+57(SB)/1, $0x3f
+DATA colk3f<>+58(SB)/1, $0x3f
+DATA colk3f<>+59(SB)/1, $0x3f
+DATA colk3f<>+60(SB)/1, $0x3f
+DATA colk3f<>+61(SB)/1, $0x3f
+DATA colk3f<>+62(SB)/1, $0x3f
+DATA colk3f<>+63(SB)/1, $0x3f
+GLOBL colk3f<>(SB), RODATA|NOPTR, $64
+
+DATA colksel0<>+0(SB)/1, $0x00
+DATA colksel0<>+1(SB)/1, $0x80
+DATA colksel0<>+2(SB)/1, $0x80
+DATA colksel0<>+3(SB)/1, $0x80
+DATA colksel0<>+4(SB)/1, $0x04
+DATA colksel0<>+5(SB)/1, $0x80
+DATA colksel0<>+6(SB)/1, $0x80
+DATA colksel0<>+7(SB)/1, $0x80
+DATA colksel0<>+8(SB)/1, $0x08
+DATA colksel0<>+9(SB)/1, $0x80
+DATA colksel0<>+10(SB)/1, $0x80
+DATA colksel0<>+11(SB)/1, $0x80
+DATA colksel0<>+12(SB)/1, $0x0c
+DATA colksel0<>+13(SB)/1, $0x80
+DATA colksel0<>+14(SB)/1, $0x80
+DATA colksel0<>+15(SB)/1, $0x80
+DATA colksel0<>+16(SB)/1, $0x00
+DATA colksel0<>+17(SB)/1, $0x80
+DATA colksel0<>+18(SB)/1, $0x80
+DATA colksel0<>+19(SB)/1, $0x80
+DATA colksel0<>+20(SB)/1, $0x04
+DATA colksel0<>+21(SB)/1, $0x80
+DATA colksel0<>+22(SB)/1, $0x80
+DATA colksel0<>+23(SB)/1, $0x80
+DATA colksel0<>+24(SB)/1, $0x08
+DATA colksel0<>+25(SB)/1, $0x80
+DATA colksel0<>+26(SB)/1, $0x80
+DATA colksel0<>+27(SB)/1, $0x80
+DATA colksel0<>+28(SB)/1, $0x0c
+DATA colksel0<>+29(SB)/1, $0x80
+DATA colksel0<>+30(SB)/1, $0x80
+DATA colksel0<>+31(SB)/1, $0x80
+DATA colksel0<>+32(SB)/1, $0x00
+DATA colksel0<>+33(SB)/1, $0x80
+DATA colksel0<>+34(SB)/1, $0x80
+DATA colksel0<>+35(SB)/1, $0x80
+DATA colksel0<>+36(SB)/1, $0x04
+DATA colksel0<>+37(SB)/1, $0x80
+DATA colksel0<>+38(SB)/1, $0x80
+DATA colksel0<>+39(SB)/1, $0x80
+DATA colksel0<>+40(SB)/1, $0x08
+DATA colksel0<>+41(SB)/1, $0x80
+DATA colksel0<>+42(SB)/1, $0x80
+DATA colksel0<>+43(SB)/1, $0x80
+DATA colksel0<>+44(SB)/1, $0x0c
+DATA colksel0<>+45(SB)/1, $0x80
+DATA colksel0<>+46(SB)/1, $0x80
+DATA colksel0<>+47(SB)/1, $0x80
+DATA colksel0<>+48(SB)/1, $0x00
+DATA colksel0<>+49(SB)/1, $0x80
+DATA colksel0<>+50(SB)/1, $0x80
+DATA colksel0<>+51(SB)/1, $0x80
+DATA colksel0<>+52(SB)/1, $0x04
+DATA colksel0<>+53(SB)/1, $0x80
+DATA colksel0<>+54(SB)/1, $0x80
+DATA colksel0<>+55(SB)/1, $0x80
+DATA colksel0<>+56(SB)/1, $0x08
+DATA colksel0<>+57(SB)/1, $0x80
+DATA colksel0<>+58(SB)/1, $0x80
+DATA colksel0<>+59(SB)/1, $0x80
+DATA colksel0<>+60(SB)/1, $0x0c
+DATA colksel0<>+61(SB)/1, $0x80
+DATA colksel0<>+62(SB)/1, $0x80
+DATA colksel0<>+63(SB)/1, $0x80
+GLOBL colksel0<>(SB), RODATA|NOPTR, $64
+
+DATA colksel1<>+0(SB)/1, $0x01
+DATA colksel1<>+1(SB)/1, $0x80
+DATA colksel1<>+2(SB)/1, $0x80
+DATA colksel1<>+3(SB)/1, $0x80
+DATA colksel1<>+4(SB)/1, $0x05
+DATA colksel1<>+5(SB)/1, $0x80
+DATA colksel1<>+6(SB)/1, $0x80
+DATA colksel1<>+7(SB)/1, $0x80
+DATA colksel1<>+8(SB)/1, $0x09
+DATA colksel1<>+9(SB)/1, $0x80
+DATA colksel1<>+10(SB)/1, $0x80
+DATA colksel1<>+11(SB)/1, $0x80
+DATA colksel1<>+12(SB)/1, $0x0d
+DATA colksel1<>+13(SB)/1, $0x80
+DATA colksel1<>+14(SB)/1, $0x80
+DATA colksel1<>+15(SB)/1, $0x80
+DATA colksel1<>+16(SB)/1, $0x01
+DATA colksel1<>+17(SB)/1, $0x80
+DATA colksel1<>+18(SB)/1, $0x80
+DATA colksel1<>+19(SB)/1, $0x80
+DATA colksel1<>+20(SB)/1, $0x05
+DATA colksel1<>+21(SB)/1, $0x80
+DATA colksel1<>+22(SB)/1, $0x80
+DATA colksel1<>+23(SB)/1, $0x80
+DATA colksel1<>+24(SB)/1, $0x09
+DATA colksel1<>+25(SB)/1, $0x80
+DATA colksel1<>+26(SB)/1, $0x80
+DATA colksel1<>+27(SB)/1, $0x80
+DATA colksel1<>+28(SB)/1, $0x0d
+DATA colksel1<>+29(SB)/1, $0x80
+DATA colksel1<>+30(SB)/1, $0x80
+DATA colksel1<>+31(SB)/1, $0x80
+DATA colksel1<>+32(SB)/1, $0x01
+DATA colksel1<>+33(SB)/1, $0x80
+DATA colksel1<>+34(SB)/1, $0x80
+DATA colksel1<>+35(SB)/1, $0x80
+DATA colksel1<>+36(SB)/1, $0x05
+DATA colksel1<>+37(SB)/1, $0x80
+DATA colksel1<>+38(SB)/1, $0x80
+DATA colksel1<>+39(SB)/1, $0x80
+DATA colksel1<>+40(SB)/1, $0x09
+DATA colksel1<>+41(SB)/1, $0x80
+DATA colksel1<>+42(SB)/1, $0x80
+DATA colksel1<>+43(SB)/1, $0x80
+DATA colksel1<>+44(SB)/1, $0x0d
+DATA colksel1<>+45(SB)/1, $0x80
+DATA colksel1<>+46(SB)/1, $0x80
+DATA colksel1<>+47(SB)/1, $0x80
+DATA colksel1<>+48(SB)/1, $0x01
+DATA colksel1<>+49(SB)/1, $0x80
+DATA colksel1<>+50(SB)/1, $0x80
+DATA colksel1<>+51(SB)/1, $0x80
+DATA colksel1<>+52(SB)/1, $0x05
+DATA colksel1<>+53(SB)/1, $0x80
+DATA colksel1<>+54(SB)/1, $0x80
+DATA colksel1<>+55(SB)/1, $0x80
+DATA colksel1<>+56(SB)/1, $0x09
+DATA colksel1<>+57(SB)/1, $0x80
+DATA colksel1<>+58(SB)/1, $0x80
+DATA colksel1<>+59(SB)/1, $0x80
+DATA colksel1<>+60(SB)/1, $0x0d
+DATA colksel1<>+61(SB)/1, $0x80
+DATA colksel1<>+62(SB)/1, $0x80
+DATA colksel1<>+63(SB)/1, $0x80
+GLOBL colksel1<>(SB), RODATA|NOPTR, $64
+
+DATA colksel2<>+0(SB)/1, $0x02
+DATA colksel2<>+1(SB)/1, $0x80
+DATA colksel2<>+2(SB)/1, $0x80
+DATA colksel2<>+3(SB)/1, $0x80
+DATA colksel2<>+4(SB)/1, $0x06
+DATA colksel2<>+5(SB)/1, $0x80
+DATA colksel2<>+6(SB)/1, $0x80
+DATA colksel2<>+7(SB)/1, $0x80
+DATA colksel2<>+8(SB)/1, $0x0a
+DATA colksel2<>+9(SB)/1, $0x80
+DATA colksel2<>+10(SB)/1, $0x80
+DATA colksel2<>+11(SB)/1, $0x80
+DATA colksel2<>+12(SB)/1, $0x0e
+DATA colksel2<>+13(SB)/1, $0x80
+DATA colksel2<>+14(SB)/1, $0x80
+DATA colksel2<>+15(SB)/1, $0x80
+DATA colksel2<>+16(SB)/1, $0x02
+DATA colksel2<>+17(SB)/1, $0x80
+DATA colksel2<>+18(SB)/1, $0x80
+DATA colksel2<>+19(SB)/1, $0x80
+DATA colksel2<>+20(SB)/1, $0x06
+DATA colksel2<>+21(SB)/1, $0x80
+DATA colksel2<>+22(SB)/1, $0x80
+DATA colksel2<>+23(SB)/1, $0x80
+DATA colksel2<>+24(SB)/1, $0x0a
+DATA colksel2<>+25(SB)/1, $0x80
+DATA colksel2<>+26(SB)/1, $0x80
+DATA colksel2<>+27(SB)/1, $0x80
+DATA colksel2<>+28(SB)/1, $0x0e
+DATA colksel2<>+29(SB)/1, $0x80
+DATA colksel2<>+30(SB)/1, $0x80
+DATA colksel2<>+31(SB)/1, $0x80
+DATA colksel2<>+32(SB)/1, $0x02
+DATA colksel2<>+33(SB)/1, $0x80
+DATA colksel2<>+34(SB)/1, $0x80
+DATA colksel2<>+35(SB)/1, $0x80
+DATA colksel2<>+36(SB)/1, $0x06
+DATA colksel2<>+37(SB)/1, $0x80
+DATA colksel2<>+38(SB)/1, $0x80
+DATA colksel2<>+39(SB)/1, $0x80
+DATA colksel2<>+40(SB)/1, $0x0a
+DATA colksel2<>+41(SB)/1, $0x80
+DATA colksel2<>+42(SB)/1, $0x80
+DATA colksel2<>+43(SB)/1, $0x80
+DATA colksel2<>+44(SB)/1, $0x0e
+DATA colksel2<>+45(SB)/1, $0x80
+DATA colksel2<>+46(SB)/1, $0x80
+DATA colksel2<>+47(SB)/1, $0x80
+DATA colksel2<>+48(SB)/1, $0x02
+DATA colksel2<>+49(SB)/1, $0x80
+DATA colksel2<>+50(SB)/1, $0x80
+DATA colksel2<>+51(SB)/1, $0x80
+DATA colksel2<>+52(SB)/1, $0x06
+DATA colksel2<>+53(SB)/1, $0x80
+DATA colksel2<>+54(SB)/1, $0x80
+DATA colksel2<>+55(SB)/1, $0x80
+DATA colksel2<>+56(SB)/1, $0x0a
+DATA colksel2<>+57(SB)/1, $0x80
+DATA colksel2<>+58(SB)/1, $0x80
+DATA colksel2<>+59(SB)/1, $0x80
+DATA colksel2<>+60(SB)/1, $0x0e
+DATA colksel2<>+61(SB)/1, $0x80
+DATA colksel2<>+62(SB)/1, $0x80
+DATA colksel2<>+63(SB)/1, $0x80
+GLOBL colksel2<>(SB), RODATA|NOPTR, $64
+
+DATA colksel3<>+0(SB)/1, $0x03
+DATA colksel3<>+1(SB)/1, $0x80
+DATA colksel3<>+2(SB)/1, $0x80
+DATA colksel3<>+3(SB)/1, $0x80
+DATA colksel3<>+4(SB)/1, $0x07
+DATA colksel3<>+5(SB)/1, $0x80
+DATA colksel3<>+6(SB)/1, $0x80
+DATA colksel3<>+7(SB)/1, $0x80
+DATA colksel3<>+8(SB)/1, $0x0b
+DATA colksel3<>+9(SB)/1, $0x80
+DATA colksel3<>+10(SB)/1, $0x80
+DATA colksel3<>+11(SB)/1, $0x80
+DATA colksel3<>+12(SB)/1, $0x0f
+DATA colksel3<>+13(SB)/1, $0x80
+DATA colksel3<>+14(SB)/1, $0x80
+DATA colksel3<>+15(SB)/1, $0x80
+DATA colksel3<>+16(SB)/1, $0x03
+DATA colksel3<>+17(SB)/1, $0x80
+DATA colksel3<>+18(SB)/1, $0x80
+DATA colksel3<>+19(SB)/1, $0x80
+DATA colksel3<>+20(SB)/1, $0x07
+DATA colksel3<>+21(SB)/1, $0x80
+DATA colksel3<>+22(SB)/1, $0x80
+DATA colksel3<>+23(SB)/1, $0x80
+DATA colksel3<>+24(SB)/1, $0x0b
+DATA colksel3<>+25(SB)/1, $0x80
+DATA colksel3<>+26(SB)/1, $0x80
+DATA colksel3<>+27(SB)/1, $0x80
+DATA colksel3<>+28(SB)/1, $0x0f
+DATA colksel3<>+29(SB)/1, $0x80
+DATA colksel3<>+30(SB)/1, $0x80
+DATA colksel3<>+31(SB)/1, $0x80
+DATA colksel3<>+32(SB)/1, $0x03
+DATA colksel3<>+33(SB)/1, $0x80
+DATA colksel3<>+34(SB)/1, $0x80
+DATA colksel3<>+35(SB)/1, $0x80
+DATA colksel3<>+36(SB)/1, $0x07
+DATA colksel3<>+37(SB)/1, $0x80
+DATA colksel3<>+38(SB)/1, $0x80
+DATA colksel3<>+39(SB)/1, $0x80
+DATA colksel3<>+40(SB)/1, $0x0b
+DATA colksel3<>+41(SB)/1, $0x80
+DATA colksel3<>+42(SB)/1, $0x80
+DATA colksel3<>+43(SB)/1, $0x80
+DATA colksel3<>+44(SB)/1, $0x0f
+DATA colksel3<>+45(SB)/1, $0x80
+DATA colksel3<>+46(SB)/1, $0x80
+DATA colksel3<>+47(SB)/1, $0x80
+DATA colksel3<>+48(SB)/1, $0x03
+DATA colksel3<>+49(SB)/1, $0x80
+DATA colksel3<>+50(SB)/1, $0x80
+DATA colksel3<>+51(SB)/1, $0x80
+DATA colksel3<>+52(SB)/1, $0x07
+DATA colksel3<>+53(SB)/1, $0x80
+DATA colksel3<>+54(SB)/1, $0x80
+DATA colksel3<>+55(SB)/1, $0x80
+DATA colksel3<>+56(SB)/1, $0x0b
+DATA colksel3<>+57(SB)/1, $0x80
+DATA colksel3<>+58(SB)/1, $0x80
+DATA colksel3<>+59(SB)/1, $0x80
+DATA colksel3<>+60(SB)/1, $0x0f
+DATA colksel3<>+61(SB)/1, $0x80
+DATA colksel3<>+62(SB)/1, $0x80
+DATA colksel3<>+63(SB)/1, $0x80
+GLOBL colksel3<>(SB), RODATA|NOPTR, $64
+
+// func kernColQ4KVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm2_store
+
+kernColQ4KVNNIm2_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 32(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 36(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 40(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 44(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 48(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 52(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 56(R9), Z26, Z1
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 60(R9), Z26, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm2_loop
+
+kernColQ4KVNNIm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm3_store
+
+kernColQ4KVNNIm3_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 32(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 64(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 36(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 68(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 40(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 72(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 44(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 76(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 48(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 80(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 52(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 84(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 56(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 88(R9), Z26, Z2
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 60(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 92(R9), Z26, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm3_loop
+
+kernColQ4KVNNIm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KVNNIm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colmask0f<>+0(SB), Z15
+	VMOVDQU64 colmaskf0<>+0(SB), Z16
+	VMOVDQU64 colk3f<>+0(SB), Z17
+	VMOVDQU64 colmask30<>+0(SB), Z18
+	TESTQ     CX, CX
+	JZ        kernColQ4KVNNIm4_store
+
+kernColQ4KVNNIm4_loop:
+	VCVTPH2PS         (DI), Z23
+	VCVTPH2PS         32(DI), Z24
+	VPANDD            64(DI), Z17, Z19
+	VPANDD            128(DI), Z17, Z21
+	VPSRLD            $0x02, 64(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPANDD            192(DI), Z15, Z20
+	VPORD             Z27, Z20, Z20
+	VPSRLD            $0x02, 128(DI), Z27
+	VPANDD            Z18, Z27, Z27
+	VPSRLD            $0x04, 192(DI), Z22
+	VPANDD            Z15, Z22, Z22
+	VPORD             Z27, Z22, Z22
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         256(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         320(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         384(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         448(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel0<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST (R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 32(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 64(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 96(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         512(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         576(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         640(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         704(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel1<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 4(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 36(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 68(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 100(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         768(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         832(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         896(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         960(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel2<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 8(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 40(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 72(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 104(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1024(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         1088(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         1152(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         1216(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel3<>+0(SB), Z19, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 12(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 44(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 76(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 108(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1280(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         1344(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         1408(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         1472(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel0<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel0<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 16(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 48(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 80(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 112(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1536(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         1600(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         1664(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         1728(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel1<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel1<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 20(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 52(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 84(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 116(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         1792(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     (SI), Z13, Z4
+	VPDPBUSD.BCST     32(SI), Z14, Z8
+	VPDPBUSD.BCST     64(SI), Z13, Z5
+	VPDPBUSD.BCST     96(SI), Z14, Z9
+	VPDPBUSD.BCST     128(SI), Z13, Z6
+	VPDPBUSD.BCST     160(SI), Z14, Z10
+	VPDPBUSD.BCST     192(SI), Z13, Z7
+	VPDPBUSD.BCST     224(SI), Z14, Z11
+	VMOVDQU64         1856(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     8(SI), Z13, Z4
+	VPDPBUSD.BCST     40(SI), Z14, Z8
+	VPDPBUSD.BCST     72(SI), Z13, Z5
+	VPDPBUSD.BCST     104(SI), Z14, Z9
+	VPDPBUSD.BCST     136(SI), Z13, Z6
+	VPDPBUSD.BCST     168(SI), Z14, Z10
+	VPDPBUSD.BCST     200(SI), Z13, Z7
+	VPDPBUSD.BCST     232(SI), Z14, Z11
+	VMOVDQU64         1920(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     16(SI), Z13, Z4
+	VPDPBUSD.BCST     48(SI), Z14, Z8
+	VPDPBUSD.BCST     80(SI), Z13, Z5
+	VPDPBUSD.BCST     112(SI), Z14, Z9
+	VPDPBUSD.BCST     144(SI), Z13, Z6
+	VPDPBUSD.BCST     176(SI), Z14, Z10
+	VPDPBUSD.BCST     208(SI), Z13, Z7
+	VPDPBUSD.BCST     240(SI), Z14, Z11
+	VMOVDQU64         1984(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     24(SI), Z13, Z4
+	VPDPBUSD.BCST     56(SI), Z14, Z8
+	VPDPBUSD.BCST     88(SI), Z13, Z5
+	VPDPBUSD.BCST     120(SI), Z14, Z9
+	VPDPBUSD.BCST     152(SI), Z13, Z6
+	VPDPBUSD.BCST     184(SI), Z14, Z10
+	VPDPBUSD.BCST     216(SI), Z13, Z7
+	VPDPBUSD.BCST     248(SI), Z14, Z11
+	VPSHUFB           colksel2<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel2<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       (R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 24(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       8(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 56(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       16(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 88(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       24(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 120(R9), Z26, Z3
+	VPXORD            Z4, Z4, Z4
+	VPXORD            Z8, Z8, Z8
+	VPXORD            Z5, Z5, Z5
+	VPXORD            Z9, Z9, Z9
+	VPXORD            Z6, Z6, Z6
+	VPXORD            Z10, Z10, Z10
+	VPXORD            Z7, Z7, Z7
+	VPXORD            Z11, Z11, Z11
+	VMOVDQU64         2048(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     4(SI), Z13, Z4
+	VPDPBUSD.BCST     36(SI), Z14, Z8
+	VPDPBUSD.BCST     68(SI), Z13, Z5
+	VPDPBUSD.BCST     100(SI), Z14, Z9
+	VPDPBUSD.BCST     132(SI), Z13, Z6
+	VPDPBUSD.BCST     164(SI), Z14, Z10
+	VPDPBUSD.BCST     196(SI), Z13, Z7
+	VPDPBUSD.BCST     228(SI), Z14, Z11
+	VMOVDQU64         2112(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     12(SI), Z13, Z4
+	VPDPBUSD.BCST     44(SI), Z14, Z8
+	VPDPBUSD.BCST     76(SI), Z13, Z5
+	VPDPBUSD.BCST     108(SI), Z14, Z9
+	VPDPBUSD.BCST     140(SI), Z13, Z6
+	VPDPBUSD.BCST     172(SI), Z14, Z10
+	VPDPBUSD.BCST     204(SI), Z13, Z7
+	VPDPBUSD.BCST     236(SI), Z14, Z11
+	VMOVDQU64         2176(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     20(SI), Z13, Z4
+	VPDPBUSD.BCST     52(SI), Z14, Z8
+	VPDPBUSD.BCST     84(SI), Z13, Z5
+	VPDPBUSD.BCST     116(SI), Z14, Z9
+	VPDPBUSD.BCST     148(SI), Z13, Z6
+	VPDPBUSD.BCST     180(SI), Z14, Z10
+	VPDPBUSD.BCST     212(SI), Z13, Z7
+	VPDPBUSD.BCST     244(SI), Z14, Z11
+	VMOVDQU64         2240(DI), Z12
+	VPANDD            Z15, Z12, Z13
+	VPANDD            Z16, Z12, Z14
+	VPDPBUSD.BCST     28(SI), Z13, Z4
+	VPDPBUSD.BCST     60(SI), Z14, Z8
+	VPDPBUSD.BCST     92(SI), Z13, Z5
+	VPDPBUSD.BCST     124(SI), Z14, Z9
+	VPDPBUSD.BCST     156(SI), Z13, Z6
+	VPDPBUSD.BCST     188(SI), Z14, Z10
+	VPDPBUSD.BCST     220(SI), Z13, Z7
+	VPDPBUSD.BCST     252(SI), Z14, Z11
+	VPSHUFB           colksel3<>+0(SB), Z20, Z25
+	VCVTDQ2PS         Z25, Z25
+	VMULPS            Z23, Z25, Z25
+	VPSHUFB           colksel3<>+0(SB), Z22, Z26
+	VCVTDQ2PS         Z26, Z26
+	VMULPS            Z24, Z26, Z26
+	VPSRAD            $0x04, Z8, Z8
+	VPADDD            Z8, Z4, Z4
+	VCVTDQ2PS         Z4, Z4
+	VMULPS.BCST       4(R8), Z25, Z27
+	VFMADD231PS       Z4, Z27, Z0
+	VFNMADD231PS.BCST 28(R9), Z26, Z0
+	VPSRAD            $0x04, Z9, Z9
+	VPADDD            Z9, Z5, Z5
+	VCVTDQ2PS         Z5, Z5
+	VMULPS.BCST       12(R8), Z25, Z27
+	VFMADD231PS       Z5, Z27, Z1
+	VFNMADD231PS.BCST 60(R9), Z26, Z1
+	VPSRAD            $0x04, Z10, Z10
+	VPADDD            Z10, Z6, Z6
+	VCVTDQ2PS         Z6, Z6
+	VMULPS.BCST       20(R8), Z25, Z27
+	VFMADD231PS       Z6, Z27, Z2
+	VFNMADD231PS.BCST 92(R9), Z26, Z2
+	VPSRAD            $0x04, Z11, Z11
+	VPADDD            Z11, Z7, Z7
+	VCVTDQ2PS         Z7, Z7
+	VMULPS.BCST       28(R8), Z25, Z27
+	VFMADD231PS       Z7, Z27, Z3
+	VFNMADD231PS.BCST 124(R9), Z26, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KVNNIm4_loop
+
+kernColQ4KVNNIm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KVNNIm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	TESTQ     CX, CX
+	JZ        kernColQ6KVNNIm1_store
+
+kernColQ6KVNNIm1_loop:
+	VCVTPH2PS     (DI), Z18
+	PREFETCHT0    4096(DI)
+	PREFETCHT0    4160(DI)
+	PREFETCHT0    4224(DI)
+	PREFETCHT0    4288(DI)
+	PREFETCHT0    4352(DI)
+	PREFETCHT0    4416(DI)
+	PREFETCHT0    4480(DI)
+	PREFETCHT0    4544(DI)
+	PREFETCHT0    4608(DI)
+	PREFETCHT0    4672(DI)
+	PREFETCHT0    4736(DI)
+	PREFETCHT0    4800(DI)
+	PREFETCHT0    4864(DI)
+	PREFETCHT0    4928(DI)
+	VPBROADCASTD  (R9), Z4
+	VMOVDQU64     320(DI), Z8
+	VMOVDQU64     384(DI), Z9
+	VMOVDQU64     448(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPMOVSXBD     64(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  4(R9), Z4
+	VMOVDQU64     512(DI), Z8
+	VMOVDQU64     576(DI), Z9
+	VMOVDQU64     640(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPMOVSXBD     80(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  8(R9), Z4
+	VMOVDQU64     704(DI), Z8
+	VMOVDQU64     768(DI), Z9
+	VMOVDQU64     832(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPMOVSXBD     96(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  12(R9), Z4
+	VMOVDQU64     896(DI), Z8
+	VMOVDQU64     960(DI), Z9
+	VMOVDQU64     1024(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPMOVSXBD     112(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    4992(DI)
+	PREFETCHT0    5056(DI)
+	PREFETCHT0    5120(DI)
+	PREFETCHT0    5184(DI)
+	PREFETCHT0    5248(DI)
+	PREFETCHT0    5312(DI)
+	PREFETCHT0    5376(DI)
+	PREFETCHT0    5440(DI)
+	PREFETCHT0    5504(DI)
+	PREFETCHT0    5568(DI)
+	PREFETCHT0    5632(DI)
+	PREFETCHT0    5696(DI)
+	PREFETCHT0    5760(DI)
+	PREFETCHT0    5824(DI)
+	VPBROADCASTD  (R9), Z4
+	VMOVDQU64     1088(DI), Z8
+	VMOVDQU64     1152(DI), Z9
+	VMOVDQU64     1216(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPMOVSXBD     128(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  4(R9), Z4
+	VMOVDQU64     1280(DI), Z8
+	VMOVDQU64     1344(DI), Z9
+	VMOVDQU64     1408(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPMOVSXBD     144(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  8(R9), Z4
+	VMOVDQU64     1472(DI), Z8
+	VMOVDQU64     1536(DI), Z9
+	VMOVDQU64     1600(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPMOVSXBD     160(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  12(R9), Z4
+	VMOVDQU64     1664(DI), Z8
+	VMOVDQU64     1728(DI), Z9
+	VMOVDQU64     1792(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPMOVSXBD     176(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    5888(DI)
+	PREFETCHT0    5952(DI)
+	PREFETCHT0    6016(DI)
+	PREFETCHT0    6080(DI)
+	PREFETCHT0    6144(DI)
+	PREFETCHT0    6208(DI)
+	PREFETCHT0    6272(DI)
+	PREFETCHT0    6336(DI)
+	PREFETCHT0    6400(DI)
+	PREFETCHT0    6464(DI)
+	PREFETCHT0    6528(DI)
+	PREFETCHT0    6592(DI)
+	PREFETCHT0    6656(DI)
+	PREFETCHT0    6720(DI)
+	VPBROADCASTD  (R9), Z4
+	VMOVDQU64     1856(DI), Z8
+	VMOVDQU64     1920(DI), Z9
+	VMOVDQU64     1984(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPMOVSXBD     192(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  4(R9), Z4
+	VMOVDQU64     2048(DI), Z8
+	VMOVDQU64     2112(DI), Z9
+	VMOVDQU64     2176(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPMOVSXBD     208(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  8(R9), Z4
+	VMOVDQU64     2240(DI), Z8
+	VMOVDQU64     2304(DI), Z9
+	VMOVDQU64     2368(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPMOVSXBD     224(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  12(R9), Z4
+	VMOVDQU64     2432(DI), Z8
+	VMOVDQU64     2496(DI), Z9
+	VMOVDQU64     2560(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPMOVSXBD     240(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    6784(DI)
+	PREFETCHT0    6848(DI)
+	PREFETCHT0    6912(DI)
+	PREFETCHT0    6976(DI)
+	PREFETCHT0    7040(DI)
+	PREFETCHT0    7104(DI)
+	PREFETCHT0    7168(DI)
+	PREFETCHT0    7232(DI)
+	PREFETCHT0    7296(DI)
+	PREFETCHT0    7360(DI)
+	PREFETCHT0    7424(DI)
+	PREFETCHT0    7488(DI)
+	PREFETCHT0    7552(DI)
+	PREFETCHT0    7616(DI)
+	VPBROADCASTD  (R9), Z4
+	VMOVDQU64     2624(DI), Z8
+	VMOVDQU64     2688(DI), Z9
+	VMOVDQU64     2752(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPMOVSXBD     256(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  4(R9), Z4
+	VMOVDQU64     2816(DI), Z8
+	VMOVDQU64     2880(DI), Z9
+	VMOVDQU64     2944(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPMOVSXBD     272(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  8(R9), Z4
+	VMOVDQU64     3008(DI), Z8
+	VMOVDQU64     3072(DI), Z9
+	VMOVDQU64     3136(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPMOVSXBD     288(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VPBROADCASTD  12(R9), Z4
+	VMOVDQU64     3200(DI), Z8
+	VMOVDQU64     3264(DI), Z9
+	VMOVDQU64     3328(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPMOVSXBD     304(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	ADDQ          $0x00000d40, DI
+	DECQ          CX
+	JNZ           kernColQ6KVNNIm1_loop
+
+kernColQ6KVNNIm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KVNNIm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	TESTQ     CX, CX
+	JZ        kernColQ6KVNNIm2_store
+
+kernColQ6KVNNIm2_loop:
+	VCVTPH2PS     (DI), Z18
+	PREFETCHT0    4096(DI)
+	PREFETCHT0    4160(DI)
+	PREFETCHT0    4224(DI)
+	PREFETCHT0    4288(DI)
+	PREFETCHT0    4352(DI)
+	PREFETCHT0    4416(DI)
+	PREFETCHT0    4480(DI)
+	PREFETCHT0    4544(DI)
+	PREFETCHT0    4608(DI)
+	PREFETCHT0    4672(DI)
+	PREFETCHT0    4736(DI)
+	PREFETCHT0    4800(DI)
+	PREFETCHT0    4864(DI)
+	PREFETCHT0    4928(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VMOVDQU64     320(DI), Z8
+	VMOVDQU64     384(DI), Z9
+	VMOVDQU64     448(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPMOVSXBD     64(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VMOVDQU64     512(DI), Z8
+	VMOVDQU64     576(DI), Z9
+	VMOVDQU64     640(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPMOVSXBD     80(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VMOVDQU64     704(DI), Z8
+	VMOVDQU64     768(DI), Z9
+	VMOVDQU64     832(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPMOVSXBD     96(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VMOVDQU64     896(DI), Z8
+	VMOVDQU64     960(DI), Z9
+	VMOVDQU64     1024(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPMOVSXBD     112(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    4992(DI)
+	PREFETCHT0    5056(DI)
+	PREFETCHT0    5120(DI)
+	PREFETCHT0    5184(DI)
+	PREFETCHT0    5248(DI)
+	PREFETCHT0    5312(DI)
+	PREFETCHT0    5376(DI)
+	PREFETCHT0    5440(DI)
+	PREFETCHT0    5504(DI)
+	PREFETCHT0    5568(DI)
+	PREFETCHT0    5632(DI)
+	PREFETCHT0    5696(DI)
+	PREFETCHT0    5760(DI)
+	PREFETCHT0    5824(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VMOVDQU64     1088(DI), Z8
+	VMOVDQU64     1152(DI), Z9
+	VMOVDQU64     1216(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPMOVSXBD     128(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VMOVDQU64     1280(DI), Z8
+	VMOVDQU64     1344(DI), Z9
+	VMOVDQU64     1408(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPMOVSXBD     144(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VMOVDQU64     1472(DI), Z8
+	VMOVDQU64     1536(DI), Z9
+	VMOVDQU64     1600(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPMOVSXBD     160(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VMOVDQU64     1664(DI), Z8
+	VMOVDQU64     1728(DI), Z9
+	VMOVDQU64     1792(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPMOVSXBD     176(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    5888(DI)
+	PREFETCHT0    5952(DI)
+	PREFETCHT0    6016(DI)
+	PREFETCHT0    6080(DI)
+	PREFETCHT0    6144(DI)
+	PREFETCHT0    6208(DI)
+	PREFETCHT0    6272(DI)
+	PREFETCHT0    6336(DI)
+	PREFETCHT0    6400(DI)
+	PREFETCHT0    6464(DI)
+	PREFETCHT0    6528(DI)
+	PREFETCHT0    6592(DI)
+	PREFETCHT0    6656(DI)
+	PREFETCHT0    6720(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VMOVDQU64     1856(DI), Z8
+	VMOVDQU64     1920(DI), Z9
+	VMOVDQU64     1984(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPMOVSXBD     192(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VMOVDQU64     2048(DI), Z8
+	VMOVDQU64     2112(DI), Z9
+	VMOVDQU64     2176(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPMOVSXBD     208(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VMOVDQU64     2240(DI), Z8
+	VMOVDQU64     2304(DI), Z9
+	VMOVDQU64     2368(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPMOVSXBD     224(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VMOVDQU64     2432(DI), Z8
+	VMOVDQU64     2496(DI), Z9
+	VMOVDQU64     2560(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPMOVSXBD     240(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    6784(DI)
+	PREFETCHT0    6848(DI)
+	PREFETCHT0    6912(DI)
+	PREFETCHT0    6976(DI)
+	PREFETCHT0    7040(DI)
+	PREFETCHT0    7104(DI)
+	PREFETCHT0    7168(DI)
+	PREFETCHT0    7232(DI)
+	PREFETCHT0    7296(DI)
+	PREFETCHT0    7360(DI)
+	PREFETCHT0    7424(DI)
+	PREFETCHT0    7488(DI)
+	PREFETCHT0    7552(DI)
+	PREFETCHT0    7616(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VMOVDQU64     2624(DI), Z8
+	VMOVDQU64     2688(DI), Z9
+	VMOVDQU64     2752(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPMOVSXBD     256(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VMOVDQU64     2816(DI), Z8
+	VMOVDQU64     2880(DI), Z9
+	VMOVDQU64     2944(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPMOVSXBD     272(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VMOVDQU64     3008(DI), Z8
+	VMOVDQU64     3072(DI), Z9
+	VMOVDQU64     3136(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPMOVSXBD     288(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VMOVDQU64     3200(DI), Z8
+	VMOVDQU64     3264(DI), Z9
+	VMOVDQU64     3328(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPMOVSXBD     304(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	ADDQ          $0x00000d40, DI
+	DECQ          CX
+	JNZ           kernColQ6KVNNIm2_loop
+
+kernColQ6KVNNIm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KVNNIm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	TESTQ     CX, CX
+	JZ        kernColQ6KVNNIm3_store
+
+kernColQ6KVNNIm3_loop:
+	VCVTPH2PS     (DI), Z18
+	PREFETCHT0    4096(DI)
+	PREFETCHT0    4160(DI)
+	PREFETCHT0    4224(DI)
+	PREFETCHT0    4288(DI)
+	PREFETCHT0    4352(DI)
+	PREFETCHT0    4416(DI)
+	PREFETCHT0    4480(DI)
+	PREFETCHT0    4544(DI)
+	PREFETCHT0    4608(DI)
+	PREFETCHT0    4672(DI)
+	PREFETCHT0    4736(DI)
+	PREFETCHT0    4800(DI)
+	PREFETCHT0    4864(DI)
+	PREFETCHT0    4928(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VMOVDQU64     320(DI), Z8
+	VMOVDQU64     384(DI), Z9
+	VMOVDQU64     448(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPMOVSXBD     64(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VMOVDQU64     512(DI), Z8
+	VMOVDQU64     576(DI), Z9
+	VMOVDQU64     640(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPMOVSXBD     80(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VMOVDQU64     704(DI), Z8
+	VMOVDQU64     768(DI), Z9
+	VMOVDQU64     832(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPMOVSXBD     96(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VMOVDQU64     896(DI), Z8
+	VMOVDQU64     960(DI), Z9
+	VMOVDQU64     1024(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPMOVSXBD     112(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    4992(DI)
+	PREFETCHT0    5056(DI)
+	PREFETCHT0    5120(DI)
+	PREFETCHT0    5184(DI)
+	PREFETCHT0    5248(DI)
+	PREFETCHT0    5312(DI)
+	PREFETCHT0    5376(DI)
+	PREFETCHT0    5440(DI)
+	PREFETCHT0    5504(DI)
+	PREFETCHT0    5568(DI)
+	PREFETCHT0    5632(DI)
+	PREFETCHT0    5696(DI)
+	PREFETCHT0    5760(DI)
+	PREFETCHT0    5824(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VMOVDQU64     1088(DI), Z8
+	VMOVDQU64     1152(DI), Z9
+	VMOVDQU64     1216(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPMOVSXBD     128(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VMOVDQU64     1280(DI), Z8
+	VMOVDQU64     1344(DI), Z9
+	VMOVDQU64     1408(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPMOVSXBD     144(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VMOVDQU64     1472(DI), Z8
+	VMOVDQU64     1536(DI), Z9
+	VMOVDQU64     1600(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPMOVSXBD     160(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VMOVDQU64     1664(DI), Z8
+	VMOVDQU64     1728(DI), Z9
+	VMOVDQU64     1792(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPMOVSXBD     176(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    5888(DI)
+	PREFETCHT0    5952(DI)
+	PREFETCHT0    6016(DI)
+	PREFETCHT0    6080(DI)
+	PREFETCHT0    6144(DI)
+	PREFETCHT0    6208(DI)
+	PREFETCHT0    6272(DI)
+	PREFETCHT0    6336(DI)
+	PREFETCHT0    6400(DI)
+	PREFETCHT0    6464(DI)
+	PREFETCHT0    6528(DI)
+	PREFETCHT0    6592(DI)
+	PREFETCHT0    6656(DI)
+	PREFETCHT0    6720(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VMOVDQU64     1856(DI), Z8
+	VMOVDQU64     1920(DI), Z9
+	VMOVDQU64     1984(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPMOVSXBD     192(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VMOVDQU64     2048(DI), Z8
+	VMOVDQU64     2112(DI), Z9
+	VMOVDQU64     2176(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPMOVSXBD     208(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VMOVDQU64     2240(DI), Z8
+	VMOVDQU64     2304(DI), Z9
+	VMOVDQU64     2368(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPMOVSXBD     224(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VMOVDQU64     2432(DI), Z8
+	VMOVDQU64     2496(DI), Z9
+	VMOVDQU64     2560(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPMOVSXBD     240(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    6784(DI)
+	PREFETCHT0    6848(DI)
+	PREFETCHT0    6912(DI)
+	PREFETCHT0    6976(DI)
+	PREFETCHT0    7040(DI)
+	PREFETCHT0    7104(DI)
+	PREFETCHT0    7168(DI)
+	PREFETCHT0    7232(DI)
+	PREFETCHT0    7296(DI)
+	PREFETCHT0    7360(DI)
+	PREFETCHT0    7424(DI)
+	PREFETCHT0    7488(DI)
+	PREFETCHT0    7552(DI)
+	PREFETCHT0    7616(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VMOVDQU64     2624(DI), Z8
+	VMOVDQU64     2688(DI), Z9
+	VMOVDQU64     2752(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPMOVSXBD     256(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VMOVDQU64     2816(DI), Z8
+	VMOVDQU64     2880(DI), Z9
+	VMOVDQU64     2944(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPMOVSXBD     272(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VMOVDQU64     3008(DI), Z8
+	VMOVDQU64     3072(DI), Z9
+	VMOVDQU64     3136(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPMOVSXBD     288(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VMOVDQU64     3200(DI), Z8
+	VMOVDQU64     3264(DI), Z9
+	VMOVDQU64     3328(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPMOVSXBD     304(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	ADDQ          $0x00000d40, DI
+	DECQ          CX
+	JNZ           kernColQ6KVNNIm3_loop
+
+kernColQ6KVNNIm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KVNNIm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	TESTQ     CX, CX
+	JZ        kernColQ6KVNNIm4_store
+
+kernColQ6KVNNIm4_loop:
+	VCVTPH2PS     (DI), Z18
+	PREFETCHT0    4096(DI)
+	PREFETCHT0    4160(DI)
+	PREFETCHT0    4224(DI)
+	PREFETCHT0    4288(DI)
+	PREFETCHT0    4352(DI)
+	PREFETCHT0    4416(DI)
+	PREFETCHT0    4480(DI)
+	PREFETCHT0    4544(DI)
+	PREFETCHT0    4608(DI)
+	PREFETCHT0    4672(DI)
+	PREFETCHT0    4736(DI)
+	PREFETCHT0    4800(DI)
+	PREFETCHT0    4864(DI)
+	PREFETCHT0    4928(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VPBROADCASTD  48(R9), Z7
+	VMOVDQU64     320(DI), Z8
+	VMOVDQU64     384(DI), Z9
+	VMOVDQU64     448(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 192(SI), Z11, Z7
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 200(SI), Z12, Z7
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 208(SI), Z13, Z7
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPDPBUSD.BCST 216(SI), Z14, Z7
+	VPMOVSXBD     64(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VPBROADCASTD  52(R9), Z7
+	VMOVDQU64     512(DI), Z8
+	VMOVDQU64     576(DI), Z9
+	VMOVDQU64     640(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 224(SI), Z11, Z7
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 232(SI), Z12, Z7
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 240(SI), Z13, Z7
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPDPBUSD.BCST 248(SI), Z14, Z7
+	VPMOVSXBD     80(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VPBROADCASTD  56(R9), Z7
+	VMOVDQU64     704(DI), Z8
+	VMOVDQU64     768(DI), Z9
+	VMOVDQU64     832(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 196(SI), Z11, Z7
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 204(SI), Z12, Z7
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 212(SI), Z13, Z7
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPDPBUSD.BCST 220(SI), Z14, Z7
+	VPMOVSXBD     96(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VPBROADCASTD  60(R9), Z7
+	VMOVDQU64     896(DI), Z8
+	VMOVDQU64     960(DI), Z9
+	VMOVDQU64     1024(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 228(SI), Z11, Z7
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 236(SI), Z12, Z7
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 244(SI), Z13, Z7
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPDPBUSD.BCST 252(SI), Z14, Z7
+	VPMOVSXBD     112(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    4992(DI)
+	PREFETCHT0    5056(DI)
+	PREFETCHT0    5120(DI)
+	PREFETCHT0    5184(DI)
+	PREFETCHT0    5248(DI)
+	PREFETCHT0    5312(DI)
+	PREFETCHT0    5376(DI)
+	PREFETCHT0    5440(DI)
+	PREFETCHT0    5504(DI)
+	PREFETCHT0    5568(DI)
+	PREFETCHT0    5632(DI)
+	PREFETCHT0    5696(DI)
+	PREFETCHT0    5760(DI)
+	PREFETCHT0    5824(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VPBROADCASTD  48(R9), Z7
+	VMOVDQU64     1088(DI), Z8
+	VMOVDQU64     1152(DI), Z9
+	VMOVDQU64     1216(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 192(SI), Z11, Z7
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 200(SI), Z12, Z7
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 208(SI), Z13, Z7
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPDPBUSD.BCST 216(SI), Z14, Z7
+	VPMOVSXBD     128(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VPBROADCASTD  52(R9), Z7
+	VMOVDQU64     1280(DI), Z8
+	VMOVDQU64     1344(DI), Z9
+	VMOVDQU64     1408(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 224(SI), Z11, Z7
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 232(SI), Z12, Z7
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 240(SI), Z13, Z7
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPDPBUSD.BCST 248(SI), Z14, Z7
+	VPMOVSXBD     144(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VPBROADCASTD  56(R9), Z7
+	VMOVDQU64     1472(DI), Z8
+	VMOVDQU64     1536(DI), Z9
+	VMOVDQU64     1600(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 196(SI), Z11, Z7
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 204(SI), Z12, Z7
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 212(SI), Z13, Z7
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPDPBUSD.BCST 220(SI), Z14, Z7
+	VPMOVSXBD     160(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VPBROADCASTD  60(R9), Z7
+	VMOVDQU64     1664(DI), Z8
+	VMOVDQU64     1728(DI), Z9
+	VMOVDQU64     1792(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 228(SI), Z11, Z7
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 236(SI), Z12, Z7
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 244(SI), Z13, Z7
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPDPBUSD.BCST 252(SI), Z14, Z7
+	VPMOVSXBD     176(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    5888(DI)
+	PREFETCHT0    5952(DI)
+	PREFETCHT0    6016(DI)
+	PREFETCHT0    6080(DI)
+	PREFETCHT0    6144(DI)
+	PREFETCHT0    6208(DI)
+	PREFETCHT0    6272(DI)
+	PREFETCHT0    6336(DI)
+	PREFETCHT0    6400(DI)
+	PREFETCHT0    6464(DI)
+	PREFETCHT0    6528(DI)
+	PREFETCHT0    6592(DI)
+	PREFETCHT0    6656(DI)
+	PREFETCHT0    6720(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VPBROADCASTD  48(R9), Z7
+	VMOVDQU64     1856(DI), Z8
+	VMOVDQU64     1920(DI), Z9
+	VMOVDQU64     1984(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 192(SI), Z11, Z7
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 200(SI), Z12, Z7
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 208(SI), Z13, Z7
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPDPBUSD.BCST 216(SI), Z14, Z7
+	VPMOVSXBD     192(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VPBROADCASTD  52(R9), Z7
+	VMOVDQU64     2048(DI), Z8
+	VMOVDQU64     2112(DI), Z9
+	VMOVDQU64     2176(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 224(SI), Z11, Z7
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 232(SI), Z12, Z7
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 240(SI), Z13, Z7
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPDPBUSD.BCST 248(SI), Z14, Z7
+	VPMOVSXBD     208(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VPBROADCASTD  56(R9), Z7
+	VMOVDQU64     2240(DI), Z8
+	VMOVDQU64     2304(DI), Z9
+	VMOVDQU64     2368(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 196(SI), Z11, Z7
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 204(SI), Z12, Z7
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 212(SI), Z13, Z7
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPDPBUSD.BCST 220(SI), Z14, Z7
+	VPMOVSXBD     224(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VPBROADCASTD  60(R9), Z7
+	VMOVDQU64     2432(DI), Z8
+	VMOVDQU64     2496(DI), Z9
+	VMOVDQU64     2560(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 228(SI), Z11, Z7
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 236(SI), Z12, Z7
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 244(SI), Z13, Z7
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPDPBUSD.BCST 252(SI), Z14, Z7
+	VPMOVSXBD     240(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	PREFETCHT0    6784(DI)
+	PREFETCHT0    6848(DI)
+	PREFETCHT0    6912(DI)
+	PREFETCHT0    6976(DI)
+	PREFETCHT0    7040(DI)
+	PREFETCHT0    7104(DI)
+	PREFETCHT0    7168(DI)
+	PREFETCHT0    7232(DI)
+	PREFETCHT0    7296(DI)
+	PREFETCHT0    7360(DI)
+	PREFETCHT0    7424(DI)
+	PREFETCHT0    7488(DI)
+	PREFETCHT0    7552(DI)
+	PREFETCHT0    7616(DI)
+	VPBROADCASTD  (R9), Z4
+	VPBROADCASTD  16(R9), Z5
+	VPBROADCASTD  32(R9), Z6
+	VPBROADCASTD  48(R9), Z7
+	VMOVDQU64     2624(DI), Z8
+	VMOVDQU64     2688(DI), Z9
+	VMOVDQU64     2752(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST (SI), Z11, Z4
+	VPDPBUSD.BCST 64(SI), Z11, Z5
+	VPDPBUSD.BCST 128(SI), Z11, Z6
+	VPDPBUSD.BCST 192(SI), Z11, Z7
+	VPDPBUSD.BCST 8(SI), Z12, Z4
+	VPDPBUSD.BCST 72(SI), Z12, Z5
+	VPDPBUSD.BCST 136(SI), Z12, Z6
+	VPDPBUSD.BCST 200(SI), Z12, Z7
+	VPDPBUSD.BCST 16(SI), Z13, Z4
+	VPDPBUSD.BCST 80(SI), Z13, Z5
+	VPDPBUSD.BCST 144(SI), Z13, Z6
+	VPDPBUSD.BCST 208(SI), Z13, Z7
+	VPDPBUSD.BCST 24(SI), Z14, Z4
+	VPDPBUSD.BCST 88(SI), Z14, Z5
+	VPDPBUSD.BCST 152(SI), Z14, Z6
+	VPDPBUSD.BCST 216(SI), Z14, Z7
+	VPMOVSXBD     256(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  4(R9), Z4
+	VPBROADCASTD  20(R9), Z5
+	VPBROADCASTD  36(R9), Z6
+	VPBROADCASTD  52(R9), Z7
+	VMOVDQU64     2816(DI), Z8
+	VMOVDQU64     2880(DI), Z9
+	VMOVDQU64     2944(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 32(SI), Z11, Z4
+	VPDPBUSD.BCST 96(SI), Z11, Z5
+	VPDPBUSD.BCST 160(SI), Z11, Z6
+	VPDPBUSD.BCST 224(SI), Z11, Z7
+	VPDPBUSD.BCST 40(SI), Z12, Z4
+	VPDPBUSD.BCST 104(SI), Z12, Z5
+	VPDPBUSD.BCST 168(SI), Z12, Z6
+	VPDPBUSD.BCST 232(SI), Z12, Z7
+	VPDPBUSD.BCST 48(SI), Z13, Z4
+	VPDPBUSD.BCST 112(SI), Z13, Z5
+	VPDPBUSD.BCST 176(SI), Z13, Z6
+	VPDPBUSD.BCST 240(SI), Z13, Z7
+	VPDPBUSD.BCST 56(SI), Z14, Z4
+	VPDPBUSD.BCST 120(SI), Z14, Z5
+	VPDPBUSD.BCST 184(SI), Z14, Z6
+	VPDPBUSD.BCST 248(SI), Z14, Z7
+	VPMOVSXBD     272(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   (R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   8(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   16(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   24(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  8(R9), Z4
+	VPBROADCASTD  24(R9), Z5
+	VPBROADCASTD  40(R9), Z6
+	VPBROADCASTD  56(R9), Z7
+	VMOVDQU64     3008(DI), Z8
+	VMOVDQU64     3072(DI), Z9
+	VMOVDQU64     3136(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 4(SI), Z11, Z4
+	VPDPBUSD.BCST 68(SI), Z11, Z5
+	VPDPBUSD.BCST 132(SI), Z11, Z6
+	VPDPBUSD.BCST 196(SI), Z11, Z7
+	VPDPBUSD.BCST 12(SI), Z12, Z4
+	VPDPBUSD.BCST 76(SI), Z12, Z5
+	VPDPBUSD.BCST 140(SI), Z12, Z6
+	VPDPBUSD.BCST 204(SI), Z12, Z7
+	VPDPBUSD.BCST 20(SI), Z13, Z4
+	VPDPBUSD.BCST 84(SI), Z13, Z5
+	VPDPBUSD.BCST 148(SI), Z13, Z6
+	VPDPBUSD.BCST 212(SI), Z13, Z7
+	VPDPBUSD.BCST 28(SI), Z14, Z4
+	VPDPBUSD.BCST 92(SI), Z14, Z5
+	VPDPBUSD.BCST 156(SI), Z14, Z6
+	VPDPBUSD.BCST 220(SI), Z14, Z7
+	VPMOVSXBD     288(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	VPBROADCASTD  12(R9), Z4
+	VPBROADCASTD  28(R9), Z5
+	VPBROADCASTD  44(R9), Z6
+	VPBROADCASTD  60(R9), Z7
+	VMOVDQU64     3200(DI), Z8
+	VMOVDQU64     3264(DI), Z9
+	VMOVDQU64     3328(DI), Z10
+	VPANDD        Z15, Z8, Z11
+	VPANDD        Z15, Z9, Z12
+	VPSRLW        $0x02, Z8, Z13
+	VPANDD        Z16, Z13, Z13
+	VPTERNLOGD    $0xd8, Z17, Z10, Z13
+	VPSRLW        $0x04, Z10, Z20
+	VPSRLW        $0x02, Z9, Z14
+	VPANDD        Z16, Z14, Z14
+	VPTERNLOGD    $0xd8, Z17, Z20, Z14
+	VPDPBUSD.BCST 36(SI), Z11, Z4
+	VPDPBUSD.BCST 100(SI), Z11, Z5
+	VPDPBUSD.BCST 164(SI), Z11, Z6
+	VPDPBUSD.BCST 228(SI), Z11, Z7
+	VPDPBUSD.BCST 44(SI), Z12, Z4
+	VPDPBUSD.BCST 108(SI), Z12, Z5
+	VPDPBUSD.BCST 172(SI), Z12, Z6
+	VPDPBUSD.BCST 236(SI), Z12, Z7
+	VPDPBUSD.BCST 52(SI), Z13, Z4
+	VPDPBUSD.BCST 116(SI), Z13, Z5
+	VPDPBUSD.BCST 180(SI), Z13, Z6
+	VPDPBUSD.BCST 244(SI), Z13, Z7
+	VPDPBUSD.BCST 60(SI), Z14, Z4
+	VPDPBUSD.BCST 124(SI), Z14, Z5
+	VPDPBUSD.BCST 188(SI), Z14, Z6
+	VPDPBUSD.BCST 252(SI), Z14, Z7
+	VPMOVSXBD     304(DI), Z19
+	VCVTDQ2PS     Z19, Z19
+	VMULPS        Z18, Z19, Z19
+	VCVTDQ2PS     Z4, Z4
+	VMULPS.BCST   4(R8), Z19, Z20
+	VFMADD231PS   Z4, Z20, Z0
+	VCVTDQ2PS     Z5, Z5
+	VMULPS.BCST   12(R8), Z19, Z20
+	VFMADD231PS   Z5, Z20, Z1
+	VCVTDQ2PS     Z6, Z6
+	VMULPS.BCST   20(R8), Z19, Z20
+	VFMADD231PS   Z6, Z20, Z2
+	VCVTDQ2PS     Z7, Z7
+	VMULPS.BCST   28(R8), Z19, Z20
+	VFMADD231PS   Z7, Z20, Z3
+	ADDQ          R10, SI
+	ADDQ          R13, R8
+	ADDQ          R11, R9
+	ADDQ          $0x00000d40, DI
+	DECQ          CX
+	JNZ           kernColQ6KVNNIm4_loop
+
+kernColQ6KVNNIm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm1_store
+
+kernColQ4KBWm1_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm1_loop
+
+kernColQ4KBWm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm2_store
+
+kernColQ4KBWm2_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 32(R9), Z23, Z1
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 36(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 40(R9), Z23, Z1
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 44(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 48(R9), Z23, Z1
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 52(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 56(R9), Z23, Z1
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 60(R9), Z23, Z1
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm2_loop
+
+kernColQ4KBWm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm3_store
+
+kernColQ4KBWm3_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 32(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 64(R9), Z23, Z2
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 36(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 68(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 40(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 72(R9), Z23, Z2
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 44(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 76(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 48(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 80(R9), Z23, Z2
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 52(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 84(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 56(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 88(R9), Z23, Z2
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 60(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 92(R9), Z23, Z2
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm3_loop
+
+kernColQ4KBWm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ4KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ4KBWm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x01, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colmask0f<>+0(SB), Z13
+	VMOVDQU64 colk3f<>+0(SB), Z14
+	VMOVDQU64 colmask30<>+0(SB), Z15
+	VMOVDQU64 colbwones<>+0(SB), Z24
+	TESTQ     CX, CX
+	JZ        kernColQ4KBWm4_store
+
+kernColQ4KBWm4_loop:
+	VCVTPH2PS         (DI), Z20
+	VCVTPH2PS         32(DI), Z21
+	VPANDD            64(DI), Z14, Z16
+	VPANDD            128(DI), Z14, Z18
+	VPSRLD            $0x02, 64(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPANDD            192(DI), Z13, Z17
+	VPORD             Z8, Z17, Z17
+	VPSRLD            $0x02, 128(DI), Z8
+	VPANDD            Z15, Z8, Z8
+	VPSRLD            $0x04, 192(DI), Z19
+	VPANDD            Z13, Z19, Z19
+	VPORD             Z8, Z19, Z19
+	PREFETCHT0        4096(DI)
+	PREFETCHT0        4160(DI)
+	PREFETCHT0        4224(DI)
+	PREFETCHT0        4288(DI)
+	PREFETCHT0        4352(DI)
+	PREFETCHT0        4416(DI)
+	PREFETCHT0        4480(DI)
+	PREFETCHT0        4544(DI)
+	PREFETCHT0        4608(DI)
+	VMOVDQU64         256(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         320(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         384(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         448(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel0<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST (R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 32(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 64(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 96(R9), Z23, Z3
+	VMOVDQU64         512(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         576(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         640(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         704(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel1<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 4(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 36(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 68(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 100(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        4672(DI)
+	PREFETCHT0        4736(DI)
+	PREFETCHT0        4800(DI)
+	PREFETCHT0        4864(DI)
+	PREFETCHT0        4928(DI)
+	PREFETCHT0        4992(DI)
+	PREFETCHT0        5056(DI)
+	PREFETCHT0        5120(DI)
+	PREFETCHT0        5184(DI)
+	VMOVDQU64         768(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         832(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         896(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         960(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel2<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 8(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 40(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 72(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 104(R9), Z23, Z3
+	VMOVDQU64         1024(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1088(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1152(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1216(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel3<>+0(SB), Z16, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z18, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 12(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 44(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 76(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 108(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5248(DI)
+	PREFETCHT0        5312(DI)
+	PREFETCHT0        5376(DI)
+	PREFETCHT0        5440(DI)
+	PREFETCHT0        5504(DI)
+	PREFETCHT0        5568(DI)
+	PREFETCHT0        5632(DI)
+	PREFETCHT0        5696(DI)
+	PREFETCHT0        5760(DI)
+	VMOVDQU64         1280(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1344(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1408(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1472(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel0<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel0<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 16(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 48(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 80(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 112(R9), Z23, Z3
+	VMOVDQU64         1536(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1600(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1664(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1728(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel1<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel1<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 20(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 52(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 84(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 116(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	PREFETCHT0        5824(DI)
+	PREFETCHT0        5888(DI)
+	PREFETCHT0        5952(DI)
+	PREFETCHT0        6016(DI)
+	PREFETCHT0        6080(DI)
+	PREFETCHT0        6144(DI)
+	PREFETCHT0        6208(DI)
+	PREFETCHT0        6272(DI)
+	PREFETCHT0        6336(DI)
+	VMOVDQU64         1792(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      (SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      32(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      64(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      96(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      128(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      160(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      192(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      224(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1856(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      8(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      40(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      72(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      104(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      136(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      168(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      200(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      232(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1920(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      16(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      48(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      80(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      112(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      144(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      176(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      208(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      240(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         1984(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      24(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      56(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      88(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      120(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      152(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      184(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      216(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      248(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel2<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel2<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       (R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 24(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       8(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 56(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       16(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 88(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       24(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 120(R9), Z23, Z3
+	VMOVDQU64         2048(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      4(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z4
+	VPBROADCASTD      36(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      68(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z5
+	VPBROADCASTD      100(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      132(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z6
+	VPBROADCASTD      164(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      196(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z7
+	VPBROADCASTD      228(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         2112(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      12(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      44(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      76(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      108(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      140(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      172(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      204(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      236(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         2176(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      20(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      52(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      84(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      116(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      148(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      180(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      212(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      244(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VMOVDQU64         2240(DI), Z10
+	VPANDD            Z13, Z10, Z11
+	VPSRLW            $0x04, Z10, Z12
+	VPANDD            Z13, Z12, Z12
+	VPBROADCASTD      28(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      60(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z4, Z4
+	VPBROADCASTD      92(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      124(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z5, Z5
+	VPBROADCASTD      156(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      188(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z6, Z6
+	VPBROADCASTD      220(SI), Z9
+	VPMADDUBSW        Z9, Z11, Z8
+	VPADDW            Z8, Z7, Z7
+	VPBROADCASTD      252(SI), Z9
+	VPMADDUBSW        Z9, Z12, Z8
+	VPADDW            Z8, Z7, Z7
+	VPSHUFB           colksel3<>+0(SB), Z17, Z22
+	VCVTDQ2PS         Z22, Z22
+	VMULPS            Z20, Z22, Z22
+	VPSHUFB           colksel3<>+0(SB), Z19, Z23
+	VCVTDQ2PS         Z23, Z23
+	VMULPS            Z21, Z23, Z23
+	VPMADDWD          Z24, Z4, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       4(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z0
+	VFNMADD231PS.BCST 28(R9), Z23, Z0
+	VPMADDWD          Z24, Z5, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       12(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z1
+	VFNMADD231PS.BCST 60(R9), Z23, Z1
+	VPMADDWD          Z24, Z6, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       20(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z2
+	VFNMADD231PS.BCST 92(R9), Z23, Z2
+	VPMADDWD          Z24, Z7, Z8
+	VCVTDQ2PS         Z8, Z8
+	VMULPS.BCST       28(R8), Z22, Z25
+	VFMADD231PS       Z8, Z25, Z3
+	VFNMADD231PS.BCST 124(R9), Z23, Z3
+	ADDQ              R10, SI
+	ADDQ              R13, R8
+	ADDQ              R11, R9
+	ADDQ              $0x00000900, DI
+	DECQ              CX
+	JNZ               kernColQ4KBWm4_loop
+
+kernColQ4KBWm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm1(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm1_store
+
+kernColQ6KBWm1_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm1_loop
+
+kernColQ6KBWm1_store:
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm2(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm2_store
+
+kernColQ6KBWm2_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm2_loop
+
+kernColQ6KBWm2_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm3(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm3_store
+
+kernColQ6KBWm3_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm3_loop
+
+kernColQ6KBWm3_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	VZEROUPPER
+	RET
+
+// func kernColQ6KBWm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+// Requires: AVX, AVX512BW, AVX512F, MMX+
+TEXT ·kernColQ6KBWm4(SB), NOSPLIT, $0-72
+	MOVQ      np+0(FP), CX
+	MOVQ      a+8(FP), SI
+	MOVQ      as+16(FP), R8
+	MOVQ      ac+24(FP), R9
+	MOVQ      sa+32(FP), R10
+	MOVQ      b+40(FP), DI
+	MOVQ      bs+48(FP), R11
+	MOVQ      c+56(FP), DX
+	MOVQ      ldc+64(FP), R12
+	MOVQ      R10, R13
+	SHRQ      $0x03, R13
+	SHLQ      $0x02, R12
+	MOVQ      R10, R11
+	SHRQ      $0x02, R11
+	SHRQ      $0x02, CX
+	VPXORD    Z0, Z0, Z0
+	VPXORD    Z1, Z1, Z1
+	VPXORD    Z2, Z2, Z2
+	VPXORD    Z3, Z3, Z3
+	VMOVDQU64 colk3f<>+0(SB), Z15
+	VMOVDQU64 colmask30<>+0(SB), Z16
+	VMOVDQU64 colmask0f<>+0(SB), Z17
+	VMOVDQU64 colbwones<>+0(SB), Z25
+	TESTQ     CX, CX
+	JZ        kernColQ6KBWm4_store
+
+kernColQ6KBWm4_loop:
+	VCVTPH2PS    (DI), Z18
+	PREFETCHT0   4096(DI)
+	PREFETCHT0   4160(DI)
+	PREFETCHT0   4224(DI)
+	PREFETCHT0   4288(DI)
+	PREFETCHT0   4352(DI)
+	PREFETCHT0   4416(DI)
+	PREFETCHT0   4480(DI)
+	PREFETCHT0   4544(DI)
+	PREFETCHT0   4608(DI)
+	PREFETCHT0   4672(DI)
+	PREFETCHT0   4736(DI)
+	PREFETCHT0   4800(DI)
+	PREFETCHT0   4864(DI)
+	PREFETCHT0   4928(DI)
+	VMOVDQU64    320(DI), Z8
+	VMOVDQU64    384(DI), Z9
+	VMOVDQU64    448(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    64(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    512(DI), Z8
+	VMOVDQU64    576(DI), Z9
+	VMOVDQU64    640(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    80(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    704(DI), Z8
+	VMOVDQU64    768(DI), Z9
+	VMOVDQU64    832(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    96(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    896(DI), Z8
+	VMOVDQU64    960(DI), Z9
+	VMOVDQU64    1024(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    112(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   4992(DI)
+	PREFETCHT0   5056(DI)
+	PREFETCHT0   5120(DI)
+	PREFETCHT0   5184(DI)
+	PREFETCHT0   5248(DI)
+	PREFETCHT0   5312(DI)
+	PREFETCHT0   5376(DI)
+	PREFETCHT0   5440(DI)
+	PREFETCHT0   5504(DI)
+	PREFETCHT0   5568(DI)
+	PREFETCHT0   5632(DI)
+	PREFETCHT0   5696(DI)
+	PREFETCHT0   5760(DI)
+	PREFETCHT0   5824(DI)
+	VMOVDQU64    1088(DI), Z8
+	VMOVDQU64    1152(DI), Z9
+	VMOVDQU64    1216(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    128(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    1280(DI), Z8
+	VMOVDQU64    1344(DI), Z9
+	VMOVDQU64    1408(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    144(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    1472(DI), Z8
+	VMOVDQU64    1536(DI), Z9
+	VMOVDQU64    1600(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    160(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    1664(DI), Z8
+	VMOVDQU64    1728(DI), Z9
+	VMOVDQU64    1792(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    176(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   5888(DI)
+	PREFETCHT0   5952(DI)
+	PREFETCHT0   6016(DI)
+	PREFETCHT0   6080(DI)
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
+	PREFETCHT0   6400(DI)
+	PREFETCHT0   6464(DI)
+	PREFETCHT0   6528(DI)
+	PREFETCHT0   6592(DI)
+	PREFETCHT0   6656(DI)
+	PREFETCHT0   6720(DI)
+	VMOVDQU64    1856(DI), Z8
+	VMOVDQU64    1920(DI), Z9
+	VMOVDQU64    1984(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    192(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2048(DI), Z8
+	VMOVDQU64    2112(DI), Z9
+	VMOVDQU64    2176(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    208(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2240(DI), Z8
+	VMOVDQU64    2304(DI), Z9
+	VMOVDQU64    2368(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    224(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2432(DI), Z8
+	VMOVDQU64    2496(DI), Z9
+	VMOVDQU64    2560(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    240(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	PREFETCHT0   6784(DI)
+	PREFETCHT0   6848(DI)
+	PREFETCHT0   6912(DI)
+	PREFETCHT0   6976(DI)
+	PREFETCHT0   7040(DI)
+	PREFETCHT0   7104(DI)
+	PREFETCHT0   7168(DI)
+	PREFETCHT0   7232(DI)
+	PREFETCHT0   7296(DI)
+	PREFETCHT0   7360(DI)
+	PREFETCHT0   7424(DI)
+	PREFETCHT0   7488(DI)
+	PREFETCHT0   7552(DI)
+	PREFETCHT0   7616(DI)
+	VMOVDQU64    2624(DI), Z8
+	VMOVDQU64    2688(DI), Z9
+	VMOVDQU64    2752(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    256(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD (SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 8(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 16(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 24(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  (R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 64(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 72(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 80(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 88(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  16(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 128(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 136(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 144(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 152(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  32(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 192(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 200(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 208(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 216(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  48(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    2816(DI), Z8
+	VMOVDQU64    2880(DI), Z9
+	VMOVDQU64    2944(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    272(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 32(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 40(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 48(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 56(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  4(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  (R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 96(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 104(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 112(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 120(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  20(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  8(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 160(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 168(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 176(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 184(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  36(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  16(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 224(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 232(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 240(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 248(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  52(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  24(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    3008(DI), Z8
+	VMOVDQU64    3072(DI), Z9
+	VMOVDQU64    3136(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    288(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 4(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 12(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 20(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 28(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  8(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 68(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 76(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 84(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 92(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  24(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 132(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 140(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 148(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 156(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  40(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 196(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 204(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 212(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 220(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  56(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	VMOVDQU64    3200(DI), Z8
+	VMOVDQU64    3264(DI), Z9
+	VMOVDQU64    3328(DI), Z10
+	VPANDD       Z15, Z8, Z11
+	VPANDD       Z15, Z9, Z12
+	VPSRLW       $0x02, Z8, Z13
+	VPANDD       Z16, Z13, Z13
+	VPTERNLOGD   $0xd8, Z17, Z10, Z13
+	VPSRLW       $0x04, Z10, Z20
+	VPSRLW       $0x02, Z9, Z14
+	VPANDD       Z16, Z14, Z14
+	VPTERNLOGD   $0xd8, Z17, Z20, Z14
+	VPMOVSXBD    304(DI), Z19
+	VCVTDQ2PS    Z19, Z19
+	VMULPS       Z18, Z19, Z19
+	VPBROADCASTD 36(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 44(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 52(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 60(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  12(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  4(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z0
+	VPBROADCASTD 100(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 108(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 116(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 124(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  28(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  12(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z1
+	VPBROADCASTD 164(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 172(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 180(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 188(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  44(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  20(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z2
+	VPBROADCASTD 228(SI), Z21
+	VPMADDUBSW   Z21, Z11, Z22
+	VPBROADCASTD 236(SI), Z21
+	VPMADDUBSW   Z21, Z12, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z24
+	VPBROADCASTD 244(SI), Z21
+	VPMADDUBSW   Z21, Z13, Z22
+	VPBROADCASTD 252(SI), Z21
+	VPMADDUBSW   Z21, Z14, Z23
+	VPADDW       Z23, Z22, Z22
+	VPMADDWD     Z25, Z22, Z22
+	VPADDD       Z22, Z24, Z24
+	VPADDD.BCST  60(R9), Z24, Z24
+	VCVTDQ2PS    Z24, Z24
+	VMULPS.BCST  28(R8), Z19, Z20
+	VFMADD231PS  Z24, Z20, Z3
+	ADDQ         R10, SI
+	ADDQ         R13, R8
+	ADDQ         R11, R9
+	ADDQ         $0x00000d40, DI
+	DECQ         CX
+	JNZ          kernColQ6KBWm4_loop
+
+kernColQ6KBWm4_store:
+	VMOVUPS Z0, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z1, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z2, (DX)
+	ADDQ    R12, DX
+	VMOVUPS Z3, (DX)
+	VZEROUPPER
+	RET
+
+// func pfConvColQ4K(np int, src *byte, dst *byte, dd *float32)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·pfConvColQ4K(SB), NOSPLIT, $0-32
+	MOVQ      np+0(FP), CX
+	MOVQ      src+8(FP), SI
+	MOVQ      dst+16(FP), DI
+	MOVQ      dd+24(FP), DX
+	SHRQ      $0x02, CX
+	VMOVDQU64 colmask0f<>+0(SB), Z31
+	VMOVDQU64 colk3f<>+0(SB), Z30
+	VMOVDQU64 colmask30<>+0(SB), Z29
+	TESTQ     CX, CX
+	JZ        pfConvColQ4K_done
+
+pfConvColQ4K_loop:
+	VCVTPH2PS (SI), Z24
+	VCVTPH2PS 32(SI), Z25
+	VPANDD    64(SI), Z30, Z20
+	VPANDD    128(SI), Z30, Z22
+	VPSRLD    $0x02, 64(SI), Z28
+	VPANDD    Z29, Z28, Z28
+	VPANDD    192(SI), Z31, Z21
+	VPORD     Z28, Z21, Z21
+	VPSRLD    $0x02, 128(SI), Z28
+	VPANDD    Z29, Z28, Z28
+	VPSRLD    $0x04, 192(SI), Z23
+	VPANDD    Z31, Z23, Z23
+	VPORD     Z28, Z23, Z23
+	VMOVDQU64 256(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, (DI)
+	VMOVDQU64 Z1, 256(DI)
+	VMOVDQU64 320(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 64(DI)
+	VMOVDQU64 Z3, 320(DI)
+	VMOVDQU64 384(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 128(DI)
+	VMOVDQU64 Z5, 384(DI)
+	VMOVDQU64 448(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 192(DI)
+	VMOVDQU64 Z7, 448(DI)
+	VPSHUFB   colksel0<>+0(SB), Z20, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel0<>+0(SB), Z22, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, (DX)
+	VMOVUPS   Z27, 256(DX)
+	VMOVDQU64 512(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 1024(DI)
+	VMOVDQU64 Z1, 1280(DI)
+	VMOVDQU64 576(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 1088(DI)
+	VMOVDQU64 Z3, 1344(DI)
+	VMOVDQU64 640(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 1152(DI)
+	VMOVDQU64 Z5, 1408(DI)
+	VMOVDQU64 704(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 1216(DI)
+	VMOVDQU64 Z7, 1472(DI)
+	VPSHUFB   colksel1<>+0(SB), Z20, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel1<>+0(SB), Z22, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 128(DX)
+	VMOVUPS   Z27, 384(DX)
+	VMOVDQU64 768(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 2048(DI)
+	VMOVDQU64 Z1, 2304(DI)
+	VMOVDQU64 832(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 2112(DI)
+	VMOVDQU64 Z3, 2368(DI)
+	VMOVDQU64 896(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 2176(DI)
+	VMOVDQU64 Z5, 2432(DI)
+	VMOVDQU64 960(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 2240(DI)
+	VMOVDQU64 Z7, 2496(DI)
+	VPSHUFB   colksel2<>+0(SB), Z20, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel2<>+0(SB), Z22, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 512(DX)
+	VMOVUPS   Z27, 768(DX)
+	VMOVDQU64 1024(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 3072(DI)
+	VMOVDQU64 Z1, 3328(DI)
+	VMOVDQU64 1088(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 3136(DI)
+	VMOVDQU64 Z3, 3392(DI)
+	VMOVDQU64 1152(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 3200(DI)
+	VMOVDQU64 Z5, 3456(DI)
+	VMOVDQU64 1216(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 3264(DI)
+	VMOVDQU64 Z7, 3520(DI)
+	VPSHUFB   colksel3<>+0(SB), Z20, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel3<>+0(SB), Z22, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 640(DX)
+	VMOVUPS   Z27, 896(DX)
+	VMOVDQU64 1280(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 4096(DI)
+	VMOVDQU64 Z1, 4352(DI)
+	VMOVDQU64 1344(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 4160(DI)
+	VMOVDQU64 Z3, 4416(DI)
+	VMOVDQU64 1408(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 4224(DI)
+	VMOVDQU64 Z5, 4480(DI)
+	VMOVDQU64 1472(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 4288(DI)
+	VMOVDQU64 Z7, 4544(DI)
+	VPSHUFB   colksel0<>+0(SB), Z21, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel0<>+0(SB), Z23, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 1024(DX)
+	VMOVUPS   Z27, 1280(DX)
+	VMOVDQU64 1536(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 5120(DI)
+	VMOVDQU64 Z1, 5376(DI)
+	VMOVDQU64 1600(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 5184(DI)
+	VMOVDQU64 Z3, 5440(DI)
+	VMOVDQU64 1664(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 5248(DI)
+	VMOVDQU64 Z5, 5504(DI)
+	VMOVDQU64 1728(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 5312(DI)
+	VMOVDQU64 Z7, 5568(DI)
+	VPSHUFB   colksel1<>+0(SB), Z21, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel1<>+0(SB), Z23, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 1152(DX)
+	VMOVUPS   Z27, 1408(DX)
+	VMOVDQU64 1792(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 6144(DI)
+	VMOVDQU64 Z1, 6400(DI)
+	VMOVDQU64 1856(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 6208(DI)
+	VMOVDQU64 Z3, 6464(DI)
+	VMOVDQU64 1920(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 6272(DI)
+	VMOVDQU64 Z5, 6528(DI)
+	VMOVDQU64 1984(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 6336(DI)
+	VMOVDQU64 Z7, 6592(DI)
+	VPSHUFB   colksel2<>+0(SB), Z21, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel2<>+0(SB), Z23, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 1536(DX)
+	VMOVUPS   Z27, 1792(DX)
+	VMOVDQU64 2048(SI), Z0
+	VPSRLW    $0x04, Z0, Z1
+	VPANDD    Z31, Z0, Z0
+	VPANDD    Z31, Z1, Z1
+	VMOVDQU64 Z0, 7168(DI)
+	VMOVDQU64 Z1, 7424(DI)
+	VMOVDQU64 2112(SI), Z2
+	VPSRLW    $0x04, Z2, Z3
+	VPANDD    Z31, Z2, Z2
+	VPANDD    Z31, Z3, Z3
+	VMOVDQU64 Z2, 7232(DI)
+	VMOVDQU64 Z3, 7488(DI)
+	VMOVDQU64 2176(SI), Z4
+	VPSRLW    $0x04, Z4, Z5
+	VPANDD    Z31, Z4, Z4
+	VPANDD    Z31, Z5, Z5
+	VMOVDQU64 Z4, 7296(DI)
+	VMOVDQU64 Z5, 7552(DI)
+	VMOVDQU64 2240(SI), Z6
+	VPSRLW    $0x04, Z6, Z7
+	VPANDD    Z31, Z6, Z6
+	VPANDD    Z31, Z7, Z7
+	VMOVDQU64 Z6, 7360(DI)
+	VMOVDQU64 Z7, 7616(DI)
+	VPSHUFB   colksel3<>+0(SB), Z21, Z26
+	VCVTDQ2PS Z26, Z26
+	VMULPS    Z24, Z26, Z26
+	VPSHUFB   colksel3<>+0(SB), Z23, Z27
+	VCVTDQ2PS Z27, Z27
+	VMULPS    Z25, Z27, Z27
+	VMOVUPS   Z26, 1664(DX)
+	VMOVUPS   Z27, 1920(DX)
+	ADDQ      $0x00000900, SI
+	ADDQ      $0x00002000, DI
+	ADDQ      $0x00000800, DX
+	DECQ      CX
+	JNZ       pfConvColQ4K_loop
+
+pfConvColQ4K_done:
+	VZEROUPPER
+	RET
+
+// func pfConvColQ6K(np int, src *byte, dst *byte, dd *float32)
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·pfConvColQ6K(SB), NOSPLIT, $0-32
+	MOVQ      np+0(FP), CX
+	MOVQ      src+8(FP), SI
+	MOVQ      dst+16(FP), DI
+	MOVQ      dd+24(FP), DX
+	SHRQ      $0x02, CX
+	VMOVDQU64 colmask0f<>+0(SB), Z31
+	VMOVDQU64 colk3f<>+0(SB), Z30
+	VMOVDQU64 colmask30<>+0(SB), Z29
+	TESTQ     CX, CX
+	JZ        pfConvColQ6K_done
+
+pfConvColQ6K_loop:
+	VCVTPH2PS  (SI), Z24
+	VMOVDQU64  320(SI), Z0
+	VMOVDQU64  384(SI), Z1
+	VMOVDQU64  448(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, (DI)
+	VMOVDQU64  Z5, 64(DI)
+	VMOVDQU64  Z6, 128(DI)
+	VMOVDQU64  Z7, 192(DI)
+	VPMOVSXBD  64(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, (DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 512(DX)
+	VMOVDQU64  512(SI), Z0
+	VMOVDQU64  576(SI), Z1
+	VMOVDQU64  640(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 256(DI)
+	VMOVDQU64  Z5, 320(DI)
+	VMOVDQU64  Z6, 384(DI)
+	VMOVDQU64  Z7, 448(DI)
+	VPMOVSXBD  80(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 128(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 640(DX)
+	VMOVDQU64  704(SI), Z0
+	VMOVDQU64  768(SI), Z1
+	VMOVDQU64  832(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 1024(DI)
+	VMOVDQU64  Z5, 1088(DI)
+	VMOVDQU64  Z6, 1152(DI)
+	VMOVDQU64  Z7, 1216(DI)
+	VPMOVSXBD  96(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 256(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 768(DX)
+	VMOVDQU64  896(SI), Z0
+	VMOVDQU64  960(SI), Z1
+	VMOVDQU64  1024(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 1280(DI)
+	VMOVDQU64  Z5, 1344(DI)
+	VMOVDQU64  Z6, 1408(DI)
+	VMOVDQU64  Z7, 1472(DI)
+	VPMOVSXBD  112(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 384(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 896(DX)
+	VMOVDQU64  1088(SI), Z0
+	VMOVDQU64  1152(SI), Z1
+	VMOVDQU64  1216(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 2048(DI)
+	VMOVDQU64  Z5, 2112(DI)
+	VMOVDQU64  Z6, 2176(DI)
+	VMOVDQU64  Z7, 2240(DI)
+	VPMOVSXBD  128(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 1024(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 1536(DX)
+	VMOVDQU64  1280(SI), Z0
+	VMOVDQU64  1344(SI), Z1
+	VMOVDQU64  1408(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 2304(DI)
+	VMOVDQU64  Z5, 2368(DI)
+	VMOVDQU64  Z6, 2432(DI)
+	VMOVDQU64  Z7, 2496(DI)
+	VPMOVSXBD  144(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 1152(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 1664(DX)
+	VMOVDQU64  1472(SI), Z0
+	VMOVDQU64  1536(SI), Z1
+	VMOVDQU64  1600(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 3072(DI)
+	VMOVDQU64  Z5, 3136(DI)
+	VMOVDQU64  Z6, 3200(DI)
+	VMOVDQU64  Z7, 3264(DI)
+	VPMOVSXBD  160(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 1280(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 1792(DX)
+	VMOVDQU64  1664(SI), Z0
+	VMOVDQU64  1728(SI), Z1
+	VMOVDQU64  1792(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 3328(DI)
+	VMOVDQU64  Z5, 3392(DI)
+	VMOVDQU64  Z6, 3456(DI)
+	VMOVDQU64  Z7, 3520(DI)
+	VPMOVSXBD  176(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 1408(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 1920(DX)
+	VMOVDQU64  1856(SI), Z0
+	VMOVDQU64  1920(SI), Z1
+	VMOVDQU64  1984(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 4096(DI)
+	VMOVDQU64  Z5, 4160(DI)
+	VMOVDQU64  Z6, 4224(DI)
+	VMOVDQU64  Z7, 4288(DI)
+	VPMOVSXBD  192(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 2048(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 2560(DX)
+	VMOVDQU64  2048(SI), Z0
+	VMOVDQU64  2112(SI), Z1
+	VMOVDQU64  2176(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 4352(DI)
+	VMOVDQU64  Z5, 4416(DI)
+	VMOVDQU64  Z6, 4480(DI)
+	VMOVDQU64  Z7, 4544(DI)
+	VPMOVSXBD  208(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 2176(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 2688(DX)
+	VMOVDQU64  2240(SI), Z0
+	VMOVDQU64  2304(SI), Z1
+	VMOVDQU64  2368(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 5120(DI)
+	VMOVDQU64  Z5, 5184(DI)
+	VMOVDQU64  Z6, 5248(DI)
+	VMOVDQU64  Z7, 5312(DI)
+	VPMOVSXBD  224(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 2304(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 2816(DX)
+	VMOVDQU64  2432(SI), Z0
+	VMOVDQU64  2496(SI), Z1
+	VMOVDQU64  2560(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 5376(DI)
+	VMOVDQU64  Z5, 5440(DI)
+	VMOVDQU64  Z6, 5504(DI)
+	VMOVDQU64  Z7, 5568(DI)
+	VPMOVSXBD  240(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 2432(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 2944(DX)
+	VMOVDQU64  2624(SI), Z0
+	VMOVDQU64  2688(SI), Z1
+	VMOVDQU64  2752(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 6144(DI)
+	VMOVDQU64  Z5, 6208(DI)
+	VMOVDQU64  Z6, 6272(DI)
+	VMOVDQU64  Z7, 6336(DI)
+	VPMOVSXBD  256(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 3072(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 3584(DX)
+	VMOVDQU64  2816(SI), Z0
+	VMOVDQU64  2880(SI), Z1
+	VMOVDQU64  2944(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 6400(DI)
+	VMOVDQU64  Z5, 6464(DI)
+	VMOVDQU64  Z6, 6528(DI)
+	VMOVDQU64  Z7, 6592(DI)
+	VPMOVSXBD  272(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 3200(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 3712(DX)
+	VMOVDQU64  3008(SI), Z0
+	VMOVDQU64  3072(SI), Z1
+	VMOVDQU64  3136(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 7168(DI)
+	VMOVDQU64  Z5, 7232(DI)
+	VMOVDQU64  Z6, 7296(DI)
+	VMOVDQU64  Z7, 7360(DI)
+	VPMOVSXBD  288(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 3328(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 3840(DX)
+	VMOVDQU64  3200(SI), Z0
+	VMOVDQU64  3264(SI), Z1
+	VMOVDQU64  3328(SI), Z2
+	VPANDD     Z30, Z0, Z4
+	VPANDD     Z30, Z1, Z5
+	VPSRLW     $0x02, Z0, Z6
+	VPANDD     Z29, Z6, Z6
+	VPTERNLOGD $0xd8, Z31, Z2, Z6
+	VPSRLW     $0x04, Z2, Z3
+	VPSRLW     $0x02, Z1, Z7
+	VPANDD     Z29, Z7, Z7
+	VPTERNLOGD $0xd8, Z31, Z3, Z7
+	VMOVDQU64  Z4, 7424(DI)
+	VMOVDQU64  Z5, 7488(DI)
+	VMOVDQU64  Z6, 7552(DI)
+	VMOVDQU64  Z7, 7616(DI)
+	VPMOVSXBD  304(SI), Z26
+	VCVTDQ2PS  Z26, Z26
+	VMULPS     Z24, Z26, Z26
+	VMOVUPS    Z26, 3456(DX)
+	VMULPS     colk32f<>+0(SB), Z26, Z27
+	VMOVUPS    Z27, 3968(DX)
+	ADDQ       $0x00000d40, SI
+	ADDQ       $0x00002000, DI
+	ADDQ       $0x00001000, DX
+	DECQ       CX
+	JNZ        pfConvColQ6K_loop
+
+pfConvColQ6K_done:
+	VZEROUPPER
+	RET
+
+DATA colk32f<>+0(SB)/4, $0x42000000
+DATA colk32f<>+4(SB)/4, $0x42000000
+DATA colk32f<>+8(SB)/4, $0x42000000
+DATA colk32f<>+12(SB)/4, $0x42000000
+DATA colk32f<>+16(SB)/4, $0x42000000
+DATA colk32f<>+20(SB)/4, $0x42000000
+DATA colk32f<>+24(SB)/4, $0x42000000
+DATA colk32f<>+28(SB)/4, $0x42000000
+DATA colk32f<>+32(SB)/4, $0x42000000
+DATA colk32f<>+36(SB)/4, $0x42000000
+DATA colk32f<>+40(SB)/4, $0x42000000
+DATA colk32f<>+44(SB)/4, $0x42000000
+DATA colk32f<>+48(SB)/4, $0x42000000
+DATA colk32f<>+52(SB)/4, $0x42000000
+DATA colk32f<>+56(SB)/4, $0x42000000
+DATA colk32f<>+60(SB)/4, $0x42000000
+GLOBL colk32f<>(SB), RODATA|NOPTR, $64

@@ -37,7 +37,7 @@ func archImpls() []*impl {
 	}
 	return []*impl{
 		{name: "avx2", isa: "avx2", mr: 2, lacks: avx2, corrY: true, k: avx2Kerns},
-		// avx512bw: the column-order q8_0, q4_0, int2 and int1 tiles on zmm without
+		// avx512bw: the column-order q8_0, q4_0, int2, int1, q4_k and q6_k tiles on zmm without
 		// VPDPBUSD (col_amd64.go bwColKerns, heights 1..4; mulCol takes
 		// its tile height from kc) for AVX-512 CPUs without AVX512_VNNI;
 		// every lane-order format, and those formats left in lane order, run

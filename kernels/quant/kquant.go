@@ -24,7 +24,9 @@ import (
 // (d, dmin and ggml's 12 scale bytes, as the file) and Q6_K 5 words (d,
 // 2 bytes of padding, the 16 int8 scales). Resident: Q4_K 144 bytes per
 // 256 weights (0.5625 B/w, as the file), Q6_K 212 (0.828125, the file's
-// 210 and 2 bytes of alignment).
+// 210 and 2 bytes of alignment). Matrix.Repack for the avx512vnni and
+// avx512bw backends converts both to column order (colk.go), at the same
+// resident size.
 
 // PrefillFormat reports whether Mul's prefill path (a backend with
 // PrefillTileM > 0, from PrefillMinM rows) runs format f: every format,
@@ -50,8 +52,18 @@ func (f Format) metaWords() int {
 	return 0
 }
 
-// meta returns the scale bytes of super-block s of row r (4·metaWords).
+// meta returns the scale bytes of super-block s of row r (4·metaWords):
+// in lane order w's own bytes, in column order (colk.go) a copy (the
+// constructors write through it before any Repack).
 func (w *Matrix) meta(r, s int) []byte {
+	if w.col {
+		if w.Format == Q6_K {
+			mb := colK6Meta(w.colKChunk(r/ColRows, s), r%ColRows)
+			return mb[:]
+		}
+		mb := colKMeta(w.colKChunk(r/ColRows, s), r%ColRows)
+		return mb[:]
+	}
 	mw := w.Format.metaWords()
 	i := ((r/PanelRows*(w.pairs/superPairs)+s)*PanelRows + r%PanelRows) * mw
 	return unsafe.Slice((*byte)(unsafe.Pointer(&w.d[i])), 4*mw)
@@ -71,6 +83,12 @@ func (w *Matrix) putK(r, s, e int, v uint8) {
 }
 
 func (w *Matrix) getK(r, s, e int) int32 {
+	if w.col {
+		if w.Format == Q6_K {
+			return colK6Get(w.colKChunk(r/ColRows, s), r%ColRows, e)
+		}
+		return colKGetU(w.colKChunk(r/ColRows, s), r%ColRows, e)
+	}
 	p, pos := kPos(s, e)
 	pb := w.Format.pairBytes()
 	return w.Format.getU(w.q[w.idx(r, p)*pb:][:pb], pos)
@@ -426,7 +444,9 @@ func (w *Matrix) randomK(next func() uint64) {
 // super-block s and row r, the 8 float32 bits of d_x·Σq of its blocks at
 // (s·M + r)·8 + b (the kernels' min term); Q6_K, per pair p and row r, 16
 // int32 lane corrections −32·Σ q over the lane's 4 positions at
-// (p·M + r)·16 + lane, so that a lane's Σ u·q plus it is Σ (u − 32)·q.
+// (p·M + r)·16 + lane, so that a lane's Σ u·q plus it is Σ (u − 32)·q,
+// and for the column-order kernels (a.kc) −32·Σ q per 16-weight
+// sub-block, half t of block h at (p·M + r)·4 + 2h + t.
 func (a *Activations) quantizeK() {
 	switch a.Format {
 	case Q4_K:
@@ -442,6 +462,7 @@ func (a *Activations) quantizeK() {
 		}
 	case Q6_K:
 		a.kx = grow(a.kx, a.pairs*a.M*16)
+		a.kc = grow(a.kc, a.pairs*a.M*4)
 		for i := range a.pairs * a.M {
 			for l := range 16 {
 				var s int32
@@ -449,6 +470,7 @@ func (a *Activations) quantizeK() {
 					s += int32(int8(v))
 				}
 				a.kx[i*16+l] = uint32(-32 * s)
+				a.kc[i*4+2*(l%2)+l/8] += -32 * s // lane l: block l%2, elements 4·(l/2)..
 			}
 		}
 	}

@@ -176,7 +176,7 @@ func Mul(be Backend, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) er
 			return nil
 		}
 		if ks := pf.kk[w.Format]; ks != nil {
-			mulPFK(ks, pf.kconv[w.Format], w, a, y, ldy, n0, n1)
+			mulPFK(ks, pf.kconv[w.Format], pf.kcolConv[w.Format], w, a, y, ldy, n0, n1)
 			return nil
 		}
 	}

@@ -72,6 +72,9 @@ type pfImpl struct {
 	// colConv are the up-converts of the column-order layouts by format
 	// (col.go; a missing one: the Go loop).
 	colConv map[Format]pfColConvFn
+	// kcolConv are the column-order K-quants' quant up-converts (colk.go;
+	// a missing one: the Go loop).
+	kcolConv map[Format]pfkColConvFn
 }
 
 // kernPFGo is the specification of the prefill kernels: for r < mr,

@@ -193,13 +193,21 @@ func (a *Activations) prefillK() {
 }
 
 // mulPFK is mulPF for the K-quants, with the kernels ks (heights 1..len)
-// and the up-convert conv (nil: Go);
-// a.kpf was made by Quantize (M ≥ PrefillMinM).
-func mulPFK(ks []pfkKern, conv pfkConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
+// and the up-convert conv (nil: Go), or for a column-order w (colk.go)
+// colConv (nil: Go); a.kpf was made by Quantize (M ≥ PrefillMinM).
+func mulPFK(ks []pfkKern, conv pfkConvFn, colConv pfkColConvFn, w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) {
 	nsub := pfkSub(w.Format)
 	pfTiles(w, a, y, ldy, n0, n1, len(ks), func(buf *pfBuf) {
 		buf.dk = resize(buf.dk, w.pairs*2*nsub*pfCols)
 	}, func(buf *pfBuf, j0 int) {
+		switch {
+		case w.col && w.Format == Q6_K:
+			pfkConvertColK6(w, j0, buf.q, buf.dk, colConv)
+			return
+		case w.col:
+			pfkConvertCol(w, j0, buf.q, buf.dk, colConv)
+			return
+		}
 		pfkConvert(w, j0, buf.q, buf.dk, conv)
 	}, func(buf *pfBuf, mm, i0 int, c *float32, ldc int) {
 		ks[mm-1](w.pairs, &a.q[i0*pairLen], &a.d[i0*2], &a.kpf[i0*nsub], a.M*pairLen, &buf.q[0], &buf.dk[0], c, ldc)

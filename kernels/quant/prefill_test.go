@@ -72,7 +72,7 @@ func TestPrefillTwin(t *testing.T) {
 	}
 	paths := []path{{"spec", func(w *Matrix, a *Activations, y []float32, ldy, n0, n1 int) error {
 		if nsub := pfkSub(w.Format); nsub > 0 {
-			mulPFK(goPFK(nsub, 3), nil, w, a, y, ldy, n0, n1)
+			mulPFK(goPFK(nsub, 3), nil, nil, w, a, y, ldy, n0, n1)
 			return nil
 		}
 		mulPF(&pfImpl{k: goPF(3)}, w, a, y, ldy, n0, n1)

@@ -2,7 +2,9 @@
 // GEMV/small-M GEMM microkernels of package quant on its column-order
 // layout (kernels/quant/col.go), and the same tiles in a second flavour
 // for AVX512BW without VNNI (kernCol<F>BWm<m>: VPMADDUBSW + VPMADDWD +
-// VPADDD, see genBW), with avo:
+// VPADDD, see genBW), and the q4_k and q6_k tiles on their column-order
+// layouts (kernels/quant/colk.go; kernColQ4KVNNIm<m>, kernColQ6KVNNIm<m>:
+// genK, genK6), with avo:
 //
 //	cd kernels/_asm && go run ./quantcol -out ../quant/col_amd64.s
 //
@@ -51,7 +53,20 @@
 // gave q4_0 and q8_0 the same 20–25 GB/s within the noise (the read
 // kernel: 25–35), and q4_0's L and H split into two
 // accumulators each (chains of 2 VPDPBUSD) left its L2-resident rate at
-// 89–95 GB/s, so neither is in the generator.
+// 89–95 GB/s, so neither is in the generator. q8_0's DRAM stream once
+// more (N 16384 × K 8192, 136 MiB, one thread, variants alternated in
+// one run under the measure lock): PREFETCHT0 1, 2, 4, 8 and 16 KiB
+// ahead, T0 at 2 KiB with T1 at 16 KiB, NTA, every other line, and a
+// prefetch of the scale stream all streamed 23–27 GB/s against the DRAM
+// read kernel's 26–32 (ReadPF in the same repetitions), none apart from
+// the others beyond the noise (1 KiB a little slower). The scales moved
+// into the quants' stream (each pair's 64 bytes of scales ahead of its
+// chunks, one array) first looked a fifth faster, but that comparison had
+// the interleaved copy on a fresh mmap; with both copies from the same
+// allocator and each kernel call alternated, q8_0 and q4_0 came out
+// −5 to +11% (mixed) and int2 8–20% slower in 3 of 3 runs, so the
+// per-32 formats keep their scales in Matrix.d (the K-quants' chunks,
+// colk.go, carry theirs).
 //
 // No saturation: |q| ≤ 127, so a lane's VPDPBUSD adds at most 4·255·127
 // per group: 8 groups plus the correction |128·Σq| ≤ 128·32·127 stay far
@@ -115,6 +130,20 @@ func main() {
 			genLowBW(f, m)
 		}
 	}
+	for m := 1; m <= 4; m++ {
+		genK(m)
+	}
+	for m := 1; m <= 4; m++ {
+		genK6(m)
+	}
+	for m := 1; m <= 4; m++ {
+		genKBW(m)
+	}
+	for m := 1; m <= 4; m++ {
+		genK6BW(m)
+	}
+	genConvK("Q4K")
+	genConvK("Q6K")
 	Generate()
 }
 
@@ -752,6 +781,607 @@ func genLowBW(f string, m int) {
 			ADDQ(g.LDC, g.C)
 		}
 	}
+	VZEROUPPER()
+	RET()
+}
+
+var (
+	mask3F = asmutil.Bytes64("colk3f", func(int) byte { return 0x3f })
+	// selK[j]: the VPSHUFB index that moves byte j of every 32-bit lane to
+	// the lane's low byte and zeroes the other three.
+	selK = func() (out [4]func() Mem) {
+		for j := range out {
+			out[j] = asmutil.Bytes64(fmt.Sprintf("colksel%d", j), func(i int) byte {
+				if i%4 == 0 {
+					return byte(i%16 + j)
+				}
+				return 0x80
+			})
+		}
+		return
+	}()
+)
+
+// kSuper is the bytes of a q4_k column-order chunk (16 rows × one
+// super-block, kernels/quant/colk.go): 256 bytes of scales, then 8
+// sub-block chunks of 256 bytes in q4_0's column layout.
+const kSuper = 256 + 8*256
+
+// genK emits kernColQ4KVNNIm<m>, the avx512vnni q4_k tile on the
+// column-order layout of kernels/quant/colk.go (kernColGoK specifies it).
+// b points at the group's first super-block chunk; bs is not read; ac is
+// the activations' K-quant terms (Activations.kx: float32 d_x·Σq per
+// sub-block, super-block s of row r at ac + s·sa/2 + r·32 bytes); np is a
+// multiple of 4 (whole super-blocks).
+//
+// Per super-block, shared by the mr rows: the chunk's 16 d and 16 dmin
+// (VCVTPH2PS from memory: dv, mv) and ggml's 12 scale bytes of each row,
+// three 64-byte words W1..W3 (row l's bytes 4i..4i+3 at lane l of word
+// i): the 6-bit scales of sub-blocks 0..3 are W1 AND 0x3f (a byte each),
+// their mins W2 AND 0x3f; sub-blocks 4..7's are (W3 AND 0x0f) OR ((W1
+// VPSRLD 2) AND 0x30) and ((W3 VPSRLD 4) AND 0x0f) OR ((W2 VPSRLD 2) AND
+// 0x30): 14 instructions give four vectors holding, per lane, 4 scales
+// or 4 mins as bytes. Per sub-block j (activation block j of the
+// super-block): its scale and min move to whole lanes (VPSHUFB with a
+// constant index from memory), VCVTDQ2PS, times dv or mv: D = d·sc and
+// M = dmin·m, exact in float32 (11 × 6 bits), as kScalesOf makes them;
+// 4 loads of quants, each giving lo = AND 0x0f and hi = AND 0xf0 (16·q)
+// as gen's q4_0 (two accumulators from zero, L += H >> 4); then per row
+// VCVTDQ2PS, D times the row's dx (VMULPS with an embedded broadcast),
+// VFMADD231PS into the row's float accumulator and VFNMADD231PS of M
+// times the row's d_x·Σq (embedded broadcast from ac): the min term is
+// subtracted per sub-block, no separate sum. Per sub-block and 16 rows
+// at mr = 1: 4 loads, 8 ANDs, 8 VPDPBUSD, 6 shared scale ops and 8
+// others (2 zeroings, shift, add, convert, multiply, 2 FMAs) plus 1/8 of
+// the super-block's 16: the q4_0 tile's work and 7 more.
+//
+// No saturation: q ≤ 15 and |q_x| ≤ 127, so |L| ≤ 16·15·127 and |H| ≤
+// 16·16·15·127; the block sum is below 2^24 (exact in float32).
+//
+// Registers, mr = 4: 4 float and 8 int32 accumulators, 3 weight vectors,
+// 4 masks, 4 scale and min vectors, dv, mv, D, M and one temporary.
+func genK(m int) {
+	name := fmt.Sprintf("kernColQ4KVNNIm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q4_k tile with VPDPBUSD; see genK in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	kxs := g.BS        // bs is not read: the kx stride per super-block, sa/2 bytes
+	MOVQ(g.SA, kxs)
+	SHRQ(U8(1), kxs)
+	SHRQ(U8(2), g.NP) // pairs → super-blocks
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	hacc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r], hacc[r] = zmm(r), zmm(4+r), zmm(8+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	w, lo, hi := zmm(12), zmm(13), zmm(14)
+	k0F, kF0, k3F, k30 := zmm(15), zmm(16), zmm(17), zmm(18)
+	scLo, scHi, mLo, mHi := zmm(19), zmm(20), zmm(21), zmm(22)
+	dv, mv, D, M, t := zmm(23), zmm(24), zmm(25), zmm(26), zmm(27)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(maskF0(), kF0)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	kScalesQ4K(g.B, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 9; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			j := 2*pp + h
+			for r := 0; r < m; r++ {
+				VPXORD(iacc[r], iacc[r], iacc[r])
+				VPXORD(hacc[r], hacc[r], hacc[r])
+			}
+			x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+			for k := 0; k < 4; k++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: 256 + j*256 + k*64}, w)
+				VPANDD(k0F, w, lo)
+				VPANDD(kF0, w, hi)
+				for r := 0; r < m; r++ {
+					asmutil.VPDPBUSD(x(r, k), lo, iacc[r], true)
+					asmutil.VPDPBUSD(x(r, 4+k), hi, hacc[r], true)
+				}
+			}
+			sc, mn := scLo, mLo
+			if j >= 4 {
+				sc, mn = scHi, mHi
+			}
+			VPSHUFB(selK[j%4](), sc, D)
+			VCVTDQ2PS(D, D)
+			VMULPS(dv, D, D)
+			VPSHUFB(selK[j%4](), mn, M)
+			VCVTDQ2PS(M, M)
+			VMULPS(mv, M, M)
+			for r := 0; r < m; r++ {
+				VPSRAD(U8(4), hacc[r], hacc[r])
+				VPADDD(hacc[r], iacc[r], iacc[r])
+				VCVTDQ2PS(iacc[r], iacc[r])
+				VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
+				VFMADD231PS(iacc[r], t, facc[r])
+				VFNMADD231PS_BCST(Mem{Base: g.AC, Disp: r*32 + j*4}, M, facc[r])
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+	}
+	ADDQ(kxs, g.AC)
+	ADDQ(U32(kSuper), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// k6Super is the bytes of a q6_k column-order chunk (kernels/quant/colk.go):
+// 320 bytes of scales, then 16 sub-block chunks of 192.
+const k6Super = 320 + 16*192
+
+// genK6 emits kernColQ6KVNNIm<m>, the avx512vnni q6_k tile on the
+// column-order layout of kernels/quant/colk.go (kernColGoK6 specifies it).
+// b points at the group's first super-block chunk; bs is not read; ac is
+// the activations' column-order Q6_K corrections (Activations.kc: int32
+// −32·Σq per 16-weight sub-block, pair p of row r at ac + p·sa/4 + r·16
+// bytes); np is a multiple of 4.
+//
+// Per super-block the 16 rows' d (VCVTPH2PS from memory, dv); per
+// sub-block j (half t of activation block h): D = d·sc (VPMOVSXBD of the
+// sub-block's 16 int8 scales from memory, VCVTDQ2PS, times dv: exact in
+// float32, 11 × 8 bits), the 3 words A, B, C give the 4 groups' q (0..63)
+// with 9 instructions,
+//
+//	u0 = A AND 0x3f, u1 = B AND 0x3f,
+//	u2 = (C AND 0x0f) OR ((A VPSRLW 2) AND 0x30),
+//	u3 = ((C VPSRLW 4) AND 0x0f) OR ((B VPSRLW 2) AND 0x30)
+//
+// (each OR with its AND 0x0f one VPTERNLOGD selecting by the 0x0f mask;
+// the bits a 16-bit shift moves across a byte are masked off), and per
+// row the int32 accumulator starts from the sub-block's correction
+// (VPBROADCASTD from memory), takes 4 VPDPBUSD (activations broadcast
+// from memory) and is scaled as gen's: VCVTDQ2PS, D times the row's dx
+// (VMULPS with an embedded broadcast), VFMADD231PS. Per 32-weight block
+// and 16 rows at mr = 1: 6 loads, 18 unpack ops, 8 VPDPBUSD, 6 scale ops
+// and 8 others.
+//
+// No saturation: q ≤ 63 and |q_x| ≤ 127: |S| ≤ 16·63·127 + 32·16·127 <
+// 2^24, exact in float32.
+//
+// Registers, mr = 4: 4 float and 4 int32 accumulators, 3 words, 4
+// unpacked vectors, 3 masks, dv, D and one temporary.
+func genK6(m int) {
+	name := fmt.Sprintf("kernColQ6KVNNIm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q6_k tile with VPDPBUSD; see genK6 in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC) // floats → bytes
+	kcs := g.BS        // bs is not read: the kc stride per pair, sa/4 bytes
+	MOVQ(g.SA, kcs)
+	SHRQ(U8(2), kcs)
+	SHRQ(U8(2), g.NP) // pairs → super-blocks
+	facc := make([]VecPhysical, m)
+	iacc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], iacc[r] = zmm(r), zmm(4+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	wa, wb, wc := zmm(8), zmm(9), zmm(10)
+	u := []VecPhysical{zmm(11), zmm(12), zmm(13), zmm(14)}
+	k3F, k30, k0F := zmm(15), zmm(16), zmm(17)
+	dv, D, t := zmm(18), zmm(19), zmm(20)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	VMOVDQU64(mask0F(), k0F)
+	// sel: dst = (dst AND NOT k0F) OR (src AND k0F), dst holding only
+	// bits 4..5 (VPTERNLOGD 0xd8: k0F ? src : dst).
+	sel := func(src, dst VecPhysical) { VPTERNLOGD(U8(0xd8), k0F, src, dst) }
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	VCVTPH2PS(Mem{Base: g.B}, dv)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 14; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (14*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			for th := 0; th < 2; th++ {
+				j := 4*pp + 2*h + th
+				for r := 0; r < m; r++ {
+					VPBROADCASTD(Mem{Base: g.AC, Disp: r*16 + (2*h+th)*4}, iacc[r])
+				}
+				base := 320 + 192*j
+				VMOVDQU64(Mem{Base: g.B, Disp: base}, wa)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 64}, wb)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 128}, wc)
+				VPANDD(k3F, wa, u[0])
+				VPANDD(k3F, wb, u[1])
+				VPSRLW(U8(2), wa, u[2])
+				VPANDD(k30, u[2], u[2])
+				sel(wc, u[2])
+				VPSRLW(U8(4), wc, t)
+				VPSRLW(U8(2), wb, u[3])
+				VPANDD(k30, u[3], u[3])
+				sel(t, u[3])
+				x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+				for gi := 0; gi < 4; gi++ {
+					for r := 0; r < m; r++ {
+						asmutil.VPDPBUSD(x(r, 4*th+gi), u[gi], iacc[r], true)
+					}
+				}
+				VPMOVSXBD(Mem{Base: g.B, Disp: 64 + 16*j}, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				for r := 0; r < m; r++ {
+					VCVTDQ2PS(iacc[r], iacc[r])
+					VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
+					VFMADD231PS(iacc[r], t, facc[r])
+				}
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+		ADDQ(kcs, g.AC)
+	}
+	ADDQ(U32(k6Super), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// kScalesQ4K emits genK's per-super-block unpack of the 16 rows' q4_k
+// scales and mins (b at the chunk): dv, mv and the four byte vectors.
+func kScalesQ4K(b Register, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t VecPhysical) {
+	word := func(i int) Mem { return Mem{Base: b, Disp: 64 * i} }
+	VCVTPH2PS(word(0), dv)
+	VCVTPH2PS(Mem{Base: b, Disp: 32}, mv)
+	VPANDD(word(1), k3F, scLo)
+	VPANDD(word(2), k3F, mLo)
+	VPSRLD(U8(2), word(1), t)
+	VPANDD(k30, t, t)
+	VPANDD(word(3), k0F, scHi)
+	VPORD(t, scHi, scHi)
+	VPSRLD(U8(2), word(2), t)
+	VPANDD(k30, t, t)
+	VPSRLD(U8(4), word(3), mHi)
+	VPANDD(k0F, mHi, mHi)
+	VPORD(t, mHi, mHi)
+}
+
+// genKBW emits kernColQ4KBWm<m>, genK's tile for the avx512bw backend
+// (genBW's VPMADDUBSW + VPMADDWD by ones, the activations VPBROADCASTD
+// into a register): per sub-block the 4 loads give lo = AND 0x0f and hi
+// = (VPSRLW 4) AND 0x0f (q 0..15), a row's 8 VPMADDUBSW (pairs at most
+// 2·15·127 = 3810) sum in int16 to at most 30480 < 2^15 − 1 (exact), one
+// VPMADDWD by ones widens the sum; the scales, mins and the float part
+// are genK's, so the result is kernColGoK's bit for bit wherever the
+// float32 products are exact.
+func genKBW(m int) {
+	name := fmt.Sprintf("kernColQ4KBWm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q4_k tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genKBW in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC)
+	kxs := g.BS
+	MOVQ(g.SA, kxs)
+	SHRQ(U8(1), kxs)
+	SHRQ(U8(2), g.NP)
+	facc := make([]VecPhysical, m)
+	s16 := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r], s16[r] = zmm(r), zmm(4+r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	t, xb, w, lo, hi := zmm(8), zmm(9), zmm(10), zmm(11), zmm(12)
+	k0F, k3F, k30 := zmm(13), zmm(14), zmm(15)
+	scLo, scHi, mLo, mHi := zmm(16), zmm(17), zmm(18), zmm(19)
+	dv, mv, D, M, ones, t2 := zmm(20), zmm(21), zmm(22), zmm(23), zmm(24), zmm(25)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	VMOVDQU64(onesW(), ones)
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	kScalesQ4K(g.B, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 9; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			j := 2*pp + h
+			x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+			for k := 0; k < 4; k++ {
+				VMOVDQU64(Mem{Base: g.B, Disp: 256 + j*256 + k*64}, w)
+				VPANDD(k0F, w, lo)
+				VPSRLW(U8(4), w, hi)
+				VPANDD(k0F, hi, hi)
+				for r := 0; r < m; r++ {
+					VPBROADCASTD(x(r, k), xb)
+					if k == 0 {
+						VPMADDUBSW(xb, lo, s16[r])
+					} else {
+						VPMADDUBSW(xb, lo, t)
+						VPADDW(t, s16[r], s16[r])
+					}
+					VPBROADCASTD(x(r, 4+k), xb)
+					VPMADDUBSW(xb, hi, t)
+					VPADDW(t, s16[r], s16[r])
+				}
+			}
+			sc, mn := scLo, mLo
+			if j >= 4 {
+				sc, mn = scHi, mHi
+			}
+			VPSHUFB(selK[j%4](), sc, D)
+			VCVTDQ2PS(D, D)
+			VMULPS(dv, D, D)
+			VPSHUFB(selK[j%4](), mn, M)
+			VCVTDQ2PS(M, M)
+			VMULPS(mv, M, M)
+			for r := 0; r < m; r++ {
+				VPMADDWD(ones, s16[r], t)
+				VCVTDQ2PS(t, t)
+				VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t2)
+				VFMADD231PS(t, t2, facc[r])
+				VFNMADD231PS_BCST(Mem{Base: g.AC, Disp: r*32 + j*4}, M, facc[r])
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+	}
+	ADDQ(kxs, g.AC)
+	ADDQ(U32(kSuper), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// genK6BW emits kernColQ6KBWm<m>, genK6's tile for the avx512bw backend:
+// genK6's unpack to q (0..63), then per row and sub-block VPMADDUBSW of
+// the 4 groups against the broadcast activations (pairs at most 2·63·127
+// = 16002), summed two at a time in int16 (at most 32004 < 2^15 − 1:
+// exact), each sum widened by VPMADDWD by ones, the two added to the
+// sub-block's correction (VPADDD with an embedded broadcast); the float
+// part is genK6's, so the result is kernColGoK6's bit for bit wherever
+// the float32 products are exact.
+func genK6BW(m int) {
+	name := fmt.Sprintf("kernColQ6KBWm%d", m)
+	TEXT(name, NOSPLIT, signature)
+	Doc(fmt.Sprintf("%s computes an %d×16 column-order q6_k tile with VPMADDUBSW and VPMADDWD (AVX512BW); see genK6BW in the generator.", name, m))
+	g := asmutil.LoadArgs("ac")
+	SHLQ(U8(2), g.LDC)
+	kcs := g.BS
+	MOVQ(g.SA, kcs)
+	SHRQ(U8(2), kcs)
+	SHRQ(U8(2), g.NP)
+	facc := make([]VecPhysical, m)
+	for r := 0; r < m; r++ {
+		facc[r] = zmm(r)
+		VPXORD(facc[r], facc[r], facc[r])
+	}
+	wa, wb, wc := zmm(8), zmm(9), zmm(10)
+	u := []VecPhysical{zmm(11), zmm(12), zmm(13), zmm(14)}
+	k3F, k30, k0F := zmm(15), zmm(16), zmm(17)
+	dv, D, t := zmm(18), zmm(19), zmm(20)
+	xb, s16, p16, i32, ones := zmm(21), zmm(22), zmm(23), zmm(24), zmm(25)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(onesW(), ones)
+	sel := func(src, dst VecPhysical) { VPTERNLOGD(U8(0xd8), k0F, src, dst) }
+
+	TESTQ(g.NP, g.NP)
+	JZ(LabelRef(name + "_store"))
+	Label(name + "_loop")
+	VCVTPH2PS(Mem{Base: g.B}, dv)
+	for pp := 0; pp < 4; pp++ {
+		for l := 0; l < 14; l++ {
+			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (14*pp+l)*64})
+		}
+		for h := 0; h < 2; h++ {
+			for th := 0; th < 2; th++ {
+				j := 4*pp + 2*h + th
+				base := 320 + 192*j
+				VMOVDQU64(Mem{Base: g.B, Disp: base}, wa)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 64}, wb)
+				VMOVDQU64(Mem{Base: g.B, Disp: base + 128}, wc)
+				VPANDD(k3F, wa, u[0])
+				VPANDD(k3F, wb, u[1])
+				VPSRLW(U8(2), wa, u[2])
+				VPANDD(k30, u[2], u[2])
+				sel(wc, u[2])
+				VPSRLW(U8(4), wc, t)
+				VPSRLW(U8(2), wb, u[3])
+				VPANDD(k30, u[3], u[3])
+				sel(t, u[3])
+				VPMOVSXBD(Mem{Base: g.B, Disp: 64 + 16*j}, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
+				for r := 0; r < m; r++ {
+					for half := 0; half < 2; half++ {
+						VPBROADCASTD(x(r, 4*th+2*half), xb)
+						VPMADDUBSW(xb, u[2*half], s16)
+						VPBROADCASTD(x(r, 4*th+2*half+1), xb)
+						VPMADDUBSW(xb, u[2*half+1], p16)
+						VPADDW(p16, s16, s16)
+						if half == 0 {
+							VPMADDWD(ones, s16, i32)
+						} else {
+							VPMADDWD(ones, s16, s16)
+							VPADDD(s16, i32, i32)
+						}
+					}
+					VPADDD_BCST(Mem{Base: g.AC, Disp: r*16 + (2*h+th)*4}, i32, i32)
+					VCVTDQ2PS(i32, i32)
+					VMULPS_BCST(Mem{Base: g.AS, Disp: (r*2 + h) * 4}, D, t)
+					VFMADD231PS(i32, t, facc[r])
+				}
+			}
+		}
+		ADDQ(g.SA, g.A)
+		ADDQ(g.SA8, g.AS)
+		ADDQ(kcs, g.AC)
+	}
+	ADDQ(U32(k6Super), g.B)
+	DECQ(g.NP)
+	JNZ(LabelRef(name + "_loop"))
+
+	Label(name + "_store")
+	for r := 0; r < m; r++ {
+		VMOVUPS(facc[r], Mem{Base: g.C})
+		if r+1 < m {
+			ADDQ(g.LDC, g.C)
+		}
+	}
+	VZEROUPPER()
+	RET()
+}
+
+// f32x32 is 16 float32 32.0s (q6_k's min term Mn = 32·D).
+var f32x32 = asmutil.Words64("colk32f", false, func(int) uint64 { return 0x42000000 })
+
+// genConvK emits pfConvColQ4K and pfConvColQ6K, the prefill up-converts
+// of one column-order q4_k or q6_k group (16 rows, np pairs, np a
+// multiple of 4) into half a prefill tile and its scale words
+// (kernels/quant/colk.go pfkConvertCol, pfkConvertColK6), signature
+// func(np int, src *byte, dst *byte, dd *float32): src at the group's
+// first super-block chunk, dst at pair 0 of the half (pair stride 2048
+// bytes, block h at 1024·h, group k at 64·k), dd at the half's first
+// scale word (pair stride 2·nsub·32 floats, sub-block b's 16 rows at
+// 32·b, its min term at 32·(nsub + b)). q4_k's sub-block j = 2p'+h of a
+// super-block is block h of pair p': its 4 loads give the tile's groups
+// k (AND 0x0f) and 4+k (VPSRLW 4, AND 0x0f), as genConv's q4_0, and
+// genK's D = d·sc and M = dmin·m of the 16 rows are stored whole; q6_k's
+// sub-block j = 4p'+2h+t gives groups 4t..4t+3 of block h with genK6's
+// unpack, D = d·sc and 32·D (exact) stored.
+func genConvK(f string) {
+	name := "pfConvCol" + f
+	TEXT(name, NOSPLIT, "func(np int, src *byte, dst *byte, dd *float32)")
+	Doc(name + " up-converts a column-order group of W into half a prefill tile; see genConvK in the generator.")
+	np := Load(Param("np"), RCX)
+	src := Load(Param("src"), RSI)
+	dst := Load(Param("dst"), RDI)
+	dd := Load(Param("dd"), RDX)
+	SHRQ(U8(2), np)
+	const half = 8 * 64
+	k0F, k3F, k30 := zmm(31), zmm(30), zmm(29)
+	scLo, scHi, mLo, mHi, dv, mv, D, M, t := zmm(20), zmm(21), zmm(22), zmm(23), zmm(24), zmm(25), zmm(26), zmm(27), zmm(28)
+	VMOVDQU64(mask0F(), k0F)
+	VMOVDQU64(mask3F(), k3F)
+	VMOVDQU64(mask30(), k30)
+	sb, nsub := kSuper, 2
+	if f == "Q6K" {
+		sb, nsub = k6Super, 4
+	}
+	sw := 2 * nsub * 32 * 4 // scale-word bytes per pair
+	out := func(pp, h, k int) Mem { return Mem{Base: dst, Disp: pp*4*half + h*2*half + k*64} }
+	word := func(pp, b int) Mem { return Mem{Base: dd, Disp: pp*sw + b*32*4} }
+	TESTQ(np, np)
+	JZ(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	if f == "Q4K" {
+		kScalesQ4K(src, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
+	} else {
+		VCVTPH2PS(Mem{Base: src}, dv)
+	}
+	for pp := 0; pp < 4; pp++ {
+		for h := 0; h < 2; h++ {
+			if f == "Q4K" {
+				j := 2*pp + h
+				for k := 0; k < 4; k++ {
+					v, hi := zmm(2*k), zmm(2*k+1)
+					VMOVDQU64(Mem{Base: src, Disp: 256 + j*256 + k*64}, v)
+					VPSRLW(U8(4), v, hi)
+					VPANDD(k0F, v, v)
+					VPANDD(k0F, hi, hi)
+					VMOVDQU64(v, out(pp, h, k))
+					VMOVDQU64(hi, out(pp, h, 4+k))
+				}
+				sc, mn := scLo, mLo
+				if j >= 4 {
+					sc, mn = scHi, mHi
+				}
+				VPSHUFB(selK[j%4](), sc, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				VPSHUFB(selK[j%4](), mn, M)
+				VCVTDQ2PS(M, M)
+				VMULPS(mv, M, M)
+				VMOVUPS(D, word(pp, h))
+				VMOVUPS(M, word(pp, nsub+h))
+				continue
+			}
+			for th := 0; th < 2; th++ {
+				j := 4*pp + 2*h + th
+				base := 320 + 192*j
+				wa, wb, wc, tt := zmm(0), zmm(1), zmm(2), zmm(3)
+				u := []VecPhysical{zmm(4), zmm(5), zmm(6), zmm(7)}
+				VMOVDQU64(Mem{Base: src, Disp: base}, wa)
+				VMOVDQU64(Mem{Base: src, Disp: base + 64}, wb)
+				VMOVDQU64(Mem{Base: src, Disp: base + 128}, wc)
+				VPANDD(k3F, wa, u[0])
+				VPANDD(k3F, wb, u[1])
+				VPSRLW(U8(2), wa, u[2])
+				VPANDD(k30, u[2], u[2])
+				VPTERNLOGD(U8(0xd8), k0F, wc, u[2])
+				VPSRLW(U8(4), wc, tt)
+				VPSRLW(U8(2), wb, u[3])
+				VPANDD(k30, u[3], u[3])
+				VPTERNLOGD(U8(0xd8), k0F, tt, u[3])
+				for g := 0; g < 4; g++ {
+					VMOVDQU64(u[g], out(pp, h, 4*th+g))
+				}
+				b := 2*h + th
+				VPMOVSXBD(Mem{Base: src, Disp: 64 + 16*j}, D)
+				VCVTDQ2PS(D, D)
+				VMULPS(dv, D, D)
+				VMOVUPS(D, word(pp, b))
+				VMULPS(f32x32(), D, M) // 32·D, exact
+				VMOVUPS(M, word(pp, nsub+b))
+			}
+		}
+	}
+	ADDQ(U32(sb), src)
+	ADDQ(U32(4*4*half), dst)
+	ADDQ(U32(4*sw), dd)
+	DECQ(np)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
 	VZEROUPPER()
 	RET()
 }
