@@ -73,7 +73,8 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 
 // quantMatrix repacks q in place, once at load, into the layout the
 // model's quant backend's GEMV kernels read (quant.Matrix.Repack: column
-// order for q8_0 and q4_0 on avx512vnni and avx512bw, lane order otherwise) and
+// order for the formats of Backend.ColumnFormats — q8_0, q4_0, q4_k, q6_k,
+// int2 and int1 on avx512vnni and avx512bw —, lane order otherwise) and
 // returns it.
 func (m *Model) quantMatrix(q *quant.Matrix) *quant.Matrix {
 	q.Repack(*m.Quant)
