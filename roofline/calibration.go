@@ -235,6 +235,19 @@ func VectorOp(name string, rows, width int) (Operator, error) {
 	return Operator{}, fmt.Errorf("vector operator %q: not a row-wise vector operator of the catalog", name)
 }
 
+// CoresWorkers is the workers of m's cores target (at least 1): the
+// thread count its predictions are for.
+func (m *Machine) CoresWorkers() int {
+	if c := m.byKind(KindCores); len(c) > 0 {
+		return max(c[0].Workers, 1)
+	}
+	return 1
+}
+
+// HasMatrixUnit reports whether m has a target of kind matrix (a matrix
+// unit's: SME, AMX), which AtThreads drops.
+func (m *Machine) HasMatrixUnit() bool { return len(m.byKind(KindMatrix)) > 0 }
+
 // AtThreads returns a copy of m whose cores target runs on threads
 // workers: its compute ceilings and the non-linear rate scaled by
 // threads/workers, the other targets dropped (calibration measures the

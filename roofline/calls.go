@@ -82,6 +82,14 @@ func OpThreads(o Operator, workers int) (threads, calls int) {
 	return workers, 1
 }
 
+// serialAtAnyWorkers reports whether the engine runs o on the caller alone
+// whatever the workers (OpThreads at 2 workers is 1 thread): an operator
+// small enough to stay serial, not one serial for want of workers.
+func serialAtAnyWorkers(o Operator) bool {
+	n, _ := OpThreads(o, 2)
+	return n == 1
+}
+
 // callModel reports whether m has any per-call term.
 func (m *Machine) callModel() bool { return len(m.LevelRoofs) > 0 || m.FixedCosts != nil }
 
@@ -284,11 +292,13 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 			t, p.Bound = c, compute
 		}
 	}
-	if f := m.FixedCosts; f != nil && f.ColdLineSeconds > 0 && calls == 0 && n == 1 && haveLevels && cb.WeightsLevel == "DRAM" &&
+	if f := m.FixedCosts; f != nil && f.ColdLineSeconds > 0 && calls == 0 && n == 1 && serialAtAnyWorkers(o) && haveLevels && cb.WeightsLevel == "DRAM" &&
 		(o.Kind == KindNonlinear || o.Kind == KindElementwise) {
 		// A decode-sized operator on the caller between GEMVs that stream
 		// the DRAM-resident weights: its few lines were evicted since
-		// their last use and come at a latency-bound cost per line.
+		// their last use and come at a latency-bound cost per line. (Not
+		// a prefill-sized one that runs on the caller only because there
+		// is one worker: its activations were just written.)
 		if c := coldLines(o) * f.ColdLineSeconds; c > t {
 			t, p.Bound = c, "cold lines"
 		}

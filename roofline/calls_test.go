@@ -116,6 +116,14 @@ func TestCallTermsEach(t *testing.T) {
 	if p := ps[0]; p.Bound == "cold lines" || !nearRel(p.Time, 12288/100e9) {
 		t.Errorf("residual, L2-resident weights: bound %s time %v; want the L1 roof, %v", p.Bound, p.Time, 12288/100e9)
 	}
+	// On one worker a prefill-sized residual (512 rows) runs on the
+	// caller too, but its activations were just written: no cold lines.
+	one := m.AtThreads(1)
+	big := vector(OpAttnResidual, KindElementwise, 512, 1024, residualFLOPs, 2, 4)
+	ps, _ = PlaceCall(one, "fp32", []Operator{big}, 1<<30)
+	if p := ps[0]; p.Bound == "cold lines" || p.Threads != 1 {
+		t.Errorf("prefill residual on one worker: bound %s, %d threads; want no cold lines, 1 thread", p.Bound, p.Threads)
+	}
 	m.FixedCosts.ColdLineSeconds = 0
 	// A serial non-linear operator gets half the two-worker non-linear
 	// rate (the rate is measured per thread and scaled by the workers).

@@ -497,7 +497,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if machine != nil {
 		var pt, pd float64
 		predict := sweep.Predict
-		if m.PerPhase() {
+		if !m.PerPhase() && m.Threads != machine.CoresWorkers() {
+			// Fewer threads than the profile's workers: predict at the
+			// run's (roofline.Machine.AtThreads, as per-phase runs do).
+			res.Notes = append(res.Notes, fmt.Sprintf("predicted at the run's %d threads, not the profile's %d workers (the cores target scaled: roofline.Machine.AtThreads)", m.Threads, machine.CoresWorkers()))
+			if machine.HasMatrixUnit() {
+				res.Notes = append(res.Notes, "the profile's matrix-unit target is not scaled to fewer threads: the prediction is the cores target's")
+			}
+		}
+		if m.PerPhase() || m.Threads != machine.CoresWorkers() {
 			predict = func(mach *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int) (map[[2]string]float64, float64, float64, error) {
 				return sweep.PredictPhases(mach, c, prec, B, T, G, m.PhaseThreads(roofline.Prefill), m.PhaseThreads(roofline.Decode))
 			}

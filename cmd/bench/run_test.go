@@ -327,3 +327,32 @@ func TestRunKVDType(t *testing.T) {
 		}
 	}
 }
+
+// A run on fewer threads than the profile's workers is predicted at its
+// own threads (the cores target scaled), and says so: its predicted TTFT
+// is longer than the all-thread run's, with the same profile.
+func TestRunPredictsAtRunThreads(t *testing.T) {
+	ttft := map[string]float64{}
+	for _, th := range []string{"1", "2"} {
+		code, out, errs := run(t, "run", "--weights", stories, "--layers", "2", "--prompt-tokens", "8", "--gen-tokens", "1", "--threads", th,
+			"--profile", "../../results/testdata/profile-amd-epyc-2core-all-sections.json", "--json")
+		if code != 0 {
+			t.Fatalf("--threads %s: exit %d: %s", th, code, errs)
+		}
+		var r runResult
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.PredictedTTFT == nil {
+			t.Fatalf("--threads %s: no prediction", th)
+		}
+		ttft[th] = *r.PredictedTTFT
+		noted := strings.Contains(strings.Join(r.Notes, "\n"), "predicted at the run's 1 threads")
+		if noted != (th == "1") {
+			t.Errorf("--threads %s: note of the scaled prediction %v: %q", th, noted, r.Notes)
+		}
+	}
+	if !(ttft["1"] > ttft["2"]) {
+		t.Errorf("predicted TTFT at 1 thread %v, at 2 %v: want the 1-thread one longer", ttft["1"], ttft["2"])
+	}
+}
