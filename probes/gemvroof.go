@@ -2,6 +2,8 @@ package probes
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
 
 	"github.com/cpubench/bench/results"
@@ -42,16 +44,55 @@ func (r *runner) roofNow(ctx context.Context, memory *results.Memory, threads in
 	return b.GBps.Median, nil
 }
 
-// gemvRoofNow sets g.RoofNowGBps to the mean of the DRAM read roofs
-// measured before (before) and after the GEMV (roofNow), and its fraction
-// to one of that roof, where both were measured.
-func (r *runner) gemvRoofNow(ctx context.Context, memory *results.Memory, g *results.GEMMResult, before float64) error {
-	after, err := r.roofNow(ctx, memory, g.Threads)
-	if err != nil || before <= 0 || after <= 0 {
-		return err
+// gemvRoofAttempts bounds the measurements of one DRAM-sized GEMV whose
+// two DRAM roofs (before and after) disagree.
+const gemvRoofAttempts = 3
+
+// measureGEMVBeside runs measure (one DRAM-sized GEMV at threads threads)
+// between two DRAM read roof measurements (roofNow). Where the two agree
+// within results.NoiseMaxRoofDrift, the GEMV's RoofNowGBps is their mean
+// and its fraction is of it; where they do not, the host's bandwidth moved
+// during the GEMV, which is measured again (at most gemvRoofAttempts
+// times) and, still moving, kept with its figure marked noisy (the roofs
+// named) and no RoofNowGBps. Without a roof at threads in memory it is
+// measure's result as is.
+func (r *runner) measureGEMVBeside(ctx context.Context, memory *results.Memory, threads int, measure func() (results.GEMMResult, error)) (results.GEMMResult, error) {
+	for a := 1; ; a++ {
+		before, err := r.roofNow(ctx, memory, threads)
+		if err != nil {
+			return results.GEMMResult{}, err
+		}
+		g, err := measure()
+		if err != nil {
+			return results.GEMMResult{}, err
+		}
+		after, err := r.roofNow(ctx, memory, threads)
+		if err != nil {
+			return results.GEMMResult{}, err
+		}
+		if before <= 0 || after <= 0 {
+			return g, nil
+		}
+		mean := (before + after) / 2
+		if math.Abs(before-after)/mean <= results.NoiseMaxRoofDrift {
+			g.RoofNowGBps = mean
+			g.Fraction = g.WeightGBps / mean
+			g.FractionOf = "the DRAM read roof at the same threads re-measured before and after the GEMV (roof_now_gbps)"
+			return g, nil
+		}
+		if a >= gemvRoofAttempts {
+			n := results.Noise{}
+			if g.GFLOPS.Noise != nil {
+				n = *g.GFLOPS.Noise
+			}
+			why := fmt.Sprintf("the DRAM read roof moved from %.1f to %.1f GB/s across the GEMV (%d attempts)", before, after, a)
+			n.Noisy, n.Attempts = true, a
+			if n.Why != "" {
+				why = n.Why + ", " + why
+			}
+			n.Why = why
+			g.GFLOPS.Noise = &n
+			return g, nil
+		}
 	}
-	g.RoofNowGBps = (before + after) / 2
-	g.Fraction = g.WeightGBps / g.RoofNowGBps
-	g.FractionOf = "the DRAM read roof at the same threads re-measured before and after the GEMV (roof_now_gbps)"
-	return nil
 }

@@ -860,16 +860,14 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			return nil, err
 		}
 		for _, t := range threads {
-			before, err := r.roofNow(ctx, memory, t)
+			g, err := r.measureGEMVBeside(ctx, memory, t, func() (results.GEMMResult, error) {
+				g, err := b.Measure(ctx, w, 1, t, false)
+				if err == nil {
+					GEMMFraction(&g, compute, memory, nil)
+				}
+				return g, err
+			})
 			if err != nil {
-				return nil, err
-			}
-			g, err := b.Measure(ctx, w, 1, t, false)
-			if err != nil {
-				return nil, err
-			}
-			GEMMFraction(&g, compute, memory, nil)
-			if err := r.gemvRoofNow(ctx, memory, &g, before); err != nil {
 				return nil, err
 			}
 			out.GEMV = append(out.GEMV, g)
@@ -898,16 +896,14 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 				return nil, err
 			}
 			for _, t := range threads {
-				before, err := r.roofNow(ctx, memory, t)
+				g, err := r.measureGEMVBeside(ctx, memory, t, func() (results.GEMMResult, error) {
+					g, err := b.MeasureQuant(ctx, w, 1, t)
+					if err == nil {
+						GEMMFraction(&g, compute, memory, nil)
+					}
+					return g, err
+				})
 				if err != nil {
-					return nil, err
-				}
-				g, err := b.MeasureQuant(ctx, w, 1, t)
-				if err != nil {
-					return nil, err
-				}
-				GEMMFraction(&g, compute, memory, nil)
-				if err := r.gemvRoofNow(ctx, memory, &g, before); err != nil {
 					return nil, err
 				}
 				rows = append(rows, g)

@@ -556,7 +556,9 @@ type GEMMResult struct {
 	// RoofNowGBps (a DRAM-sized GEMV of matrix.gemv; added within v1) is
 	// the DRAM read roof at the GEMV's threads measured right before and
 	// right after it (the memory section's kernel and pages, one working
-	// set; mean of the two medians), GB/s: Fraction is then of this roof,
+	// set; mean of the two medians, recorded only where they agree within
+	// NoiseMaxRoofDrift: else the GEMV is measured again, at most 3 times,
+	// and kept marked noisy), GB/s: Fraction is then of this roof,
 	// and the roofline takes the GEMV's bandwidth as that fraction of the
 	// profile's roof (the host's bandwidth moves within a probe by tens of
 	// percent on a VM; the kernel's fraction of it much less). Absent:

@@ -1,0 +1,49 @@
+package probes
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/results"
+)
+
+// TestMeasureGEMVBeside: a GEMV measured between two DRAM roof
+// measurements gets their mean as roof_now_gbps and its fraction of it
+// where they agree; a GEMV whose roofs cannot agree (here the roof's record
+// is 0 working sets: none measured) is its measurement as is; and the
+// measurement runs once per attempt.
+func TestMeasureGEMVBeside(t *testing.T) {
+	r := newTestRunner(t, kernels.BestMem())
+	mem := &results.Memory{DRAM: []results.DRAMRoof{{Threads: 1, Kernel: "read", Pages: pagesSmall, WorkingSets: []int64{1 << 20}, GBps: results.Stat{Median: 10, N: 5}}}}
+	calls := 0
+	measure := func() (results.GEMMResult, error) {
+		calls++
+		return results.GEMMResult{Threads: 1, WeightGBps: 5}, nil
+	}
+	g, err := r.measureGEMVBeside(context.Background(), mem, 1, measure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls < 1 || calls > gemvRoofAttempts {
+		t.Errorf("%d measurements", calls)
+	}
+	switch {
+	case g.RoofNowGBps > 0:
+		if g.Fraction != 5/g.RoofNowGBps || !strings.Contains(g.FractionOf, "roof_now_gbps") {
+			t.Errorf("agreeing roofs: %+v", g)
+		}
+	default:
+		// The roofs kept moving (a loaded machine): marked noisy, naming them.
+		if g.GFLOPS.Noise == nil || !g.GFLOPS.Noise.Noisy || !strings.Contains(g.GFLOPS.Noise.Why, "DRAM read roof moved") || calls != gemvRoofAttempts {
+			t.Errorf("moving roofs: %+v (%d calls)", g, calls)
+		}
+	}
+	// No roof at 2 threads: the measurement as is, once.
+	calls = 0
+	g, err = r.measureGEMVBeside(context.Background(), mem, 2, measure)
+	if err != nil || calls != 1 || g.RoofNowGBps != 0 || g.GFLOPS.Noise != nil {
+		t.Errorf("no roof: %+v, %v, %d calls", g, err, calls)
+	}
+}
