@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/cpubench/bench/results"
 )
@@ -49,16 +50,63 @@ func (r *runner) roofNow(ctx context.Context, memory *results.Memory, threads in
 const gemvRoofAttempts = 3
 
 // measureGEMVBeside runs measure (one DRAM-sized GEMV at threads threads)
-// between two DRAM read roof measurements (roofNow). Where the two agree
-// within results.NoiseMaxRoofDrift, the GEMV's RoofNowGBps is their mean
-// and its fraction is of it; where they do not, the host's bandwidth moved
-// during the GEMV, which is measured again (at most gemvRoofAttempts
-// times) and, still moving, kept with its figure marked noisy (the roofs
-// named) and no RoofNowGBps. Without a roof at threads in memory it is
-// measure's result as is.
+// between two DRAM read roof measurements (roofNow): gemvBeside.
 func (r *runner) measureGEMVBeside(ctx context.Context, memory *results.Memory, threads int, measure func() (results.GEMMResult, error)) (results.GEMMResult, error) {
+	return gemvBeside(func() (float64, error) { return r.roofNow(ctx, memory, threads) }, measure)
+}
+
+// MeasureBesideRoof runs measure (one GEMV at threads threads whose weights
+// are DRAM-sized, DRAMSized) between two re-measurements of profile p's
+// DRAM read roof at threads (CheckDRAMRoof: its kernel, pages and working
+// sets), as the probe measures its own GEMVs (gemvBeside): roof_now_gbps
+// and the fraction of it where the two agree within 10%, else measured
+// again (at most 3 times) and marked noisy. Errors: measure's, and
+// CheckDRAMRoof's other than a profile without a roof at threads (then
+// the figure is measure's as is).
+func MeasureBesideRoof(ctx context.Context, p *results.Profile, threads int, measure func() (results.GEMMResult, error)) (results.GEMMResult, error) {
+	roof := func() (float64, error) {
+		ck, err := CheckDRAMRoof(ctx, p, threads)
+		if err != nil {
+			if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+			if strings.Contains(err.Error(), "has no DRAM read roof") {
+				return 0, nil
+			}
+			return 0, err
+		}
+		return ck.Now.Median, nil
+	}
+	return gemvBeside(roof, measure)
+}
+
+// DRAMSized reports whether bytes of weights stream from DRAM on profile
+// p's machine: more than 4× its last-level cache (the topology's largest
+// data cache, or the L3 found at the knee of the read bandwidth curves,
+// WithMeasuredLLC), as the probe sizes its own GEMVs.
+func DRAMSized(p *results.Profile, bytes int64) bool {
+	q, _ := WithMeasuredLLC(p)
+	llc := int64(0)
+	if q != nil && q.Topology != nil {
+		for _, c := range q.Topology.Caches {
+			if c.Type != "Instruction" {
+				llc = max(llc, c.SizeBytes)
+			}
+		}
+	}
+	return llc > 0 && bytes > 4*llc
+}
+
+// gemvBeside runs measure between two calls of roof (the DRAM read roof
+// now, GB/s; 0: none to compare with). Where the two agree within
+// results.NoiseMaxRoofDrift, the figure's RoofNowGBps is their mean and
+// its fraction is of it; where they do not, the host's bandwidth moved
+// during the GEMV, which is measured again (at most gemvRoofAttempts times)
+// and, still moving, kept with its figure marked noisy (the roofs named)
+// and no RoofNowGBps. Without a roof it is measure's result as is.
+func gemvBeside(roof func() (float64, error), measure func() (results.GEMMResult, error)) (results.GEMMResult, error) {
 	for a := 1; ; a++ {
-		before, err := r.roofNow(ctx, memory, threads)
+		before, err := roof()
 		if err != nil {
 			return results.GEMMResult{}, err
 		}
@@ -66,18 +114,21 @@ func (r *runner) measureGEMVBeside(ctx context.Context, memory *results.Memory, 
 		if err != nil {
 			return results.GEMMResult{}, err
 		}
-		after, err := r.roofNow(ctx, memory, threads)
+		if before <= 0 {
+			return g, nil
+		}
+		after, err := roof()
 		if err != nil {
 			return results.GEMMResult{}, err
 		}
-		if before <= 0 || after <= 0 {
+		if after <= 0 {
 			return g, nil
 		}
 		mean := (before + after) / 2
 		if math.Abs(before-after)/mean <= results.NoiseMaxRoofDrift {
 			g.RoofNowGBps = mean
 			g.Fraction = g.WeightGBps / mean
-			g.FractionOf = "the DRAM read roof at the same threads re-measured before and after the GEMV (roof_now_gbps)"
+			g.FractionOf = fmt.Sprintf("the DRAM read roof at %d threads re-measured before and after the GEMV (roof_now_gbps %.1f GB/s: %.1f, %.1f)", g.Threads, mean, before, after)
 			return g, nil
 		}
 		if a >= gemvRoofAttempts {

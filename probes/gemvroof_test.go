@@ -47,3 +47,28 @@ func TestMeasureGEMVBeside(t *testing.T) {
 		t.Errorf("no roof: %+v, %v, %d calls", g, err, calls)
 	}
 }
+
+// TestMeasureBesideRoof: bench gemm's form re-measures the profile's DRAM
+// roof (CheckDRAMRoof) around the figure; a profile without a roof at the
+// threads gives the figure as is. DRAMSized is more than 4× the LLC.
+func TestMeasureBesideRoof(t *testing.T) {
+	p := &results.Profile{Memory: &results.Memory{DRAM: []results.DRAMRoof{{
+		Threads: 1, Kernel: "read", Pages: pagesSmall, WorkingSets: []int64{1 << 20},
+		GBps: results.Stat{Median: 20, N: 5},
+	}}}}
+	measure := func() (results.GEMMResult, error) { return results.GEMMResult{Threads: 1, WeightGBps: 5}, nil }
+	g, err := MeasureBesideRoof(context.Background(), p, 1, measure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.RoofNowGBps == 0 && (g.GFLOPS.Noise == nil || !g.GFLOPS.Noise.Noisy) {
+		t.Errorf("neither a roof now nor a noisy mark: %+v", g)
+	}
+	if g, err := MeasureBesideRoof(context.Background(), p, 2, measure); err != nil || g.RoofNowGBps != 0 || g.WeightGBps != 5 {
+		t.Errorf("no roof at 2 threads: %+v, %v", g, err)
+	}
+	q := &results.Profile{Topology: &results.Topology{Caches: []results.Cache{{Level: 3, Type: "Unified", SizeBytes: 16 << 20}}}}
+	if DRAMSized(q, 64<<20) || !DRAMSized(q, 64<<20+1) || DRAMSized(&results.Profile{}, 1<<40) {
+		t.Error("DRAMSized: want more than 4× the 16 MiB LLC, false without caches")
+	}
+}

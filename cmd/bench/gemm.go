@@ -467,6 +467,7 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 // packing line.
 func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gemmJob, n, k int, prof *results.Profile, rows *[]results.GEMMResult, whyNot, packing *[]string) error {
 	var measure func(m, t int) (results.GEMMResult, error)
+	var weightBytes int64
 	if j.gemm != nil {
 		wa, err := probes.NewGEMMWeights(*j.gemm, n, k, 1)
 		if err != nil {
@@ -474,6 +475,7 @@ func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gem
 		}
 		*packing = append(*packing, packingLine(wa.Backend.Name, n, k, gemm.WeightBytes(wa.Backend.DType, n, k), wa.PackSeconds))
 		measure = func(m, t int) (results.GEMMResult, error) { return b.Measure(ctx, wa, m, t, o.PackEveryCall) }
+		weightBytes = gemm.WeightBytes(wa.Backend.DType, n, k)
 	} else {
 		qw, err := probes.NewQuantWeights(j.quant, j.format, n, k, 1)
 		if err != nil {
@@ -481,19 +483,33 @@ func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gem
 		}
 		*packing = append(*packing, fmt.Sprintf("%s W %d×%d (%s): random packed values (quant.Random), built in %.1f ms, once, off the per-call path", qw.Name(), n, k, reports.FormatBytes(qw.W.Bytes()), qw.PackSeconds*1e3))
 		measure = func(m, t int) (results.GEMMResult, error) { return b.MeasureQuant(ctx, qw, m, t) }
+		weightBytes = qw.W.Bytes()
 	}
 	for _, m := range o.M {
 		for _, t := range o.Threads {
-			g, err := measure(m, t)
+			why := "no profile: fraction not computed"
+			one := func() (results.GEMMResult, error) {
+				g, err := measure(m, t)
+				if err == nil && prof != nil {
+					why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
+				}
+				return g, err
+			}
+			var g results.GEMMResult
+			var err error
+			if m == 1 && prof != nil && probes.DRAMSized(prof, weightBytes) {
+				// A GEMV of DRAM-sized weights: its fraction is of the
+				// DRAM read roof re-measured beside it (the host's
+				// bandwidth moves by tens of percent within minutes).
+				g, err = probes.MeasureBesideRoof(ctx, prof, t, one)
+			} else {
+				g, err = one()
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				return fmt.Errorf("gemm: %w", err)
-			}
-			why := "no profile: fraction not computed"
-			if prof != nil {
-				why = probes.GEMMFraction(&g, prof.Compute, prof.Memory, prof.Matrix)
 			}
 			if o.PackEveryCall {
 				g.PackSeconds = 0 // packing is inside every call
@@ -659,6 +675,13 @@ func gemvEBW(g results.GEMMResult, prof *results.Profile) (float64, string, stri
 			continue
 		}
 		for _, pt := range q.Points {
+			if pt.Threads == g.Threads && pt.EBWGBps > 0 && g.RoofNowGBps > 0 && q.GammaCycles > 0 && q.ClockHz > 0 {
+				// β from the DRAM read roof re-measured beside the figure.
+				up := float64(pt.Threads) * 32 / q.GammaCycles * q.ClockHz / 1e9
+				ebw := min(g.RoofNowGBps, up)
+				return ebw, fmt.Sprintf("%s ebw, %d threads, β from the DRAM read roof re-measured beside the figure (%.1f GB/s = min(roof now %.1f, %d · 32/γ %.3g bytes/cycle · %.3g GHz = %.1f); matrix.quant_ebw of %s; Eq. 3)",
+					q.Format, pt.Threads, ebw, g.RoofNowGBps, pt.Threads, 32/q.GammaCycles, q.ClockHz/1e9, up, q.Backend), ""
+			}
 			if pt.Threads == g.Threads && pt.EBWGBps > 0 {
 				return pt.EBWGBps, fmt.Sprintf("%s ebw, %d threads (matrix.quant_ebw of %s: %.1f GB/s = %d · min(β %.3g, 32/γ %.3g) bytes/cycle · %.3g GHz, %s-bound; Eq. 3)",
 					q.Format, pt.Threads, q.Backend, pt.EBWGBps, pt.Threads, pt.BetaBytesPerCycle, 32/q.GammaCycles, q.ClockHz/1e9, pt.Limit), ""
