@@ -60,6 +60,11 @@ type Point struct {
 	// has none), in seconds.
 	Predicted  float64 `json:"predicted_s"`
 	Calibrated float64 `json:"calibrated_s"`
+	// RoofNowGBps is, for a linear whose weights exceed the LLC, the DRAM
+	// read roof re-measured before and after it (GB/s; 0: not measured or
+	// moving): Seconds are then scaled to the profile's roof (× this / the
+	// profile's memory.dram roof at the shape's threads).
+	RoofNowGBps float64 `json:"roof_now_gbps,omitempty"`
 	// TiledRows is an attention's query rows over its heads on the tiled
 	// prefill path (roofline.Operator.TiledRows; 0 otherwise), what the
 	// attention class's per-row cost multiplies.
@@ -199,9 +204,20 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		if c.Progress != nil {
 			c.Progress(fmt.Sprintf("calibrate %d/%d: %s", i+1, len(shapes), p.Name()))
 		}
+		ms.roofNow = 0
 		if p.Seconds, err = ms.measure(ctx, p.Shape); err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", p.Shape.Key(), err)
 		}
+		p.RoofNowGBps = ms.roofNow
+	}
+	var roofs []float64
+	for _, p := range r.Points {
+		if p.RoofNowGBps > 0 {
+			roofs = append(roofs, p.RoofNowGBps)
+		}
+	}
+	if len(roofs) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d linear shapes with weights over the LLC were timed in rotation between two re-measurements of the profile's DRAM read roof (%.1f–%.1f GB/s now) and scaled to the profile's roof, so that their class's efficiency is the kernel's fraction of the roof the roofline predicts with", len(roofs), slices.Min(roofs), slices.Max(roofs)))
 	}
 	r.fit()
 	if note := r.coverage(m, c.Arch, c.Model); note != "" {

@@ -28,6 +28,9 @@ type measurer struct {
 	// llc is the last cache level's capacity the roofline knows (bytes):
 	// weights larger than it are measured in rotation (rotateBytes).
 	llc int64
+	// roofNow is the DRAM read roof the last rotating shape was measured
+	// beside and scaled by (rotatingBesideRoof; 0: not scaled).
+	roofNow float64
 }
 
 // rotateBytes is the least weight bytes a linear whose weights exceed the
@@ -104,7 +107,7 @@ func (ms *measurer) linear(ctx context.Context, s Shape) (results.Stat, error) {
 		ms.weight[key] = ws
 	}
 	if len(ws) > 1 {
-		return ms.rotating(ctx, ws, s)
+		return ms.rotatingBesideRoof(ctx, ws, s)
 	}
 	g, err := ms.bench.Measure(ctx, ws[0], s.M, s.Threads, false)
 	if err != nil {
@@ -112,6 +115,48 @@ func (ms *measurer) linear(ctx context.Context, s Shape) (results.Stat, error) {
 	}
 	st := seconds(gemm.Flops(s.M, s.N, s.K)*1e-9, g.GFLOPS)
 	st.Noise = g.GFLOPS.Noise
+	return st, nil
+}
+
+// rotatingBesideRoof is rotating between two re-measurements of the
+// profile's DRAM read roof at s.Threads (probes.MeasureBesideRoof): where
+// the two agree, the seconds are scaled to the profile's roof (× roof now
+// / the profile's roof), so that the class's efficiency is the kernel's
+// fraction of the roof the roofline predicts with, not the host's
+// bandwidth of the moment (on the 2-core VM the DRAM read roof moved
+// between 31 and 71 GB/s within ten minutes against the profile's 59);
+// where they do not, the figure is marked noisy unscaled. Without a
+// profile roof at s.Threads it is rotating's figure.
+func (ms *measurer) rotatingBesideRoof(ctx context.Context, ws []*probes.GEMMWeights, s Shape) (results.Stat, error) {
+	var st results.Stat
+	g, err := probes.MeasureBesideRoof(ctx, ms.cfg.Profile, s.Threads, func() (results.GEMMResult, error) {
+		var err error
+		st, err = ms.rotating(ctx, ws, s)
+		return results.GEMMResult{Threads: s.Threads, WeightGBps: 1}, err
+	})
+	if err != nil {
+		return results.Stat{}, err
+	}
+	prof := 0.0
+	if p := ms.cfg.Profile; p != nil && p.Memory != nil {
+		for _, d := range p.Memory.DRAM {
+			if d.Threads == s.Threads {
+				prof = d.GBps.Median
+			}
+		}
+	}
+	switch {
+	case g.RoofNowGBps > 0 && prof > 0:
+		f := g.RoofNowGBps / prof
+		for i := range st.Samples {
+			st.Samples[i] *= f
+		}
+		st.Median, st.Min, st.Max = st.Median*f, st.Min*f, st.Max*f
+		ms.roofNow = g.RoofNowGBps
+	case g.GFLOPS.Noise != nil && g.GFLOPS.Noise.Noisy:
+		n := results.Noise{CV: st.CV, Attempts: 1, Noisy: true, Why: g.GFLOPS.Noise.Why}
+		st.Noise = &n
+	}
 	return st, nil
 }
 

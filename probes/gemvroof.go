@@ -57,15 +57,15 @@ func (r *runner) measureGEMVBeside(ctx context.Context, memory *results.Memory, 
 
 // MeasureBesideRoof runs measure (one GEMV at threads threads whose weights
 // are DRAM-sized, DRAMSized) between two re-measurements of profile p's
-// DRAM read roof at threads (CheckDRAMRoof: its kernel, pages and working
-// sets), as the probe measures its own GEMVs (gemvBeside): roof_now_gbps
+// DRAM read roof at threads (CheckDRAMRoof: its kernel and pages, the
+// smallest of its working sets), as the probe measures its own GEMVs (gemvBeside): roof_now_gbps
 // and the fraction of it where the two agree within 10%, else measured
 // again (at most 3 times) and marked noisy. Errors: measure's, and
 // CheckDRAMRoof's other than a profile without a roof at threads (then
 // the figure is measure's as is).
 func MeasureBesideRoof(ctx context.Context, p *results.Profile, threads int, measure func() (results.GEMMResult, error)) (results.GEMMResult, error) {
 	roof := func() (float64, error) {
-		ck, err := CheckDRAMRoof(ctx, p, threads)
+		ck, err := checkDRAMRoof(ctx, p, threads, true)
 		if err != nil {
 			if ctx.Err() != nil {
 				return 0, ctx.Err()
