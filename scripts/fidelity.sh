@@ -11,8 +11,9 @@
 # decode of GEN (8) tokens at BATCHES (1 4) sequences, on every allowed CPU.
 # Each run is one `bench run --json=FILE`; the files stay in OUTDIR.
 # Runs that bench marks noisy (noise.noisy in its JSON: threads short of
-# their CPUs, spread, or a DRAM read roof re-measured after the run more
-# than 10% from the profile's) are listed with why and not counted. Needs
+# their CPUs, spread, or a DRAM read roof or attained GEMM rate
+# re-measured after the run more than 10% from the profile's) are listed
+# with why and not counted. Needs
 # jq (Debian's package).
 #
 # Targets (#16): ≥ 90% of operator time and ≥ 80% of operator rows within
