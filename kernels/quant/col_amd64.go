@@ -115,16 +115,7 @@ func colSelfTestK(ks map[Format][]kern, what string) string {
 	}
 	const nsb, mr = 2, 4
 	np := nsb * superPairs
-	seed := uint32(1717)
-	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
-	a := make([]byte, np*mr*pairLen)
-	for i := range a {
-		a[i] = byte(int8(int32(next()%15) - 7))
-	}
-	as := make([]float32, np*mr*2)
-	for i := range as {
-		as[i] = float32(int(1)<<(next()%3)) / 2
-	}
+	a, as, next := colSelfTestActs(1717, np, mr)
 	ac := make([]int32, nsb*mr*8)
 	for i := range ac {
 		ac[i] = int32(math.Float32bits(float32(int32(next()%64) - 32)))
@@ -147,19 +138,12 @@ func colSelfTestK(ks map[Format][]kern, what string) string {
 			}
 		}
 	}
-	var bs uint32
-	for m := 1; m <= len(ks[Q4_K]); m++ {
-		const ldc = ColRows + 3
-		want, got := make([]float32, m*ldc), make([]float32, m*ldc)
-		kernColGoK(m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &want[0], ldc)
-		ks[Q4_K][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs, &got[0], ldc)
-		for i := range want {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				return fmt.Sprintf("unavailable: column-order %s self-test failed (%s, m=%d, output %d: %v, want %v)", what, Q4_K, m, i, got[i], want[i])
-			}
-		}
-	}
-	return ""
+	return colSelfTestCompare(ks[Q4_K], Q4_K, what, func(m int, c *float32) {
+		kernColGoK(m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], c, colSelfTestLDC)
+	}, func(k kern, c *float32) {
+		var bs uint32
+		k(np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs, c, colSelfTestLDC)
+	})
 }
 
 // colSelfTestK6 is colSelfTestK's check of the Q6_K tiles.
@@ -169,16 +153,7 @@ func colSelfTestK6(ks map[Format][]kern, what string) string {
 	}
 	const nsb, mr = 2, 4
 	np := nsb * superPairs
-	seed := uint32(2323)
-	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
-	a := make([]byte, np*mr*pairLen)
-	for i := range a {
-		a[i] = byte(int8(int32(next()%15) - 7))
-	}
-	as := make([]float32, np*mr*2)
-	for i := range as {
-		as[i] = float32(int(1)<<(next()%3)) / 2
-	}
+	a, as, next := colSelfTestActs(2323, np, mr)
 	ac := make([]int32, np*mr*4)
 	for i := range ac {
 		ac[i] = int32(next()%64) - 32
@@ -196,15 +171,46 @@ func colSelfTestK6(ks map[Format][]kern, what string) string {
 			c[i] = byte(int8(next()%16) - 8)
 		}
 	}
-	var bs uint32
-	for m := 1; m <= len(ks[Q6_K]); m++ {
-		const ldc = ColRows + 3
-		want, got := make([]float32, m*ldc), make([]float32, m*ldc)
-		kernColGoK6(m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &want[0], ldc)
-		ks[Q6_K][m-1](np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs, &got[0], ldc)
+	return colSelfTestCompare(ks[Q6_K], Q6_K, what, func(m int, c *float32) {
+		kernColGoK6(m, np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], c, colSelfTestLDC)
+	}, func(k kern, c *float32) {
+		var bs uint32
+		k(np, &a[0], &as[0], &ac[0], mr*pairLen, &b[0], &bs, c, colSelfTestLDC)
+	})
+}
+
+// colSelfTestLDC is the K-quant self-tests' output row stride (wider than
+// a tile, so a store past the tile's columns shows).
+const colSelfTestLDC = ColRows + 3
+
+// colSelfTestActs returns the K-quant self-tests' activations, np pairs of
+// mr rows of int8 −7..7, and their scales 1/2, 1 or 2, drawn from an LCG
+// seeded with seed, and the generator to draw the rest from.
+func colSelfTestActs(seed uint32, np, mr int) (a []byte, as []float32, next func() uint32) {
+	next = func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
+	a = make([]byte, np*mr*pairLen)
+	for i := range a {
+		a[i] = byte(int8(int32(next()%15) - 7))
+	}
+	as = make([]float32, np*mr*2)
+	for i := range as {
+		as[i] = float32(int(1)<<(next()%3)) / 2
+	}
+	return a, as, next
+}
+
+// colSelfTestCompare runs format f's tiles ks (tile m-1 computes m rows)
+// through kernel and its Go specification spec into outputs of m rows at
+// colSelfTestLDC, and returns the first bit difference as an
+// "unavailable: …" line, "" when every tile matches.
+func colSelfTestCompare(ks []kern, f Format, what string, spec func(m int, c *float32), kernel func(k kern, c *float32)) string {
+	for m := 1; m <= len(ks); m++ {
+		want, got := make([]float32, m*colSelfTestLDC), make([]float32, m*colSelfTestLDC)
+		spec(m, &want[0])
+		kernel(ks[m-1], &got[0])
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				return fmt.Sprintf("unavailable: column-order %s self-test failed (%s, m=%d, output %d: %v, want %v)", what, Q6_K, m, i, got[i], want[i])
+				return fmt.Sprintf("unavailable: column-order %s self-test failed (%s, m=%d, output %d: %v, want %v)", what, f, m, i, got[i], want[i])
 			}
 		}
 	}
