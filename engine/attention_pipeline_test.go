@@ -43,8 +43,13 @@ func testPool(t *testing.T, n int) *pool.Pool {
 // pipeline's outputs equal the serial ones bit for bit, and both are
 // within attnTol of the float64 reference over each row's window.
 func TestAttentionPipeline(t *testing.T) {
-	bes := attnBackends(t)
-	bes = append(bes[:1:1], bes[len(bes)-1])
+	bes := attnBackends(t) // under the race detector, without go-fp32
+	if len(bes) > 1 {
+		bes = append(bes[:1:1], bes[len(bes)-1])
+	}
+	if raceEnabled {
+		bes = bes[len(bes)-1:]
+	}
 	const kvHeads, group = 2, 2
 	type shape struct {
 		T, pos0, window int
