@@ -91,6 +91,18 @@ func TestFitSynthetic(t *testing.T) {
 	if err != nil || got.FixedSeconds != 0 || !(got.Efficiency > 0) {
 		t.Errorf("Fit with negative intercept = %+v, %v; want fixed 0", got, err)
 	}
+	// Predictions within MinFixedSpan of each other pin no fixed cost: the
+	// same exact line over 1.5 ms–3 ms (two DRAM-sized GEMVs) gives the
+	// efficiency alone, through the origin, and 100 µs of the class stays
+	// within its points' spread of their ratio instead of gaining 500 µs.
+	pred, meas := []float64{1.5e-3, 2e-3, 3e-3}, []float64{2.5e-3, 3e-3, 4e-3}
+	got, err = Fit(pred, meas)
+	if err != nil || got.FixedSeconds != 0 {
+		t.Errorf("Fit over a 2x span = %+v, %v; want fixed 0", got, err)
+	}
+	if c := got.Apply(1e-4, 0, true); c > 1e-4*meas[0]/pred[0] || c < 1e-4*meas[2]/pred[2] {
+		t.Errorf("Fit over a 2x span predicts 100 µs as %v s", c)
+	}
 	// One point: efficiency alone.
 	got, err = Fit([]float64{2}, []float64{4})
 	if err != nil || got.Efficiency != 0.5 || got.FixedSeconds != 0 {
