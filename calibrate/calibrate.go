@@ -65,10 +65,10 @@ type Point struct {
 	// moving): Seconds are then scaled to the profile's roof (× this / the
 	// profile's memory.dram roof at the shape's threads).
 	RoofNowGBps float64 `json:"roof_now_gbps,omitempty"`
-	// TiledRows is an attention's query rows over its heads on the tiled
-	// prefill path (roofline.Operator.TiledRows; 0 otherwise), what the
+	// QueryRows is an attention's query rows over its heads
+	// (roofline.Operator.QueryRows; 0 for other classes), what the
 	// attention class's per-row cost multiplies.
-	TiledRows int `json:"tiled_rows,omitempty"`
+	QueryRows int `json:"query_rows,omitempty"`
 	// Level is what bounds the uncalibrated prediction (roofline's
 	// Placed.Bound: "L1", "L2", "L3", "DRAM", or "compute/" and the
 	// activations' level; an attention's, its QKᵀ's): the point's class
@@ -193,7 +193,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", s.Key(), err)
 		}
-		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level, TiledRows: rows})
+		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level, QueryRows: rows})
 		keys[i] = r.Points[i].CalibrationKey()
 	}
 	for i, h := range Split(keys) {
@@ -217,7 +217,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	if len(roofs) > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d linear shapes with weights over the LLC were timed in rotation between two re-measurements of the profile's DRAM read roof (%.1f–%.1f GB/s now) and scaled to the profile's roof, so that their class's efficiency is the kernel's fraction of the roof the roofline predicts with", len(roofs), slices.Min(roofs), slices.Max(roofs)))
+		r.Notes = append(r.Notes, fmt.Sprintf("%d DRAM-bound shapes (linears with weights over the LLC, timed in rotation; decode attention with its KV evicted before each call) were timed between two re-measurements of the profile's DRAM read roof (%.1f–%.1f GB/s now) and scaled to the profile's roof, so that their class's efficiency is the kernel's fraction of the roof the roofline predicts with", len(roofs), slices.Min(roofs), slices.Max(roofs)))
 	}
 	r.fit()
 	if note := r.coverage(m, c.Arch, c.Model); note != "" {
@@ -342,11 +342,11 @@ func (r *Report) fit() {
 				}
 				if p.HeldOut {
 					ph, mh = append(ph, p.Predicted), append(mh, p.Seconds.Median)
-					rh = append(rh, p.TiledRows)
+					rh = append(rh, p.QueryRows)
 					hi = append(hi, i)
 				} else {
 					pf, mf = append(pf, p.Predicted), append(mf, p.Seconds.Median)
-					rf = append(rf, p.TiledRows)
+					rf = append(rf, p.QueryRows)
 				}
 			}
 		}
@@ -379,7 +379,7 @@ func (r *Report) fit() {
 		}
 		for i := range r.Points {
 			if p := &r.Points[i]; p.CalibrationKey() == g && !p.HeldOut && p.Predicted > 0 {
-				p.Calibrated = params.Apply(p.Predicted, p.TiledRows, true)
+				p.Calibrated = params.Apply(p.Predicted, p.QueryRows, true)
 			}
 		}
 		before, after := RelErrors(ph, mh), RelErrors(cal, mh)

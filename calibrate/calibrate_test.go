@@ -215,6 +215,27 @@ func TestSplit(t *testing.T) {
 				}
 			}
 		}
+		// Every decode attention whose KV exceeds the LLC, and the cold
+		// small contexts, are timed cold and keyed DRAM; each half of
+		// the cold ones has both batches.
+		batches := map[bool]map[int]bool{false: {}, true: {}}
+		for i, s := range a {
+			if s.Class != roofline.ClassAttention || s.Phase != "decode" || s.Threads != 2 {
+				continue
+			}
+			if big := int64(s.Context)*sz.KVBytesPerPos > sz.LLCBytes; big && !s.Cold {
+				t.Errorf("%s: KV over the LLC, not cold", s.Key())
+			}
+			if s.Cold {
+				if keys[i].Level != "DRAM" || !strings.HasSuffix(s.Key(), " cold") {
+					t.Errorf("%s: level %s", s.Key(), keys[i].Level)
+				}
+				batches[ha[i]][s.Batch] = true
+			}
+		}
+		if !quick && (len(batches[false]) != 2 || len(batches[true]) != 2) {
+			t.Errorf("cold decode batches: fit %v, held out %v; want 1 and 4 in each", batches[false], batches[true])
+		}
 		for _, s := range a {
 			op, err := predictOp(s)
 			if s.Class == roofline.ClassAttention {

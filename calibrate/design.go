@@ -28,6 +28,11 @@ type Shape struct {
 	Phase   string `json:"phase,omitempty"`
 	Context int    `json:"context,omitempty"`
 	Batch   int    `json:"batch,omitempty"`
+	// Cold is a decode attention timed with its KV cache evicted before
+	// each call (opbench.AttentionConfig.ColdKVBytes) and predicted with
+	// it in DRAM: the engine's decode of a model larger than the LLC,
+	// whose weights stream through the caches between one layer's calls.
+	Cold bool `json:"cold,omitempty"`
 }
 
 // Key is a stable one-line name of the shape.
@@ -36,7 +41,11 @@ func (s Shape) Key() string {
 	case roofline.ClassGEMM, roofline.ClassGEMV:
 		return fmt.Sprintf("%s M=%d N=%d K=%d t=%d", s.Class, s.M, s.N, s.K, s.Threads)
 	case roofline.ClassAttention:
-		return fmt.Sprintf("attention %s ctx=%d batch=%d t=%d", s.Phase, s.Context, s.Batch, s.Threads)
+		cold := ""
+		if s.Cold {
+			cold = " cold"
+		}
+		return fmt.Sprintf("attention %s ctx=%d batch=%d t=%d%s", s.Phase, s.Context, s.Batch, s.Threads, cold)
 	}
 	return fmt.Sprintf("%s %d×%d t=%d", s.Class, s.Rows, s.Width, s.Threads)
 }
@@ -67,7 +76,10 @@ type Sizes struct {
 // 4× and 8× the LLC (DRAM: the decode linears of a model larger than the
 // LLC); vector operators at width 1024 whose bytes are 1/4, 3/8 and 1/2 of
 // the LLC, and 4×, 6× and 8× it; decode attention over 4×, 6× and 8× the
-// LLC of KV; and prefill-sized GEMMs (M 512 and 2048 at the FFN and
+// LLC of KV, and at contexts 128, 512 and 2048 for batches 1 and 4, with
+// the KV evicted before each call (Shape.Cold: every decode shape whose KV
+// exceeds the LLC is timed so, since the engine's decode of a model larger
+// than the LLC finds its KV in DRAM); and prefill-sized GEMMs (M 512 and 2048 at the FFN and
 // projection shapes of a 0.6B model), whose attained rate, not the ceiling
 // measured at one shape, is what the engine's prefill linears run at.
 func Design(threads []int, quick bool, sz Sizes) []Shape {
@@ -78,6 +90,12 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 	// needs at least 4 fit shapes per thread count to be tested.
 	ctxs := []int{64, 96, 128, 192, 256, 384, 512, 768}
 	decCtx := []int{128, 256, 512, 1024, 2048, 4096}
+	// Decode attention with its KV evicted before each call (Shape.Cold),
+	// at batch 1 and 4: the engine's decode steps of a model larger than
+	// the LLC, from a few µs of work, where the per-call and per-job costs
+	// show, to the DRAM-sized contexts below (also timed cold).
+	coldCtx, coldBatches := []int{128, 512, 2048}, []int{1, 4}
+	var dramCtx []int // decode contexts of 4×, 6× and 8× the LLC of KV (cold)
 	rows := []int{1, 4, 16, 64}
 	widths := []int{512, 1024, 3072}
 	gemvMs := []int{1, 2, 4, 8}
@@ -93,7 +111,7 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 		}
 		if sz.KVBytesPerPos > 0 {
 			for _, f := range []int64{4, 6, 8} {
-				decCtx = append(decCtx, int((f*sz.LLCBytes+sz.KVBytesPerPos-1)/sz.KVBytesPerPos))
+				dramCtx = append(dramCtx, int((f*sz.LLCBytes+sz.KVBytesPerPos-1)/sz.KVBytesPerPos))
 			}
 		}
 	}
@@ -108,7 +126,7 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 		decCtx = []int{64, 128, 256, 512}
 		rows = []int{1, 8}
 		widths = []int{256, 1024}
-		smallNKs, prefillMs, dramNKs = nil, nil, nil
+		smallNKs, prefillMs, dramNKs, coldCtx, dramCtx = nil, nil, nil, nil, nil
 	}
 	linear := func(t, m int, nk [2]int) Shape {
 		c := roofline.ClassGEMM
@@ -143,7 +161,21 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 			out = append(out, Shape{Class: roofline.ClassAttention, Op: roofline.OpAttention, Threads: t, Phase: "prefill", Context: c, Batch: 1})
 		}
 		for _, c := range decCtx {
-			out = append(out, Shape{Class: roofline.ClassAttention, Op: roofline.OpAttention, Threads: t, Phase: "decode", Context: c, Batch: 1})
+			// KV larger than the LLC is DRAM-bound: timed cold, as the
+			// other DRAM-bound decode shapes (a warm loop over it keeps
+			// part in the host's caches).
+			cold := sz.KVBytesPerPos > 0 && sz.LLCBytes > 0 && int64(c)*sz.KVBytesPerPos > sz.LLCBytes
+			out = append(out, Shape{Class: roofline.ClassAttention, Op: roofline.OpAttention, Threads: t, Phase: "decode", Context: c, Batch: 1, Cold: cold})
+		}
+		// Batch outer, context inner: the fit and held-out halves
+		// (alternating in design order, Split) both get each batch.
+		for _, b := range coldBatches {
+			for _, c := range coldCtx {
+				out = append(out, Shape{Class: roofline.ClassAttention, Op: roofline.OpAttention, Threads: t, Phase: "decode", Context: c, Batch: b, Cold: true})
+			}
+		}
+		for _, c := range dramCtx {
+			out = append(out, Shape{Class: roofline.ClassAttention, Op: roofline.OpAttention, Threads: t, Phase: "decode", Context: c, Batch: 1, Cold: true})
 		}
 		for _, v := range []struct{ class, op string }{
 			{roofline.ClassNorm, roofline.OpAttnNorm},

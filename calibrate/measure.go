@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cpubench/bench/internal/noise"
@@ -28,8 +29,8 @@ type measurer struct {
 	// llc is the last cache level's capacity the roofline knows (bytes):
 	// weights larger than it are measured in rotation (rotateBytes).
 	llc int64
-	// roofNow is the DRAM read roof the last rotating shape was measured
-	// beside and scaled by (rotatingBesideRoof; 0: not scaled).
+	// roofNow is the DRAM read roof the last DRAM-bound shape was
+	// measured beside and scaled by (besideRoof; 0: not scaled).
 	roofNow float64
 }
 
@@ -81,6 +82,9 @@ func (ms *measurer) once(ctx context.Context, s Shape) (results.Stat, error) {
 	case roofline.ClassGEMM, roofline.ClassGEMV:
 		return ms.linear(ctx, s)
 	case roofline.ClassAttention:
+		if s.Cold {
+			return ms.besideRoof(ctx, s, func() (results.Stat, error) { return ms.attention(ctx, s) })
+		}
 		return ms.attention(ctx, s)
 	}
 	return ms.vector(ctx, s)
@@ -128,10 +132,18 @@ func (ms *measurer) linear(ctx context.Context, s Shape) (results.Stat, error) {
 // where they do not, the figure is marked noisy unscaled. Without a
 // profile roof at s.Threads it is rotating's figure.
 func (ms *measurer) rotatingBesideRoof(ctx context.Context, ws []*probes.GEMMWeights, s Shape) (results.Stat, error) {
+	return ms.besideRoof(ctx, s, func() (results.Stat, error) { return ms.rotating(ctx, ws, s) })
+}
+
+// besideRoof is measure's figure between two re-measurements of the
+// profile's DRAM read roof at s.Threads, scaled to the profile's roof as
+// rotatingBesideRoof says: the DRAM-bound shapes (rotating linears, cold
+// decode attention).
+func (ms *measurer) besideRoof(ctx context.Context, s Shape, measure func() (results.Stat, error)) (results.Stat, error) {
 	var st results.Stat
 	g, err := probes.MeasureBesideRoof(ctx, ms.cfg.Profile, s.Threads, func() (results.GEMMResult, error) {
 		var err error
-		st, err = ms.rotating(ctx, ws, s)
+		st, err = measure()
 		return results.GEMMResult{Threads: s.Threads, WeightGBps: 1}, err
 	})
 	if err != nil {
@@ -219,6 +231,9 @@ func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error
 		// one-token prefill, not used.
 		c.Contexts = []int{1}
 		c.DecodeContext, c.Batches = s.Context, []int{s.Batch}
+		if s.Cold {
+			c.ColdKVBytes = coldEvictBytes(ms.llc)
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return results.Stat{}, err
@@ -345,8 +360,8 @@ func predictOp(s Shape) (roofline.Operator, error) {
 // catalog's qk, softmax and pv as Place times them (the parts the
 // attention class's parameters apply to; roofline.PredictAttention's
 // rescale term is not part of it and stays uncalibrated); rows is the
-// attention's query rows on the tiled prefill path (its QKᵀ's
-// roofline.Operator.TiledRows; 0 for every other shape).
+// attention's query rows over its heads (its QKᵀ's
+// roofline.Operator.QueryRows; 0 for every other shape).
 func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level string, rows int, err error) {
 	mt := m.AtThreads(s.Threads)
 	if s.Class == roofline.ClassAttention {
@@ -366,26 +381,44 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level
 				ops = append(ops, o)
 			}
 		}
-		return placeSum(mt, ops)
+		resident := 0.0 // the ops' own KV: warm as far as it fits
+		if s.Cold {
+			resident = math.Inf(1) // evicted: from DRAM
+		}
+		return placeSum(mt, ops, resident)
 	}
 	op, err := predictOp(s)
 	if err != nil {
 		return 0, "", 0, err
 	}
-	return placeSum(mt, []roofline.Operator{op})
+	return placeSum(mt, []roofline.Operator{op}, 0)
+}
+
+// coldEvictBytes is what each cold call's eviction reads over all
+// workers: max(64 MiB, 4× the LLC), as the probe's cold-line figure.
+func coldEvictBytes(llc int64) int64 {
+	return max(64<<20, 4*llc)
 }
 
 // placeSum is the sum of ops' placed times, the bound of the first (the
-// call's: QKᵀ of an attention) and the sum of their tiled rows.
-func placeSum(m *roofline.Machine, ops []roofline.Operator) (float64, string, int, error) {
-	ps, err := roofline.Place(m, "fp32", ops)
+// call's: QKᵀ of an attention) and the sum of their query rows; resident
+// is the weight and KV bytes live across calls (roofline.PlaceCall; 0:
+// the ops' own, roofline.Place).
+func placeSum(m *roofline.Machine, ops []roofline.Operator, resident float64) (float64, string, int, error) {
+	var ps []roofline.Placed
+	var err error
+	if resident > 0 {
+		ps, err = roofline.PlaceCall(m, "fp32", ops, resident)
+	} else {
+		ps, err = roofline.Place(m, "fp32", ops)
+	}
 	if err != nil {
 		return 0, "", 0, err
 	}
 	t, rows := 0.0, 0
 	for _, p := range ps {
 		t += p.Time
-		rows += p.TiledRows
+		rows += p.QueryRows
 	}
 	if len(ps) == 0 {
 		return 0, "", 0, fmt.Errorf("no operator to predict")

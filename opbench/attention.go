@@ -50,7 +50,13 @@ type AttentionConfig struct {
 	// only (by default both the pipeline, SMEPilot §4.2, and the serial
 	// schedule, side by side).
 	NoPipeline bool
-	Timing     Timing
+	// ColdKVBytes, when > 0, times each decode call alone after every
+	// worker read its share of ColdKVBytes of other memory (Evictor): the
+	// KV cache comes from DRAM, as in the engine's decode steps, where the
+	// step's weights stream through the caches between one layer's
+	// attention calls (0: calls back to back, the KV as warm as it fits).
+	ColdKVBytes int64
+	Timing      Timing
 	// Machine gives the roofline prediction (nil: none); Profile the
 	// ceilings of the fractions (nil: none).
 	Machine *roofline.Machine
@@ -388,6 +394,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		for _, W := range c.Widths {
 			steps = append(steps, step{"width", 1, W})
 		}
+		var evict func(*kpool.Master) error
 		for _, st := range steps {
 			C, B, W := c.DecodeContext, st.batch, st.width
 			pt := base
@@ -397,7 +404,16 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d width %d", pl, C, B, W))
 			}
-			if pt.Seconds, err = c.Timing.SecondsPerCall(ctx, p, func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }); err != nil {
+			call := func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }
+			if c.ColdKVBytes > 0 {
+				if evict == nil {
+					evict = Evictor(all, c.ColdKVBytes)
+				}
+				pt.Seconds, err = c.Timing.SecondsPerColdCall(ctx, p, evict, call)
+			} else {
+				pt.Seconds, err = c.Timing.SecondsPerCall(ctx, p, call)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
 			}
 			for _, s := range []int{0, B - 1} {

@@ -3,11 +3,13 @@ package opbench
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/affinity"
+	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
@@ -228,5 +230,49 @@ func TestRunGEMMSweep(t *testing.T) {
 	c.Lengths, c.Batches = []int{0}, nil
 	if _, err := RunGEMMSweep(context.Background(), c); err == nil || !strings.Contains(err.Error(), "--lengths 0") {
 		t.Errorf("length 0: %v", err)
+	}
+}
+
+// TestSecondsPerColdCall: the eviction runs before every timed call, on
+// every worker of the group, and the figure is per call.
+func TestSecondsPerColdCall(t *testing.T) {
+	p, err := kpool.New(kpool.Options{CPUs: []int{-1, -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	all := p.All()
+	ev := Evictor(all, 1<<20)
+	var evictions, calls, ran int
+	var mu sync.Mutex
+	evict := func(m *kpool.Master) error {
+		if evictions != calls {
+			t.Errorf("eviction %d before call %d", evictions+1, calls+1)
+		}
+		evictions++
+		if err := ev(m); err != nil {
+			return err
+		}
+		return m.Run(all, func(local, n int) error {
+			mu.Lock()
+			ran++
+			mu.Unlock()
+			return nil
+		})
+	}
+	call := func(m *kpool.Master) error {
+		calls++
+		time.Sleep(100 * time.Microsecond)
+		return nil
+	}
+	st, err := Timing{Reps: 2, RepDuration: 2 * time.Millisecond}.SecondsPerColdCall(context.Background(), p, evict, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if evictions != calls || calls < 3 || ran != 2*evictions {
+		t.Errorf("%d evictions, %d calls, %d worker runs", evictions, calls, ran)
+	}
+	if len(st.Samples) != 2 || !(st.Median >= 100e-6) {
+		t.Errorf("figure %+v: want 2 samples of at least 100 µs a call", st)
 	}
 }

@@ -63,6 +63,76 @@ func (t Timing) SecondsPerCall(ctx context.Context, p *kpool.Pool, call func(m *
 	return results.Summarize(secs), nil
 }
 
+// SecondsPerColdCall is SecondsPerCall with evict run before every call,
+// outside the timer: each call is timed alone, and a repetition's figure
+// is the mean of its calls' times (a repetition ends once RepDuration of
+// wall time, evictions included, has passed). For a figure of data that
+// the engine finds evicted at each call: a decode step's KV cache after
+// the step's weights streamed through every cache.
+func (t Timing) SecondsPerColdCall(ctx context.Context, p *kpool.Pool, evict, call func(m *kpool.Master) error) (results.Stat, error) {
+	var secs []float64
+	for rep := 0; rep <= t.Reps; rep++ {
+		if err := ctx.Err(); err != nil {
+			return results.Stat{}, err
+		}
+		d := t.RepDuration
+		if rep == 0 {
+			d /= 2
+		}
+		var s float64
+		err := p.Do(func(m *kpool.Master) error {
+			w0 := time.Now()
+			var in time.Duration
+			for n := 1; ; n++ {
+				if err := evict(m); err != nil {
+					return err
+				}
+				t0 := time.Now()
+				if err := call(m); err != nil {
+					return err
+				}
+				in += time.Since(t0)
+				if time.Since(w0) >= d {
+					s = in.Seconds() / float64(n)
+					return nil
+				}
+			}
+		})
+		if err != nil {
+			return results.Stat{}, err
+		}
+		if rep > 0 {
+			secs = append(secs, s)
+		}
+	}
+	return results.Summarize(secs), nil
+}
+
+// Evictor returns an eviction for SecondsPerColdCall: every worker of g
+// reads its share of bytes of memory of its own (one load per 64-byte
+// line), so that each core's private caches and the shared ones hold none
+// of what the timed call reads; bytes should be several times the
+// last-level cache (the probe's cold-line figure uses max(64 MiB, 4×LLC)).
+// The buffer is allocated and written once, here.
+func Evictor(g *kpool.Group, bytes int64) func(m *kpool.Master) error {
+	buf := make([]uint64, max(bytes/8, 8))
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	sinks := make([]uint64, 8*max(g.Size(), 1)) // one line per worker
+	return func(m *kpool.Master) error {
+		return m.Run(g, func(local, n int) error {
+			lo, hi := len(buf)*local/n, len(buf)*(local+1)/n
+			var s uint64
+			for i := lo; i < hi; i += 8 {
+				s += buf[i]
+			}
+			sinks[8*local] = s // keeps the loads
+			return nil
+		})
+	}
+}
+
 // rates turns a Stat of seconds per call into one of work/seconds·scale
 // (GFLOP/s from FLOPs with scale 1e-9): the min and max swap, the cv is
 // recomputed from the samples.

@@ -67,10 +67,10 @@ type CalibrationClass struct {
 	// FixedSeconds is the per-call fixed cost added, in seconds (≥ 0).
 	FixedSeconds float64 `json:"fixed_seconds"`
 	// RowSeconds (the attention class only; added within v2, absent = 0)
-	// is the cost per query row and head of the tiled prefill path,
-	// seconds (≥ 0), added once per row (roofline.Operator.TiledRows =
-	// B·H·T): the per-row work around the tiles, which does not grow with
-	// the context as the roofline time does.
+	// is the cost per query row and head, seconds (≥ 0), added once per
+	// row (roofline.Operator.QueryRows = B·H·T): prefill's per-row work
+	// around the tiles, decode's per-job setup, neither growing with the
+	// context as the roofline time does.
 	RowSeconds float64 `json:"row_seconds,omitempty"`
 	// FitShapes and HeldOutShapes count the shapes of each half.
 	FitShapes     int `json:"fit_shapes"`

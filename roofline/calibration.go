@@ -57,21 +57,21 @@ func ClassOf(o Operator) string {
 
 // ClassParams are one class's calibrated parameters: a prediction t of the
 // uncalibrated model becomes FixedSeconds + t/Efficiency, plus, for an
-// attention on the tiled prefill path, RowSeconds per query row
-// (Operator.TiledRows).
+// attention, RowSeconds per query row and head (Operator.QueryRows).
 type ClassParams struct {
 	Efficiency   float64 `json:"efficiency"`
 	FixedSeconds float64 `json:"fixed_seconds"`
-	// RowSeconds is the attention class's cost per query row and head of
-	// the tiled path (seconds, ≥ 0; 0 elsewhere): the per-row work before
-	// and after the tiles (scaling and packing Q, dividing the output),
-	// which a term in t cannot follow because t grows with the context
-	// and this does not.
+	// RowSeconds is the attention class's cost per query row and head
+	// (seconds, ≥ 0; 0 elsewhere): on the prefill path the per-row work
+	// before and after the tiles (scaling and packing Q, dividing the
+	// output), on decode's the per-job setup (Operator.QueryRows), which
+	// a term in t cannot follow because t grows with the context and this
+	// does not.
 	RowSeconds float64 `json:"row_seconds,omitempty"`
 }
 
 // Apply returns the calibrated time of an uncalibrated prediction t of a
-// call with rows tiled query rows (Operator.TiledRows; 0 for any other
+// call with rows query rows and heads (Operator.QueryRows; 0 for any other
 // operator), in seconds; fixed adds the class's fixed and per-row costs
 // (false for the parts of one call that are predicted apart: softmax and
 // pv of an attention, whose call is counted on qk).
@@ -159,9 +159,9 @@ func (m *Machine) calibrate(p *Placed, attn string) {
 		return
 	}
 	fixed := p.Name != OpSoftmax && p.Name != OpPV
-	p.Time = c.Apply(p.Time, p.TiledRows, fixed)
+	p.Time = c.Apply(p.Time, p.QueryRows, fixed)
 	for k, t := range p.Times {
-		p.Times[k] = c.Apply(t, p.TiledRows, fixed)
+		p.Times[k] = c.Apply(t, p.QueryRows, fixed)
 	}
 }
 
@@ -195,11 +195,11 @@ func addCalibration(m *Machine, p *results.Profile, name string) error {
 		}
 		row := ""
 		if k.RowSeconds > 0 {
-			row = fmt.Sprintf(" per tiled row %.3g µs", 1e6*k.RowSeconds)
+			row = fmt.Sprintf(" per query row %.3g µs", 1e6*k.RowSeconds)
 		}
 		names = append(names, fmt.Sprintf("%s%s efficiency %.2f fixed %.3g µs%s", k.Class, at, k.Efficiency, 1e6*k.FixedSeconds, row))
 	}
-	note := fmt.Sprintf("calibrated per operator class, threads and bounding level (bench calibrate; t = fixed + t_roofline/efficiency, + per tiled row × rows for a prefill attention): %s; other classes, and classes at a level they were not fitted at, uncalibrated", strings.Join(names, ", "))
+	note := fmt.Sprintf("calibrated per operator class, threads and bounding level (bench calibrate; t = fixed + t_roofline/efficiency, + per query row × rows for an attention): %s; other classes, and classes at a level they were not fitted at, uncalibrated", strings.Join(names, ", "))
 	if anyLevel {
 		note += "; the entries without a level (schema " + results.CalibrationSchemaV1 + ") apply at every level: rerun bench calibrate to fit per level"
 	}

@@ -90,10 +90,10 @@ func TestCalibrationLevel(t *testing.T) {
 	}
 }
 
-// The catalog gives a prefill attention's QKᵀ its tiled query rows (B·H·T)
-// and a decode's none; a calibrated attention class adds its per-row cost
-// to the QKᵀ of the tiled path only, with the fixed cost.
-func TestCalibrationTiledRows(t *testing.T) {
+// The catalog gives an attention's QKᵀ its query rows and heads (B·H·T;
+// decode B·H); a calibrated attention class adds its per-row cost to the
+// QKᵀ only, with the fixed cost.
+func TestCalibrationQueryRows(t *testing.T) {
 	arch := Arch{Name: "t", Layers: 1, Dim: 256, Heads: 4, KVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1000}
 	c := &Calibration{Params: map[CalibrationKey]ClassParams{{Class: ClassAttention}: {Efficiency: 1, FixedSeconds: 1e-6, RowSeconds: 1e-7}}}
 	for _, q := range []struct {
@@ -101,7 +101,7 @@ func TestCalibrationTiledRows(t *testing.T) {
 		rows int
 	}{
 		{Request{Phase: Prefill, Batch: 2, Tokens: 64, Context: 64}, 2 * 4 * 64},
-		{Request{Phase: Decode, Batch: 2, Tokens: 1, Context: 65}, 0},
+		{Request{Phase: Decode, Batch: 2, Tokens: 1, Context: 65}, 2 * 4},
 	} {
 		q.r.Weight, q.r.Act, q.r.KV, q.r.Routing = "fp32", "fp32", "fp32", Routing{Kind: "uniform"}
 		cat, err := BuildCatalog(arch, q.r)
@@ -113,13 +113,13 @@ func TestCalibrationTiledRows(t *testing.T) {
 			if o.Name == OpQK {
 				want = q.rows
 			}
-			if o.TiledRows != want {
-				t.Errorf("%s %s: tiled rows %d, want %d", q.r.Phase, o.Name, o.TiledRows, want)
+			if o.QueryRows != want {
+				t.Errorf("%s %s: query rows %d, want %d", q.r.Phase, o.Name, o.QueryRows, want)
 			}
 			if o.Name == OpQK || o.Name == OpPV {
 				p, _ := c.For(o, 1, "")
 				fixed := o.Name == OpQK
-				if got, want := p.Apply(1e-3, o.TiledRows, fixed)-1e-3, map[bool]float64{true: 1e-6 + 1e-7*float64(want), false: 0}[fixed]; !nearRel(got+1, want+1) {
+				if got, want := p.Apply(1e-3, o.QueryRows, fixed)-1e-3, map[bool]float64{true: 1e-6 + 1e-7*float64(want), false: 0}[fixed]; !nearRel(got+1, want+1) {
 					t.Errorf("%s %s: added %v s, want %v", q.r.Phase, o.Name, got, want)
 				}
 			}

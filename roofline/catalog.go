@@ -277,13 +277,16 @@ type Operator struct {
 	// operator on the caller alone when it is small (Threads).
 	Rows  int `json:"rows,omitempty"`
 	Width int `json:"width,omitempty"`
-	// TiledRows is, on an attention's QKᵀ (the operator that carries its
-	// call), the query rows over all heads, B·H·T, where the engine runs
-	// the tiled prefill path (T > 1: Q packed and scaled per row before
-	// the tiles and the output divided per row after them); 0 for
-	// decode's vector path. A calibration's per-row cost
-	// (ClassParams.RowSeconds) multiplies it.
-	TiledRows int `json:"tiled_rows,omitempty"`
+	// QueryRows is, on an attention's QKᵀ (the operator that carries its
+	// call), the query rows over all heads, B·H·T: on the tiled prefill
+	// path Q is packed and scaled per row before the tiles and the output
+	// divided per row after them, and decode's vector path runs one job
+	// per sequence and KV head (B·H/group of them) whose setup does not
+	// grow with the context (measured here: the same 4 MiB of cold KV took
+	// 76 µs at batch 1 and 132 µs at batch 4). A calibration's per-row cost
+	// (ClassParams.RowSeconds, fitted per calibration key, so prefill's and
+	// decode's apart where their bounds differ) multiplies it.
+	QueryRows int `json:"query_rows,omitempty"`
 }
 
 // Intensity is the arithmetic intensity I = W / Q of SMEPilot §3.2, in
@@ -487,9 +490,7 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 			FLOPs: 2 * float64(d) * pairs,
 			Bytes: Bytes{ActIn: float64(M*H*d) * a, KVRead: kv, ActOut: pairs * a},
 		}
-		if T > 1 {
-			qk.TiledRows = B * H * T
-		}
+		qk.QueryRows = B * H * T
 		sm := Operator{
 			Name: OpSoftmax, Kind: KindNonlinear, Elems: pairs, Expert: -1,
 			Shape: fmt.Sprintf("%d×%d causal", B*H*T, C),
