@@ -31,36 +31,17 @@ func (t Timing) validate() error {
 // inside p.Do and returns the seconds per call of each repetition
 // (summarized). ctx is checked between repetitions.
 func (t Timing) SecondsPerCall(ctx context.Context, p *kpool.Pool, call func(m *kpool.Master) error) (results.Stat, error) {
-	var secs []float64
-	for rep := 0; rep <= t.Reps; rep++ {
-		if err := ctx.Err(); err != nil {
-			return results.Stat{}, err
-		}
-		d := t.RepDuration
-		if rep == 0 {
-			d /= 2
-		}
-		var s float64
-		err := p.Do(func(m *kpool.Master) error {
-			t0 := time.Now()
-			for n := 1; ; n++ {
-				if err := call(m); err != nil {
-					return err
-				}
-				if el := time.Since(t0); el >= d {
-					s = el.Seconds() / float64(n)
-					return nil
-				}
+	return t.repeat(ctx, p, func(m *kpool.Master, d time.Duration) (float64, error) {
+		t0 := time.Now()
+		for n := 1; ; n++ {
+			if err := call(m); err != nil {
+				return 0, err
 			}
-		})
-		if err != nil {
-			return results.Stat{}, err
+			if el := time.Since(t0); el >= d {
+				return el.Seconds() / float64(n), nil
+			}
 		}
-		if rep > 0 {
-			secs = append(secs, s)
-		}
-	}
-	return results.Summarize(secs), nil
+	})
 }
 
 // SecondsPerColdCall is SecondsPerCall with evict run before every call,
@@ -70,38 +51,48 @@ func (t Timing) SecondsPerCall(ctx context.Context, p *kpool.Pool, call func(m *
 // the engine finds evicted at each call: a decode step's KV cache after
 // the step's weights streamed through every cache.
 func (t Timing) SecondsPerColdCall(ctx context.Context, p *kpool.Pool, evict, call func(m *kpool.Master) error) (results.Stat, error) {
+	return t.repeat(ctx, p, func(m *kpool.Master, d time.Duration) (float64, error) {
+		w0 := time.Now()
+		var in time.Duration
+		for n := 1; ; n++ {
+			if err := evict(m); err != nil {
+				return 0, err
+			}
+			t0 := time.Now()
+			if err := call(m); err != nil {
+				return 0, err
+			}
+			in += time.Since(t0)
+			if time.Since(w0) >= d {
+				return in.Seconds() / float64(n), nil
+			}
+		}
+	})
+}
+
+// repeat runs rep, which returns seconds per call over at least d, as a
+// warm-up of RepDuration/2 and t.Reps repetitions of RepDuration, each
+// inside p.Do, and summarizes the repetitions' figures.
+func (t Timing) repeat(ctx context.Context, p *kpool.Pool, rep func(m *kpool.Master, d time.Duration) (float64, error)) (results.Stat, error) {
 	var secs []float64
-	for rep := 0; rep <= t.Reps; rep++ {
+	for r := 0; r <= t.Reps; r++ {
 		if err := ctx.Err(); err != nil {
 			return results.Stat{}, err
 		}
 		d := t.RepDuration
-		if rep == 0 {
+		if r == 0 {
 			d /= 2
 		}
 		var s float64
 		err := p.Do(func(m *kpool.Master) error {
-			w0 := time.Now()
-			var in time.Duration
-			for n := 1; ; n++ {
-				if err := evict(m); err != nil {
-					return err
-				}
-				t0 := time.Now()
-				if err := call(m); err != nil {
-					return err
-				}
-				in += time.Since(t0)
-				if time.Since(w0) >= d {
-					s = in.Seconds() / float64(n)
-					return nil
-				}
-			}
+			var err error
+			s, err = rep(m, d)
+			return err
 		})
 		if err != nil {
 			return results.Stat{}, err
 		}
-		if rep > 0 {
+		if r > 0 {
 			secs = append(secs, s)
 		}
 	}
