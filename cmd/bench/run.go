@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -257,9 +258,30 @@ type runOp struct {
 	PredictedS        *float64 `json:"predicted_s,omitempty"`
 	PredictedLayerS   *float64 `json:"predicted_per_layer_s,omitempty"`
 	MeasuredPredicted *float64 `json:"measured_over_predicted,omitempty"`
+	// PredictedDriftS is the prediction on the machine as the run's DRAM
+	// roof and GEMM checks found it (runResult.Drift), summed as
+	// PredictedS.
+	PredictedDriftS *float64 `json:"predicted_at_drift_s,omitempty"`
 	// Threads is the workers that ran the operator's phase, with
 	// per-phase configurations (0, left out, without).
 	Threads int `json:"threads,omitempty"`
+}
+
+// runDrift is runResult.Drift.
+type runDrift struct {
+	DRAMFactor    float64        `json:"dram_factor"`
+	ComputeFactor float64        `json:"compute_factor"`
+	Fidelity      sweep.Fidelity `json:"fidelity"`
+}
+
+// String is one line.
+func (d *runDrift) String() string {
+	f := d.Fidelity
+	if f.Rows == 0 {
+		return ""
+	}
+	return fmt.Sprintf("at the host's drift (a diagnostic, not counted: predicted on the profile with DRAM ×%.2f and compute ×%.2f, as re-measured after the timed phases): %d of %d rows, %.0f%% of the measured time within ±%.0f%%",
+		d.DRAMFactor, d.ComputeFactor, f.Within, f.Rows, 100*f.WithinS/max(f.TimeS, 1e-300), 100*sweep.FidelityTol)
 }
 
 // runResult is the JSON object of `bench run --json`.
@@ -306,6 +328,13 @@ type runResult struct {
 	// Fidelity counts the operator rows within ±10% of their prediction
 	// (with a profile); a noisy run's is not counted.
 	Fidelity *sweep.Fidelity `json:"fidelity,omitempty"`
+	// Drift is the diagnostic beside Fidelity where the run's checks
+	// measured the host away from the profile: the operators predicted
+	// on roofline.Machine.Drifted (DRAM figures × the DRAM roof now over
+	// the profile's, compute × the attained GEMM now over the profile's)
+	// and counted as Fidelity counts them. It separates the model's error
+	// from the host's drift; it is never the counted figure.
+	Drift *runDrift `json:"drift,omitempty"`
 
 	// Targets is what ran each placement target's linear operators in the
 	// timed calls: backend, unit, weight precision, calls and label.
@@ -494,6 +523,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		res.Notes = append(res.Notes, n)
 	}
 	var pred map[[2]string]float64
+	var predictOn func(*roofline.Machine) (map[[2]string]float64, error) // the run's prediction on another machine
 	if machine != nil {
 		var pt, pd float64
 		predict := sweep.Predict
@@ -509,6 +539,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 			predict = func(mach *roofline.Machine, c engine.Config, prec engine.Precision, B, T, G int) (map[[2]string]float64, float64, float64, error) {
 				return sweep.PredictPhases(mach, c, prec, B, T, G, m.PhaseThreads(roofline.Prefill), m.PhaseThreads(roofline.Decode))
 			}
+		}
+		predictOn = func(mach *roofline.Machine) (map[[2]string]float64, error) {
+			p, _, _, err := predict(mach, c, prec, B, T, G)
+			return p, err
 		}
 		if pred, pt, pd, err = predict(machine, c, prec, B, T, G); err != nil {
 			return fmt.Errorf("run: --profile %s: %w", o.Profile, err)
@@ -572,6 +606,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		f := sweep.CountFidelity(pairs, res.Noise)
 		res.Fidelity = &f
+		if d, err := driftFidelity(&res, machine, nz, predictOn); err != nil {
+			res.Notes = append(res.Notes, "prediction at the host's drift: "+err.Error())
+		} else {
+			res.Drift = d
+		}
 	}
 	if nz.Noisy {
 		fmt.Fprintf(o.IO.Err, "run: NOISY: %s (the figures are kept, marked, and not counted in the fidelity figures)\n", nz.Why)
@@ -736,6 +775,9 @@ func writeRun(w io.Writer, r *runResult) error {
 	}
 	if r.Fidelity != nil {
 		fmt.Fprintf(w, "\n%s\n", r.Fidelity)
+		if r.Drift != nil && r.Drift.String() != "" {
+			fmt.Fprintf(w, "%s\n", r.Drift)
+		}
 	}
 	if len(r.Checks) > 0 {
 		fmt.Fprintln(w)
@@ -765,6 +807,42 @@ func writeRun(w io.Writer, r *runResult) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// driftFidelity predicts res's operators again on machine drifted as the
+// run's checks found the host (nz: DRAM roof now over the profile's,
+// attained GEMM now over the profile's), fills each operator's
+// PredictedDriftS and counts them as Fidelity does; nil where neither
+// check measured a drift beyond NoiseMaxRoofDrift.
+func driftFidelity(res *runResult, machine *roofline.Machine, nz results.Noise, predict func(*roofline.Machine) (map[[2]string]float64, error)) (*runDrift, error) {
+	d := &runDrift{DRAMFactor: 1, ComputeFactor: 1}
+	if nz.DRAMNowGBps > 0 && nz.DRAMProfileGBps > 0 {
+		d.DRAMFactor = nz.DRAMNowGBps / nz.DRAMProfileGBps
+	}
+	if nz.GEMMRatio > 0 {
+		d.ComputeFactor = nz.GEMMRatio
+	}
+	if math.Abs(d.DRAMFactor-1) <= results.NoiseMaxRoofDrift && math.Abs(d.ComputeFactor-1) <= results.NoiseMaxRoofDrift {
+		return nil, nil
+	}
+	pred, err := predict(machine.Drifted(d.DRAMFactor, d.ComputeFactor))
+	if err != nil {
+		return nil, err
+	}
+	var pairs [][2]float64
+	for i := range res.Ops {
+		op := &res.Ops[i]
+		p, ok := pred[[2]string{string(op.Phase), op.Op}]
+		if !ok || op.PredictedS == nil {
+			continue
+		}
+		op.PredictedDriftS = &p
+		pairs = append(pairs, [2]float64{op.MeasuredS, p})
+	}
+	d.Fidelity = sweep.CountFidelity(pairs, nil)
+	d.Fidelity.Counted = false
+	d.Fidelity.Why = "a diagnostic at the host's drift, never counted"
+	return d, nil
 }
 
 // checkHost re-measures, right after the timed phases, what the profile
