@@ -65,6 +65,11 @@ type Point struct {
 	// moving): Seconds are then scaled to the profile's roof (× this / the
 	// profile's memory.dram roof at the shape's threads).
 	RoofNowGBps float64 `json:"roof_now_gbps,omitempty"`
+	// GEMMRatio is, for a compute-bound shape (Level "compute…"), the
+	// attained GEMM of the cores backend at the shape's threads
+	// re-measured at most 15 s before it over the profile's (0: none):
+	// Seconds are then scaled by it to the profile's compute rate.
+	GEMMRatio float64 `json:"gemm_ratio,omitempty"`
 	// QueryRows is an attention's query rows over its heads
 	// (roofline.Operator.QueryRows; 0 for other classes), what the
 	// attention class's per-row cost multiplies.
@@ -205,10 +210,27 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 			c.Progress(fmt.Sprintf("calibrate %d/%d: %s", i+1, len(shapes), p.Name()))
 		}
 		ms.roofNow = 0
+		ratio := 0.0
+		if strings.HasPrefix(p.Level, roofline.BoundCompute) {
+			ratio = ms.computeRatio(ctx, p.RunThreads())
+		}
 		if p.Seconds, err = ms.measure(ctx, p.Shape); err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", p.Shape.Key(), err)
 		}
 		p.RoofNowGBps = ms.roofNow
+		if ratio > 0 {
+			p.GEMMRatio = ratio
+			p.Seconds = scaleStat(p.Seconds, ratio)
+		}
+	}
+	var ratios []float64
+	for _, p := range r.Points {
+		if p.GEMMRatio > 0 {
+			ratios = append(ratios, p.GEMMRatio)
+		}
+	}
+	if len(ratios) > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d compute-bound shapes were scaled to the profile's compute rate: × the attained GEMM of %s re-measured at most %v before each (probes.CheckGEMM) over the profile's (%.2f–%.2f now), so that their class's efficiency is the kernel's, not the host's rate of the moment", len(ratios), ms.pair.Pair.Cores.Name, computeCheckEvery, slices.Min(ratios), slices.Max(ratios)))
 	}
 	var roofs []float64
 	for _, p := range r.Points {

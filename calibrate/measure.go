@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/cpubench/bench/internal/noise"
@@ -32,6 +33,44 @@ type measurer struct {
 	// roofNow is the DRAM read roof the last DRAM-bound shape was
 	// measured beside and scaled by (besideRoof; 0: not scaled).
 	roofNow float64
+	// gemmNow is the last attained-GEMM check per thread count
+	// (computeRatio).
+	gemmNow map[int]gemmCheck
+}
+
+// gemmCheck is one probes.CheckGEMM result: its ratio (0: none) and when.
+type gemmCheck struct {
+	at    time.Time
+	ratio float64
+}
+
+// computeCheckEvery is how old an attained-GEMM check may be for a
+// compute-bound shape to be scaled by it (computeRatio): one check takes
+// well under a second, and the 2-core VM's compute rate moves by 25% within
+// an hour, seldom within seconds.
+const computeCheckEvery = 15 * time.Second
+
+// computeRatio is the attained GEMM of the cores backend at threads
+// threads now over the profile's (probes.CheckGEMM: the table points of at
+// most 2 GFLOP a call), re-measured when the last check is older than
+// computeCheckEvery; 0 where the profile has no such point (then nothing
+// is scaled).
+func (ms *measurer) computeRatio(ctx context.Context, threads int) float64 {
+	if c, ok := ms.gemmNow[threads]; ok && time.Since(c.at) < computeCheckEvery {
+		return c.ratio
+	}
+	if ms.gemmNow == nil {
+		ms.gemmNow = map[int]gemmCheck{}
+	}
+	ck, err := probes.CheckGEMM(ctx, ms.cfg.Profile, ms.pair.Pair.Cores.Name, threads)
+	c := gemmCheck{at: time.Now()}
+	if err == nil && ck.Ratio > 0 {
+		c.ratio = ck.Ratio
+	} else {
+		c.at = c.at.Add(time.Hour) // no point to check against: do not try again
+	}
+	ms.gemmNow[threads] = c
+	return c.ratio
 }
 
 // rotateBytes is the least weight bytes a linear whose weights exceed the
@@ -159,17 +198,24 @@ func (ms *measurer) besideRoof(ctx context.Context, s Shape, measure func() (res
 	}
 	switch {
 	case g.RoofNowGBps > 0 && prof > 0:
-		f := g.RoofNowGBps / prof
-		for i := range st.Samples {
-			st.Samples[i] *= f
-		}
-		st.Median, st.Min, st.Max = st.Median*f, st.Min*f, st.Max*f
+		st = scaleStat(st, g.RoofNowGBps/prof)
 		ms.roofNow = g.RoofNowGBps
 	case g.GFLOPS.Noise != nil && g.GFLOPS.Noise.Noisy:
 		n := results.Noise{CV: st.CV, Attempts: 1, Noisy: true, Why: g.GFLOPS.Noise.Why}
 		st.Noise = &n
 	}
 	return st, nil
+}
+
+// scaleStat is st with every time × f (the cv unchanged): a figure taken
+// to the rate the profile recorded.
+func scaleStat(st results.Stat, f float64) results.Stat {
+	st.Samples = slices.Clone(st.Samples)
+	for i := range st.Samples {
+		st.Samples[i] *= f
+	}
+	st.Median, st.Min, st.Max = st.Median*f, st.Min*f, st.Max*f
+	return st
 }
 
 // rotating times Y = X·Wᵀ at s.M rows on s.Threads workers, each call on
