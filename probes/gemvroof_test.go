@@ -72,3 +72,30 @@ func TestMeasureBesideRoof(t *testing.T) {
 		t.Error("DRAMSized: want more than 4× the 16 MiB LLC, false without caches")
 	}
 }
+
+// TestGEMVBesideOverRoof: a GEMV faster than the agreeing roofs around it
+// by more than the threshold is measured again and then kept noisy, with
+// no roof_now_gbps; one within the threshold gets its fraction.
+func TestGEMVBesideOverRoof(t *testing.T) {
+	roofs := []float64{24.5, 24.0}
+	n := 0
+	roof := func() (float64, error) { n++; return roofs[n%2], nil }
+	for _, c := range []struct {
+		gbps  float64
+		noisy bool
+	}{{33.9, true}, {26, false}} {
+		calls := 0
+		g, err := gemvBeside(roof, func() (results.GEMMResult, error) {
+			calls++
+			return results.GEMMResult{Threads: 2, WeightGBps: c.gbps}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		noisy := g.GFLOPS.Noise != nil && g.GFLOPS.Noise.Noisy
+		if noisy != c.noisy || noisy && (g.RoofNowGBps != 0 || calls != gemvRoofAttempts || !strings.Contains(g.GFLOPS.Noise.Why, "above the DRAM read roof")) ||
+			!noisy && (g.RoofNowGBps == 0 || calls != 1) {
+			t.Errorf("GEMV %v GB/s between roofs %v: %+v (%d calls)", c.gbps, roofs, g, calls)
+		}
+	}
+}

@@ -196,14 +196,18 @@ func addGEMMTable(m *Machine, p *results.Profile, name string) {
 		if gemvDTypes[g.DType] && g.M == 1 && g.WeightGBps > 0 && g.Threads > 0 {
 			gbps := g.WeightGBps
 			if r := dramRoof(p, g.Threads); g.RoofNowGBps > 0 && r > 0 {
-				gbps *= r / g.RoofNowGBps
+				// No kernel streams its weights faster than the read
+				// roof: a fraction above 1 (the host moved between the
+				// roofs and the GEMV; profiles before the probe re-measured
+				// such GEMVs recorded up to 140%) counts as 1.
+				gbps = min(gbps/g.RoofNowGBps, 1) * r
 				scaled++
 			}
 			t.GEMV = append(t.GEMV, GEMMPoint{Precision: g.DType, Backend: g.Backend, Threads: g.Threads, M: 1, N: g.N, K: g.K, GFLOPS: gbps})
 		}
 	}
 	if scaled > 0 {
-		m.Notes = append(m.Notes, "a GEMV's weight bandwidth is its fraction of the DRAM read roof re-measured beside it (matrix.gemv roof_now_gbps) × the profile's DRAM read roof at its threads (memory.dram): the host's bandwidth moves within a probe, the kernel's fraction of it much less")
+		m.Notes = append(m.Notes, "a GEMV's weight bandwidth is its fraction of the DRAM read roof re-measured beside it (matrix.gemv roof_now_gbps) (at most 1) × the profile's DRAM read roof at its threads (memory.dram): the host's bandwidth moves within a probe, the kernel's fraction of it much less")
 	}
 	if len(t.GEMM) == 0 && len(t.GEMV) == 0 {
 		return

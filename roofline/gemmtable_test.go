@@ -126,7 +126,8 @@ func TestGEMVRoofNow(t *testing.T) {
 	}
 	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
 	p.Memory.DRAM = []results.DRAMRoof{{Threads: 2, Kernel: "read", GBps: st(60)}}
-	for _, c := range []struct{ now, want float64 }{{40, 45}, {0, 30}} {
+	// 30 GB/s beside a roof of 24 is 125% of it: counted as 100%, 60 GB/s.
+	for _, c := range []struct{ now, want float64 }{{40, 45}, {0, 30}, {24, 60}} {
 		p.Matrix = &results.Matrix{GEMV: []results.GEMMResult{{Backend: "avx2-fp32", DType: "fp32", M: 1, N: 65536, K: 4096, Threads: 2, GFLOPS: st(15), WeightGBps: 30, RoofNowGBps: c.now}}}
 		m, err := FromProfile(p, "p.json")
 		if err != nil {
