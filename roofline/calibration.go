@@ -264,14 +264,20 @@ func (m *Machine) AtThreads(threads int) *Machine {
 		cores.CeilingsGFLOPS[k] = v * share
 	}
 	c.Targets = []Target{cores}
-	if m.Nonlinear != nil {
-		nl := *m.Nonlinear
-		nl.GElemsPerS *= share
-		nl.Rates = append([]NonlinearRate(nil), nl.Rates...)
-		for i := range nl.Rates {
-			nl.Rates[i].GElemsPerS *= share
-		}
-		c.Nonlinear = &nl
-	}
+	c.Nonlinear = m.Nonlinear.scaled(share)
 	return &c
+}
+
+// scaled is a copy of n with every rate × f (nil for nil).
+func (n *Nonlinear) scaled(f float64) *Nonlinear {
+	if n == nil {
+		return nil
+	}
+	nl := *n
+	nl.GElemsPerS *= f
+	nl.Rates = append([]NonlinearRate(nil), nl.Rates...)
+	for i := range nl.Rates {
+		nl.Rates[i].GElemsPerS *= f
+	}
+	return &nl
 }

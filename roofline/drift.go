@@ -50,15 +50,7 @@ func (m *Machine) Drifted(dram, compute float64) *Machine {
 		}
 		c.GEMMTable = &t
 	}
-	if m.Nonlinear != nil {
-		nl := *m.Nonlinear
-		nl.GElemsPerS *= compute
-		nl.Rates = append([]NonlinearRate(nil), nl.Rates...)
-		for i := range nl.Rates {
-			nl.Rates[i].GElemsPerS *= compute
-		}
-		c.Nonlinear = &nl
-	}
+	c.Nonlinear = m.Nonlinear.scaled(compute)
 	return &c
 }
 
