@@ -525,10 +525,12 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 		tm[iRoPE].add(st, T)
 		st = time.Now()
 		err = b.par(ms, T, 2*kvd, func(i0, i1 int) {
-			for t := i0; t < i1; t++ {
-				sl := rowSlot[t]
-				b.kv.write(sl.kc[li], sl.vc[li], rowPos[t], kn[t*kvd:(t+1)*kvd], vn[t*kvd:(t+1)*kvd])
-			}
+			writeRuns(i0, i1, func(a, b int) bool {
+				return rowSlot[a] == rowSlot[b] && rowPos[b] == rowPos[a]+1
+			}, func(r0, r1 int) {
+				sl := rowSlot[r0]
+				b.kv.writeRows(sl.kc[li], sl.vc[li], rowPos[r0], r1-r0, kn[r0*kvd:r1*kvd], vn[r0*kvd:r1*kvd])
+			})
 		})
 		if err != nil {
 			return nil, err

@@ -421,10 +421,12 @@ func (k *tpCall) layer(li, w int) (err error) {
 	})
 	step(iKVWrite, false, func() error {
 		i0, i1 := span(T)
-		for r := i0; r < i1; r++ {
-			s := k.rowSlot[r]
-			bf.kv.write(bf.kc[s][li], bf.vc[s][li], k.rowPos[r], kn[r*kvd:(r+1)*kvd], vn[r*kvd:(r+1)*kvd])
-		}
+		writeRuns(i0, i1, func(a, b int) bool {
+			return k.rowSlot[a] == k.rowSlot[b] && k.rowPos[b] == k.rowPos[a]+1
+		}, func(r0, r1 int) {
+			s := k.rowSlot[r0]
+			bf.kv.writeRows(bf.kc[s][li], bf.vc[s][li], k.rowPos[r0], r1-r0, kn[r0*kvd:r1*kvd], vn[r0*kvd:r1*kvd])
+		})
 		return nil
 	})
 	step(iAttention, false, func() error {
