@@ -25,6 +25,15 @@ import (
 //     (OpThreads);
 //   - cache roofs: the bytes an operator reads or writes stream at the
 //     roof of the smallest level that holds them for the call (callBytes);
+//     a vector operator of a dense model's catalog times each activation
+//     operand by its reuse distance (Operand, setReuse: the bytes of other
+//     buffers touched since its last use, LRU stack distance), so an input
+//     the previous operator just wrote comes from a cache and a buffer
+//     last touched before a projection's weights streamed comes from DRAM,
+//     and a write to such lines at DRAM's write roof (measured on the
+//     fidelity runs of 2026-11-26, replayed with scripts/fidreplay:
+//     prefill norms 2.5–2.9× → 1.0, kv_write 7.7× → 1.65, residuals 1.8×
+//     → 0.93 measured/predicted);
 //   - fixed costs: every parallel call on the worker pool pays its dispatch
 //     and barrier (FixedCost.CallSeconds at that thread count), and the first
 //     of a forward call the wake-up of parked workers (WakeSeconds, once per
@@ -232,7 +241,77 @@ func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes,
 	if stream >= act {
 		cb.Roof = rwAt.Level
 	}
+	if vectorOp(o) && len(o.Operands) > 0 {
+		// Each activation operand from the level its reuse distance
+		// leaves it in; a write to lines that left the caches at the
+		// DRAM write roof (the write-allocate and write-back).
+		secs, most, lvl := 0.0, 0.0, ""
+		for _, p := range o.Operands {
+			if weightsOperand(p) {
+				continue
+			}
+			r, ok := m.operandLevel(p, act, threads)
+			if !ok {
+				return cb, true
+			}
+			secs += p.Bytes / (r.rate(p.Write) * 1e9)
+			if p.Bytes > most {
+				most, lvl = p.Bytes, r.Level
+			}
+		}
+		cb.Seconds, cb.ActLevel = secs+stream/(rwAt.GBps*1e9), lvl
+		cb.Roof = lvl
+		if stream >= act {
+			cb.Roof = rwAt.Level
+		}
+	}
 	return cb, true
+}
+
+// vectorOp is whether o is a row-wise vector operator (non-linear or
+// element-wise; not attention's softmax, which the engine fuses into its
+// tiles).
+func vectorOp(o Operator) bool {
+	return (o.Kind == KindNonlinear || o.Kind == KindElementwise) && o.Name != OpSoftmax
+}
+
+// weightsOperand is whether p is a layer's or the head's weights (timed
+// with the other weights and KV reads at the level holding all of them).
+func weightsOperand(p Operand) bool { return strings.HasPrefix(p.Buffer, "w") }
+
+// reuseMargin is the factor by which a cache level's capacity must exceed
+// an operand's reuse distance plus its bytes for the level to count as
+// still holding it. LRU stack distance assumes a fully associative LRU
+// cache of the whole capacity. Measured on 2026-11-26's 2-core KVM guest
+// (a 32 MiB L3 that the host's other guests share): the engine's 512-row
+// prefill attn_norm took 60.6 µs a layer, its output buffer 28 MiB of
+// other buffers after its last use; one worker's 256 rows of kernels.
+// RMSNorm took 25.5 µs with input and output hot, 46 µs with the output's
+// lines evicted (64 MiB read in between) and 62.7 µs with both: the lines
+// were gone.
+const reuseMargin = 2
+
+// operandLevel is the level roof (at threads threads) of the smallest
+// level that holds operand p of an operator moving act activation bytes:
+// capacity ≥ reuseMargin × (p's distance + bytes), and ≥ act.
+func (m *Machine) operandLevel(p Operand, act float64, threads int) (LevelRoof, bool) {
+	return m.holding(max(reuseMargin*(p.Distance+p.Bytes), act), threads)
+}
+
+// sharedLevel is whether level is one a core shares with others (L3, DRAM):
+// a decode-sized operator's lines there cost it about a DRAM line each
+// (measured per operator against this cold-line model on 2026-11-26's
+// fidelity runs: counting the L3's lines as hot put decode's norms at 2–4.6×
+// their prediction).
+func sharedLevel(level string) bool { return level == "L3" || level == "DRAM" }
+
+// rate is r's GB/s for a read, or for a write: DRAM's write roof where
+// the profile measured one (WriteGBps), else the read roof.
+func (r LevelRoof) rate(write bool) float64 {
+	if write && r.WriteGBps > 0 {
+		return r.WriteGBps
+	}
+	return r.GBps
 }
 
 // maxRoofThreads is the largest thread count of the level roofs.
@@ -299,7 +378,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		// their last use and come at a latency-bound cost per line. (Not
 		// a prefill-sized one that runs on the caller only because there
 		// is one worker: its activations were just written.)
-		if c := coldLines(o) * f.ColdLineSeconds; c > t {
+		if c := m.coldLines(o, n) * f.ColdLineSeconds; c > t {
 			t, p.Bound = c, "cold lines"
 		}
 	}
@@ -356,6 +435,10 @@ func addLevelRoofs(m *Machine, p *results.Profile, name string) {
 			r.Source = fmt.Sprintf("%s: memory.levels %s at %d threads; capacity %d × %d B (topology.caches, %s)", name, l.Level, l.Threads, used, c.size, c.src)
 		} else {
 			r.Source = fmt.Sprintf("%s: memory.levels DRAM at %d threads", name, l.Threads)
+			if w := dramWriteGBps(p.Memory, l.Threads); w > 0 {
+				r.WriteGBps = w
+				r.Source += fmt.Sprintf("; write %.1f GB/s (memory.working_set, kernel write, its largest working set)", w)
+			}
 		}
 		m.LevelRoofs = append(m.LevelRoofs, r)
 		srcs = append(srcs, fmt.Sprintf("%s×%d %.1f GB/s", l.Level, l.Threads, l.GBps.Median))
@@ -369,6 +452,19 @@ func addLevelRoofs(m *Machine, p *results.Profile, name string) {
 		}
 		m.Notes = append(m.Notes, note)
 	}
+}
+
+// dramWriteGBps is the median GB/s of the memory sweep's write kernel at
+// threads threads and its largest working set (DRAM-sized: the sweep
+// reaches beyond the last-level cache), 0 when it has none.
+func dramWriteGBps(mem *results.Memory, threads int) float64 {
+	best, ws := 0.0, int64(0)
+	for _, b := range mem.WorkingSet {
+		if b.Kernel == "write" && b.Threads == threads && b.WorkingSetBytes > ws && b.GBps.Median > 0 {
+			best, ws = b.GBps.Median, b.WorkingSetBytes
+		}
+	}
+	return best
 }
 
 // addFixedCosts copies the profile's dispatch section (the worker pool's
@@ -394,15 +490,34 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 	}
 }
 
-// coldLines is the number of 64-byte lines a serial vector operator moves
-// when its data is cold: its bytes / 64, except kv_write, whose K half the
-// engine writes into the producer-packed K panels (engine/kvcache.go: K[pos]
-// [d] at d·NR + pos%NR within a panel), one line per element.
-func coldLines(o Operator) float64 {
-	if o.Name == OpKVWrite {
-		return o.Elems/2 + o.Bytes.KVWrite/2/64
+// coldLines is the number of cold 64-byte lines a serial vector operator
+// on threads threads moves: the lines of its weights and of each operand
+// whose reuse distance leaves it in DRAM (operandLevel); all of its bytes
+// without operands. kv_write's K half counts one line per element: the
+// engine writes it into the producer-packed K panels (engine/kvcache.go:
+// K[pos][d] at d·NR + pos%NR within a panel).
+func (m *Machine) coldLines(o Operator, threads int) float64 {
+	if len(o.Operands) == 0 {
+		if o.Name == OpKVWrite {
+			return o.Elems/2 + o.Bytes.KVWrite/2/64
+		}
+		return math.Ceil(o.Bytes.Total() / 64)
 	}
-	return math.Ceil(o.Bytes.Total() / 64)
+	act := o.Bytes.ActIn + o.Bytes.ActOut + o.Bytes.KVWrite
+	n := 0.0
+	for _, p := range o.Operands {
+		if !weightsOperand(p) {
+			if r, ok := m.operandLevel(p, act, threads); !ok || !sharedLevel(r.Level) {
+				continue
+			}
+		}
+		if o.Name == OpKVWrite && p.Write {
+			n += o.Elems/2 + p.Bytes/2/64
+			continue
+		}
+		n += math.Ceil(p.Bytes / 64)
+	}
+	return n
 }
 
 // LastLevelBytes is the capacity of the last cache level of m's level

@@ -287,6 +287,10 @@ type Operator struct {
 	// (ClassParams.RowSeconds, fitted per calibration key, so prefill's and
 	// decode's apart where their bounds differ) multiplies it.
 	QueryRows int `json:"query_rows,omitempty"`
+	// Operands are the buffers the operator reads and writes with their
+	// reuse distances (setReuse; nil for MoE catalogs). The per-call
+	// model times a vector operator's activations by them.
+	Operands []Operand `json:"-"`
 }
 
 // Intensity is the arithmetic intensity I = W / Q of SMEPilot §3.2, in
@@ -559,6 +563,7 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 	fn := vector(OpFinalNorm, KindNonlinear, R, h, rmsnormFLOPs, 1, a)
 	fn.Bytes.Weights = float64(h) * a
 	c.Head = []Operator{emb, fn, linear(OpLMHead, R, arch.Vocab, h, w, a)}
+	setReuse(c, float64(H)/float64(H+Hkv))
 	return c, nil
 }
 
