@@ -36,6 +36,7 @@ func (m *Machine) Drifted(dram, compute float64) *Machine {
 	for i := range c.LevelRoofs {
 		if c.LevelRoofs[i].Level == "DRAM" {
 			c.LevelRoofs[i].GBps *= dram
+			c.LevelRoofs[i].WriteGBps *= dram
 		}
 	}
 	if m.GEMMTable != nil {
