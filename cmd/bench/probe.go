@@ -70,7 +70,7 @@ unknown, as in a VM, against the full probe's 1 GiB); in the matrix section
 each dtype's best backend, the attained-GEMM table at M 16 and 512 on two
 weight shapes, and no int8, int2 or int1 GEMV. The profile records
 options.quick. It took 48 s on 2 idle cores (103 s with other jobs sharing
-them; the full probe about 10 minutes); its time grows with the size of the
+them; the full probe 2 to 10 minutes); its time grows with the size of the
 last-level cache (the DRAM-sized figures), its number of figures not with the
 core count.
 
@@ -82,7 +82,7 @@ column|page for a paper). --json=FILE also writes the profile
 to FILE (its directory is checked before measuring); --json (or --json -)
 prints it on stdout instead (the directory is then written only if --out
 is given).`,
-		Example: `  bench probe                      # everything, about 10 minutes on 2 cores
+		Example: `  bench probe                      # everything, 2 to 10 minutes on 2 cores
   bench probe --quick              # about 50 s on 2 cores, more with a larger last-level cache
   bench probe --only memory --threads 1,2 --max-ws 2GiB
   bench probe --only machine,topology --json
