@@ -189,7 +189,7 @@ type FixedCosts struct {
 	// element into (dispatch.cold_vector.seconds_per_scattered_line:
 	// kv_write's K half); 0: ColdLineSeconds.
 	ColdScatterLineSeconds float64 `json:"cold_scatter_line_seconds,omitempty"`
-	Source                 string  `json:"source,omitempty"`
+	Source          string  `json:"source,omitempty"`
 }
 
 // Nonlinear is the throughput of element-wise non-linear work (exp, rsqrt,
