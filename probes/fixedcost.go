@@ -80,14 +80,14 @@ const (
 // clock's own cost (two reads back to back, median) is subtracted.
 func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdVector, error) {
 	cv := results.ColdVector{Elems: coldElems, Bytes: 3 * 4 * coldElems, EvictBytes: evict, LargeElems: coldLargeElems,
-		Method: fmt.Sprintf("one residual add (acc += v, kernels.AxpyRows) of %d and of %d fp32 elements, and %d stores one per line, on a pinned kernels/pool worker, after reading %s of other memory (one load per line) before each of %d samples of each, the sizes alternating; the clock's own cost subtracted; per line = the slope between the two medians, fixed = the small call less its lines at that slope; a scattered line = (one element stored into each of %d lines, less fixed) / %d",
-			coldElems, coldLargeElems, coldElems, sizeText(evict), coldSamples, coldElems, coldElems)}
+		Method: fmt.Sprintf("one residual add (acc += v, kernels.AxpyRows) of %d and of %d fp32 elements on a pinned kernels/pool worker, after reading %s of other memory (one load per line) before each of %d samples of each, the sizes alternating; the clock's own cost subtracted; per line = the slope between the two medians, fixed = the small call less its lines at that slope",
+			coldElems, coldLargeElems, sizeText(evict), coldSamples)}
 	p, err := kpool.New(kpool.Options{CPUs: []int{cpu}})
 	if err != nil {
 		return cv, err
 	}
 	defer p.Close()
-	var secs, large, scatter []float64
+	var secs, large []float64
 	var sink uint64
 	err = p.Do(func(*kpool.Master) error {
 		buf := make([]uint64, evict/8)
@@ -101,32 +101,26 @@ func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdV
 			clock = append(clock, time.Since(st).Seconds())
 		}
 		c0 := results.Summarize(clock).Median
-		for s := -3; s < 3*coldSamples; s++ {
+		for s := -2; s < 2*coldSamples; s++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			for i := 0; i < len(buf); i += 8 {
 				sink += buf[i]
 			}
-			kind := (s + 3) % 3
-			st := time.Now()
-			switch kind {
-			case 0:
-				kernels.AxpyRows(acc[:coldElems], one, v[:coldElems], 0)
-			case 1:
-				kernels.AxpyRows(acc, one, v, 0)
-			default:
-				scatterLines(acc, v[:coldElems])
+			n := coldElems
+			if s&1 != 0 {
+				n = coldLargeElems
 			}
+			st := time.Now()
+			kernels.AxpyRows(acc[:n], one, v[:n], 0)
 			d := max(time.Since(st).Seconds()-c0, 0)
 			switch {
 			case s < 0:
-			case kind == 0:
+			case n == coldElems:
 				secs = append(secs, d)
-			case kind == 1:
-				large = append(large, d)
 			default:
-				scatter = append(scatter, d)
+				large = append(large, d)
 			}
 		}
 		return nil
@@ -138,20 +132,7 @@ func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdV
 	ls := dispatchStat(large)
 	cv.LargeSeconds = &ls
 	cv.SecondsPerLine, cv.FixedSeconds = coldLineFit(cv.Seconds.Median, ls.Median, cv.Bytes/64, 3*4*coldLargeElems/64)
-	ss := dispatchStat(scatter)
-	cv.ScatterLines, cv.ScatterSeconds = coldElems, &ss
-	cv.SecondsPerScatteredLine = max((ss.Median-cv.FixedSeconds)/coldElems, cv.SecondsPerLine)
 	return cv, nil
-}
-
-// scatterLines stores v[i] into its own 64-byte line of dst (dst[16·i]),
-// as kv_write stores a position's K into the producer-packed panels (one
-// element per head dim, NR floats apart); len(dst) ≥ 16·len(v).
-func scatterLines(dst, v []float32) {
-	dst = dst[:16*len(v)]
-	for i, x := range v {
-		dst[16*i] = x
-	}
 }
 
 // coldLineFit splits cold calls of small and large seconds moving

@@ -766,14 +766,6 @@ type ColdVector struct {
 	// (the kernel's code and the pages' translations, evicted with the
 	// data; 0 in profiles without LargeSeconds).
 	FixedSeconds float64 `json:"fixed_seconds,omitempty"`
-	// ScatterLines and ScatterSeconds are a cold call that stores one
-	// element into each of ScatterLines lines (kv_write's K half into the
-	// producer-packed panels), each sample after the same eviction;
-	// SecondsPerScatteredLine is its median less FixedSeconds over its
-	// lines, at least SecondsPerLine (absent in profiles before them).
-	ScatterLines            int     `json:"scatter_lines,omitempty"`
-	ScatterSeconds          *Stat   `json:"scatter_seconds,omitempty"`
-	SecondsPerScatteredLine float64 `json:"seconds_per_scattered_line,omitempty"`
 }
 
 // DispatchPoint is the fixed cost of one parallel call at one thread count.

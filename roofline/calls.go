@@ -379,12 +379,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		// cold lines come at a latency-bound cost each. (Not
 		// a prefill-sized one that runs on the caller only because there
 		// is one worker: its activations were just written.)
-		seq, scattered := m.coldLines(o, n)
-		perScattered := f.ColdScatterLineSeconds
-		if perScattered <= 0 {
-			perScattered = f.ColdLineSeconds
-		}
-		if c := f.ColdCallSeconds + seq*f.ColdLineSeconds + scattered*perScattered; c > t {
+		if c := f.ColdCallSeconds + m.coldLines(o, n)*f.ColdLineSeconds; c > t {
 			t, p.Bound = c, "cold lines"
 		}
 	}
@@ -488,7 +483,7 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 		f.Points = append(f.Points, FixedCost{Threads: pt.Threads, CallSeconds: pt.CallSeconds.Median, WakeSeconds: max(pt.WakeSeconds.Median, 0)})
 	}
 	if cv := d.ColdVector; cv != nil && cv.SecondsPerLine > 0 {
-		f.ColdLineSeconds, f.ColdCallSeconds, f.ColdScatterLineSeconds = cv.SecondsPerLine, max(cv.FixedSeconds, 0), cv.SecondsPerScatteredLine
+		f.ColdLineSeconds, f.ColdCallSeconds = cv.SecondsPerLine, max(cv.FixedSeconds, 0)
 		f.Source += fmt.Sprintf("; a cold call %.2f µs + %.1f ns a cold line (dispatch.cold_vector: %s)", f.ColdCallSeconds*1e6, cv.SecondsPerLine*1e9, cv.Method)
 	}
 	if len(f.Points) > 0 {
@@ -498,19 +493,19 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 
 // coldLines is the number of cold 64-byte lines a serial vector operator
 // on threads threads moves: the lines of its weights and of each operand
-// whose reuse distance leaves it in L3 or DRAM (operandLevel); all of its
-// bytes without operands. scattered are those of them that get a single
-// element each: kv_write's K half, which the engine writes into the
-// producer-packed K panels (engine/kvcache.go: K[pos][d] at d·NR + pos%NR
-// within a panel); seq the others.
-func (m *Machine) coldLines(o Operator, threads int) (seq, scattered float64) {
+// whose reuse distance leaves it in DRAM (operandLevel); all of its bytes
+// without operands. kv_write's K half counts one line per element: the
+// engine writes it into the producer-packed K panels (engine/kvcache.go:
+// K[pos][d] at d·NR + pos%NR within a panel).
+func (m *Machine) coldLines(o Operator, threads int) float64 {
 	if len(o.Operands) == 0 {
 		if o.Name == OpKVWrite {
-			return o.Bytes.KVWrite / 2 / 64, o.Elems / 2
+			return o.Elems/2 + o.Bytes.KVWrite/2/64
 		}
-		return math.Ceil(o.Bytes.Total() / 64), 0
+		return math.Ceil(o.Bytes.Total() / 64)
 	}
 	act := o.Bytes.ActIn + o.Bytes.ActOut + o.Bytes.KVWrite
+	n := 0.0
 	for _, p := range o.Operands {
 		if !weightsOperand(p) {
 			if r, ok := m.operandLevel(p, act, threads); !ok || !sharedLevel(r.Level) {
@@ -518,13 +513,12 @@ func (m *Machine) coldLines(o Operator, threads int) (seq, scattered float64) {
 			}
 		}
 		if o.Name == OpKVWrite && p.Write {
-			seq += p.Bytes / 2 / 64
-			scattered += o.Elems / 2
+			n += o.Elems/2 + p.Bytes/2/64
 			continue
 		}
-		seq += math.Ceil(p.Bytes / 64)
+		n += math.Ceil(p.Bytes / 64)
 	}
-	return seq, scattered
+	return n
 }
 
 // LastLevelBytes is the capacity of the last cache level of m's level

@@ -185,10 +185,6 @@ type FixedCosts struct {
 	// lines (dispatch.cold_vector.fixed_seconds: its code and page
 	// translations evicted with the data; 0 for profiles without it).
 	ColdCallSeconds float64 `json:"cold_call_seconds,omitempty"`
-	// ColdScatterLineSeconds is one cold line that a call stores a single
-	// element into (dispatch.cold_vector.seconds_per_scattered_line:
-	// kv_write's K half); 0: ColdLineSeconds.
-	ColdScatterLineSeconds float64 `json:"cold_scatter_line_seconds,omitempty"`
 	Source          string  `json:"source,omitempty"`
 }
 

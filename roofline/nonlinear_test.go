@@ -73,12 +73,12 @@ func TestColdLines(t *testing.T) {
 	kv := Operator{Name: OpKVWrite, Kind: KindElementwise, Elems: 2048, Rows: 16, Width: 128}
 	kv.Bytes.KVWrite = 2048 * 4
 	m := &Machine{}
-	if seq, sc := m.coldLines(kv, 1); seq != 4096/64.0 || sc != 1024 {
-		t.Errorf("kv_write lines %v + %v scattered, want 64 + 1024", seq, sc)
+	if got, want := m.coldLines(kv, 1), 1024+4096/64.0; got != want {
+		t.Errorf("kv_write lines %v, want %v", got, want)
 	}
 	add := Operator{Name: OpAttnResidual, Kind: KindElementwise, Elems: 1024, Rows: 1, Width: 1024}
 	add.Bytes.ActIn, add.Bytes.ActOut = 8192, 4096
-	if got, sc := m.coldLines(add, 1); got != 192 || sc != 0 {
+	if got := m.coldLines(add, 1); got != 192 {
 		t.Errorf("residual lines %v, want 192", got)
 	}
 }
