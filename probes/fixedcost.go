@@ -65,12 +65,10 @@ func (r *runner) dispatchSection(ctx context.Context) (*results.Dispatch, error)
 }
 
 // Cold vector call: a residual add of coldElems floats (a small model's
-// hidden size) and of coldLargeElems, coldSamples times each (alternating),
-// each after an eviction read.
+// hidden size), coldSamples times, each after an eviction read.
 const (
-	coldElems      = 1024
-	coldLargeElems = 16 * coldElems
-	coldSamples    = 41
+	coldElems   = 1024
+	coldSamples = 41
 )
 
 // measureColdVector times one residual add (kernels.AxpyRows, acc += v) of
@@ -79,48 +77,39 @@ const (
 // line), so that acc and v come from DRAM as in a decode step; the
 // clock's own cost (two reads back to back, median) is subtracted.
 func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdVector, error) {
-	cv := results.ColdVector{Elems: coldElems, Bytes: 3 * 4 * coldElems, EvictBytes: evict, LargeElems: coldLargeElems,
-		Method: fmt.Sprintf("one residual add (acc += v, kernels.AxpyRows) of %d and of %d fp32 elements on a pinned kernels/pool worker, after reading %s of other memory (one load per line) before each of %d samples of each, the sizes alternating; the clock's own cost subtracted; per line = the slope between the two medians, fixed = the small call less its lines at that slope",
-			coldElems, coldLargeElems, sizeText(evict), coldSamples)}
+	cv := results.ColdVector{Elems: coldElems, Bytes: 3 * 4 * coldElems, EvictBytes: evict,
+		Method: fmt.Sprintf("one residual add (acc += v, kernels.AxpyRows) of %d fp32 elements on a pinned kernels/pool worker, after reading %s of other memory (one load per line) before each of %d samples; the clock's own cost subtracted",
+			coldElems, sizeText(evict), coldSamples)}
 	p, err := kpool.New(kpool.Options{CPUs: []int{cpu}})
 	if err != nil {
 		return cv, err
 	}
 	defer p.Close()
-	var secs, large []float64
+	var secs []float64
 	var sink uint64
 	err = p.Do(func(*kpool.Master) error {
 		buf := make([]uint64, evict/8)
 		for i := range buf {
 			buf[i] = uint64(i)
 		}
-		acc, v, one := make([]float32, coldLargeElems), make([]float32, coldLargeElems), []float32{1}
+		acc, v, one := make([]float32, coldElems), make([]float32, coldElems), []float32{1}
 		var clock []float64
 		for range coldSamples {
 			st := time.Now()
 			clock = append(clock, time.Since(st).Seconds())
 		}
 		c0 := results.Summarize(clock).Median
-		for s := -2; s < 2*coldSamples; s++ {
+		for s := -1; s < coldSamples; s++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			for i := 0; i < len(buf); i += 8 {
 				sink += buf[i]
 			}
-			n := coldElems
-			if s&1 != 0 {
-				n = coldLargeElems
-			}
 			st := time.Now()
-			kernels.AxpyRows(acc[:n], one, v[:n], 0)
-			d := max(time.Since(st).Seconds()-c0, 0)
-			switch {
-			case s < 0:
-			case n == coldElems:
-				secs = append(secs, d)
-			default:
-				large = append(large, d)
+			kernels.AxpyRows(acc, one, v, 0)
+			if d := time.Since(st).Seconds() - c0; s >= 0 {
+				secs = append(secs, max(d, 0))
 			}
 		}
 		return nil
@@ -129,22 +118,8 @@ func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdV
 		return cv, err
 	}
 	cv.Seconds = dispatchStat(secs)
-	ls := dispatchStat(large)
-	cv.LargeSeconds = &ls
-	cv.SecondsPerLine, cv.FixedSeconds = coldLineFit(cv.Seconds.Median, ls.Median, cv.Bytes/64, 3*4*coldLargeElems/64)
+	cv.SecondsPerLine = cv.Seconds.Median / float64(cv.Bytes/64)
 	return cv, nil
-}
-
-// coldLineFit splits cold calls of small and large seconds moving
-// smallLines and largeLines 64-byte lines into a cost per line (the slope)
-// and a fixed part (small less its lines × the slope, at least 0); where
-// the large call is not slower, all of the small call's time is per line.
-func coldLineFit(small, large float64, smallLines, largeLines int64) (perLine, fixed float64) {
-	if !(large > small) || largeLines <= smallLines {
-		return small / float64(smallLines), 0
-	}
-	perLine = (large - small) / float64(largeLines-smallLines)
-	return perLine, max(small-perLine*float64(smallLines), 0)
 }
 
 // MeasureDispatch measures one thread count's fixed costs on a fresh

@@ -35,23 +35,3 @@ func TestMeasureDispatch(t *testing.T) {
 		t.Fatal("cancelled: want an error")
 	}
 }
-
-// TestColdLineFit: the slope between the two cold calls is the cost per
-// line and the small call's remainder the fixed part; a large call no
-// slower than the small one leaves everything per line, and the fixed part
-// is never negative.
-func TestColdLineFit(t *testing.T) {
-	near := func(a, b float64) bool { return a-b < 1e-15 && b-a < 1e-15 }
-	// 1.5 µs for 192 lines, 6.3 µs for 3072: 1/600 µs a line... exactly:
-	// slope (6.3-1.5)/2880 µs, fixed 1.5 - 192·slope.
-	pl, fx := coldLineFit(1.5e-6, 6.3e-6, 192, 3072)
-	if !near(pl, 4.8e-6/2880) || !near(fx, 1.5e-6-192*4.8e-6/2880) {
-		t.Errorf("fit %v, %v", pl, fx)
-	}
-	if pl, fx := coldLineFit(1.5e-6, 1.4e-6, 192, 3072); !near(pl, 1.5e-6/192) || fx != 0 {
-		t.Errorf("large not slower: %v, %v; want all per line", pl, fx)
-	}
-	if _, fx := coldLineFit(1e-7, 1e-5, 192, 3072); fx != 0 {
-		t.Errorf("fixed %v, want 0 when the slope explains more than the small call", fx)
-	}
-}

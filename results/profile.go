@@ -752,20 +752,9 @@ type ColdVector struct {
 	EvictBytes int64 `json:"evict_bytes"`
 	// Seconds is one call's time (median of the samples).
 	Seconds Stat `json:"seconds"`
-	// LargeElems and LargeSeconds are the same call on LargeElems
-	// elements (16× Elems), each sample after the same eviction (absent
-	// in profiles before them).
-	LargeElems   int   `json:"large_elems,omitempty"`
-	LargeSeconds *Stat `json:"large_seconds,omitempty"`
-	// SecondsPerLine is the cost of one 64-byte line moved cold: the slope
-	// between the two sizes' medians over their lines (Bytes/64); in
-	// profiles without LargeSeconds, Seconds' median over Bytes/64.
+	// SecondsPerLine is Seconds' median over Bytes/64: the cost of one
+	// 64-byte line moved cold.
 	SecondsPerLine float64 `json:"seconds_per_line"`
-	// FixedSeconds is the part of a cold call that does not grow with its
-	// lines: Seconds' median less its lines × SecondsPerLine, at least 0
-	// (the kernel's code and the pages' translations, evicted with the
-	// data; 0 in profiles without LargeSeconds).
-	FixedSeconds float64 `json:"fixed_seconds,omitempty"`
 }
 
 // DispatchPoint is the fixed cost of one parallel call at one thread count.

@@ -374,12 +374,11 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 	if f := m.FixedCosts; f != nil && f.ColdLineSeconds > 0 && calls == 0 && n == 1 && serialAtAnyWorkers(o) && haveLevels && cb.WeightsLevel == "DRAM" &&
 		(o.Kind == KindNonlinear || o.Kind == KindElementwise) {
 		// A decode-sized operator on the caller between GEMVs that stream
-		// the DRAM-resident weights: its code and page translations were
-		// evicted with its data (the fixed part of a cold call), and its
-		// cold lines come at a latency-bound cost each. (Not
+		// the DRAM-resident weights: its few lines were evicted since
+		// their last use and come at a latency-bound cost per line. (Not
 		// a prefill-sized one that runs on the caller only because there
 		// is one worker: its activations were just written.)
-		if c := f.ColdCallSeconds + m.coldLines(o, n)*f.ColdLineSeconds; c > t {
+		if c := m.coldLines(o, n) * f.ColdLineSeconds; c > t {
 			t, p.Bound = c, "cold lines"
 		}
 	}
@@ -483,8 +482,8 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 		f.Points = append(f.Points, FixedCost{Threads: pt.Threads, CallSeconds: pt.CallSeconds.Median, WakeSeconds: max(pt.WakeSeconds.Median, 0)})
 	}
 	if cv := d.ColdVector; cv != nil && cv.SecondsPerLine > 0 {
-		f.ColdLineSeconds, f.ColdCallSeconds = cv.SecondsPerLine, max(cv.FixedSeconds, 0)
-		f.Source += fmt.Sprintf("; a cold call %.2f µs + %.1f ns a cold line (dispatch.cold_vector: %s)", f.ColdCallSeconds*1e6, cv.SecondsPerLine*1e9, cv.Method)
+		f.ColdLineSeconds = cv.SecondsPerLine
+		f.Source += fmt.Sprintf("; a cold line %.1f ns (dispatch.cold_vector: %s)", cv.SecondsPerLine*1e9, cv.Method)
 	}
 	if len(f.Points) > 0 {
 		m.FixedCosts = f

@@ -178,13 +178,8 @@ type FixedCosts struct {
 	// ColdLineSeconds is the time of one 64-byte line moved by a small
 	// vector call whose data the caches no longer hold (the probe's
 	// dispatch.cold_vector): a decode-sized operator run on the caller
-	// while the weights stream from DRAM takes at least ColdCallSeconds +
-	// its cold lines × this.
+	// while the weights stream from DRAM takes at least its lines × this.
 	ColdLineSeconds float64 `json:"cold_line_seconds,omitempty"`
-	// ColdCallSeconds is such a call's part that does not grow with its
-	// lines (dispatch.cold_vector.fixed_seconds: its code and page
-	// translations evicted with the data; 0 for profiles without it).
-	ColdCallSeconds float64 `json:"cold_call_seconds,omitempty"`
 	Source          string  `json:"source,omitempty"`
 }
 
