@@ -247,7 +247,7 @@ func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes,
 		// DRAM write roof (the write-allocate and write-back).
 		secs, most, lvl := 0.0, 0.0, ""
 		for _, p := range o.Operands {
-			if weightsOperand(p) {
+			if p.Weights {
 				continue
 			}
 			r, ok := m.operandLevel(p, act, threads)
@@ -274,10 +274,6 @@ func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes,
 func vectorOp(o Operator) bool {
 	return (o.Kind == KindNonlinear || o.Kind == KindElementwise) && o.Name != OpSoftmax
 }
-
-// weightsOperand is whether p is a layer's or the head's weights (timed
-// with the other weights and KV reads at the level holding all of them).
-func weightsOperand(p Operand) bool { return strings.HasPrefix(p.Buffer, "w") }
 
 // reuseMargin is the factor by which a cache level's capacity must exceed
 // an operand's reuse distance plus its bytes for the level to count as
@@ -506,7 +502,7 @@ func (m *Machine) coldLines(o Operator, threads int) float64 {
 	act := o.Bytes.ActIn + o.Bytes.ActOut + o.Bytes.KVWrite
 	n := 0.0
 	for _, p := range o.Operands {
-		if !weightsOperand(p) {
+		if !p.Weights {
 			if r, ok := m.operandLevel(p, act, threads); !ok || !sharedLevel(r.Level) {
 				continue
 			}

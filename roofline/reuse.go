@@ -15,6 +15,9 @@ type Operand struct {
 	// Bytes is what the operator moves of the buffer in one call.
 	Bytes float64 `json:"bytes"`
 	Write bool    `json:"write,omitempty"`
+	// Weights marks a layer's or the head's weights (timed with the other
+	// weights and KV reads at the level holding all of them).
+	Weights bool `json:"weights,omitempty"`
 	// Distance is the reuse distance in bytes.
 	Distance float64 `json:"distance"`
 }
@@ -30,14 +33,15 @@ func operandsOf(o Operator, layer int, qShare float64) []Operand {
 	b := o.Bytes
 	rd := func(buf string, n float64) Operand { return Operand{Buffer: buf, Bytes: n} }
 	wr := func(buf string, n float64) Operand { return Operand{Buffer: buf, Bytes: n, Write: true} }
+	wt := func(buf string, n float64) Operand { return Operand{Buffer: buf, Bytes: n, Weights: true} }
 	linear := func(in, out string) []Operand {
-		return []Operand{rd(w, b.Weights), rd(in, b.ActIn), wr(out, b.ActOut)}
+		return []Operand{wt(w, b.Weights), rd(in, b.ActIn), wr(out, b.ActOut)}
 	}
 	switch o.Name {
 	case OpEmbed:
-		return []Operand{rd("w.embed", b.Weights), wr("x", b.ActOut)}
+		return []Operand{wt("w.embed", b.Weights), wr("x", b.ActOut)}
 	case OpAttnNorm, OpFFNNorm, OpFinalNorm:
-		return []Operand{rd("x", b.ActIn), rd(w, b.Weights), wr("xb", b.ActOut)}
+		return []Operand{rd("x", b.ActIn), wt(w, b.Weights), wr("xb", b.ActOut)}
 	case OpQProj:
 		return linear("xb", "q")
 	case OpKProj:
@@ -49,7 +53,7 @@ func operandsOf(o Operator, layer int, qShare float64) []Operand {
 		q, k := b.ActIn*qShare, b.ActIn*(1-qShare)
 		ops := []Operand{rd("q", q), rd("k", k), wr("q", q), wr("k", k)}
 		if b.Weights > 0 {
-			ops = append(ops, rd(w, b.Weights))
+			ops = append(ops, wt(w, b.Weights))
 		}
 		return ops
 	case OpKVWrite:
