@@ -12,7 +12,8 @@ import (
 
 // roofNow measures, without a progress step, the DRAM read roof of the
 // memory section's record at threads threads (its kernel and pages, the
-// smallest of its working sets: the quickest, still ≥ 4× the LLC) and
+// largest of its working sets: a profile probed before dramMinWS may list
+// smaller ones that were partly cache on a virtual machine) and
 // returns its median in GB/s, 0 where memory has no roof at threads. The
 // matrix section measures it right before and right after each DRAM-sized
 // GEMV (results.GEMMResult.RoofNowGBps): on a VM the host's bandwidth
@@ -34,7 +35,7 @@ func (r *runner) roofNow(ctx context.Context, memory *results.Memory, threads in
 	if pages == pagesHuge && !hugePagesAllowed() {
 		pages = pagesSmall
 	}
-	b, err := r.measureDRAM(ctx, dramCandidate{d.Kernel, pages}, slices.Min(d.WorkingSets), threads)
+	b, err := r.measureDRAM(ctx, dramCandidate{d.Kernel, pages}, slices.Max(d.WorkingSets), threads)
 	// The roof's buffers go before the GEMV's weights are touched.
 	for _, w := range r.pool.workers {
 		w.free()
@@ -58,7 +59,7 @@ func (r *runner) measureGEMVBeside(ctx context.Context, memory *results.Memory, 
 // MeasureBesideRoof runs measure (one GEMV at threads threads whose weights
 // are DRAM-sized, DRAMSized) between two re-measurements of profile p's
 // DRAM read roof at threads (CheckDRAMRoof: its kernel and pages, the
-// smallest of its working sets), as the probe measures its own GEMVs (gemvBeside): roof_now_gbps
+// largest of its working sets), as the probe measures its own GEMVs (gemvBeside): roof_now_gbps
 // and the fraction of it where the two agree within 10%, else measured
 // again (at most 3 times) and marked noisy. Errors: measure's, and
 // CheckDRAMRoof's other than a profile without a roof at threads (then

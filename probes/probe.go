@@ -133,6 +133,10 @@ type runner struct {
 	caches cacheSizes
 	plan   plan
 	prog   Progress
+	// virtual is true when the machine is a virtual machine's guest
+	// (results.Machine.Hypervisor not ""): its vCPUs may each sit on a
+	// host LLC instance the guest's topology does not show (dramMinWS).
+	virtual bool
 }
 
 func (r *runner) step(desc string) { r.prog.Step(desc) }
@@ -210,6 +214,11 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 	}
 
 	r := &runner{cfg: cfg, topo: topo, prog: prog}
+	if p.Machine != nil {
+		r.virtual = p.Machine.Hypervisor != ""
+	} else if m, err := topology.ReadMachine(cfg.Roots); err == nil {
+		r.virtual = m.Hypervisor != ""
+	}
 	if cfg.ISA == "" {
 		r.impl = kernels.BestMem()
 	} else if r.impl, err = kernels.MemImplByISA(cfg.ISA); err != nil {
@@ -393,12 +402,13 @@ func (r *runner) makePlan(order []int) error {
 				llcTotal = c.SizeBytes * int64(max(1, c.Instances))
 			}
 		}
-		maxWS = max(nextPow2(4*llcTotal), 64<<20)
+		minWS := r.minWSFor(maxThreads, llcTotal, t.LLCBytes)
+		maxWS = max(nextPow2(minWS), 64<<20)
 		if r.cfg.Quick {
-			// 4x the last-level cache itself, in whole MiB: the power of
-			// two above it can be up to twice that, and every DRAM-sized
-			// figure costs time in proportion.
-			maxWS = max((4*llcTotal+1<<20-1)&^(1<<20-1), 64<<20)
+			// dramMinWS itself, in whole MiB: the power of two above it
+			// can be up to twice that, and every DRAM-sized figure costs
+			// time in proportion.
+			maxWS = max((minWS+1<<20-1)&^(1<<20-1), 64<<20)
 		}
 		if r.caches.size[3] == 0 && t.CacheNote != "" {
 			// The caches came from CPUID without an L3 size: a server

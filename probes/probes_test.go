@@ -487,3 +487,48 @@ func TestQuickPlan(t *testing.T) {
 		t.Errorf("L3 unknown: quick %s (%q), full %s; want 256 MiB and 1 GiB", sizeText(q.plan.maxWS), q.plan.note, sizeText(f.plan.maxWS))
 	}
 }
+
+// TestDRAMWorkingSetsBeyondCaches: every DRAM roof working set is at least
+// 4× the LLC's total, and on a virtual machine at least 2× one LLC instance
+// per thread at every measured thread count (dramMinWS): on the 2-vCPU KVM
+// fixture (one 32 MiB L3) a guest's two threads may each have a host L3 of
+// their own, and the 64 MiB set the rule used to keep (2× the L3) read
+// partly from them.
+func TestDRAMWorkingSetsBeyondCaches(t *testing.T) {
+	for _, c := range []struct {
+		dir     string
+		virtual bool
+	}{
+		{"linux-amd64-epyc-kvm-2c", true},
+		{"linux-amd64-epyc-kvm-2c", false},
+		{"linux-amd64-xeon-gold-6248-2s", false},
+	} {
+		root := "../internal/topology/testdata/" + c.dir
+		topo, err := topology.ReadTopology(topology.Roots{Sys: root + "/sys", Proc: root + "/proc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &runner{topo: topo, virtual: c.virtual, cfg: Config{MemoryLimit: &memlimit.Limit{}}}
+		if err := r.makePlan(append([]int(nil), topo.OnlineCPUs...)); err != nil {
+			t.Fatal(err)
+		}
+		llc := 4 * topo.LLCBytes
+		for _, cc := range topo.Caches {
+			if cc.SizeBytes == topo.LLCBytes && cc.Type != "Instruction" {
+				llc = 4 * cc.SizeBytes * int64(max(1, cc.Instances))
+			}
+		}
+		wss := r.dramWorkingSets()
+		for _, ws := range wss {
+			if ws < llc {
+				t.Errorf("%s virtual=%v: working set %d below 4× the LLC total (%d)", c.dir, c.virtual, ws, llc)
+			}
+			for _, th := range r.plan.levelThreads {
+				if c.virtual && ws/int64(th) < 2*topo.LLCBytes {
+					t.Errorf("%s: working set %d at %d threads: %d per thread, below 2× the LLC (%d)", c.dir, ws, th, ws/int64(th), topo.LLCBytes)
+				}
+			}
+		}
+		t.Logf("%s virtual=%v: max working set %s, DRAM working sets %v", c.dir, c.virtual, sizeText(r.plan.maxWS), wss)
+	}
+}
