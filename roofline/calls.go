@@ -359,7 +359,11 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 	if pi := cores.Ceiling(prec); pi > 0 {
 		c := o.FLOPs / (pi * share * 1e9)
 		if o.Kind == KindLinear && o.M > 0 {
-			if r, used, ok := m.AttainedGEMM(prec, n, o.M, o.N, o.K); ok && r > 0 {
+			lvl := ""
+			if haveLevels {
+				lvl = cb.WeightsLevel
+			}
+			if r, used, ok := m.attainedGEMM(prec, n, o.M, o.N, o.K, lvl); ok && r > 0 {
 				c, p.Rate = o.FLOPs/(r*1e9), used
 			}
 		}

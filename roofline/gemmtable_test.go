@@ -138,3 +138,29 @@ func TestGEMVRoofNow(t *testing.T) {
 		}
 	}
 }
+
+// An operator whose weights a faster level holds than the nearest class's
+// gets the class's highest rate (its compute plateau), not the small-M
+// rate its class measured at its own, slower level; at the same or a
+// slower level the rule is AttainedGEMMRule's.
+func TestAttainedGEMMFasterLevel(t *testing.T) {
+	m := &Machine{GEMMTable: testTable(), LevelRoofs: []LevelRoof{
+		{Level: "L2", Threads: 2, GBps: 200, CapacityBytes: 2 << 20},
+		{Level: "L3", Threads: 2, GBps: 100, CapacityBytes: 32 << 20},
+		{Level: "DRAM", Threads: 2, GBps: 40},
+	}}
+	// 1024×1024 fp32 (4 MiB) is in L3: an L2-resident operator of that
+	// class at M 64 gets the class's best, 300, not 200.
+	if r, used, ok := m.attainedGEMM("fp32", 2, 64, 512, 512, "L2"); !ok || r != 300 || !strings.Contains(used, "highest of the class") {
+		t.Errorf("L2 operator: %v %v %q", r, ok, used)
+	}
+	for _, lvl := range []string{"L3", "DRAM", ""} {
+		if r, _, ok := m.attainedGEMM("fp32", 2, 64, 1024, 1024, lvl); !ok || math.Abs(r-200) > 1e-9 {
+			t.Errorf("%q operator: %v %v, want the interpolated 200", lvl, r, ok)
+		}
+	}
+	// Below the smallest measured M there is still no figure.
+	if _, _, ok := m.attainedGEMM("fp32", 2, 8, 512, 512, "L2"); ok {
+		t.Error("M below the table's smallest")
+	}
+}
