@@ -457,3 +457,41 @@ func (r *Report) Verdict() string {
 	return fmt.Sprintf("held-out relative error p90 %.1f%% after calibration (%.1f%% before, %d shapes): %s the target p90 ≤ %.0f%%",
 		100*r.After.P90, 100*r.Before.P90, r.After.N, v, 100*Target)
 }
+
+// Replay re-predicts the points of a recorded calibration r (a
+// calibration.json's Report) with the uncalibrated roofline of profile p
+// as the code models it now, keeps their measured seconds and held-out
+// split, and fits the classes again: a model change's effect on the
+// held-out error without measuring anything (scripts/calreplay). model is
+// the attention's model config (default qwen3-0.6b), as in Config.Model.
+// Errors: the profile's machine, an unknown model, a point whose shape
+// the roofline cannot predict.
+func Replay(p *results.Profile, name string, r *Report, model string) (*Report, error) {
+	m, _, err := Uncalibrated(p, name)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	if model == "" {
+		model = "qwen3-0.6b"
+	}
+	mc, err := models.Load(model)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: model: %w", err)
+	}
+	arch, err := mc.Arch()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: model: %w", err)
+	}
+	out := &Report{Profile: name, Threads: r.Threads, Target: Target, Notes: []string{"replayed: the seconds measured by " + r.Profile + ", predictions of the code now"}}
+	for _, pt := range r.Points {
+		pred, level, rows, err := predict(m, arch, pt.Shape)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", pt.Shape.Key(), err)
+		}
+		pt.Predicted, pt.Calibrated, pt.Level, pt.QueryRows = pred, pred, level, rows
+		pt.Counted = false
+		out.Points = append(out.Points, pt)
+	}
+	out.fit()
+	return out, nil
+}

@@ -439,3 +439,60 @@ func TestLinearRotates(t *testing.T) {
 		}
 	}
 }
+
+// TestReplay: a recorded report's points, re-predicted, keep their
+// measured seconds and held-out half, and are fitted again; with the same
+// profile and model the predictions are the recorded ones.
+func TestReplay(t *testing.T) {
+	p, err := results.ReadProfile(fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := Uncalibrated(p, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := models.Load("qwen3-0.6b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := mc.Arch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &Report{Profile: "recorded", Threads: []int{1, 2}}
+	shapes := Design([]int{1, 2}, true, Sizes{})
+	keys := make([]roofline.CalibrationKey, len(shapes))
+	for i, s := range shapes {
+		pred, level, rows, err := predict(m, arch, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// "Measured" 1.3× the prediction plus 1 µs, quiet.
+		st := results.Stat{Median: 1.3*pred + 1e-6, Min: pred, Max: 2 * pred, N: 3, Noise: &results.Noise{}}
+		rec.Points = append(rec.Points, Point{Shape: s, Seconds: st, Predicted: pred, Level: level, QueryRows: rows})
+		keys[i] = rec.Points[i].CalibrationKey()
+	}
+	for i, h := range Split(keys) {
+		rec.Points[i].HeldOut = h
+	}
+	now, err := Replay(p, "fixture", rec, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.Points) != len(rec.Points) || len(now.Classes) == 0 {
+		t.Fatalf("%d points, %d classes", len(now.Points), len(now.Classes))
+	}
+	for i, pt := range now.Points {
+		old := rec.Points[i]
+		if pt.Predicted != old.Predicted || pt.Seconds.Median != old.Seconds.Median || pt.HeldOut != old.HeldOut || pt.Level != old.Level {
+			t.Errorf("%s: predicted %v (recorded %v), measured %v (%v), held out %v (%v)", pt.Key(), pt.Predicted, old.Predicted, pt.Seconds.Median, old.Seconds.Median, pt.HeldOut, old.HeldOut)
+		}
+	}
+	if !(now.After.P90 < now.Before.P90) {
+		t.Errorf("held-out p90 %v after, %v before: the fit should follow 1.3×t + 1 µs", now.After.P90, now.Before.P90)
+	}
+	if _, err := Replay(p, "fixture", rec, "no-such-model"); err == nil {
+		t.Error("unknown model accepted")
+	}
+}
