@@ -275,3 +275,36 @@ func TestHoldingRoof(t *testing.T) {
 		t.Error("HoldingRoof without level roofs: ok")
 	}
 }
+
+// streamGBps interpolates the time per byte of the read curve in log
+// working set between the points around it, at the nearest measured
+// thread count (scaled), and says nothing outside the measured sets.
+func TestStreamGBps(t *testing.T) {
+	m := &Machine{ReadCurve: []CurvePoint{
+		{Threads: 1, Bytes: 16 << 20, GBps: 100},
+		{Threads: 1, Bytes: 64 << 20, GBps: 25},
+		{Threads: 1, Bytes: 32 << 20, GBps: 50},
+	}}
+	for _, c := range []struct {
+		bytes   float64
+		threads int
+		want    float64
+		ok      bool
+	}{
+		{16 << 20, 1, 100, true},
+		{32 << 20, 1, 50, true},
+		{math.Sqrt(32*64) * (1 << 20), 1, 1 / (0.5/50 + 0.5/25), true}, // halfway in log bytes: the mean time per byte
+		{64 << 20, 2, 50, true}, // 1 thread's curve, scaled ×2
+		{8 << 20, 1, 0, false},
+		{128 << 20, 1, 0, false},
+		{0, 1, 0, false},
+	} {
+		g, ok := m.streamGBps(c.bytes, c.threads)
+		if ok != c.ok || (ok && math.Abs(g-c.want) > 1e-9*c.want) {
+			t.Errorf("%v B at %d threads: %v %v, want %v %v", c.bytes, c.threads, g, ok, c.want, c.ok)
+		}
+	}
+	if _, ok := (&Machine{}).streamGBps(1<<20, 1); ok {
+		t.Error("no curve")
+	}
+}

@@ -145,6 +145,15 @@ type Roof struct {
 // bandwidth a streaming read attains when its data is held in that level,
 // and how many bytes of the level those threads hold together. The model
 // uses it for operators whose bytes fit the level for the call (calls.go).
+// CurvePoint is one point of Machine.ReadCurve: the read kernel's median
+// GB/s (1e9 B/s) over a working set of Bytes (all threads together) at
+// Threads threads.
+type CurvePoint struct {
+	Threads int     `json:"threads"`
+	Bytes   int64   `json:"bytes"`
+	GBps    float64 `json:"gbps"`
+}
+
 type LevelRoof struct {
 	// Level is "L1", "L2", "L3" or "DRAM".
 	Level   string  `json:"level"`
@@ -330,6 +339,13 @@ type Machine struct {
 	// at the roof of the level that holds them, at the thread count that
 	// runs it (calls.go). Absent: every byte at the cores' β.
 	LevelRoofs []LevelRoof `json:"level_roofs,omitempty"`
+	// ReadCurve is the profile's read bandwidth against working set
+	// (memory.working_set, the read kernel) at each thread count
+	// measured: the rate of a stream of weights and KV cache that a level
+	// roof's hard capacity would put wholly in one level, where a cache's
+	// replacement keeps part of a working set larger than it (calls.go
+	// streamGBps). Absent: the level roofs alone.
+	ReadCurve []CurvePoint `json:"read_curve,omitempty"`
 	// FixedCosts are the worker pool's per-call costs (schema v3), added
 	// to every operator that runs on the pool. Absent: no fixed cost.
 	FixedCosts *FixedCosts `json:"fixed_costs,omitempty"`

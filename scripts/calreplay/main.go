@@ -12,7 +12,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"sort"
 
 	"github.com/cpubench/bench/calibrate"
 	"github.com/cpubench/bench/results"
@@ -22,18 +24,19 @@ func main() {
 	profile := flag.String("profile", "", "the probe profile the calibration was run against (profile.json)")
 	model := flag.String("model", "qwen3-0.6b", "the calibration's --model")
 	class := flag.String("points", "", "also print every replayed point of this class (e.g. attention)")
+	worst := flag.Int("worst", 0, "also print the held-out points with the largest calibrated errors, this many")
 	flag.Parse()
 	if *profile == "" || flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: calreplay -profile P/profile.json DIR/calibration.json")
 		os.Exit(2)
 	}
-	if err := run(*profile, flag.Arg(0), *model, *class); err != nil {
+	if err := run(*profile, flag.Arg(0), *model, *class, *worst); err != nil {
 		fmt.Fprintln(os.Stderr, "calreplay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(profile, file, model, class string) error {
+func run(profile, file, model, class string, worst int) error {
 	p, err := results.ReadProfile(profile)
 	if err != nil {
 		return err
@@ -53,6 +56,19 @@ func run(profile, file, model, class string) error {
 	for _, pt := range now.Points {
 		if pt.Class == class {
 			fmt.Printf("%-40s %-14s measured %10.1f µs  predicted %10.1f  calibrated %10.1f  held out %v\n", pt.Key(), pt.Level, pt.Seconds.Median*1e6, pt.Predicted*1e6, pt.Calibrated*1e6, pt.HeldOut)
+		}
+	}
+	if worst > 0 {
+		held := []calibrate.Point{}
+		for _, pt := range now.Points {
+			if pt.HeldOut && pt.Counted {
+				held = append(held, pt)
+			}
+		}
+		rel := func(p calibrate.Point) float64 { return math.Abs(p.Calibrated-p.Seconds.Median) / p.Seconds.Median }
+		sort.Slice(held, func(i, j int) bool { return rel(held[i]) > rel(held[j]) })
+		for _, pt := range held[:min(worst, len(held))] {
+			fmt.Printf("worst: %-40s %-14s measured %10.1f µs  calibrated %10.1f  error %5.1f%%\n", pt.Key(), pt.Level, pt.Seconds.Median*1e6, pt.Calibrated*1e6, 100*rel(pt))
 		}
 	}
 	fmt.Printf("%-10s %3s %-14s %22s %22s\n", "class", "t", "level", "recorded p90 after", "replayed p90 after")
