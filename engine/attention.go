@@ -148,6 +148,9 @@ type attnScratch struct {
 	// rmax and expSubSum are kernels.SoftmaxPasses, taken once per job.
 	rmax      func(x []float32) float32
 	expSubSum func(dst, src []float32, m float32) float32
+	// scale is kernels.Scale's best kernel (kernels.ScaleKernel): the
+	// queries' 1/√d, the accumulator's rescale, the output's 1/sum.
+	scale func(x []float32, s float32)
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout
@@ -286,15 +289,15 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	ws.a = growF32(ws.a, M)
 	ws.lt = growF32(ws.lt, M)
 	ws.rmax, ws.expSubSum = kernels.SoftmaxPasses()
+	ws.scale = kernels.ScaleKernel()
 
 	// The block's queries, scaled, one row per (position, served head).
 	qo := j.kvHead * group * hd
 	for t := j.r0; t < j.r1; t++ {
 		src := j.q[t*j.ldq+qo : t*j.ldq+qo+group*hd]
 		dst := ws.qs[(t-j.r0)*group*hd : (t-j.r0+1)*group*hd]
-		for i, v := range src {
-			dst[i] = v * j.scale
-		}
+		copy(dst, src)
+		ws.scale(dst, j.scale)
 	}
 	if !ws.vec {
 		var err error
@@ -480,10 +483,7 @@ func (ws *attnScratch) rescaleTile(ti int) {
 	hdPad := ws.lay.hdPad
 	for i := sp.iA; i < sp.iB; i++ {
 		if ai := ws.a[i]; ai != 1 {
-			oi := ws.o[i*hdPad : (i+1)*hdPad]
-			for d := range oi {
-				oi[d] *= ai
-			}
+			ws.scale(ws.o[i*hdPad:(i+1)*hdPad], ai)
 		}
 	}
 }
@@ -528,13 +528,9 @@ func (ws *attnScratch) finish(j *attnJob) {
 	for t := j.r0; t < j.r1; t++ {
 		for g := range group {
 			i := (t-j.r0)*group + g
-			inv := 1 / ws.l[i]
 			dst := j.out[t*j.ldq+qo+g*hd : t*j.ldq+qo+(g+1)*hd]
-			src := ws.o[i*hdPad : i*hdPad+hd]
-			src = src[:len(dst)]
-			for d := range dst {
-				dst[d] = src[d] * inv
-			}
+			copy(dst, ws.o[i*hdPad:i*hdPad+hd])
+			ws.scale(dst, 1/ws.l[i])
 		}
 	}
 }

@@ -266,6 +266,26 @@ func SoftmaxFast(dst, src []float32) {
 	softmaxWith(dst, src, k.max, k.fastExpSubSum, k.scale)
 }
 
+// Scale multiplies x by s in place (x[i] = x[i]·s, one rounding per
+// element) with the best implementation: the vector kernel softmax's
+// normalization uses (the tests hold it to the Go specification
+// bit for bit). It is the attention's per-row work (engine/attention.go:
+// the queries scaled by 1/√d, the accumulator rows rescaled by
+// e^(m_old−m_new) before each tile, the output divided by the softmax sum).
+func Scale(x []float32, s float32) {
+	if len(x) == 0 {
+		return
+	}
+	bestNL().scale(x, s)
+}
+
+// ScaleKernel returns Scale's best implementation, chosen once, for a
+// caller that scales many short rows (the attention's, 128 floats each):
+// the per-call choice costs about as much as scaling such a row.
+func ScaleKernel() func(x []float32, s float32) {
+	return bestNL().scale
+}
+
 // RMSNorm sets dst[i] = x[i]·weight[i]/sqrt(mean(x²)+eps).
 func RMSNorm(dst, x, weight []float32, eps float32) {
 	sameLen("RMSNorm", "best", len(dst), len(x))

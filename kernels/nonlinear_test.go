@@ -710,3 +710,31 @@ func BenchmarkNonlinear(b *testing.B) {
 		}
 	}
 }
+
+// Scale and ScaleKernel multiply in place, bit for bit as the Go
+// specification (one rounding per element), at every length around the
+// vector widths, and leave an empty slice alone.
+func TestScale(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 15, 16, 17, 31, 32, 33, 64, 127, 128, 129, 1000} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i%13)*0.37 - 2.1
+		}
+		want := append([]float32(nil), x...)
+		scaleGo(want, 0.0883883)
+		got := append([]float32(nil), x...)
+		Scale(got, 0.0883883)
+		got2 := append([]float32(nil), x...)
+		ScaleKernel()(got2, 0.0883883)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(got2[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n=%d [%d]: Scale %v, ScaleKernel %v, want %v", n, i, got[i], got2[i], want[i])
+			}
+			// One rounding: within half a float32 ulp of the exact product.
+			exact := float64(x[i]) * float64(float32(0.0883883))
+			if d := math.Abs(float64(want[i]) - exact); d > 0x1p-24*math.Abs(exact) {
+				t.Fatalf("n=%d [%d]: %v against the float64 product %v", n, i, want[i], exact)
+			}
+		}
+	}
+}
