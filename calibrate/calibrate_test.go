@@ -137,11 +137,10 @@ func TestFitBadInput(t *testing.T) {
 	}
 }
 
-// TestSplit: the design and the split are deterministic, stratified per
-// calibration key (both halves in every key with two shapes or more,
-// sizes within one), and the full design reaches every level: GEMVs and
-// vector operators bound by DRAM (≥ 4× the LLC) as well as by the caches.
-func TestSplit(t *testing.T) {
+// fixtureMachine is the fixture profile, its uncalibrated machine and
+// qwen3-0.6b's attention shape.
+func fixtureMachine(t *testing.T) (*results.Profile, *roofline.Machine, roofline.Arch) {
+	t.Helper()
 	p, err := results.ReadProfile(fixture)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +157,15 @@ func TestSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, m, arch
+}
+
+// TestSplit: the design and the split are deterministic, stratified per
+// calibration key (both halves in every key with two shapes or more,
+// sizes within one), and the full design reaches every level: GEMVs and
+// vector operators bound by DRAM (≥ 4× the LLC) as well as by the caches.
+func TestSplit(t *testing.T) {
+	_, m, arch := fixtureMachine(t)
 	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * arch.KVHeads * arch.HeadDim * 4)}
 	if sz.LLCBytes != 32<<20 {
 		t.Fatalf("fixture LLC %d bytes, want its 32 MiB L3", sz.LLCBytes)
@@ -444,22 +452,7 @@ func TestLinearRotates(t *testing.T) {
 // measured seconds and held-out half, and are fitted again; with the same
 // profile and model the predictions are the recorded ones.
 func TestReplay(t *testing.T) {
-	p, err := results.ReadProfile(fixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _, err := Uncalibrated(p, "fixture")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mc, err := models.Load("qwen3-0.6b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	arch, err := mc.Arch()
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, m, arch := fixtureMachine(t)
 	rec := &Report{Profile: "recorded", Threads: []int{1, 2}}
 	shapes := Design([]int{1, 2}, true, Sizes{})
 	keys := make([]roofline.CalibrationKey, len(shapes))
