@@ -69,6 +69,7 @@ var rules = map[string]rule{
 	"results/schema":        {noDoc: true},
 	"roofline":              {only: []string{"results", "internal/split"}, deny: []string{"probes", "kernels/...", "engine"}},
 	"scripts/bochsinit":     {noDoc: true},
+	"scripts/calreplay":     {noDoc: true}, // a command: re-fits a recorded calibration.json
 	"scripts/fidreplay":     {noDoc: true}, // a command: re-predicts recorded bench run files
 	"sweep/sweeptest":       {only: []string{"sweep", "workloads", "results"}},
 	"sweep": {only: []string{"engine", "workloads", "results", "roofline", "models", "reports", "kernels/gemm", "kernels/quant",
