@@ -219,13 +219,7 @@ func dotImpls() []dotImpl {
 
 // bestDot is the best implementation available now: the registry's cached
 // choice, without allocating (the engine calls it per tile row).
-func bestDot() *dotImpl {
-	e, err := dotRegistry.Best()
-	if err != nil { // unreachable: "go" is always available
-		return &goDot
-	}
-	return e.Value
-}
+func bestDot() *dotImpl { return dotRegistry.BestValue("go") }
 
 // dotRowsGo is DotRows in Go, eight rows at a time (dot8: eight independent
 // sums per pass over q, each row summed in order as the specification).

@@ -257,3 +257,40 @@ func BenchmarkBest(b *testing.B) {
 		r.Best()
 	}
 }
+
+// BestValue is Best's Value through the cache, a feature change, Reset
+// and Register, without allocating; with nothing available, the
+// fallback's value.
+func TestBestValue(t *testing.T) {
+	missing, calls := false, 0
+	r := New[int]("test: isa")
+	r.Register(Entry[int]{Name: "go", ISA: "go", Value: 1})
+	r.Register(Entry[int]{Name: "avx2", ISA: "avx2", Lacks: lacking(&missing, &calls, "AVX2"), Value: 2})
+	if v := r.BestValue("go"); v != 2 {
+		t.Fatalf("BestValue = %d, want avx2's 2", v)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { r.BestValue("go") }); allocs != 0 {
+		t.Errorf("cached BestValue allocates %v times", allocs)
+	}
+	missing = true
+	r.Reset()
+	if v := r.BestValue("go"); v != 1 {
+		t.Errorf("after Reset, BestValue = %d, want go's 1", v)
+	}
+	missing = false
+	cpu.ARM64.HasSMEFA64 = !cpu.ARM64.HasSMEFA64 // a feature change chooses again
+	defer func() { cpu.ARM64.HasSMEFA64 = !cpu.ARM64.HasSMEFA64 }()
+	if v := r.BestValue("go"); v != 2 {
+		t.Errorf("after a feature change, BestValue = %d, want 2", v)
+	}
+	r.Register(Entry[int]{Name: "avx512", ISA: "avx512", Value: 3})
+	if v := r.BestValue("go"); v != 3 {
+		t.Errorf("after Register, BestValue = %d, want 3", v)
+	}
+
+	none := New[int]("test: isa")
+	none.Register(Entry[int]{Name: "go", ISA: "go", Value: 7, Lacks: func() string { return "unavailable: test" }})
+	if v := none.BestValue("go"); v != 7 {
+		t.Errorf("nothing available: BestValue = %d, want the fallback's 7", v)
+	}
+}
