@@ -281,8 +281,9 @@ func Scale(x []float32, s float32) {
 }
 
 // ScaleKernel returns Scale's best implementation, chosen once, for a
-// caller that scales many short rows (the attention's, 128 floats each):
-// the per-call choice costs about as much as scaling such a row.
+// caller that scales many short rows (the attention's, 128 floats each,
+// about 7 ns of work): the per-call choice is a feature comparison and a
+// load (bestNL).
 func ScaleKernel() func(x []float32, s float32) {
 	return bestNL().scale
 }
