@@ -302,6 +302,9 @@ func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error
 // vector measures one row-wise vector operator of package kernels on the
 // threads the engine runs it on (roofline.OpThreads: the caller alone for
 // one row or few elements, else the rows split over the workers).
+// unitWeight is the one coefficient of the residual add's AxpyRows.
+var unitWeight = [1]float32{1}
+
 func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 	op, err := predictOp(s)
 	if err != nil {
@@ -332,13 +335,13 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 		case roofline.ClassNorm:
 			kernels.RMSNorm(yr, xr, wt, 1e-6)
 		case roofline.ClassResidual:
-			for i := range yr {
-				yr[i] += xr[i]
-			}
+			// As the engine adds (engine/batch.go's add): y += 1·x on
+			// the vector kernel, not a scalar loop.
+			kernels.AxpyRows(yr, unitWeight[:], xr, 0)
 		case roofline.ClassRoPE:
-			for h := 0; h+ropeHeadDim <= len(xr); h += ropeHeadDim {
-				rope.Apply(xr[h:h+ropeHeadDim], r%64, kernels.RoPEHalf)
-			}
+			// As the engine rotates: one call per row over all its heads
+			// (engine/batch.go: RoPETable.Apply on q's and k's rows).
+			rope.Apply(xr, r%64, kernels.RoPEHalf)
 		case roofline.ClassSoftmax:
 			kernels.Softmax(yr, xr)
 		case roofline.ClassSiLUMul:
