@@ -330,7 +330,7 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 		}
 	}
 	rowFn := func(r int) {
-		xr, yr, ur := x[r*s.Width:(r+1)*s.Width], y[r*s.Width:(r+1)*s.Width], u[r*s.Width:(r+1)*s.Width]
+		xr, yr := x[r*s.Width:(r+1)*s.Width], y[r*s.Width:(r+1)*s.Width]
 		switch s.Class {
 		case roofline.ClassNorm:
 			kernels.RMSNorm(yr, xr, wt, 1e-6)
@@ -344,8 +344,17 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			rope.Apply(xr, r%64, kernels.RoPEHalf)
 		case roofline.ClassSoftmax:
 			kernels.Softmax(yr, xr)
-		case roofline.ClassSiLUMul:
-			kernels.SiLUMul(yr, xr, ur)
+		}
+	}
+	// rowsFn runs rows [r0, r1): SiLU·mul in one call over them, as the
+	// engine does (engine/batch.go), the others row by row.
+	rowsFn := func(r0, r1 int) {
+		if s.Class == roofline.ClassSiLUMul {
+			kernels.SiLUMul(y[r0*s.Width:r1*s.Width], x[r0*s.Width:r1*s.Width], u[r0*s.Width:r1*s.Width])
+			return
+		}
+		for r := r0; r < r1; r++ {
+			rowFn(r)
 		}
 	}
 	groups, err := ms.bench.Pool.Groups(n)
@@ -363,14 +372,12 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 		// decode operators.
 		clock = time.Now()
 		if n == 1 {
-			for r := range s.Rows {
-				rowFn(r)
-			}
+			rowsFn(0, s.Rows)
 			return nil
 		}
 		return m.Run(g, func(local, nw int) error {
-			for r := local * s.Rows / nw; r < (local+1)*s.Rows/nw; r++ {
-				rowFn(r)
+			if r0, r1 := local*s.Rows/nw, (local+1)*s.Rows/nw; r0 < r1 {
+				rowsFn(r0, r1)
 			}
 			return nil
 		})
