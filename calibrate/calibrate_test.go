@@ -489,3 +489,49 @@ func TestReplay(t *testing.T) {
 		t.Error("unknown model accepted")
 	}
 }
+
+// The full design has each vector class's cold decode shapes (Shape.Cold,
+// keyed apart) at both thread counts, under the engine's serial
+// threshold; with a cold-line cost they are predicted under the
+// roofline's cold-lines bound.
+func TestColdVectorShapes(t *testing.T) {
+	p, m, arch := fixtureMachine(t)
+	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * arch.KVHeads * arch.HeadDim * 4)}
+	shapes := Design([]int{1, 2}, false, sz)
+	n := map[string]int{}
+	for _, s := range shapes {
+		if !s.Cold || s.Class == roofline.ClassAttention {
+			continue
+		}
+		n[s.Class]++
+		if s.Rows*s.Width >= 1<<14 || !strings.HasSuffix(s.Key(), " cold") {
+			t.Errorf("%s: %d elements (want < 16384, the engine's serial operators), key %q", s.Key(), s.Rows*s.Width, s.Key())
+		}
+	}
+	for class, rws := range coldVector {
+		if n[class] != 2*len(rws) {
+			t.Errorf("%s: %d cold shapes, want %d", class, n[class], 2*len(rws))
+		}
+	}
+	// Predicted with a cold-line cost (the fixture has no dispatch
+	// section: test values).
+	q := *p
+	st := func(v float64) results.Stat { return results.Stat{Median: v, Min: v, Max: v, N: 5} }
+	q.Dispatch = &results.Dispatch{
+		Points: []results.DispatchPoint{
+			{Threads: 1, CallSeconds: st(2e-8), WakeSeconds: st(1e-5)},
+			{Threads: 2, CallSeconds: st(2.5e-7), WakeSeconds: st(1e-5)},
+		},
+		ColdVector: &results.ColdVector{SecondsPerLine: 10e-9, Seconds: st(2e-6)},
+	}
+	mq, _, err := Uncalibrated(&q, "fixture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rw := range coldVector[roofline.ClassRoPE] {
+		s := Shape{Class: roofline.ClassRoPE, Op: roofline.OpRoPE, Threads: 1, Rows: rw[0], Width: rw[1], Cold: true}
+		if _, level, _, err := predict(mq, arch, s); err != nil || level != roofline.BoundColdLines {
+			t.Errorf("%s: level %q (%v), want %q", s.Key(), level, err, roofline.BoundColdLines)
+		}
+	}
+}

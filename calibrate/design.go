@@ -32,7 +32,26 @@ type Shape struct {
 	// each call (opbench.AttentionConfig.ColdKVBytes) and predicted with
 	// it in DRAM: the engine's decode of a model larger than the LLC,
 	// whose weights stream through the caches between one layer's calls.
+	// A cold vector operator (a decode step's norm, residual, RoPE or
+	// SiLU·mul) is timed alone after every worker read coldEvictBytes of
+	// other memory, its code and data evicted as between the engine's
+	// GEMVs, and predicted with the weights in DRAM (the roofline's
+	// cold-line bound).
 	Cold bool `json:"cold,omitempty"`
+}
+
+// coldVector are the cold vector shapes (rows, width) per class: a
+// decode step's operators at batch 1 to 12 (Qwen3-0.6B: hidden 1024,
+// 16 + 8 heads of 128, intermediate 3072), the engine's serial operators
+// between GEMVs (each under engine's parMinElems of 16384 elements). The
+// order puts the smallest and the largest in the fit half (Split
+// alternates), so that the fit spans MinFixedSpan and fits the fixed
+// cost that dominates these calls.
+var coldVector = map[string][][2]int{
+	roofline.ClassNorm:     {{1, 1024}, {4, 1024}, {12, 1024}, {24, 128}, {96, 128}},
+	roofline.ClassResidual: {{1, 1024}, {4, 1024}, {12, 1024}, {1, 2048}, {4, 2048}},
+	roofline.ClassRoPE:     {{1, 2048}, {4, 2048}, {4, 3072}, {1, 3072}},
+	roofline.ClassSiLUMul:  {{1, 1536}, {1, 3072}, {4, 3072}, {2, 3072}},
 }
 
 // Key is a stable one-line name of the shape.
@@ -46,6 +65,9 @@ func (s Shape) Key() string {
 			cold = " cold"
 		}
 		return fmt.Sprintf("attention %s ctx=%d batch=%d t=%d%s", s.Phase, s.Context, s.Batch, s.Threads, cold)
+	}
+	if s.Cold {
+		return fmt.Sprintf("%s %d×%d t=%d cold", s.Class, s.Rows, s.Width, s.Threads)
 	}
 	return fmt.Sprintf("%s %d×%d t=%d", s.Class, s.Rows, s.Width, s.Threads)
 }
@@ -191,6 +213,11 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 			}
 			if quick || sz.LLCBytes <= 0 {
 				continue
+			}
+			// A decode step's shapes, cold (Shape.Cold): batch 1 and 4 of
+			// Qwen3-0.6B's rows (qk_norm: 24 heads of 128 a token).
+			for _, rw := range coldVector[v.class] {
+				out = append(out, Shape{Class: v.class, Op: v.op, Threads: t, Rows: rw[0], Width: rw[1], Cold: true})
 			}
 			// Rows of width 1024 whose bytes are a given fraction of the LLC.
 			const w = 1024

@@ -36,6 +36,9 @@ type measurer struct {
 	// gemmNow is the last attained-GEMM check per thread count
 	// (computeRatio).
 	gemmNow map[int]gemmCheck
+	// evict is the cold vector shapes' eviction per thread count
+	// (opbench.Evictor over coldEvictBytes), built once.
+	evict map[int]func(m *kpool.Master) error
 }
 
 // gemmCheck is one probes.CheckGEMM result: its ratio (0: none) and when.
@@ -382,6 +385,26 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			return nil
 		})
 	}
+	if s.Cold {
+		// Every worker of the shape's threads streams coldEvictBytes
+		// before each call, as the engine's GEMVs do between its serial
+		// decode operators.
+		evict := ms.evict[s.Threads]
+		if evict == nil {
+			all, err := ms.bench.Pool.Groups(s.Threads)
+			if err != nil {
+				return results.Stat{}, err
+			}
+			evict = opbench.Evictor(all[0], coldEvictBytes(ms.llc))
+			if ms.evict == nil {
+				ms.evict = map[int]func(m *kpool.Master) error{}
+			}
+			ms.evict[s.Threads] = evict
+		}
+		st, err := opbench.Timing{Reps: ms.cfg.Reps, RepDuration: ms.cfg.RepDuration}.SecondsPerColdCall(ctx, ms.bench.Pool, evict, call)
+		_ = clock
+		return st, err
+	}
 	st, err := ms.timeCalls(ctx, call)
 	_ = clock
 	return st, err
@@ -447,7 +470,11 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level
 	if err != nil {
 		return 0, "", 0, err
 	}
-	return placeSum(mt, []roofline.Operator{op}, 0)
+	resident := 0.0
+	if s.Cold {
+		resident = math.Inf(1) // the step's weights: from DRAM
+	}
+	return placeSum(mt, []roofline.Operator{op}, resident)
 }
 
 // coldEvictBytes is what each cold call's eviction reads over all

@@ -110,6 +110,12 @@ func CalibrationLevel(class, bound string) string {
 // its compute term (F/π or the non-linear rate), not a memory level's.
 const BoundCompute = "compute"
 
+// BoundColdLines is the bound of a decode-sized vector operator run on
+// the caller between GEMVs that stream DRAM-resident weights (calls.go):
+// its lines, code and translations evicted since its last call; the
+// calibration's cold vector shapes are fitted under it.
+const BoundColdLines = "cold lines"
+
 // Calibration is the per-class parameters a machine applies to its
 // predictions (a profile's calibration section).
 type Calibration struct {

@@ -112,6 +112,15 @@ func TestCallTermsEach(t *testing.T) {
 	if p := ps[0]; p.Bound != "cold lines" || !nearRel(p.Time, 192*10e-9) {
 		t.Errorf("cold residual: bound %s time %v; want cold lines, %v", p.Bound, p.Time, 192*10e-9)
 	}
+	// Its bound stays "cold lines" (the calibration's cold key) when the
+	// cold lines cost less than the roofs: a tiny cold-line cost leaves
+	// the roof's time but not its label.
+	m.FixedCosts.ColdLineSeconds = 1e-15
+	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<30)
+	if p := ps[0]; p.Bound != BoundColdLines || !nearRel(p.Time, 12288/100e9) {
+		t.Errorf("cold residual, cheap lines: bound %s time %v; want cold lines, the roof's %v", p.Bound, p.Time, 12288/100e9)
+	}
+	m.FixedCosts.ColdLineSeconds = 10e-9
 	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<20)
 	if p := ps[0]; p.Bound == "cold lines" || !nearRel(p.Time, 12288/100e9) {
 		t.Errorf("residual, L2-resident weights: bound %s time %v; want the L1 roof, %v", p.Bound, p.Time, 12288/100e9)
