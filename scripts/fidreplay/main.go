@@ -14,7 +14,8 @@
 // from the runs' own "vs standalone GEMM" checks (the same GEMM shapes run
 // standalone on the same workers: M = the prompt, N×K of q_proj, o_proj,
 // gate_proj, down_proj; the median over the runs per precision and shape).
-// Runs marked noisy are skipped, as fidelity.sh does. Only model changes
+// Runs marked noisy are skipped, as fidelity.sh does (-noisy replays them
+// too, as a diagnostic). Only model changes
 // show here: the measured times are those of the engine that ran.
 package main
 
@@ -79,6 +80,7 @@ var mRe = regexp.MustCompile(`M=(\d+)`)
 func main() {
 	prof := flag.String("profile", "", "the profile the runs were predicted with (profile.json)")
 	fromChecks := flag.Bool("table-from-checks", false, "without matrix.gemm_shapes in the profile, build the GEMM table from the runs' standalone-GEMM checks")
+	withNoisy := flag.Bool("noisy", false, "also replay the runs marked noisy (a diagnostic: fidelity.sh never counts them)")
 	flag.Parse()
 	if *prof == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: fidreplay -profile P [-table-from-checks] run-*.json")
@@ -99,7 +101,7 @@ func main() {
 		if err := json.Unmarshal(b, &r); err != nil {
 			fail(fmt.Errorf("%s: %w", f, err))
 		}
-		if r.Noise != nil && r.Noise.Noisy {
+		if r.Noise != nil && r.Noise.Noisy && !*withNoisy {
 			fmt.Printf("skipped (noisy): %s\n", f)
 			continue
 		}
