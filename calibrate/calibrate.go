@@ -161,11 +161,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	if c.Model == "" {
 		c.Model = "qwen3-0.6b"
 	}
-	mc, err := models.Load(c.Model)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: --model: %w", err)
-	}
-	if c.Arch, err = mc.Arch(); err != nil {
+	if c.Arch, err = modelArch(c.Model); err != nil {
 		return nil, fmt.Errorf("calibrate: --model: %w", err)
 	}
 	bk := c.Backends
@@ -474,11 +470,7 @@ func Replay(p *results.Profile, name string, r *Report, model string) (*Report, 
 	if model == "" {
 		model = "qwen3-0.6b"
 	}
-	mc, err := models.Load(model)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: model: %w", err)
-	}
-	arch, err := mc.Arch()
+	arch, err := modelArch(model)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: model: %w", err)
 	}
@@ -494,4 +486,13 @@ func Replay(p *results.Profile, name string, r *Report, model string) (*Report, 
 	}
 	out.fit()
 	return out, nil
+}
+
+// modelArch is the attention's shape of model config name (models.Load).
+func modelArch(name string) (roofline.Arch, error) {
+	mc, err := models.Load(name)
+	if err != nil {
+		return roofline.Arch{}, err
+	}
+	return mc.Arch()
 }

@@ -385,6 +385,7 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			return nil
 		})
 	}
+	_ = clock
 	if s.Cold {
 		// Every worker of the shape's threads streams coldEvictBytes
 		// before each call, as the engine's GEMVs do between its serial
@@ -401,13 +402,9 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			}
 			ms.evict[s.Threads] = evict
 		}
-		st, err := opbench.Timing{Reps: ms.cfg.Reps, RepDuration: ms.cfg.RepDuration}.SecondsPerColdCall(ctx, ms.bench.Pool, evict, call)
-		_ = clock
-		return st, err
+		return opbench.Timing{Reps: ms.cfg.Reps, RepDuration: ms.cfg.RepDuration}.SecondsPerColdCall(ctx, ms.bench.Pool, evict, call)
 	}
-	st, err := ms.timeCalls(ctx, call)
-	_ = clock
-	return st, err
+	return ms.timeCalls(ctx, call)
 }
 
 // ropeHeadDim is the head dimension the RoPE shapes rotate (Qwen3's).
