@@ -172,6 +172,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 		bk = &b
 	}
+	m.AttnPlan = opbench.AttentionPlan(bk.Pair.Cores, c.Arch)
 	threads := []int{1}
 	if len(c.CPUs) > 1 {
 		threads = append(threads, len(c.CPUs))
@@ -474,6 +475,11 @@ func Replay(p *results.Profile, name string, r *Report, model string) (*Report, 
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: model: %w", err)
 	}
+	bk, err := opbench.ChooseBackends("", "")
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	m.AttnPlan = opbench.AttentionPlan(bk.Pair.Cores, arch)
 	out := &Report{Profile: name, Threads: r.Threads, Target: Target, Notes: []string{"replayed: the seconds measured by " + r.Profile + ", predictions of the code now"}}
 	for _, pt := range r.Points {
 		pred, level, rows, err := predict(m, arch, pt.Shape)

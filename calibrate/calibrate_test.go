@@ -453,6 +453,11 @@ func TestLinearRotates(t *testing.T) {
 // profile and model the predictions are the recorded ones.
 func TestReplay(t *testing.T) {
 	p, m, arch := fixtureMachine(t)
+	bk, err := opbench.ChooseBackends("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.AttnPlan = opbench.AttentionPlan(bk.Pair.Cores, arch) // as Run and Replay
 	rec := &Report{Profile: "recorded", Threads: []int{1, 2}}
 	shapes := Design([]int{1, 2}, true, Sizes{})
 	keys := make([]roofline.CalibrationKey, len(shapes))

@@ -9,6 +9,7 @@ import (
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/roofline"
 )
 
 // The phase-aware attention pipeline (SMEPilot §4.2, Fig. 6).
@@ -252,6 +253,18 @@ func AttentionTile(b gemm.Backend, headDim int) int {
 // group 2 on a backend of MR 12.
 func AttentionRows(b gemm.Backend, group int) int {
 	return attnPlanRows(b, group)
+}
+
+// AttentionPlan is the tiling of prefill attention on backend b for a
+// model of head dim headDim and group query heads per KV head, as the
+// roofline times it (roofline.AttentionSchedule's tile, rows, MR, NR,
+// softmax padding and vector-path threshold; its shares and target are
+// the caller's): the planner's choices (attnPlanTile, attnPlanRows,
+// softmaxPad, attnVecRows).
+func AttentionPlan(b gemm.Backend, headDim, group int) roofline.AttentionSchedule {
+	return roofline.AttentionSchedule{MatrixShare: 1, VectorShare: 1,
+		Tile: AttentionTile(b, headDim), Rows: AttentionRows(b, group),
+		TileM: max(b.TileM, 1), PanelN: max(b.TileN, 1), Pad: softmaxPad, VecRows: attnVecRows}
 }
 
 // AttentionKernels is the planner's choice of tile kernels for an

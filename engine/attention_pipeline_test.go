@@ -438,3 +438,20 @@ func TestAttentionBackend(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestAttentionPlanMatchesKernel: the tiling the roofline times
+// (AttentionPlan) is the one the kernel runs: the KV layout's tile, the
+// planner's rows, the backend's MR and NR, the softmax padding.
+func TestAttentionPlanMatchesKernel(t *testing.T) {
+	be, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ hd, group int }{{128, 2}, {64, 4}, {256, 8}} {
+		p := AttentionPlan(be, c.hd, c.group)
+		lay := newKVLayout(be, 1, c.hd, 64, true)
+		if p.Tile != lay.tile || p.Rows != attnPlanRows(be, c.group) || p.TileM != max(be.TileM, 1) || p.PanelN != lay.nr || p.Pad != softmaxPad || p.VecRows != attnVecRows {
+			t.Errorf("head dim %d, group %d: plan %+v, layout tile %d, nr %d", c.hd, c.group, p, lay.tile, lay.nr)
+		}
+	}
+}

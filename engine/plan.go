@@ -342,6 +342,7 @@ func PredictOps(mach *roofline.Machine, c Config, phase roofline.Phase, B, T, C 
 func PredictOpsAs(mach *roofline.Machine, c Config, phase roofline.Phase, B, T, C int, p Precision) (map[string]OpPrediction, error) {
 	r := roofline.Request{Phase: phase, Batch: B, Tokens: T, Context: C,
 		Weight: p.Weight, Act: p.Act, KV: p.KV, Routing: roofline.Routing{Kind: "uniform"}}
+	mach = WithAttentionPlan(mach, c)
 	a, err := roofline.Analyze(mach, c.Arch(), r, p.Ceiling)
 	if err != nil {
 		return nil, err
@@ -381,6 +382,25 @@ func PredictOpsAs(mach *roofline.Machine, c Config, phase roofline.Phase, B, T, 
 	}
 	add(a.Head, vec.Head, 1)
 	return out, nil
+}
+
+// WithAttentionPlan is mach with the engine's prefill attention tiling
+// for config c on the cores' fp32 backend (AttentionPlan), so that its
+// attention is timed by the work the tiles do (roofline.TiledWork): mach
+// itself where it has a plan already or no fp32 backend is available, else
+// a copy.
+func WithAttentionPlan(mach *roofline.Machine, c Config) *roofline.Machine {
+	if mach == nil || mach.AttnPlan != nil {
+		return mach
+	}
+	be, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		return mach
+	}
+	plan := AttentionPlan(be, c.HeadDim, c.Heads/max(c.KVHeads, 1))
+	mc := *mach
+	mc.AttnPlan = &plan
+	return &mc
 }
 
 // Predict is PredictOps' predicted seconds alone.

@@ -537,7 +537,7 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 	}
 	n := len(ws)
 	matBackend := ws[n-1] // the matrix group's (the last workers')
-	s := roofline.AttentionSchedule{MatrixShare: 1, VectorShare: 1, Tile: engine.AttentionTile(matBackend, c.Arch.HeadDim), Rows: engine.AttentionRows(matBackend, c.Arch.Heads/c.Arch.KVHeads)}
+	s := *AttentionPlan(matBackend, c.Arch)
 	place := pt.Placement
 	if pt.Schedule == SchedulePipelined {
 		place = PlaceMatrix
@@ -573,4 +573,12 @@ func (c *AttentionConfig) kvDType() string {
 		return "bf16"
 	}
 	return "fp32"
+}
+
+// AttentionPlan is the engine's prefill attention tiling on backend be for
+// arch (engine.AttentionPlan), for a roofline.Machine's AttnPlan or
+// roofline.PredictAttention's schedule (shares 1, target unset).
+func AttentionPlan(be gemm.Backend, arch roofline.Arch) *roofline.AttentionSchedule {
+	s := engine.AttentionPlan(be, arch.HeadDim, arch.Heads/max(arch.KVHeads, 1))
+	return &s
 }

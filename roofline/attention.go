@@ -28,6 +28,13 @@ type AttentionSchedule struct {
 	// Window is the sliding window (0: none); only the rescale count
 	// follows it (the catalog's qk, softmax and pv count causal pairs).
 	Window int
+	// TileM and PanelN are the tile products' microkernel rows (MR) and
+	// panel width (NR), Pad the multiple the softmax runs are widened to,
+	// and VecRows the job rows × group below which the kernel runs its
+	// vector path instead of tiles (engine/attention.go's attnVecRows).
+	// With PanelN > 0 (Tiled) the time is of the work the tiles do
+	// (TiledWork, tiled.go); else of the catalog's causal count.
+	TileM, PanelN, Pad, VecRows int
 }
 
 // AttentionStages is the time model of one layer's attention under
@@ -61,6 +68,12 @@ type AttentionStages struct {
 	Pipelined float64 `json:"pipelined_s"`
 	// TilesPerJob is the mean number of KV tiles a job visits.
 	TilesPerJob float64 `json:"tiles_per_job"`
+	// Setup is a tiled kernel's query passes outside its tiles (scale,
+	// pack, output; tiled.go), part of the vector stage; 0 otherwise.
+	Setup float64 `json:"setup_s,omitempty"`
+	// Tiled says the stages are of the work the kernel's tiles do
+	// (TiledWork), not of the catalog's causal count.
+	Tiled bool `json:"tiled,omitempty"`
 	// Note says what the model could not time ("" when complete).
 	Note string `json:"note,omitempty"`
 }
@@ -89,6 +102,9 @@ func PredictAttention(m *Machine, arch Arch, r Request, prec string, s Attention
 		if o.Name == OpQK || o.Name == OpSoftmax || o.Name == OpPV {
 			ops = append(ops, o)
 		}
+	}
+	if s.Tiled() && !s.Vector(*ops[0].Attn) && m.callModel() {
+		return predictTiled(m, ops, prec, s)
 	}
 	placed, err := Place(m, prec, ops)
 	if err != nil {
@@ -143,6 +159,57 @@ func PredictAttention(m *Machine, arch Arch, r Request, prec string, s Attention
 		st.Note = fmt.Sprintf("no %s ceiling on the cores and no non-linear rate: the rescale is not timed", prec)
 	}
 	st.Vector = st.Softmax + st.Rescale
+	st.Serial = st.Matrix + st.Vector
+	mt, vt := st.Matrix/s.MatrixShare, st.Vector/s.VectorShare
+	st.Pipelined = math.Max(mt, vt) + math.Min(mt, vt)/math.Max(st.TilesPerJob, 1)
+	return st, nil
+}
+
+// predictTiled is PredictAttention under a kernel's tiling (s.Tiled()): the
+// catalog's qk and pv placed at the FLOPs the tiles compute, and the vector
+// stage of the softmax runs, rescales and query passes (tiled.go), on
+// m's per-call model.
+func predictTiled(m *Machine, ops []Operator, prec string, s AttentionSchedule) (AttentionStages, error) {
+	st := AttentionStages{Tiled: true}
+	cores := m.byKind(KindCores)
+	if len(cores) == 0 {
+		return st, fmt.Errorf("machine %s: no cores target for attention's vector stage", m.Name)
+	}
+	mc := *m
+	mc.AttnPlan = &s
+	w := s.TiledWork(*ops[0].Attn)
+	n := max(cores[0].Workers, 1)
+	_, rescale, setup, ok := mc.tiledVector(w, prec, cores[0], n, 1)
+	if !ok {
+		return st, fmt.Errorf("machine %s: no softmax rate for attention's vector stage", m.Name)
+	}
+	placed, err := Place(&mc, prec, ops)
+	if err != nil {
+		return st, err
+	}
+	for _, o := range placed {
+		if o.Name == OpSoftmax {
+			// The whole vector stage (callTime), calibrated with the
+			// attention class where the profile has one.
+			st.Vector += o.Time
+			continue
+		}
+		t, ok := o.Times[s.Target]
+		if !ok {
+			return st, fmt.Errorf("machine %s: no %s ceiling on a target %q for %s", m.Name, prec, s.Target, o.Name)
+		}
+		st.Matrix += t
+	}
+	st.RescaleElems = w.RescaleElems
+	st.Rescale, st.Setup = rescale, setup
+	st.Softmax = max(0, st.Vector-rescale-setup)
+	jobs, tiles := 0.0, 0.0
+	a := ops[0].Attn
+	for r1 := a.T; r1 > 0; r1 -= s.Rows {
+		jobs++
+		tiles += float64((a.C-a.T+r1-1)/s.Tile + 1)
+	}
+	st.TilesPerJob = tiles / jobs
 	st.Serial = st.Matrix + st.Vector
 	mt, vt := st.Matrix/s.MatrixShare, st.Vector/s.VectorShare
 	st.Pipelined = math.Max(mt, vt) + math.Min(mt, vt)/math.Max(st.TilesPerJob, 1)

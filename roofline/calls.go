@@ -378,6 +378,24 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 	call, _ := m.FixedCall(n)
 	p.Threads, p.Calls, p.FixedSeconds = n, calls, float64(calls)*call
 	share := float64(n) / float64(workers)
+	if w, ok := m.tiledAttention(o); ok {
+		// A tiled kernel's products compute whole slivers and tiles, and
+		// its scores stay in the core's caches (tiled.go); its softmax
+		// term is the whole vector stage.
+		switch o.Name {
+		case OpQK:
+			o.FLOPs, o.Bytes.ActOut = w.QKFLOPs, 0
+		case OpPV:
+			o.FLOPs, o.Bytes.ActIn = w.PVFLOPs, 0
+		case OpSoftmax:
+			if sm, rs, su, ok := m.tiledVector(w, prec, cores, n, share); ok {
+				p.Roof, p.Bound = "L2", BoundCompute+"/L2"
+				return p.FixedSeconds + sm + rs + su
+			}
+			// No softmax rate: the elements the runs cover, in the caches.
+			o.Elems, o.Bytes.ActIn, o.Bytes.ActOut = w.ScoreElems, 0, 0
+		}
+	}
 	mem := o.Bytes.Total() / (cores.BandwidthGBps * 1e9)
 	p.Roof = "β"
 	compute := BoundCompute

@@ -287,6 +287,9 @@ type Operator struct {
 	// (ClassParams.RowSeconds, fitted per calibration key, so prefill's and
 	// decode's apart where their bounds differ) multiplies it.
 	QueryRows int `json:"query_rows,omitempty"`
+	// Attn is an attention operator's (qk, softmax, pv) shape, for the
+	// work of a tiled kernel (Machine.AttnPlan, tiled.go); nil on others.
+	Attn *AttnShape `json:"-"`
 	// Operands are the buffers the operator reads and writes with their
 	// reuse distances (setReuse; nil for MoE catalogs). The per-call
 	// model times a vector operator's activations by them.
@@ -507,6 +510,8 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 			FLOPs: 2 * float64(d) * pairs,
 			Bytes: Bytes{ActIn: pairs * a, KVRead: kv, ActOut: float64(M*H*d) * a},
 		}
+		shape := &AttnShape{B: B, T: T, C: C, H: H, KVHeads: Hkv, D: d}
+		qk.Attn, sm.Attn, pv.Attn = shape, shape, shape
 		ops = append(ops, qk, sm, pv,
 			linear(OpOProj, M, h, H*d, w, a),
 			vector(OpAttnResidual, KindElementwise, M, h, residualFLOPs, 2, a))

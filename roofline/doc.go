@@ -4,7 +4,9 @@
 // a decoder layer for a request shape), the placement rules of SMEPilot
 // §3.2–3.3 and §4.4 (including the Eq. 1 tile-rounded split), the time
 // model of tiled attention as SMEPilot §4.2's two stages, serial and
-// pipelined (attention.go: PredictAttention, Fig. 6), and the other
+// pipelined (attention.go: PredictAttention, Fig. 6), the work a tiled
+// prefill attention kernel does beyond the causal count (tiled.go:
+// TiledWork, under a Machine's AttnPlan), and the other
 // analytic models of the seed papers: the low-bit paper's effective-bandwidth
 // roofline and Amdahl bound (Eq. 1–4) and PIM-SHERPA's Table 2 latency model
 // with its machine form, crossover length and per-policy weight capacity

@@ -358,6 +358,12 @@ type Machine struct {
 	// linear operator's compute term on the cores is read from the table
 	// (AttainedGEMM). Absent: the single ceiling.
 	GEMMTable *GEMMTable `json:"gemm_table,omitempty"`
+	// AttnPlan is the tiling of the attention kernel whose predictions are
+	// wanted (the engine's planner on the cores' fp32 backend, set by the
+	// engine's and the calibration's callers; never read from a file):
+	// with it a prefill attention is timed by the work its tiles do
+	// (tiled.go). Nil: the catalog's causal count.
+	AttnPlan *AttentionSchedule `json:"-"`
 }
 
 // Attainable is the roofline bound of SMEPilot §3.2:

@@ -84,7 +84,10 @@ after a warm-up, GFLOP/s (4·head dim FLOPs per query head and causal
 pair), decode's KV GB/s, the roofline's prediction (roofline
 PredictAttention: the matrix stage, the catalog's qk and pv on the
 placement's target of the --profile machine, and the vector stage, its
-softmax at the probed non-linear rate plus the accumulator's rescale;
+softmax at the probed non-linear rate plus the accumulator's rescale; a
+prefill at the work the kernel's tiles do (roofline.TiledWork: whole
+slivers and tiles, softmax runs at the probe's rate for their row width,
+scores in the core's caches, the queries' scale, pack and output passes);
 serial: their sum; pipelined: the longer stage at its group's share plus
 one tile per job to fill and drain), and
 the fraction of the probed fp32 GEMM ceiling (prefill; target 70%) or of
