@@ -164,3 +164,43 @@ func TestAttainedGEMMFasterLevel(t *testing.T) {
 		t.Error("M below the table's smallest")
 	}
 }
+
+// TestFewRowsWeightFactor: a batched decode's linear of M rows streams
+// DRAM-resident weights at the table's DRAM-sized class's weight rate at M
+// over its rate at the smallest M (interpolated in log M, at most 1); 1
+// for one row, beyond GEMVMaxRows, and without a DRAM-sized class.
+func TestFewRowsWeightFactor(t *testing.T) {
+	p, err := results.ReadProfile("../results/testdata/profile-zen5-2core-knee.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := FromProfile(p, "knee")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pt := func(mr, n, k int, gf float64) GEMMPoint {
+		return GEMMPoint{Precision: "fp32", Backend: "b", Threads: 2, M: mr, N: n, K: k, GFLOPS: gf}
+	}
+	// 4096×4096 fp32 (64 MiB) is DRAM-sized; 1024×1024 (4 MiB) is not.
+	m.GEMMTable = &GEMMTable{GEMM: []GEMMPoint{
+		pt(2, 4096, 4096, 100), pt(4, 4096, 4096, 180), pt(8, 4096, 4096, 320),
+		pt(2, 1024, 1024, 200), pt(4, 1024, 1024, 100),
+	}}
+	for _, c := range []struct {
+		M    int
+		want float64
+	}{{1, 1}, {2, 1}, {4, 0.9}, {8, 0.8}, {16, 1}} {
+		if got, _ := m.FewRowsWeightFactor("fp32", 2, c.M); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("M %d: factor %v, want %v", c.M, got, c.want)
+		}
+	}
+	// M 3 between 2 (rate 50) and 4 (45), log-interpolated.
+	want := 50 + math.Log(1.5)/math.Log(2)*(45-50)
+	if got, _ := m.FewRowsWeightFactor("fp32", 2, 3); math.Abs(got-want/50) > 1e-12 {
+		t.Errorf("M 3: factor %v, want %v", got, want/50)
+	}
+	m.GEMMTable.GEMM = m.GEMMTable.GEMM[3:]
+	if got, why := m.FewRowsWeightFactor("fp32", 2, 4); got != 1 || why != "" {
+		t.Errorf("no DRAM-sized class: factor %v (%q)", got, why)
+	}
+}
