@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 )
 
@@ -181,7 +182,7 @@ func (l *kvLayout) writeRows(kc, vc []float32, pos, n int, k, v []float32) {
 					}
 				}
 			} else if c == kvBlock {
-				transpose8(kc[off:][:(hd-1)*nr+c], nr, rows)
+				kernels.TransposeRows8(kc[off:][:(hd-1)*nr+c], nr, k[j0*kvd+h*hd:], kvd, hd)
 			} else {
 				dst := kc[off:][:(hd-1)*nr+c]
 				for d := range hd {
@@ -214,20 +215,10 @@ func (l *kvLayout) writeRows(kc, vc []float32, pos, n int, k, v []float32) {
 	}
 }
 
-// transpose8 stores element d of the eight rows r (of equal length) at
-// dst[d·nr : d·nr+8], written so that the compiler drops the bounds
-// checks of the inner statements.
-func transpose8(dst []float32, nr int, r [kvBlock][]float32) {
-	r0 := r[0]
-	r1, r2, r3, r4, r5, r6, r7 := r[1][:len(r0)], r[2][:len(r0)], r[3][:len(r0)], r[4][:len(r0)], r[5][:len(r0)], r[6][:len(r0)], r[7][:len(r0)]
-	for d := range r0 {
-		o := dst[d*nr:][:8]
-		o[0], o[1], o[2], o[3] = r0[d], r1[d], r2[d], r3[d]
-		o[4], o[5], o[6], o[7] = r4[d], r5[d], r6[d], r7[d]
-	}
-}
-
-// transpose8BF16 is transpose8 storing bfloat16 elements (toBF16).
+// transpose8BF16 stores element d of the eight rows r (of equal length)
+// at dst[d·nr : d·nr+8] as bfloat16 (toBF16): kernels.TransposeRows8's
+// loop, written so that the compiler drops the bounds checks of the inner
+// statements.
 func transpose8BF16(dst []uint16, nr int, r [kvBlock][]float32) {
 	r0 := r[0]
 	r1, r2, r3, r4, r5, r6, r7 := r[1][:len(r0)], r[2][:len(r0)], r[3][:len(r0)], r[4][:len(r0)], r[5][:len(r0)], r[6][:len(r0)], r[7][:len(r0)]

@@ -9,7 +9,8 @@ import (
 
 // The attention vector kernels: DotRows (a query against a run of keys, the
 // scores of decode) and AxpyRows (probabilities times a run of values, the
-// weighted sum of decode). dot.go holds the API and the pure-Go
+// weighted sum of decode), and TransposeRows8 (eight positions of K into a
+// panel of the producer-packed KV cache, prefill's kv_write). dot.go holds the API and the pure-Go
 // implementation; dot_amd64.go/.s the AVX2 kernels and AxpyRows' AVX-512 one, generated
 // by the avo program in _asm/dot:
 //
@@ -69,6 +70,47 @@ func AxpyRows(acc, p, v []float32, ldv int) {
 		return
 	}
 	bestDot().axpyRows(acc, p, v, ldv)
+}
+
+// TransposeRows8 stores the first n elements of eight rows of src (row j
+// at j·lds) as n runs of eight in dst (run d at d·ldd): the producer's
+// write of eight positions of K into a K panel of the attention's KV
+// cache (engine/kvcache.go: element d of position j at d·NR + j):
+//
+//	for d := range n {
+//		for j := range 8 {
+//			dst[d*ldd+j] = src[j*lds+d]
+//		}
+//	}
+//
+// It writes those elements of dst and nothing else, exactly (moves only).
+// It panics if n, ldd or lds is negative, or src is shorter than 7·lds +
+// n or dst than (n−1)·ldd + 8 (n > 0).
+func TransposeRows8(dst []float32, ldd int, src []float32, lds, n int) {
+	if n < 0 || ldd < 0 || lds < 0 || (n > 0 && (len(src) < 7*lds+n || len(dst) < (n-1)*ldd+8)) {
+		panic(fmt.Sprintf("kernels: TransposeRows8: n %d, ldd %d, lds %d, len(dst) %d, len(src) %d: want n, ldd, lds ≥ 0, len(src) ≥ 7·lds+n, len(dst) ≥ (n-1)·ldd+8", n, ldd, lds, len(dst), len(src)))
+	}
+	if n == 0 {
+		return
+	}
+	if f := bestDot().transposeRows8; f != nil {
+		f(dst, ldd, src, lds, n)
+		return
+	}
+	transposeRows8Go(dst, ldd, src, lds, n)
+}
+
+// transposeRows8Go is TransposeRows8's specification, on checked
+// arguments.
+func transposeRows8Go(dst []float32, ldd int, src []float32, lds, n int) {
+	r0 := src[:n]
+	r1, r2, r3 := src[lds:][:n], src[2*lds:][:n], src[3*lds:][:n]
+	r4, r5, r6, r7 := src[4*lds:][:n], src[5*lds:][:n], src[6*lds:][:n], src[7*lds:][:n]
+	for d := range r0 {
+		o := dst[d*ldd:][:8]
+		o[0], o[1], o[2], o[3] = r0[d], r1[d], r2[d], r3[d]
+		o[4], o[5], o[6], o[7] = r4[d], r5[d], r6[d], r7[d]
+	}
 }
 
 // AxpyPanels adds to rows r < rows of acc (row r at r·lda) the product of the rows
@@ -182,11 +224,14 @@ func axpyPanelsBF16On(im *dotImpl, acc []float32, lda int, x []float32, ldx, row
 // len(p), len(acc) ≥ 1; axpyPanels32 (nil: none) is AxpyPanels for nr =
 // 32 on checked arguments, every count ≥ 1.
 type dotImpl struct {
-	isa          string
-	unavailable  string // "" if usable now (set by dotImpls)
-	dotRows      func(out, q, k []float32, ldk int)
-	axpyRows     func(acc, p, v []float32, ldv int)
-	axpyPanels32 func(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, vstride, panels int)
+	isa         string
+	unavailable string // "" if usable now (set by dotImpls)
+	// transposeRows8 (nil: transposeRows8Go) is TransposeRows8 on checked
+	// arguments, n ≥ 1.
+	transposeRows8 func(dst []float32, ldd int, src []float32, lds, n int)
+	dotRows        func(out, q, k []float32, ldk int)
+	axpyRows       func(acc, p, v []float32, ldv int)
+	axpyPanels32   func(acc []float32, lda int, x []float32, ldx, rows, n int, v []float32, vstride, panels int)
 	// axpyPanels32BF16 (nil: none) is AxpyPanelsBF16 for nr = 32 on
 	// checked arguments, every count ≥ 1.
 	axpyPanels32BF16 func(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, vstride, panels int)

@@ -14,13 +14,15 @@ func archDotImpls() []registry.Entry[*dotImpl] {
 }
 
 var avx2Dot = dotImpl{
-	isa:      "avx2",
-	dotRows:  func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
-	axpyRows: func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) },
+	isa:            "avx2",
+	dotRows:        func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
+	axpyRows:       func(a, p, v []float32, ld int) { axpyRowsAsm(a, p, v, ld) },
+	transposeRows8: transposeRows8Asm,
 }
 
 var avx512Dot = dotImpl{
 	isa:              "avx512",
+	transposeRows8:   transposeRows8Asm,
 	dotRows:          func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
 	axpyRows:         func(a, p, v []float32, ld int) { axpyRowsAsm512(a, p, v, ld) },
 	axpyPanels32:     axpyPanels32Asm,
@@ -194,3 +196,24 @@ func axpyPanels32BF16AVX512R3(acc []float32, lda int, x []float32, ldx int, v []
 
 //go:noescape
 func axpyPanels32BF16AVX512R4(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+// transposeRows8Asm runs transposeRows8AVX2 over the whole blocks of
+// eight columns (n&^7) and the Go loop over the rest (arguments checked
+// by TransposeRows8, resliced so the assembly's reads and writes stay
+// within slices whose bounds Go checked).
+func transposeRows8Asm(dst []float32, ldd int, src []float32, lds, n int) {
+	nb := n &^ 7
+	if nb > 0 {
+		transposeRows8AVX2(dst[:(nb-1)*ldd+8], ldd, src[:7*lds+nb], lds, nb)
+	}
+	if nb < n {
+		transposeRows8Go(dst[nb*ldd:], ldd, src[nb:], lds, n-nb)
+	}
+}
+
+// transposeRows8AVX2 is TransposeRows8 for n a nonzero multiple of 8,
+// lengths trusted (kernels/_asm/dot genTransposeRows8: an 8×8 register
+// transpose per block of eight columns).
+//
+//go:noescape
+func transposeRows8AVX2(dst []float32, ldd int, src []float32, lds, n int)

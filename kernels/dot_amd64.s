@@ -64,6 +64,74 @@ dotRows8AVX2_vec:
 	VZEROUPPER
 	RET
 
+// func transposeRows8AVX2(dst []float32, ldd int, src []float32, lds int, n int)
+// Requires: AVX
+TEXT ·transposeRows8AVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), AX
+	MOVQ ldd+24(FP), CX
+	SHLQ $0x02, CX
+	MOVQ src_base+32(FP), DX
+	MOVQ lds+56(FP), BX
+	SHLQ $0x02, BX
+	MOVQ n+64(FP), SI
+	SHRQ $0x03, SI
+	LEAQ (BX)(BX*2), DI
+	LEAQ (CX)(CX*2), R8
+	LEAQ (DX)(BX*4), R10
+	LEAQ (AX)(CX*4), R9
+	MOVQ CX, R11
+	SHLQ $0x03, R11
+
+transposeRows8AVX2_block:
+	VMOVUPS    (DX), Y0
+	VMOVUPS    (DX)(BX*1), Y1
+	VMOVUPS    (DX)(BX*2), Y2
+	VMOVUPS    (DX)(DI*1), Y3
+	VMOVUPS    (R10), Y4
+	VMOVUPS    (R10)(BX*1), Y5
+	VMOVUPS    (R10)(BX*2), Y6
+	VMOVUPS    (R10)(DI*1), Y7
+	VUNPCKLPS  Y1, Y0, Y8
+	VUNPCKHPS  Y1, Y0, Y9
+	VUNPCKLPS  Y3, Y2, Y10
+	VUNPCKHPS  Y3, Y2, Y11
+	VUNPCKLPS  Y5, Y4, Y12
+	VUNPCKHPS  Y5, Y4, Y13
+	VUNPCKLPS  Y7, Y6, Y14
+	VUNPCKHPS  Y7, Y6, Y15
+	VSHUFPS    $0x44, Y10, Y8, Y0
+	VSHUFPS    $0xee, Y10, Y8, Y1
+	VSHUFPS    $0x44, Y11, Y9, Y2
+	VSHUFPS    $0xee, Y11, Y9, Y3
+	VSHUFPS    $0x44, Y14, Y12, Y4
+	VSHUFPS    $0xee, Y14, Y12, Y5
+	VSHUFPS    $0x44, Y15, Y13, Y6
+	VSHUFPS    $0xee, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y8, (AX)
+	VMOVUPS    Y9, (AX)(CX*1)
+	VMOVUPS    Y10, (AX)(CX*2)
+	VMOVUPS    Y11, (AX)(R8*1)
+	VMOVUPS    Y12, (R9)
+	VMOVUPS    Y13, (R9)(CX*1)
+	VMOVUPS    Y14, (R9)(CX*2)
+	VMOVUPS    Y15, (R9)(R8*1)
+	ADDQ       $0x20, DX
+	ADDQ       $0x20, R10
+	ADDQ       R11, AX
+	ADDQ       R11, R9
+	DECQ       SI
+	JNZ        transposeRows8AVX2_block
+	VZEROUPPER
+	RET
+
 // func axpyRowsAVX2(acc []float32, p []float32, v []float32, ldv int)
 // Requires: AVX, FMA3, MMX+
 TEXT ·axpyRowsAVX2(SB), NOSPLIT, $0-80

@@ -186,6 +186,49 @@ func TestDotDispatch(t *testing.T) {
 	AxpyRows(acc, nil, nil, ld)
 }
 
+// TestTransposeRows8: every implementation stores exactly the
+// specification's elements, at widths around the assembly's blocks of
+// eight and with the strides of a K panel (NR 32, 16) and a K row of
+// several heads, and writes nothing else.
+func TestTransposeRows8(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			t.Logf("%s: %s", im.isa, im.unavailable)
+			continue
+		}
+		f := im.transposeRows8
+		if f == nil {
+			f = transposeRows8Go
+		}
+		for _, n := range []int{1, 7, 8, 9, 16, 23, 64, 128, 136} {
+			for _, ld := range [][2]int{{8, n}, {32, 8 * 128}, {16, n + 3}} {
+				ldd, lds := ld[0], max(ld[1], n)
+				src := make([]float32, 7*lds+n)
+				for i := range src {
+					src[i] = float32(rng.NormFloat64())
+				}
+				dst := make([]float32, (n-1)*ldd+8+5)
+				sentinel := float32(math.Inf(1))
+				for i := range dst {
+					dst[i] = sentinel
+				}
+				f(dst[:(n-1)*ldd+8], ldd, src, lds, n)
+				for i, x := range dst {
+					d, j := i/ldd, i%ldd
+					want := sentinel
+					if d < n && j < 8 {
+						want = src[j*lds+d]
+					}
+					if math.Float32bits(x) != math.Float32bits(want) {
+						t.Fatalf("%s: n %d, ldd %d, lds %d: dst[%d] = %v, want %v", im.isa, n, ldd, lds, i, x, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestDotPanics(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -196,6 +239,9 @@ func TestDotPanics(t *testing.T) {
 		{"DotRows negative n", func() { DotRows(nil, nil, nil, 0, -1) }},
 		{"AxpyRows short v", func() { AxpyRows(make([]float32, 8), make([]float32, 2), make([]float32, 15), 8) }},
 		{"AxpyRows negative ldv", func() { AxpyRows(make([]float32, 8), make([]float32, 1), make([]float32, 8), -1) }},
+		{"TransposeRows8 short src", func() { TransposeRows8(make([]float32, 64), 8, make([]float32, 7*8+7), 8, 8) }},
+		{"TransposeRows8 short dst", func() { TransposeRows8(make([]float32, 7*8+7), 8, make([]float32, 64), 8, 8) }},
+		{"TransposeRows8 negative ldd", func() { TransposeRows8(make([]float32, 64), -1, make([]float32, 64), 8, 8) }},
 	} {
 		func() {
 			defer func() {

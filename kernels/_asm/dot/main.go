@@ -48,6 +48,7 @@ var (
 func main() {
 	ConstraintExpr("!purego")
 	genDotRows8(avx2)
+	genTransposeRows8()
 	genAxpyRows(avx2)
 	genAxpyRows(avx512)
 	for _, bf16 := range []bool{false, true} {
@@ -59,6 +60,79 @@ func main() {
 }
 
 func at(base Register, disp int) Mem { return Mem{Base: base, Disp: disp} }
+
+// genTransposeRows8 emits
+//
+//	func transposeRows8AVX2(dst []float32, ldd int, src []float32, lds, n int)
+//
+// for d < n and j < 8:
+//
+//	dst[d·ldd+j] = src[j·lds+d]
+//
+// n a nonzero multiple of 8 and the lengths trusted. Per block of eight
+// columns: the eight rows' vectors loaded, transposed in registers (the
+// classic 8×8: VUNPCKLPS/VUNPCKHPS interleave pairs of rows, VSHUFPS
+// gathers four rows' elements, VPERM2F128 joins the 128-bit halves) and
+// stored as eight vectors of eight, one per column. Only moves: exact.
+func genTransposeRows8() {
+	fn := "transposeRows8AVX2"
+	TEXT(fn, NOSPLIT, "func(dst []float32, ldd int, src []float32, lds, n int)")
+	d0 := Load(Param("dst").Base(), GP64())
+	ldd := Load(Param("ldd"), GP64())
+	SHLQ(U8(2), ldd) // bytes
+	s0 := Load(Param("src").Base(), GP64())
+	lds := Load(Param("lds"), GP64())
+	SHLQ(U8(2), lds)
+	cnt := Load(Param("n"), GP64())
+	SHRQ(U8(3), cnt) // blocks of eight columns
+	lds3, ldd3, d4, s4, ldd8 := GP64(), GP64(), GP64(), GP64(), GP64()
+	LEAQ(Mem{Base: lds, Index: lds, Scale: 2}, lds3)
+	LEAQ(Mem{Base: ldd, Index: ldd, Scale: 2}, ldd3)
+	LEAQ(Mem{Base: s0, Index: lds, Scale: 4}, s4)
+	LEAQ(Mem{Base: d0, Index: ldd, Scale: 4}, d4)
+	MOVQ(ldd, ldd8)
+	SHLQ(U8(3), ldd8)
+	rows := func(base, ld, ld3 Register) []Mem {
+		return []Mem{{Base: base}, {Base: base, Index: ld, Scale: 1}, {Base: base, Index: ld, Scale: 2}, {Base: base, Index: ld3, Scale: 1}}
+	}
+	src := append(rows(s0, lds, lds3), rows(s4, lds, lds3)...)
+	dst := append(rows(d0, ldd, ldd3), rows(d4, ldd, ldd3)...)
+	r, t := ymm[0:8], ymm[8:16]
+
+	Label(fn + "_block")
+	for j, m := range src {
+		VMOVUPS(m, r[j]) // row j: a_j0 .. a_j7 (columns of this block)
+	}
+	// t: pairs of rows interleaved, per 128-bit half.
+	for k := 0; k < 4; k++ {
+		VUNPCKLPS(r[2*k+1], r[2*k], t[2*k])   // r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5]
+		VUNPCKHPS(r[2*k+1], r[2*k], t[2*k+1]) // r0[2] r1[2] r0[3] r1[3] | r0[6] r1[6] r0[7] r1[7]
+	}
+	// r: four rows' elements of one column per 128-bit half.
+	for h := 0; h < 2; h++ {
+		a, b := t[4*h:4*h+2], t[4*h+2:4*h+4]    // rows 4h, 4h+1 and 4h+2, 4h+3
+		VSHUFPS(U8(0x44), b[0], a[0], r[4*h+0]) // column 0 | 4 of rows 4h..4h+3
+		VSHUFPS(U8(0xEE), b[0], a[0], r[4*h+1]) // column 1 | 5
+		VSHUFPS(U8(0x44), b[1], a[1], r[4*h+2]) // column 2 | 6
+		VSHUFPS(U8(0xEE), b[1], a[1], r[4*h+3]) // column 3 | 7
+	}
+	// t: whole columns, rows 0-3 from r[0:4]'s halves and 4-7 from r[4:8]'s.
+	for c := 0; c < 4; c++ {
+		VPERM2F128(U8(0x20), r[4+c], r[c], t[c])   // column c: low halves
+		VPERM2F128(U8(0x31), r[4+c], r[c], t[4+c]) // column c+4: high halves
+	}
+	for c, m := range dst {
+		VMOVUPS(t[c], m)
+	}
+	ADDQ(U8(32), s0)
+	ADDQ(U8(32), s4)
+	ADDQ(ldd8, d0)
+	ADDQ(ldd8, d4)
+	DECQ(cnt)
+	JNZ(LabelRef(fn + "_block"))
+	VZEROUPPER()
+	RET()
+}
 
 // genDotRows8 emits
 //
