@@ -118,6 +118,14 @@ const (
 	// move with its other guests, which the guest sees neither as steal
 	// nor as spread within the run.
 	NoiseMaxRoofDrift = 0.10
+	// NoiseMaxCanary is the largest slowdown of a reference loop timed on
+	// a figure's CPUs beside it, over the loop's best time on those CPUs
+	// in the same run (Noise.Canary), that still counts the figure: the
+	// host of the 2-core KVM guest ran single-thread compute at half speed
+	// for seconds at a time, with no steal time and no spread within a
+	// figure (its calibration timed RoPE of 4×1024 at 221 ns, then 507 ns,
+	// cv 0.4% and 4.6%).
+	NoiseMaxCanary = 1.20
 )
 
 // Noise records the conditions under which one figure was measured (issue
@@ -162,6 +170,12 @@ type Noise struct {
 	// backend checked. Absent where not checked.
 	GEMMRatio   float64 `json:"gemm_ratio,omitempty"`
 	GEMMBackend string  `json:"gemm_backend,omitempty"`
+	// Canary (bench calibrate's shapes) is the slowest time of a fixed
+	// reference loop (opbench.Canary) on the figure's CPUs, measured right
+	// before and after it, over the loop's best time on the same CPU in the
+	// run (1: as fast as ever); above NoiseMaxCanary the figure is noisy.
+	// Absent where not checked.
+	Canary float64 `json:"canary,omitempty"`
 }
 
 // Machine is the "machine" section: what the CPU and OS are. Values that
