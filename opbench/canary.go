@@ -2,6 +2,7 @@ package opbench
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cpubench/bench/kernels"
@@ -89,16 +90,23 @@ func (c *Canary) Ratio(times map[int]float64) float64 {
 }
 
 // JudgeCanary records canary ratio r in n and marks n noisy when r exceeds
-// results.NoiseMaxCanary.
+// results.NoiseMaxCanary, with the reason once (judging a figure again
+// updates the ratio).
 func JudgeCanary(n *results.Noise, r float64) {
 	if !(r > 0) {
 		return
 	}
 	n.Canary = r
-	if r > results.NoiseMaxCanary && !n.Noisy {
-		n.Noisy = true
-		n.Why = fmt.Sprintf("host slowdown: a reference loop on the figure's CPUs took %.2f× its best time in the run (> %.2f×)", r, results.NoiseMaxCanary)
-	} else if r > results.NoiseMaxCanary {
-		n.Why += fmt.Sprintf("; host slowdown: reference loop %.2f× its best", r)
+	if !(r > results.NoiseMaxCanary) || strings.Contains(n.Why, canaryWhy) {
+		return
 	}
+	why := fmt.Sprintf("%s: a reference loop on the figure's CPUs took %.2f× its best time in the run (> %.2f×)", canaryWhy, r, results.NoiseMaxCanary)
+	if n.Noisy {
+		n.Why += "; " + why
+		return
+	}
+	n.Noisy, n.Why = true, why
 }
+
+// canaryWhy begins the reason JudgeCanary gives (once per figure).
+const canaryWhy = "host slowdown"

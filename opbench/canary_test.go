@@ -63,6 +63,10 @@ func TestJudgeCanary(t *testing.T) {
 	if !strings.HasPrefix(m.Why, "cv 30%") || !strings.Contains(m.Why, "1.50×") {
 		t.Errorf("noisy already: %q", m.Why)
 	}
+	JudgeCanary(&m, 1.6)
+	if strings.Count(m.Why, "host slowdown") != 1 || m.Canary != 1.6 {
+		t.Errorf("judged again: %q, ratio %v", m.Why, m.Canary)
+	}
 	var z results.Noise
 	JudgeCanary(&z, 0)
 	if z.Noisy || z.Canary != 0 {
