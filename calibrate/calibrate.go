@@ -401,7 +401,11 @@ func (r *Report) fit() {
 			continue
 		}
 		cc := results.CalibrationClass{Class: g.Class, Threads: g.Threads, Level: g.Level, FitShapes: len(pf), HeldOutShapes: len(ph)}
-		params, err := FitRows(pf, rf, mf)
+		fit := func() (roofline.ClassParams, error) { return FitRows(pf, rf, mf) }
+		if g.Level == roofline.BoundColdLines {
+			fit = func() (roofline.ClassParams, error) { return FitCold(pf, mf) }
+		}
+		params, err := fit()
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: not calibrated: %v", keyText(g), err))
 			continue

@@ -540,3 +540,21 @@ func TestColdVectorShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestFitCold: two shapes of predictions 3× apart fix a fixed cost for a
+// cold-lines class (FitCold), where Fit keeps the efficiency alone (the
+// span is under MinFixedSpan).
+func TestFitCold(t *testing.T) {
+	pred := []float64{7e-6, 21e-6}
+	meas := []float64{3.3e-6, 4.7e-6} // 2.6 µs + pred/10
+	c, err := FitCold(pred, meas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(c.FixedSeconds-2.6e-6) > 1e-9 || math.Abs(c.Efficiency-10) > 1e-6 {
+		t.Errorf("FitCold: fixed %v s, efficiency %v; want 2.6 µs, 10", c.FixedSeconds, c.Efficiency)
+	}
+	if f, err := Fit(pred, meas); err != nil || f.FixedSeconds != 0 {
+		t.Errorf("Fit: %+v, %v: want the efficiency alone", f, err)
+	}
+}
