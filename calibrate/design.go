@@ -234,12 +234,20 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 	return out
 }
 
-// RunThreads is the thread count that runs the shape's operator:
-// Threads for linears and attention, roofline.OpThreads for a vector
-// operator (one thread for one row or few elements).
+// RunThreads is the thread count of the shape's calibration key: Threads
+// for linears and attention, roofline.OpThreads for a vector operator (one
+// thread for one row or few elements), except a cold vector shape's,
+// which is Threads, the workers whose streams evicted its lines (a cold
+// call's cost follows them, not the one thread that runs it: RoPE of
+// 1×2048 took 2.7 µs after one worker evicted 128 MiB and 1.7 µs after two
+// evicted half each; roofline.Machine.calibrate keys the cold-lines level
+// by the cores' workers to match).
 func (s Shape) RunThreads() int {
 	switch s.Class {
 	case roofline.ClassGEMM, roofline.ClassGEMV, roofline.ClassAttention:
+		return s.Threads
+	}
+	if s.Cold {
 		return s.Threads
 	}
 	op, err := predictOp(s)

@@ -160,6 +160,11 @@ func (m *Machine) calibrate(p *Placed, attn string) {
 	if (p.Name == OpSoftmax || p.Name == OpPV) && attn != "" {
 		level = attn
 	}
+	if level == BoundColdLines {
+		// A cold call's key is the workers whose streams evicted its
+		// lines (calibrate's cold shapes), not the one thread running it.
+		n = max(m.byKind(KindCores)[0].Workers, 1)
+	}
 	c, ok := m.Calibration.For(p.Operator, n, CalibrationLevel(ClassOf(p.Operator), level))
 	if !ok {
 		return

@@ -120,7 +120,18 @@ func TestCallTermsEach(t *testing.T) {
 	if p := ps[0]; p.Bound != BoundColdLines || !nearRel(p.Time, 12288/100e9) {
 		t.Errorf("cold residual, cheap lines: bound %s time %v; want cold lines, the roof's %v", p.Bound, p.Time, 12288/100e9)
 	}
+	// A calibration's cold-lines class is keyed by the workers whose
+	// streams evicted the lines (2 here), not the one thread running it.
 	m.FixedCosts.ColdLineSeconds = 10e-9
+	m.Calibration = &Calibration{Params: map[CalibrationKey]ClassParams{
+		{Class: ClassResidual, Threads: 2, Level: BoundColdLines}: {Efficiency: 1, FixedSeconds: 1e-6},
+		{Class: ClassResidual, Threads: 1, Level: BoundColdLines}: {Efficiency: 1, FixedSeconds: 5e-6},
+	}}
+	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<30)
+	if p := ps[0]; !nearRel(p.Time, 1e-6+192*10e-9) {
+		t.Errorf("calibrated cold residual on 2 workers: time %v; want the 2-worker key's 1 µs + %v", p.Time, 192*10e-9)
+	}
+	m.Calibration = nil
 	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<20)
 	if p := ps[0]; p.Bound == "cold lines" || !nearRel(p.Time, 12288/100e9) {
 		t.Errorf("residual, L2-resident weights: bound %s time %v; want the L1 roof, %v", p.Bound, p.Time, 12288/100e9)
