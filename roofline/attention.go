@@ -106,20 +106,8 @@ func PredictAttention(m *Machine, arch Arch, r Request, prec string, s Attention
 	if s.Tiled() && !s.Vector(*ops[0].Attn) && m.callModel() {
 		return predictTiled(m, ops, prec, s)
 	}
-	placed, err := Place(m, prec, ops)
-	if err != nil {
+	if st.Matrix, st.Softmax, err = placeStages(m, ops, prec, s.Target); err != nil {
 		return st, err
-	}
-	for _, o := range placed {
-		if o.Kind == KindNonlinear {
-			st.Softmax += o.Time
-			continue
-		}
-		t, ok := o.Times[s.Target]
-		if !ok {
-			return st, fmt.Errorf("machine %s: no %s ceiling on a target %q for %s", m.Name, prec, s.Target, o.Name)
-		}
-		st.Matrix += t
 	}
 	// The rescale: per job (Rows query rows of one sequence and KV head,
 	// the latest rows first), each row's group·d accumulator elements
@@ -183,22 +171,11 @@ func predictTiled(m *Machine, ops []Operator, prec string, s AttentionSchedule) 
 	if !ok {
 		return st, fmt.Errorf("machine %s: no softmax rate for attention's vector stage", m.Name)
 	}
-	placed, err := Place(&mc, prec, ops)
-	if err != nil {
+	// The softmax's time is the whole vector stage (callTime), calibrated
+	// with the attention class where the profile has one.
+	var err error
+	if st.Matrix, st.Vector, err = placeStages(&mc, ops, prec, s.Target); err != nil {
 		return st, err
-	}
-	for _, o := range placed {
-		if o.Name == OpSoftmax {
-			// The whole vector stage (callTime), calibrated with the
-			// attention class where the profile has one.
-			st.Vector += o.Time
-			continue
-		}
-		t, ok := o.Times[s.Target]
-		if !ok {
-			return st, fmt.Errorf("machine %s: no %s ceiling on a target %q for %s", m.Name, prec, s.Target, o.Name)
-		}
-		st.Matrix += t
 	}
 	st.RescaleElems = w.RescaleElems
 	st.Rescale, st.Setup = rescale, setup
@@ -214,4 +191,26 @@ func predictTiled(m *Machine, ops []Operator, prec string, s AttentionSchedule) 
 	mt, vt := st.Matrix/s.MatrixShare, st.Vector/s.VectorShare
 	st.Pipelined = math.Max(mt, vt) + math.Min(mt, vt)/math.Max(st.TilesPerJob, 1)
 	return st, nil
+}
+
+// placeStages places an attention's qk, softmax and pv on m: the matrix
+// stage is qk's and pv's times on target, the vector stage the softmax's
+// (on the cores).
+func placeStages(m *Machine, ops []Operator, prec, target string) (matrix, vector float64, err error) {
+	placed, err := Place(m, prec, ops)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, o := range placed {
+		if o.Name == OpSoftmax {
+			vector += o.Time
+			continue
+		}
+		t, ok := o.Times[target]
+		if !ok {
+			return 0, 0, fmt.Errorf("machine %s: no %s ceiling on a target %q for %s", m.Name, prec, target, o.Name)
+		}
+		matrix += t
+	}
+	return matrix, vector, nil
 }
