@@ -83,7 +83,8 @@ func (s AttentionSchedule) Vector(a AttnShape) bool {
 // on slivers of s.TileM rows and panels of s.PanelN keys (head dims padded
 // to a multiple of s.PanelN in the accumulator); softmax runs widened to
 // a multiple of s.Pad elements and at most the tile. Zero fields of s
-// count as 1.
+// count as 1. A sliding window (s.Window) is not modeled here: every tile
+// up to a row's position counts, as the catalog's causal pairs do.
 func (s AttentionSchedule) TiledWork(a AttnShape) TiledWork {
 	var w TiledWork
 	mr, nr, pad := max(s.TileM, 1), max(s.PanelN, 1), max(s.Pad, 1)
