@@ -230,9 +230,37 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 				out = append(out, Shape{Class: v.class, Op: v.op, Threads: t, Rows: max(r, 1), Width: w})
 			}
 		}
+		if quick || sz.LLCBytes <= 0 || sz.KVBytesPerPos <= 0 {
+			continue
+		}
+		// kv_write: a decode step's few positions (serial on the caller,
+		// cold, as between the engine's GEMVs) and a prompt's (on the
+		// workers), each call into positions of a DRAM-sized cache not
+		// written since its last pass (kvWriteRows).
+		kvd := int(sz.KVBytesPerPos / 8)
+		for _, p := range kvWritePositions {
+			out = append(out, Shape{Class: roofline.ClassKVWrite, Op: roofline.OpKVWrite, Threads: t, Rows: p, Width: kvd, Cold: p < kvColdBelow})
+		}
+		// embed: rows gathered from a DRAM-sized table on the caller, each
+		// call cold (the engine's embedding follows the previous step's
+		// LM head, 0.6 GB of weights for Qwen3-0.6B).
+		for _, r := range embedRows {
+			out = append(out, Shape{Class: roofline.ClassEmbed, Op: roofline.OpEmbed, Threads: t, Rows: r, Width: 1024, Cold: true})
+		}
 	}
 	return out
 }
+
+// kvWritePositions are the kv_write shapes' positions per call; those
+// below kvColdBelow (under the engine's parMinElems of 16384 elements at
+// 1024 floats of K and of V a position: a decode step's) are timed cold.
+// embedRows are the embed shapes' rows (a decode step's to a prompt's).
+var (
+	kvWritePositions = []int{1, 2, 4, 16, 64, 256, 1024, 2048}
+	embedRows        = []int{1, 2, 4, 16, 128, 512, 2048}
+)
+
+const kvColdBelow = 8
 
 // RunThreads is the thread count of the shape's calibration key: Threads
 // for linears and attention, roofline.OpThreads for a vector operator (one

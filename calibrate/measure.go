@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -41,6 +42,10 @@ type measurer struct {
 	evict map[int]func(m *kpool.Master) error
 	// canary is the reference loop timed beside every shape (measure).
 	canary opbench.Canary
+	// kv and table are the kv_write shapes' caches and the embed shapes'
+	// tables, per width, built once (kvWriteRows, embedRows).
+	kv    map[int]*opbench.KVWriter
+	table map[int][]float32
 }
 
 // gemmCheck is one probes.CheckGEMM result: its ratio (0: none) and when.
@@ -367,6 +372,17 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 		return results.Stat{}, err
 	}
 	n, _ := roofline.OpThreads(op, s.Threads)
+	switch s.Class {
+	case roofline.ClassKVWrite:
+		rowsFn, after, err := ms.kvWriteRows(s)
+		if err != nil {
+			return results.Stat{}, err
+		}
+		return ms.timeRows(ctx, s, n, rowsFn, after)
+	case roofline.ClassEmbed:
+		rowsFn, after := ms.embedRows(s)
+		return ms.timeRows(ctx, s, n, rowsFn, after)
+	}
 	e := s.Rows * s.Width
 	x := make([]float32, e)
 	y := make([]float32, e)
@@ -413,6 +429,15 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			rowFn(r)
 		}
 	}
+	return ms.timeRows(ctx, s, n, rowsFn, nil)
+}
+
+// timeRows times one call of rowsFn over shape s's rows: on the caller
+// alone for n = 1 threads, else split over the first n workers as the
+// engine's par does; after (nil: none) runs at the end of each call,
+// inside its time (keep it to a counter's update). A cold shape is timed
+// call by call after every worker of its threads streamed coldEvictBytes.
+func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0, r1 int), after func()) (results.Stat, error) {
 	groups, err := ms.bench.Pool.Groups(n)
 	if err != nil {
 		return results.Stat{}, err
@@ -427,6 +452,9 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 		// a fixed cost the fit absorbs, which matters only for the tiny
 		// decode operators.
 		clock = time.Now()
+		if after != nil {
+			defer after()
+		}
 		if n == 1 {
 			rowsFn(0, s.Rows)
 			return nil
@@ -460,6 +488,71 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 	return ms.timeCalls(ctx, call)
 }
 
+// kvWriteRows is a kv_write shape's rows function: rows r0..r1 of the
+// call's positions stored into a cache of at least coldEvictBytes (one per
+// width, ms.kv), each call at the positions after the last call's, from
+// the start again at the end, so that every call writes lines the cache
+// has not held since its last pass, as the engine's do.
+func (ms *measurer) kvWriteRows(s Shape) (func(r0, r1 int), func(), error) {
+	kvd := s.Width
+	w := ms.kv[kvd]
+	if w == nil || w.MaxSeq() < 2*s.Rows {
+		pos := max(2*s.Rows, int(coldEvictBytes(ms.llc)/int64(8*kvd)))
+		var err error
+		if w, err = opbench.NewKVWriter(ms.pair.Pair.Cores, max(kvd/ropeHeadDim, 1), min(kvd, ropeHeadDim), pos); err != nil {
+			return nil, nil, err
+		}
+		if ms.kv == nil {
+			ms.kv = map[int]*opbench.KVWriter{}
+		}
+		ms.kv[kvd] = w
+	}
+	k, v := make([]float32, s.Rows*kvd), make([]float32, s.Rows*kvd)
+	for i := range k {
+		k[i], v[i] = float32(i%89)/89-0.5, float32(i%83)/83-0.5
+	}
+	base := 0
+	rows := func(r0, r1 int) { w.Write(base+r0, r1-r0, k[r0*kvd:], v[r0*kvd:]) }
+	after := func() {
+		if base += s.Rows; base+s.Rows > w.MaxSeq() {
+			base = 0
+		}
+	}
+	return rows, after, nil
+}
+
+// embedRows is an embed shape's rows function: rows r0..r1 of the call
+// gathered from a table of coldEvictBytes (one per width, ms.table) at
+// random rows, as the engine copies a prompt's tokens' rows.
+func (ms *measurer) embedRows(s Shape) (func(r0, r1 int), func()) {
+	w := s.Width
+	t := ms.table[w]
+	if t == nil {
+		t = make([]float32, coldEvictBytes(ms.llc)/4/int64(w)*int64(w))
+		for i := 0; i < len(t); i += 16 { // every line written: real pages
+			t[i] = float32(i%101) / 101
+		}
+		if ms.table == nil {
+			ms.table = map[int][]float32{}
+		}
+		ms.table[w] = t
+	}
+	rng := rand.New(rand.NewPCG(uint64(s.Rows), uint64(w)))
+	idx := make([]int, max(4096, 2*s.Rows))
+	for i := range idx {
+		idx[i] = rng.IntN(len(t) / w)
+	}
+	x := make([]float32, s.Rows*w)
+	base := 0
+	rows := func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			tok := idx[(base+r)%len(idx)]
+			copy(x[r*w:(r+1)*w], t[tok*w:(tok+1)*w])
+		}
+	}
+	return rows, func() { base += s.Rows }
+}
+
 // ropeHeadDim is the head dimension the RoPE shapes rotate (Qwen3's).
 const ropeHeadDim = 128
 
@@ -478,8 +571,21 @@ func predictOp(s Shape) (roofline.Operator, error) {
 	case roofline.ClassRoPE:
 		// The catalog counts RoPE by rows of one head.
 		return roofline.VectorOp(s.Op, s.Rows*max(s.Width/ropeHeadDim, 1), min(s.Width, ropeHeadDim))
+	case roofline.ClassKVWrite:
+		// Rows positions of Width = KV heads · head dim floats of K and of
+		// V: the catalog's rows of one head, K's and V's.
+		return roofline.VectorOp(s.Op, 2*s.Rows*max(s.Width/ropeHeadDim, 1), min(s.Width, ropeHeadDim))
 	}
 	return roofline.VectorOp(s.Op, s.Rows, s.Width)
+}
+
+// inDRAM reports whether shape s's operator finds its table or cache in
+// DRAM whatever its size (predicted with every resident byte there): the
+// embedding's rows are gathered from a table of the model's vocabulary,
+// and kv_write stores positions the engine has not touched since its last
+// pass over the cache.
+func inDRAM(s Shape) bool {
+	return s.Class == roofline.ClassEmbed || s.Class == roofline.ClassKVWrite
 }
 
 // predict is the uncalibrated roofline time of shape s on m (the cores at
@@ -521,7 +627,7 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level
 		return 0, "", 0, err
 	}
 	resident := 0.0
-	if s.Cold {
+	if s.Cold || inDRAM(s) {
 		resident = math.Inf(1) // the step's weights: from DRAM
 	}
 	return placeSum(mt, []roofline.Operator{op}, resident)

@@ -306,3 +306,44 @@ func bf16ToF32(dst, c []float32, off, n int) {
 		dst[i] = fromBF16(h)
 	}
 }
+
+// KVWriter stores K and V rows into one layer's producer-packed fp32 KV
+// cache as the engine's kv_write does (kvLayout.writeRows: K transposed
+// into its panels, V into its panel rows), so that the operator can be
+// timed alone (bench calibrate's kv_write shapes). NewKVWriter allocates
+// the cache and touches every page of it once.
+type KVWriter struct {
+	lay    kvLayout
+	kc, vc []float32
+}
+
+// NewKVWriter returns a writer of a cache of maxSeq positions of kvHeads
+// heads of headDim floats, packed for backend be. Error: a count below 1.
+func NewKVWriter(be gemm.Backend, kvHeads, headDim, maxSeq int) (*KVWriter, error) {
+	if kvHeads < 1 || headDim < 1 || maxSeq < 1 {
+		return nil, fmt.Errorf("engine: KV writer of %d heads of %d at %d positions: each must be ≥ 1", kvHeads, headDim, maxSeq)
+	}
+	w := &KVWriter{lay: newKVLayout(be, kvHeads, headDim, maxSeq, true)}
+	nk, nv := w.lay.floats()
+	w.kc, w.vc = make([]float32, nk), make([]float32, nv)
+	for _, c := range [][]float32{w.kc, w.vc} {
+		for i := 0; i < len(c); i += 1024 { // one store per 4 KiB page
+			c[i] = 0
+		}
+	}
+	return w, nil
+}
+
+// MaxSeq is the cache's positions.
+func (w *KVWriter) MaxSeq() int { return w.lay.maxSeq }
+
+// Write stores the n positions pos.. from k and v (row j, KVHeads·HeadDim
+// floats at j·KVHeads·HeadDim, is position pos+j). It panics if pos < 0,
+// pos+n > MaxSeq or k or v is shorter than n rows.
+func (w *KVWriter) Write(pos, n int, k, v []float32) {
+	kvd := w.lay.kvHeads * w.lay.hd
+	if pos < 0 || n < 0 || pos+n > w.lay.maxSeq || len(k) < n*kvd || len(v) < n*kvd {
+		panic(fmt.Sprintf("engine: KV writer: positions %d..%d of %d, %d and %d floats of k and v for %d rows of %d", pos, pos+n, w.lay.maxSeq, len(k), len(v), n, kvd))
+	}
+	w.lay.writeRows(w.kc, w.vc, pos, n, k, v)
+}

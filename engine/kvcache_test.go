@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/cpubench/bench/kernels/gemm"
@@ -146,5 +147,45 @@ func BenchmarkKVWrite(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestKVWriter: the exported writer stores what the engine's cache write
+// stores (the same layout's panels), and rejects out-of-range positions.
+func TestKVWriter(t *testing.T) {
+	be, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const kvh, hd, maxSeq, n = 2, 64, 96, 37
+	w, err := NewKVWriter(be, kvh, hd, maxSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, v := make([]float32, n*kvh*hd), make([]float32, n*kvh*hd)
+	for i := range k {
+		k[i], v[i] = float32(i), -float32(i)
+	}
+	w.Write(5, n, k, v)
+	lay := newKVLayout(be, kvh, hd, maxSeq, true)
+	nk, nv := lay.floats()
+	kc, vc := make([]float32, nk), make([]float32, nv)
+	lay.writeRows(kc, vc, 5, n, k, v)
+	if !slices.Equal(kc, w.kc) || !slices.Equal(vc, w.vc) {
+		t.Error("KVWriter's cache differs from the engine's write")
+	}
+	if w.MaxSeq() != maxSeq {
+		t.Errorf("MaxSeq %d", w.MaxSeq())
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("positions past the cache accepted")
+			}
+		}()
+		w.Write(maxSeq-1, 2, k, v)
+	}()
+	if _, err := NewKVWriter(be, 0, hd, maxSeq); err == nil {
+		t.Error("0 KV heads accepted")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/results"
 )
@@ -136,4 +138,15 @@ func rates(sec results.Stat, work, scale float64) results.Stat {
 		return results.Stat{}
 	}
 	return results.Summarize(vals)
+}
+
+// KVWriter is engine.KVWriter, for the packages that time the engine's
+// operators through this one (bench calibrate).
+type KVWriter = engine.KVWriter
+
+// NewKVWriter is engine.NewKVWriter: a writer of one layer's
+// producer-packed fp32 KV cache on backend be, for timing the engine's
+// kv_write alone (bench calibrate).
+func NewKVWriter(be gemm.Backend, kvHeads, headDim, maxSeq int) (*KVWriter, error) {
+	return engine.NewKVWriter(be, kvHeads, headDim, maxSeq)
 }
