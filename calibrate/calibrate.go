@@ -117,7 +117,7 @@ type Report struct {
 // ClassOrder is the order classes are reported in.
 var ClassOrder = []string{roofline.ClassGEMM, roofline.ClassGEMV, roofline.ClassAttention, roofline.ClassNorm,
 	roofline.ClassResidual, roofline.ClassRoPE, roofline.ClassSoftmax, roofline.ClassSiLUMul,
-	roofline.ClassKVWrite, roofline.ClassEmbed}
+	roofline.ClassKVWrite}
 
 // validate checks c; errors are one line naming the value.
 func (c *Config) validate() error {

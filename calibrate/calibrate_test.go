@@ -201,9 +201,9 @@ func TestSplit(t *testing.T) {
 			count[k] = c
 		}
 		for _, class := range ClassOrder {
-			// kv_write and embed are timed into DRAM-sized buffers: the
-			// full design's only.
-			if !classes[class] && !(quick && (class == roofline.ClassKVWrite || class == roofline.ClassEmbed)) {
+			// kv_write is timed into a DRAM-sized cache: the full
+			// design's only.
+			if !classes[class] && !(quick && class == roofline.ClassKVWrite) {
 				t.Errorf("quick %v: no %s shape", quick, class)
 			}
 		}
@@ -507,8 +507,8 @@ func TestColdVectorShapes(t *testing.T) {
 	shapes := Design([]int{1, 2}, false, sz)
 	n := map[string]int{}
 	for _, s := range shapes {
-		if !s.Cold || s.Class == roofline.ClassAttention || s.Class == roofline.ClassEmbed {
-			continue // the embedding's rows are gathered on the caller at any count
+		if !s.Cold || s.Class == roofline.ClassAttention {
+			continue
 		}
 		n[s.Class]++
 		if s.Rows*s.Width >= 1<<14 || !strings.HasSuffix(s.Key(), " cold") {
@@ -541,11 +541,11 @@ func TestColdVectorShapes(t *testing.T) {
 			t.Errorf("%s: level %q (%v), want %q", s.Key(), level, err, roofline.BoundColdLines)
 		}
 	}
-	// kv_write and embed as the engine's run them: a decode step's few
-	// positions and every embedding gather on the caller, cold; a
-	// prompt's positions on the workers, into the cache's DRAM lines.
+	// kv_write as the engine runs it: a decode step's few positions on
+	// the caller, cold; a prompt's on the workers, into the cache's DRAM
+	// lines.
 	for _, s := range shapes {
-		if s.Class != roofline.ClassKVWrite && s.Class != roofline.ClassEmbed {
+		if s.Class != roofline.ClassKVWrite {
 			continue
 		}
 		want := roofline.BoundColdLines
@@ -558,12 +558,11 @@ func TestColdVectorShapes(t *testing.T) {
 	}
 }
 
-// TestMeasureKVWriteEmbed: the kv_write and embed shapes are timed (the
-// engine's cache write and a gather from a DRAM-sized table), cold and
-// not, on one and two workers.
-func TestMeasureKVWriteEmbed(t *testing.T) {
+// TestMeasureKVWrite: the kv_write shapes are timed with the engine's
+// cache write, cold (positions a panel apart) and not, on all workers.
+func TestMeasureKVWrite(t *testing.T) {
 	if testing.Short() {
-		t.Skip("allocates 64 MiB buffers")
+		t.Skip("allocates a 64 MiB cache")
 	}
 	bk, err := opbench.ChooseBackends("", "")
 	if err != nil {
@@ -580,14 +579,13 @@ func TestMeasureKVWriteEmbed(t *testing.T) {
 	for _, s := range []Shape{
 		{Class: roofline.ClassKVWrite, Op: roofline.OpKVWrite, Threads: threads, Rows: 2, Width: 1024, Cold: true},
 		{Class: roofline.ClassKVWrite, Op: roofline.OpKVWrite, Threads: threads, Rows: 64, Width: 1024},
-		{Class: roofline.ClassEmbed, Op: roofline.OpEmbed, Threads: 1, Rows: 4, Width: 1024, Cold: true},
 	} {
 		st, _, err := ms.measure(context.Background(), s)
 		if err != nil || !(st.Median > 0) || st.Noise == nil {
 			t.Errorf("%s: %+v, %v", s.Key(), st, err)
 		}
 	}
-	if w := ms.kv[1024]; w == nil || w.MaxSeq() < 64<<20/(8*1024) {
+	if w := ms.kv[1024]; w == nil || w.MaxSeq() < 64<<20/(8*1024) || w.MaxSeq() < 2*2*kvPanelStride {
 		t.Errorf("kv_write cache: %v, want at least 64 MiB of positions", w)
 	}
 }

@@ -241,24 +241,16 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 		for _, p := range kvWritePositions {
 			out = append(out, Shape{Class: roofline.ClassKVWrite, Op: roofline.OpKVWrite, Threads: t, Rows: p, Width: kvd, Cold: p < kvColdBelow})
 		}
-		// embed: rows gathered from a DRAM-sized table on the caller, each
-		// call cold (the engine's embedding follows the previous step's
-		// LM head, 0.6 GB of weights for Qwen3-0.6B).
-		for _, r := range embedRows {
-			out = append(out, Shape{Class: roofline.ClassEmbed, Op: roofline.OpEmbed, Threads: t, Rows: r, Width: 1024, Cold: true})
-		}
 	}
 	return out
 }
 
 // kvWritePositions are the kv_write shapes' positions per call; those
 // below kvColdBelow (under the engine's parMinElems of 16384 elements at
-// 1024 floats of K and of V a position: a decode step's) are timed cold.
-// embedRows are the embed shapes' rows (a decode step's to a prompt's).
-var (
-	kvWritePositions = []int{1, 2, 4, 16, 64, 256, 1024, 2048}
-	embedRows        = []int{1, 2, 4, 16, 128, 512, 2048}
-)
+// 1024 floats of K and of V a position: a decode step's, one position of
+// each sequence of the batch) are timed cold, each position in a panel of
+// its own (kvWriteRows), as the batch's sequences' caches are apart.
+var kvWritePositions = []int{1, 2, 4, 16, 64, 256, 1024, 2048}
 
 const kvColdBelow = 8
 

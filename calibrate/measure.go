@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -42,10 +41,9 @@ type measurer struct {
 	evict map[int]func(m *kpool.Master) error
 	// canary is the reference loop timed beside every shape (measure).
 	canary opbench.Canary
-	// kv and table are the kv_write shapes' caches and the embed shapes'
-	// tables, per width, built once (kvWriteRows, embedRows).
-	kv    map[int]*opbench.KVWriter
-	table map[int][]float32
+	// kv is the kv_write shapes' caches, per width, built once
+	// (kvWriteRows).
+	kv map[int]*opbench.KVWriter
 }
 
 // gemmCheck is one probes.CheckGEMM result: its ratio (0: none) and when.
@@ -379,9 +377,6 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			return results.Stat{}, err
 		}
 		return ms.timeRows(ctx, s, n, rowsFn, after)
-	case roofline.ClassEmbed:
-		rowsFn, after := ms.embedRows(s)
-		return ms.timeRows(ctx, s, n, rowsFn, after)
 	}
 	e := s.Rows * s.Width
 	x := make([]float32, e)
@@ -488,6 +483,10 @@ func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0
 	return ms.timeCalls(ctx, call)
 }
 
+// kvPanelStride is the positions between a cold kv_write shape's
+// positions: more than any backend's K panel width (NR ≤ 32 here).
+const kvPanelStride = 64
+
 // kvWriteRows is a kv_write shape's rows function: rows r0..r1 of the
 // call's positions stored into a cache of at least coldEvictBytes (one per
 // width, ms.kv), each call at the positions after the last call's, from
@@ -496,8 +495,8 @@ func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0
 func (ms *measurer) kvWriteRows(s Shape) (func(r0, r1 int), func(), error) {
 	kvd := s.Width
 	w := ms.kv[kvd]
-	if w == nil || w.MaxSeq() < 2*s.Rows {
-		pos := max(2*s.Rows, int(coldEvictBytes(ms.llc)/int64(8*kvd)))
+	if w == nil || w.MaxSeq() < 2*s.Rows*kvPanelStride {
+		pos := max(2*s.Rows*kvPanelStride, int(coldEvictBytes(ms.llc)/int64(8*kvd)))
 		var err error
 		if w, err = opbench.NewKVWriter(ms.pair.Pair.Cores, max(kvd/ropeHeadDim, 1), min(kvd, ropeHeadDim), pos); err != nil {
 			return nil, nil, err
@@ -511,46 +510,30 @@ func (ms *measurer) kvWriteRows(s Shape) (func(r0, r1 int), func(), error) {
 	for i := range k {
 		k[i], v[i] = float32(i%89)/89-0.5, float32(i%83)/83-0.5
 	}
+	// A prompt's positions are consecutive; a decode step's (Cold) are one
+	// per sequence, each in a K panel of its own (kvPanelStride apart), as
+	// the batch's slots' caches are: n positions write n panels' lines.
+	stride := 1
+	if s.Cold {
+		stride = kvPanelStride
+	}
+	span := s.Rows * stride
 	base := 0
-	rows := func(r0, r1 int) { w.Write(base+r0, r1-r0, k[r0*kvd:], v[r0*kvd:]) }
+	rows := func(r0, r1 int) {
+		if stride == 1 {
+			w.Write(base+r0, r1-r0, k[r0*kvd:], v[r0*kvd:])
+			return
+		}
+		for r := r0; r < r1; r++ {
+			w.Write(base+r*stride, 1, k[r*kvd:], v[r*kvd:])
+		}
+	}
 	after := func() {
-		if base += s.Rows; base+s.Rows > w.MaxSeq() {
+		if base += span; base+span > w.MaxSeq() {
 			base = 0
 		}
 	}
 	return rows, after, nil
-}
-
-// embedRows is an embed shape's rows function: rows r0..r1 of the call
-// gathered from a table of coldEvictBytes (one per width, ms.table) at
-// random rows, as the engine copies a prompt's tokens' rows.
-func (ms *measurer) embedRows(s Shape) (func(r0, r1 int), func()) {
-	w := s.Width
-	t := ms.table[w]
-	if t == nil {
-		t = make([]float32, coldEvictBytes(ms.llc)/4/int64(w)*int64(w))
-		for i := 0; i < len(t); i += 16 { // every line written: real pages
-			t[i] = float32(i%101) / 101
-		}
-		if ms.table == nil {
-			ms.table = map[int][]float32{}
-		}
-		ms.table[w] = t
-	}
-	rng := rand.New(rand.NewPCG(uint64(s.Rows), uint64(w)))
-	idx := make([]int, max(4096, 2*s.Rows))
-	for i := range idx {
-		idx[i] = rng.IntN(len(t) / w)
-	}
-	x := make([]float32, s.Rows*w)
-	base := 0
-	rows := func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			tok := idx[(base+r)%len(idx)]
-			copy(x[r*w:(r+1)*w], t[tok*w:(tok+1)*w])
-		}
-	}
-	return rows, func() { base += s.Rows }
 }
 
 // ropeHeadDim is the head dimension the RoPE shapes rotate (Qwen3's).
@@ -579,14 +562,11 @@ func predictOp(s Shape) (roofline.Operator, error) {
 	return roofline.VectorOp(s.Op, s.Rows, s.Width)
 }
 
-// inDRAM reports whether shape s's operator finds its table or cache in
-// DRAM whatever its size (predicted with every resident byte there): the
-// embedding's rows are gathered from a table of the model's vocabulary,
-// and kv_write stores positions the engine has not touched since its last
-// pass over the cache.
-func inDRAM(s Shape) bool {
-	return s.Class == roofline.ClassEmbed || s.Class == roofline.ClassKVWrite
-}
+// inDRAM reports whether shape s's operator finds its buffers in DRAM
+// whatever its size (predicted with every resident byte there): kv_write
+// stores positions the engine has not touched since its last pass over the
+// cache.
+func inDRAM(s Shape) bool { return s.Class == roofline.ClassKVWrite }
 
 // predict is the uncalibrated roofline time of shape s on m (the cores at
 // s.Threads workers), in seconds, and the level that bounds it
