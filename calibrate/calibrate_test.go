@@ -422,10 +422,11 @@ func TestRunQuick(t *testing.T) {
 	}
 }
 
-// TestLinearRotates: a linear whose weights exceed the LLC is measured on
-// min(rotateBytes/size, maxCopies) copies in rotation, its result checked
-// against the float64 reference; one within the LLC on a single matrix.
-func TestLinearRotates(t *testing.T) {
+// testMeasurer is a measurer of 2 quick repetitions on every CPU with the
+// engine's backends and a 1 MiB LLC, closed when t ends (skipped without a
+// backend).
+func testMeasurer(t *testing.T) *measurer {
+	t.Helper()
 	bk, err := opbench.ChooseBackends("", "")
 	if err != nil {
 		t.Skip(err)
@@ -434,9 +435,16 @@ func TestLinearRotates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(b.Close)
 	c := Config{Reps: 2, RepDuration: time.Millisecond}
-	ms := &measurer{cfg: &c, bench: b, pair: bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: 1 << 20}
+	return &measurer{cfg: &c, bench: b, pair: bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: 1 << 20}
+}
+
+// TestLinearRotates: a linear whose weights exceed the LLC is measured on
+// min(rotateBytes/size, maxCopies) copies in rotation, its result checked
+// against the float64 reference; one within the LLC on a single matrix.
+func TestLinearRotates(t *testing.T) {
+	ms := testMeasurer(t)
 	for _, s := range []struct {
 		n, k, copies int
 	}{{512, 1024, maxCopies}, {128, 256, 1}} {
@@ -564,18 +572,8 @@ func TestMeasureKVWrite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates a 64 MiB cache")
 	}
-	bk, err := opbench.ChooseBackends("", "")
-	if err != nil {
-		t.Skip(err)
-	}
-	b, err := probes.NewGEMMBench(nil, 2, time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	c := Config{Reps: 2, RepDuration: time.Millisecond}
-	ms := &measurer{cfg: &c, bench: b, pair: bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: 1 << 20}
-	threads := min(2, b.Pool.Size())
+	ms := testMeasurer(t)
+	threads := min(2, ms.bench.Pool.Size())
 	for _, s := range []Shape{
 		{Class: roofline.ClassKVWrite, Op: roofline.OpKVWrite, Threads: threads, Rows: 2, Width: 1024, Cold: true},
 		{Class: roofline.ClassKVWrite, Op: roofline.OpKVWrite, Threads: threads, Rows: 64, Width: 1024},
