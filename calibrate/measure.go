@@ -358,20 +358,20 @@ func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error
 	return results.Stat{}, fmt.Errorf("attention %s: no %s figure measured", s.Key(), s.Phase)
 }
 
-// vector measures one row-wise vector operator of package kernels on the
-// threads the engine runs it on (roofline.OpThreads: the caller alone for
-// one row or few elements, else the rows split over the workers).
 // unitWeight is the one coefficient of the residual add's AxpyRows.
 var unitWeight = [1]float32{1}
 
+// vector measures one row-wise vector operator of package kernels on the
+// threads the engine runs it on (roofline.OpThreads: the caller alone for
+// one row or few elements, else the rows split over the workers), and
+// kv_write with the engine's cache write (kvWriteRows).
 func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 	op, err := predictOp(s)
 	if err != nil {
 		return results.Stat{}, err
 	}
 	n, _ := roofline.OpThreads(op, s.Threads)
-	switch s.Class {
-	case roofline.ClassKVWrite:
+	if s.Class == roofline.ClassKVWrite {
 		rowsFn, after, err := ms.kvWriteRows(s)
 		if err != nil {
 			return results.Stat{}, err
