@@ -169,8 +169,15 @@ func TestGroupsReconfigureWithoutRestart(t *testing.T) {
 		}
 	}
 	// No goroutine started: at most as many as before (another test's
-	// exiting goroutine may have been counted before; polled, as in
-	// TestCloseEndsWorkers).
+	// exiting goroutine may have been counted before).
+	goroutinesAtMost(t, before, "reconfiguring")
+}
+
+// goroutinesAtMost fails t unless the goroutine count falls to at most
+// before within about 100 ms (polled: exiting goroutines take a moment to
+// leave the count).
+func goroutinesAtMost(t *testing.T, before int, what string) {
+	t.Helper()
 	var after int
 	for range 100 {
 		if after = runtime.NumGoroutine(); after <= before {
@@ -178,7 +185,7 @@ func TestGroupsReconfigureWithoutRestart(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	t.Errorf("goroutines %d before reconfiguring, %d after", before, after)
+	t.Errorf("goroutines: %d before %s, %d after", before, what, after)
 }
 
 func TestViewErrors(t *testing.T) {
@@ -421,14 +428,7 @@ func TestCloseEndsWorkers(t *testing.T) {
 	if err := p.Do(func(*Master) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Errorf("Do after Close = %v, want ErrClosed", err)
 	}
-	var after int
-	for range 100 {
-		if after = runtime.NumGoroutine(); after <= before {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Errorf("goroutines: %d before New, %d after Close", before, after)
+	goroutinesAtMost(t, before, "New and Close")
 }
 
 func TestMaster(t *testing.T) {
