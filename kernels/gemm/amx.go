@@ -74,25 +74,65 @@ const (
 	amxLDA       = 64     // bytes between the rows of an A tile in a sliver
 )
 
-// amxTileFn computes one 32×32 output tile C (fp32 for bf16, int32 for
-// int8; row stride 128 bytes) from scratch, as the assembly does:
+// amxTileFn multiplies one 32-row A sliver by np panels of B over nkb K
+// steps, carrying each panel's 32×32 output tile C (fp32 for bf16, int32
+// for int8; row stride 128 bytes, 4 KiB a panel, consecutive at c) in
+// memory between calls, as the assembly does:
 //
-//	C = 0
-//	for kb < nkb:                        // K steps (16 panel rows each)
-//		B0, B1 = panel rows kb·16.. at b + kb·2048, + 64 (stride 128)
-//		for pt < parts:
-//			A0 = 16 rows at a + (kb·parts+pt)·32·lda, stride lda; A1 = 16·lda further
-//			C00 += A0·B0; C01 += A0·B1; C10 += A1·B0; C11 += A1·B1   (TDP*)
+//	for i < np:                              // panels
+//		C = load ≠ 0 ? c[i] : 0
+//		for kb < nkb:                        // K steps (16 panel rows each)
+//			B0, B1 = panel rows kb·16.. at b + i·bstride + kb·2048, + 64 (stride 128)
+//			for pt < parts:
+//				A0 = 16 rows at a + (kb·parts+pt)·2048, stride 64; A1 = 1024 further
+//				C00 += A0·B0; C01 += A0·B1; C10 += A1·B0; C11 += A1·B1   (TDP*)
+//		c[i] = C
 //
-// computeAMX passes lda = amxLDA (the sliver layout above).
+// a and b point at the chunk's first K step (the sliver and the first
+// panel advanced by kb0 steps), so a call over K steps [kb0, kb0+nkb)
+// with load set continues the sums of the calls before it.
 //
 // cfg is the 64-byte tile configuration (amxConfig).
-type amxTileFn func(cfg *byte, a *byte, lda int, b *byte, nkb, parts int, c *byte)
+type amxTileFn func(cfg *byte, a *byte, b *byte, bstride, np, nkb, parts int, c *byte, load int)
+
+// amxSchedule is how computeAMXFrom walks a block: per chunk of MS
+// slivers and group of NP panels, K steps KC at a time, one tile call per
+// sliver covering the NP panels. A call reads its sliver's KC·parts·2 KiB
+// of A for every panel (from L1 after the first where it fits), and each
+// panel's KC·2 KiB of B once; C (4 KiB a panel) goes to memory and back
+// between K chunks. KC ≥ the K steps gives one call per sliver and panel
+// group over the whole K, with C kept in the tiles.
+type amxSchedule struct {
+	KC int // K steps per tile call
+	NP int // panels per tile call
+	MS int // slivers (32 rows each) per chunk of rows
+}
+
+// amxDefaultSchedule is the schedule of ops whose sched is zero.
+func amxDefaultSchedule(bool) amxSchedule {
+	return amxSchedule{KC: 16, NP: 16, MS: 4} // measured: see computeAMX
+}
 
 // amxOp is what an AMX impl computes with.
 type amxOp struct {
-	bf16 bool      // TDPBF16PS on bf16 pairs, else TDPBSSD on int8 quads
-	tile amxTileFn // the assembly, or amxTileSpec in tests
+	bf16  bool        // TDPBF16PS on bf16 pairs, else TDPBSSD on int8 quads
+	tile  amxTileFn   // the assembly, or amxTileSpec in tests
+	sched amxSchedule // zero: amxDefaultSchedule (benchmarks set it)
+}
+
+// schedule is op's schedule, each zero field taken from the default.
+func (op *amxOp) schedule() amxSchedule {
+	s, d := op.sched, amxDefaultSchedule(op.bf16)
+	if s.KC <= 0 {
+		s.KC = d.KC
+	}
+	if s.NP <= 0 {
+		s.NP = d.NP
+	}
+	if s.MS <= 0 {
+		s.MS = d.MS
+	}
+	return s
 }
 
 // group is the k values per 4-byte element of a tile row: 2 (bf16) or 4.
@@ -236,42 +276,50 @@ func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int
 // Measured on a 16-core Emerald Rapids VM (2026-11-26, `bench gemm`, M
 // 2048, N = K = 3072): amx-bf16 263 GFLOP/s on 1 thread and 1785 on 16,
 // amx-int8 474 and 2698 GOP/s, against avx512-bf16 112 and 771 and
-// avx512-fp32 134 and 826 in the same run. Tried and measured slower
-// there: K cut into tile calls of 16 K steps with C carried between calls
-// (TILELOADD of C, 4 slivers × 16 panels per chunk): amx-int8 at M 512 on
-// 1 thread fell from 538 to 284 GOP/s, amx-bf16 at M 2048 on 16 threads
-// from 1785 to 1427 GFLOP/s, most likely the LDTILECFG and TILERELEASE
-// that every call pays, 3-6 times as many calls. Keeping the tile
-// configuration across the calls of a block is the next thing to try.
+// avx512-fp32 134 and 826 in the same run, with one tile call per sliver
+// and panel over the whole K (amxSchedule{KC: all, NP: 1, MS: 1}).
 //
-// computeAMX is Block's AMX loop nest: MC rows of X at a time are
-// converted into slivers (amxOp.convert), then computeAMXFrom multiplies
+// Schedules, measured on the same kind of VM (2026-11-27,
+// BenchmarkAMXSchedule: 8 candidates interleaved, 5 rounds of at least
+// 100 ms each, medians; the probe's amx_bf16 ceiling there was 917
+// GFLOP/s on 1 thread, 34% of one TDPBF16PS per 16 cycles): the schedule
+// matters little. KC 16, NP 16, MS 4 against the whole K per call: bf16
+// 1974 vs 1792 GFLOP/s on 16 threads (M 2048), 248 vs 226 on 1 (M 2048),
+// 244 vs 240 (M 512); int8 3968 vs 3709, 274 vs 258, 248 vs 255; every
+// other candidate (KC 4-16 and all, NP 8-16) fell within the rounds'
+// spread. A CPU profile of Run (BenchmarkAMXRun) put 75% of bf16's time
+// on 1 thread in the tile kernel and 21% in converting X (splitBF16);
+// int8 spent 44% quantizing X (quantizeRow), 15% scaling the int32 tiles
+// into Y and only 36% in the tile kernel.
+//
+// computeAMX is Block's AMX loop nest: MS slivers (32 rows each) of X at
+// a time are converted (amxOp.convert), then computeAMXFrom multiplies
 // them.
 func (w *Weights) computeAMX(y []float32, ldy int, x []float32, ldx int, m0, m1, n0, n1 int, s *Scratch) {
 	op := w.im.amx
 	sb := op.sliverBytes(w.K)
-	// MC rows of A fill at most what Blocking gave MC×KC floats (L2).
-	mc := max(s.bl.MC*s.bl.KC*4/sb, 1) * amxMR
-	mc = min(mc, (m1-m0+amxMR-1)/amxMR*amxMR)
+	mc := min(op.schedule().MS*amxMR, (m1-m0+amxMR-1)/amxMR*amxMR)
 	s.amxA = grow(s.amxA, mc/amxMR*sb)
 	s.xs = grow(s.xs, mc)
 	s.q = grow(s.q, op.kPad(w.K))
 	for ic := m0; ic < m1; ic += mc {
 		mb := min(mc, m1-ic)
 		op.convert(s.amxA, s.xs, x, ldx, w.K, ic, ic+mb, s.q)
-		w.computeAMXFrom(y, ldy, s.amxA, s.xs, ic, ic, ic+mb, n0, n1, mb, s)
+		w.computeAMXFrom(y, ldy, s.amxA, s.xs, ic, ic, ic+mb, n0, n1, s)
 	}
 }
 
 // computeAMXFrom computes Y[m0:m1, n0:n1] from the slivers at a, which
 // hold rows a0.. of X converted (a0 ≤ m0, m0 - a0 a multiple of 32; xs[r-a0]
-// the int8 scale of row r): per chunk of mc rows (the slivers that fit L2
-// with a panel), each panel of the block times each sliver in one tile
-// call, whose 32×32 result is copied (bf16) or scaled (int8) into Y.
-func (w *Weights) computeAMXFrom(y []float32, ldy int, a []byte, xs []float32, a0, m0, m1, n0, n1, mc int, s *Scratch) {
+// the int8 scale of row r), as op's schedule says (amxSchedule): per chunk
+// of MS slivers and group of NP panels, for each KC K steps, one tile call
+// per sliver; the group's tiles (in s.tile) are then copied (bf16) or
+// scaled (int8) into Y.
+func (w *Weights) computeAMXFrom(y []float32, ldy int, a []byte, xs []float32, a0, m0, m1, n0, n1 int, s *Scratch) {
 	op, K := w.im.amx, w.K
 	nkb, parts, sb := op.nkb(K), op.parts(), op.sliverBytes(K)
-	s.tile = grow(s.tile, amxMR*amxNR)
+	sc := op.schedule()
+	kc, mc := min(sc.KC, nkb), sc.MS*amxMR
 	cfg := amxConfig()
 	var base unsafe.Pointer
 	if op.bf16 {
@@ -280,27 +328,42 @@ func (w *Weights) computeAMXFrom(y []float32, ldy int, a []byte, xs []float32, a
 		base = unsafe.Pointer(unsafe.SliceData(w.i8))
 	}
 	per := op.panelBytes(K)
-	c := (*byte)(unsafe.Pointer(&s.tile[0]))
-	ci := unsafe.Slice((*int32)(unsafe.Pointer(&s.tile[0])), amxMR*amxNR)
+	const tileF = amxMR * amxNR // float32s (or int32s) of one output tile
 	p0, p1 := n0/amxNR, (n1+amxNR-1)/amxNR
 	for ic := m0; ic < m1; ic += mc {
 		mb := min(mc, m1-ic)
-		for p := p0; p < p1; p++ {
-			bp := (*byte)(unsafe.Add(base, (p-w.p0)*per))
-			lo, hi := max(n0, p*amxNR), min(n1, p*amxNR+amxNR)
-			for ir := 0; ir < mb; ir += amxMR {
-				op.tile(&cfg[0], &a[(ic+ir-a0)/amxMR*sb], amxLDA, bp, nkb, parts, c)
-				for r := 0; r < min(amxMR, mb-ir); r++ {
-					yr := y[(ic+ir+r)*ldy+lo : (ic+ir+r)*ldy+hi]
-					if op.bf16 {
-						copy(yr, s.tile[r*amxNR+lo-p*amxNR:])
-						continue
-					}
-					sx := xs[ic+ir+r-a0]
-					ws := w.scales[(p-w.p0)*amxNR+lo-p*amxNR:]
-					ct := ci[r*amxNR+lo-p*amxNR:]
-					for j := range yr {
-						yr[j] = float32(ct[j]) * ws[j] * sx
+		ns := (mb + amxMR - 1) / amxMR
+		as := a[(ic-a0)/amxMR*sb:]
+		for pg := p0; pg < p1; pg += sc.NP {
+			np := min(sc.NP, p1-pg)
+			s.tile = grow(s.tile, ns*np*tileF)
+			bp := unsafe.Add(base, (pg-w.p0)*per)
+			for kb := 0; kb < nkb; kb += kc {
+				load := min(kb, 1)
+				for si := 0; si < ns; si++ {
+					op.tile(&cfg[0], &as[si*sb+kb*parts*amxPart], (*byte)(unsafe.Add(bp, kb*amxBlock)), per,
+						np, min(kc, nkb-kb), parts, (*byte)(unsafe.Pointer(&s.tile[si*np*tileF])), load)
+				}
+			}
+			ci := unsafe.Slice((*int32)(unsafe.Pointer(&s.tile[0])), ns*np*tileF)
+			for si := 0; si < ns; si++ {
+				for p := pg; p < pg+np; p++ {
+					lo, hi := max(n0, p*amxNR), min(n1, p*amxNR+amxNR)
+					t := (si*np + p - pg) * tileF
+					for r := 0; r < min(amxMR, mb-si*amxMR); r++ {
+						row := ic + si*amxMR + r
+						yr := y[row*ldy+lo : row*ldy+hi]
+						off := t + r*amxNR + lo - p*amxNR
+						if op.bf16 {
+							copy(yr, s.tile[off:])
+							continue
+						}
+						sx := xs[row-a0]
+						ws := w.scales[(p-w.p0)*amxNR+lo-p*amxNR:]
+						ct := ci[off:]
+						for j := range yr {
+							yr[j] = float32(ct[j]) * ws[j] * sx
+						}
 					}
 				}
 			}
@@ -338,9 +401,7 @@ func (w *Weights) runAMX(m *pool.Master, g *pool.Group, y, x []float32, M int, s
 		return err
 	}
 	comp := func(worker, m0, m1, n0, n1 int) error {
-		s := scratch(worker)
-		mc := max(s.bl.MC*s.bl.KC*4/sb, 1) * amxMR
-		w.computeAMXFrom(y, w.N, all, xs, 0, m0, m1, n0, n1, mc, s)
+		w.computeAMXFrom(y, w.N, all, xs, 0, m0, m1, n0, n1, scratch(worker))
 		return nil
 	}
 	return runBlocks(m, g, pool.Region{M1: M, N1: w.N}, w.Backend.Tile(), comp)
@@ -445,50 +506,59 @@ func tdpbssd(c, a, b *amxTile) {
 // is the reference of the first-use self-test and of the tests, which run
 // the whole AMX loop nest with it on any machine.
 func amxTileSpec(bf16 bool) amxTileFn {
-	return func(_ *byte, a *byte, lda int, b *byte, nkb, parts int, c *byte) {
-		var cs [4]amxTile
+	return func(_ *byte, a *byte, b *byte, bstride, np, nkb, parts int, c *byte, load int) {
 		var a0, a1, b0, b1 amxTile
 		dp := tdpbssd
 		if bf16 {
 			dp = tdpbf16ps
 		}
-		for kb := 0; kb < nkb; kb++ {
-			bp := unsafe.Add(unsafe.Pointer(b), kb*amxBlock)
-			b0.load(bp, amxRow)
-			b1.load(unsafe.Add(bp, 64), amxRow)
-			for pt := 0; pt < parts; pt++ {
-				ap := unsafe.Add(unsafe.Pointer(a), (kb*parts+pt)*32*lda)
-				a0.load(ap, lda)
-				a1.load(unsafe.Add(ap, 16*lda), lda)
-				dp(&cs[0], &a0, &b0)
-				dp(&cs[1], &a0, &b1)
-				dp(&cs[2], &a1, &b0)
-				dp(&cs[3], &a1, &b1)
+		for i := 0; i < np; i++ {
+			var cs [4]amxTile
+			cp := unsafe.Add(unsafe.Pointer(c), i*amxMR*amxRow)
+			if load != 0 {
+				cs[0].load(cp, amxRow)
+				cs[1].load(unsafe.Add(cp, 64), amxRow)
+				cs[2].load(unsafe.Add(cp, 16*amxRow), amxRow)
+				cs[3].load(unsafe.Add(cp, 16*amxRow+64), amxRow)
 			}
+			for kb := 0; kb < nkb; kb++ {
+				bp := unsafe.Add(unsafe.Pointer(b), i*bstride+kb*amxBlock)
+				b0.load(bp, amxRow)
+				b1.load(unsafe.Add(bp, 64), amxRow)
+				for pt := 0; pt < parts; pt++ {
+					ap := unsafe.Add(unsafe.Pointer(a), (kb*parts+pt)*amxPart)
+					a0.load(ap, amxLDA)
+					a1.load(unsafe.Add(ap, 16*amxLDA), amxLDA)
+					dp(&cs[0], &a0, &b0)
+					dp(&cs[1], &a0, &b1)
+					dp(&cs[2], &a1, &b0)
+					dp(&cs[3], &a1, &b1)
+				}
+			}
+			cs[0].store(cp, amxRow)
+			cs[1].store(unsafe.Add(cp, 64), amxRow)
+			cs[2].store(unsafe.Add(cp, 16*amxRow), amxRow)
+			cs[3].store(unsafe.Add(cp, 16*amxRow+64), amxRow)
 		}
-		cp := unsafe.Pointer(c)
-		cs[0].store(cp, amxRow)
-		cs[1].store(unsafe.Add(cp, 64), amxRow)
-		cs[2].store(unsafe.Add(cp, 16*amxRow), amxRow)
-		cs[3].store(unsafe.Add(cp, 16*amxRow+64), amxRow)
 	}
 }
 
-// amxSelfTest runs the tile kernel tile once on fixed inputs (two K steps,
-// op.parts() terms each, every byte of A and B used) and compares its
-// 32×32 output bit for bit with amxTileSpec: "" on a match, else
-// "unavailable: <mnemonic> self-test failed (...)". The bf16 inputs are
-// small integers, so every product and partial sum is exact in fp32 and
-// the expected output does not depend on the order or rounding of the
-// accumulation (which the SDM's pseudocode fixes but no hardware here has
-// confirmed); the int8 ones are pseudo-random over the whole int8 range
-// (int32 sums are exact in any order).
+// amxSelfTest runs the tile kernel tile on fixed inputs (two panels, two
+// K steps, op.parts() terms each, every byte of A and B used), in two
+// calls of one K step each, the second loading the first's C, and
+// compares its two 32×32 outputs bit for bit with one call of
+// amxTileSpec over both K steps: "" on a match, else "unavailable:
+// <mnemonic> self-test failed (...)". The bf16 inputs are small integers,
+// so every product and partial sum is exact in fp32 and the expected
+// output does not depend on the order or rounding of the accumulation
+// (which the SDM's pseudocode fixes but no hardware here has confirmed);
+// the int8 ones are pseudo-random over the whole int8 range (int32 sums
+// are exact in any order).
 func amxSelfTest(op *amxOp, tile amxTileFn, mnemonic string) string {
-	const nkb = 2
+	const nkb, np = 2, 2
 	parts := op.parts()
-	lda := amxLDA
 	a := make([]byte, nkb*parts*amxPart)
-	b := make([]byte, nkb*amxBlock)
+	b := make([]byte, np*nkb*amxBlock)
 	seed := uint32(2024)
 	next := func() uint32 { seed = seed*1664525 + 1013904223; return seed >> 16 }
 	fill := func(buf []byte) {
@@ -505,19 +575,21 @@ func amxSelfTest(op *amxOp, tile amxTileFn, mnemonic string) string {
 	fill(a)
 	fill(b)
 	cfg := amxConfig()
-	got, want := make([]byte, amxMR*amxRow), make([]byte, amxMR*amxRow)
-	tile(&cfg[0], &a[0], lda, &b[0], nkb, parts, &got[0])
-	amxTileSpec(op.bf16)(&cfg[0], &a[0], lda, &b[0], nkb, parts, &want[0])
+	got, want := make([]byte, np*amxMR*amxRow), make([]byte, np*amxMR*amxRow)
+	const bstride = nkb * amxBlock
+	tile(&cfg[0], &a[0], &b[0], bstride, np, 1, parts, &got[0], 0)
+	tile(&cfg[0], &a[parts*amxPart], &b[amxBlock], bstride, np, 1, parts, &got[0], 1)
+	amxTileSpec(op.bf16)(&cfg[0], &a[0], &b[0], bstride, np, nkb, parts, &want[0], 0)
 	for i := 0; i < len(got); i += 4 {
 		g, w := binary.LittleEndian.Uint32(got[i:]), binary.LittleEndian.Uint32(want[i:])
 		if g == w {
 			continue
 		}
-		r, j := i/amxRow, i%amxRow/4
+		pn, r, j := i/(amxMR*amxRow), i%(amxMR*amxRow)/amxRow, i%amxRow/4
 		if op.bf16 {
-			return fmt.Sprintf("unavailable: %s self-test failed (row %d, column %d: %v, want %v)", mnemonic, r, j, math.Float32frombits(g), math.Float32frombits(w))
+			return fmt.Sprintf("unavailable: %s self-test failed (panel %d, row %d, column %d: %v, want %v)", mnemonic, pn, r, j, math.Float32frombits(g), math.Float32frombits(w))
 		}
-		return fmt.Sprintf("unavailable: %s self-test failed (row %d, column %d: %d, want %d)", mnemonic, r, j, int32(g), int32(w))
+		return fmt.Sprintf("unavailable: %s self-test failed (panel %d, row %d, column %d: %d, want %d)", mnemonic, pn, r, j, int32(g), int32(w))
 	}
 	return ""
 }

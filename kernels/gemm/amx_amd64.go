@@ -65,7 +65,7 @@ func amxCheck(op *amxOp, mnemonic string) string {
 // the tiles on exit.
 //
 //go:noescape
-func amxTileBF16(cfg *byte, a *byte, lda int, b *byte, nkb int, parts int, c *byte)
+func amxTileBF16(cfg *byte, a *byte, b *byte, bstride int, np int, nkb int, parts int, c *byte, load int)
 
 //go:noescape
-func amxTileI8(cfg *byte, a *byte, lda int, b *byte, nkb int, parts int, c *byte)
+func amxTileI8(cfg *byte, a *byte, b *byte, bstride int, np int, nkb int, parts int, c *byte, load int)

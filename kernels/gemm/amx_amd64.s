@@ -7,16 +7,23 @@
 // instruction, so each is emitted as BYTEs under a comment giving its Intel
 // mnemonic; amx_amd64_test.go assembles every commented mnemonic with
 // GNU as and compares the bytes (the encodings were also checked with
-// llvm-mc 14 when written). Tiles: C00, C01, C10, C11 = tmm0..3 (fp32 or
-// int32, 16×16), A rows 0..15 and 16..31 = tmm4, tmm5, B columns 0..15 and
-// 16..31 = tmm6, tmm7; the configuration at cfg (palette 1, every tile 16
-// rows × 64 bytes) is loaded on entry and released (TILERELEASE) on exit,
-// so no tile state outlives a call. A is read as amx.go's slivers: per K
-// step and part, tile A0 (16 rows, lda bytes apart) and A1 16·lda further;
-// the next part starts 32·lda after A0.
+// llvm-mc 14 when first written). Tiles: C00, C01, C10, C11 = tmm0..3
+// (fp32 or int32, 16×16), A rows 0..15 and 16..31 = tmm4, tmm5, B columns
+// 0..15 and 16..31 = tmm6, tmm7; the configuration at cfg (palette 1,
+// every tile 16 rows × 64 bytes) is loaded on entry and released
+// (TILERELEASE) on exit, so no tile state outlives a call.
+//
+// One call multiplies one 32-row sliver of A by np panels of B over nkb K
+// steps: per panel, C is loaded from c (load ≠ 0) or zeroed, the K steps
+// run (B tiles, then parts × (A tiles, 4 products)), and C is stored back
+// to c; the next panel's B is bstride bytes on and its C 4 KiB on. A is
+// read as amx.go's slivers: per K step and part, tile A0 (16 rows, 64
+// bytes apart) and A1 1 KiB further; the next part starts 2 KiB after A0.
+// The same nkb·parts·2 KiB of A are read for every panel: from the
+// second panel on they come from L1 where they fit.
 
-// func amxTileBF16(cfg *byte, a *byte, lda int, b *byte, nkb int, parts int, c *byte)
-TEXT ·amxTileBF16(SB), NOSPLIT, $0-56
+// func amxTileBF16(cfg *byte, a *byte, b *byte, bstride int, np int, nkb int, parts int, c *byte, load int)
+TEXT ·amxTileBF16(SB), NOSPLIT, $0-72
 	MOVQ cfg+0(FP), SI
 	// LDTILECFG [rsi]
 	BYTE $0xc4
@@ -24,15 +31,52 @@ TEXT ·amxTileBF16(SB), NOSPLIT, $0-56
 	BYTE $0x78
 	BYTE $0x49
 	BYTE $0x06
-	MOVQ a+8(FP), R8
-	MOVQ lda+16(FP), R9
-	MOVQ b+24(FP), R10
-	MOVQ nkb+32(FP), CX
-	MOVQ parts+40(FP), R11
-	MOVQ c+48(FP), DI
-	MOVQ R9, R12
-	SHLQ $4, R12 // R12 = 16·lda: from A rows 0..15 to rows 16..31
-	LEAQ (R12)(R12*1), R13 // R13 = 32·lda: from one part's two A tiles to the next
+	MOVQ a+8(FP), AX // A: the sliver's first K step of the chunk
+	MOVQ b+16(FP), R9 // B: the first panel's first K step of the chunk
+	MOVQ bstride+24(FP), R12 // bytes from one panel to the next
+	MOVQ np+32(FP), R13
+	MOVQ parts+48(FP), R11
+	MOVQ c+56(FP), DI
+
+amxTileBF16_panel:
+	MOVQ $128, DX // C: 32 columns of 4 bytes per row
+	CMPQ load+64(FP), $0
+	JEQ  amxTileBF16_zero
+	MOVQ DI, SI
+	// TILELOADD tmm0, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x16
+	LEAQ 64(DI), SI
+	// TILELOADD tmm1, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x0c
+	BYTE $0x16
+	LEAQ 2048(DI), SI
+	// TILELOADD tmm2, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x16
+	LEAQ 2112(DI), SI
+	// TILELOADD tmm3, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x1c
+	BYTE $0x16
+	JMP  amxTileBF16_k
+
+amxTileBF16_zero:
 	// TILEZERO tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -58,6 +102,11 @@ TEXT ·amxTileBF16(SB), NOSPLIT, $0-56
 	BYTE $0x49
 	BYTE $0xd8
 
+amxTileBF16_k:
+	MOVQ AX, R8 // A of this K step and part
+	MOVQ R9, R10 // B of this K step
+	MOVQ nkb+40(FP), CX
+
 amxTileBF16_kb:
 	MOVQ $128, DX // B panel: 128 bytes per k-group row
 	MOVQ R10, SI
@@ -76,7 +125,7 @@ amxTileBF16_kb:
 	BYTE $0x4b
 	BYTE $0x3c
 	BYTE $0x16
-	MOVQ R9, DX // A: lda bytes per row
+	MOVQ $64, DX // A: 64 bytes per row (amxLDA)
 	MOVQ R11, BX
 
 amxTileBF16_part:
@@ -88,7 +137,7 @@ amxTileBF16_part:
 	BYTE $0x4b
 	BYTE $0x24
 	BYTE $0x16
-	LEAQ (R8)(R12*1), SI
+	LEAQ 1024(R8), SI // rows 16..31: 16·64 bytes on
 	// TILELOADD tmm5, [rsi+rdx*1]
 	BYTE $0xc4
 	BYTE $0xe2
@@ -120,14 +169,14 @@ amxTileBF16_part:
 	BYTE $0x42
 	BYTE $0x5c
 	BYTE $0xdd
-	ADDQ R13, R8 // the next part's (or K step's) A tiles
+	ADDQ $2048, R8 // the next part's (or K step's) A tiles
 	DECQ BX
 	JNZ  amxTileBF16_part
 	ADDQ $2048, R10 // the next 16 k-group rows of the panel
 	DECQ CX
 	JNZ  amxTileBF16_kb
 
-	MOVQ $128, DX // C: 32 columns of 4 bytes per row
+	MOVQ $128, DX
 	MOVQ DI, SI
 	// TILESTORED [rsi+rdx*1], tmm0
 	BYTE $0xc4
@@ -160,6 +209,10 @@ amxTileBF16_part:
 	BYTE $0x4b
 	BYTE $0x1c
 	BYTE $0x16
+	ADDQ $4096, DI // the next panel's C
+	ADDQ R12, R9 // the next panel's B
+	DECQ R13
+	JNZ  amxTileBF16_panel
 	// TILERELEASE
 	BYTE $0xc4
 	BYTE $0xe2
@@ -168,8 +221,8 @@ amxTileBF16_part:
 	BYTE $0xc0
 	RET
 
-// func amxTileI8(cfg *byte, a *byte, lda int, b *byte, nkb int, parts int, c *byte)
-TEXT ·amxTileI8(SB), NOSPLIT, $0-56
+// func amxTileI8(cfg *byte, a *byte, b *byte, bstride int, np int, nkb int, parts int, c *byte, load int)
+TEXT ·amxTileI8(SB), NOSPLIT, $0-72
 	MOVQ cfg+0(FP), SI
 	// LDTILECFG [rsi]
 	BYTE $0xc4
@@ -177,15 +230,52 @@ TEXT ·amxTileI8(SB), NOSPLIT, $0-56
 	BYTE $0x78
 	BYTE $0x49
 	BYTE $0x06
-	MOVQ a+8(FP), R8
-	MOVQ lda+16(FP), R9
-	MOVQ b+24(FP), R10
-	MOVQ nkb+32(FP), CX
-	MOVQ parts+40(FP), R11
-	MOVQ c+48(FP), DI
-	MOVQ R9, R12
-	SHLQ $4, R12 // R12 = 16·lda: from A rows 0..15 to rows 16..31
-	LEAQ (R12)(R12*1), R13 // R13 = 32·lda: from one part's two A tiles to the next
+	MOVQ a+8(FP), AX // A: the sliver's first K step of the chunk
+	MOVQ b+16(FP), R9 // B: the first panel's first K step of the chunk
+	MOVQ bstride+24(FP), R12 // bytes from one panel to the next
+	MOVQ np+32(FP), R13
+	MOVQ parts+48(FP), R11
+	MOVQ c+56(FP), DI
+
+amxTileI8_panel:
+	MOVQ $128, DX // C: 32 columns of 4 bytes per row
+	CMPQ load+64(FP), $0
+	JEQ  amxTileI8_zero
+	MOVQ DI, SI
+	// TILELOADD tmm0, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x04
+	BYTE $0x16
+	LEAQ 64(DI), SI
+	// TILELOADD tmm1, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x0c
+	BYTE $0x16
+	LEAQ 2048(DI), SI
+	// TILELOADD tmm2, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x14
+	BYTE $0x16
+	LEAQ 2112(DI), SI
+	// TILELOADD tmm3, [rsi+rdx*1]
+	BYTE $0xc4
+	BYTE $0xe2
+	BYTE $0x7b
+	BYTE $0x4b
+	BYTE $0x1c
+	BYTE $0x16
+	JMP  amxTileI8_k
+
+amxTileI8_zero:
 	// TILEZERO tmm0
 	BYTE $0xc4
 	BYTE $0xe2
@@ -211,6 +301,11 @@ TEXT ·amxTileI8(SB), NOSPLIT, $0-56
 	BYTE $0x49
 	BYTE $0xd8
 
+amxTileI8_k:
+	MOVQ AX, R8 // A of this K step and part
+	MOVQ R9, R10 // B of this K step
+	MOVQ nkb+40(FP), CX
+
 amxTileI8_kb:
 	MOVQ $128, DX // B panel: 128 bytes per k-group row
 	MOVQ R10, SI
@@ -229,7 +324,7 @@ amxTileI8_kb:
 	BYTE $0x4b
 	BYTE $0x3c
 	BYTE $0x16
-	MOVQ R9, DX // A: lda bytes per row
+	MOVQ $64, DX // A: 64 bytes per row (amxLDA)
 	MOVQ R11, BX
 
 amxTileI8_part:
@@ -241,7 +336,7 @@ amxTileI8_part:
 	BYTE $0x4b
 	BYTE $0x24
 	BYTE $0x16
-	LEAQ (R8)(R12*1), SI
+	LEAQ 1024(R8), SI // rows 16..31: 16·64 bytes on
 	// TILELOADD tmm5, [rsi+rdx*1]
 	BYTE $0xc4
 	BYTE $0xe2
@@ -273,14 +368,14 @@ amxTileI8_part:
 	BYTE $0x43
 	BYTE $0x5e
 	BYTE $0xdd
-	ADDQ R13, R8 // the next part's (or K step's) A tiles
+	ADDQ $2048, R8 // the next part's (or K step's) A tiles
 	DECQ BX
 	JNZ  amxTileI8_part
 	ADDQ $2048, R10 // the next 16 k-group rows of the panel
 	DECQ CX
 	JNZ  amxTileI8_kb
 
-	MOVQ $128, DX // C: 32 columns of 4 bytes per row
+	MOVQ $128, DX
 	MOVQ DI, SI
 	// TILESTORED [rsi+rdx*1], tmm0
 	BYTE $0xc4
@@ -313,6 +408,10 @@ amxTileI8_part:
 	BYTE $0x4b
 	BYTE $0x1c
 	BYTE $0x16
+	ADDQ $4096, DI // the next panel's C
+	ADDQ R12, R9 // the next panel's B
+	DECQ R13
+	JNZ  amxTileI8_panel
 	// TILERELEASE
 	BYTE $0xc4
 	BYTE $0xe2

@@ -245,7 +245,7 @@ func TestTDPBSSDSpec(t *testing.T) {
 // backend of the dtype (within both bounds), on shapes with odd M, N and K
 // tails.
 func TestAMXTwinLoopNest(t *testing.T) {
-	shapes := [][3]int{{1, 1, 1}, {1, 33, 9}, {5, 7, 3}, {33, 31, 37}, {7, 65, 100}, {40, 64, 130}}
+	shapes := [][3]int{{1, 1, 1}, {1, 33, 9}, {5, 7, 3}, {33, 31, 37}, {7, 65, 100}, {40, 64, 130}, {70, 100, 130}}
 	for _, dt := range []DType{BF16, Int8} {
 		im := amxTwin(dt)
 		goName := "go-" + string(dt)
@@ -278,8 +278,13 @@ func TestAMXTwinLoopNest(t *testing.T) {
 				t.Fatal(err)
 			}
 			w := amxWeights(im, p, 0, 0)
-			for bi, bl := range []Blocking{DefaultBlocking(w.Backend), {MC: 32, KC: 16, NC: 32}} {
-				name := fmt.Sprintf("%s/%dx%dx%d/bl%d", dt, m, n, k, bi)
+			// The default schedule, and ones that cut K into single steps,
+			// group panels unevenly and chunk rows by one or two slivers,
+			// and the whole K per call.
+			for ki, sched := range []amxSchedule{{}, {KC: 1, NP: 1, MS: 1}, {KC: 2, NP: 3, MS: 2}, {KC: 1 << 20, NP: 1, MS: 1}} {
+				im.amx.sched = sched
+				bl := DefaultBlocking(w.Backend)
+				name := fmt.Sprintf("%s/%dx%dx%d/sched%d", dt, m, n, k, ki)
 				ldy := n + 2
 				y := newY(m, ldy)
 				sc := NewScratch(w, bl)
@@ -332,14 +337,22 @@ func TestAMXSelfTest(t *testing.T) {
 		if got := amxSelfTest(op, spec, c.mn); got != "" {
 			t.Errorf("%s: self-test of the specification = %q", c.mn, got)
 		}
-		broken := func(cfg *byte, a *byte, lda int, b *byte, nkb, parts int, cp *byte) {
-			spec(cfg, a, lda, b, nkb, parts, cp)
-			e := unsafe.Slice(cp, amxMR*amxRow)[17*amxRow+20*4:]
+		broken := func(cfg *byte, a *byte, b *byte, bstride, np, nkb, parts int, cp *byte, load int) {
+			spec(cfg, a, b, bstride, np, nkb, parts, cp, load)
+			e := unsafe.Slice(cp, np*amxMR*amxRow)[amxMR*amxRow+17*amxRow+20*4:]
 			binary.LittleEndian.PutUint32(e, binary.LittleEndian.Uint32(e)^1)
 		}
-		want := "unavailable: " + c.mn + " self-test failed (row 17, column 20: "
+		want := "unavailable: " + c.mn + " self-test failed (panel 1, row 17, column 20: "
 		if got := amxSelfTest(op, broken, c.mn); !strings.HasPrefix(got, want) {
 			t.Errorf("self-test of a broken kernel = %q, want %q...", got, want)
+		}
+		// A kernel that never loads C (each call starts from zero).
+		noLoad := func(cfg *byte, a *byte, b *byte, bstride, np, nkb, parts int, cp *byte, _ int) {
+			spec(cfg, a, b, bstride, np, nkb, parts, cp, 0)
+		}
+		want = "unavailable: " + c.mn + " self-test failed (panel 0, row 0, column "
+		if got := amxSelfTest(op, noLoad, c.mn); !strings.HasPrefix(got, want) {
+			t.Errorf("self-test of a kernel that ignores load = %q, want %q...", got, want)
 		}
 	}
 }
