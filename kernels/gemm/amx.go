@@ -248,7 +248,9 @@ func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int
 		xr := x[r*ldx : r*ldx+k]
 		if op.bf16 {
 			u := unsafe.Slice((*uint16)(unsafe.Pointer(&sl[0])), sb/2)
-			for kb := 0; kb*32 < kp; kb++ {
+			full := k / 32 // whole K steps; then the partial one and the padding
+			splitBF16Steps(u[row*32:], xr, full)
+			for kb := full; kb*32 < kp; kb++ {
 				// hi, mid, lo of k = kb·32+e at (kb·3+pt)·1024 + row·32 + e (uint16s)
 				base := kb*3*amxPart/2 + row*32
 				t0, t1, t2 := u[base:base+32], u[base+amxPart/2:base+amxPart/2+32], u[base+amxPart:base+amxPart+32]
@@ -347,23 +349,16 @@ func (w *Weights) computeAMXFrom(y []float32, ldy int, a []byte, xs []float32, a
 			}
 			ci := unsafe.Slice((*int32)(unsafe.Pointer(&s.tile[0])), ns*np*tileF)
 			for si := 0; si < ns; si++ {
+				row0, rows := ic+si*amxMR, min(amxMR, mb-si*amxMR)
 				for p := pg; p < pg+np; p++ {
 					lo, hi := max(n0, p*amxNR), min(n1, p*amxNR+amxNR)
-					t := (si*np + p - pg) * tileF
-					for r := 0; r < min(amxMR, mb-si*amxMR); r++ {
-						row := ic + si*amxMR + r
-						yr := y[row*ldy+lo : row*ldy+hi]
-						off := t + r*amxNR + lo - p*amxNR
-						if op.bf16 {
-							copy(yr, s.tile[off:])
-							continue
-						}
-						sx := xs[row-a0]
-						ws := w.scales[(p-w.p0)*amxNR+lo-p*amxNR:]
-						ct := ci[off:]
-						for j := range yr {
-							yr[j] = float32(ct[j]) * ws[j] * sx
-						}
+					off := (si*np+p-pg)*tileF + lo - p*amxNR // row 0, column lo of the tile
+					if !op.bf16 {
+						scaleTile(y[row0*ldy+lo:], ldy, ci[off:], w.scales[(p-w.p0)*amxNR+lo-p*amxNR:], xs[row0-a0:], rows, hi-lo)
+						continue
+					}
+					for r := 0; r < rows; r++ {
+						copy(y[(row0+r)*ldy+lo:(row0+r)*ldy+hi], s.tile[off+r*amxNR:])
 					}
 				}
 			}

@@ -10989,3 +10989,162 @@ kernI8AVX512VNNIm8_store:
 	VMOVUPS      Z15, 64(DX)
 	VZEROUPPER
 	RET
+
+// func absMaxAVX512(x *float32, n int, lanes *float32) (nan int)
+// Requires: AVX, AVX512F
+TEXT ·absMaxAVX512(SB), NOSPLIT, $0-32
+	MOVQ         x+0(FP), SI
+	MOVQ         n+8(FP), CX
+	MOVQ         lanes+16(FP), DI
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z31
+	VPXORD       Z0, Z0, Z0
+	KXORW        K2, K2, K2
+	SHRQ         $0x04, CX
+	JZ           absMax_done
+
+absMax_loop:
+	VPANDD (SI), Z31, Z1
+	VCMPPS $0x03, Z1, Z1, K1
+	KORW   K1, K2, K2
+	VMAXPS Z1, Z0, Z0
+	ADDQ   $0x40, SI
+	DECQ   CX
+	JNZ    absMax_loop
+
+absMax_done:
+	VMOVUPS Z0, (DI)
+	KMOVW   K2, AX
+	XORQ    DX, DX
+	TESTL   AX, AX
+	SETNE   DL
+	MOVQ    DX, nan+24(FP)
+	VZEROUPPER
+	RET
+
+// func quantRowAVX512(q *int8, x *float32, n int, inv float32)
+// Requires: AVX, AVX512F
+TEXT ·quantRowAVX512(SB), NOSPLIT, $0-28
+	MOVQ         q+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS inv+24(FP), Z31
+	MOVL         $0xffffff81, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0x0000007f, AX
+	VPBROADCASTD AX, Z29
+	SHRQ         $0x04, CX
+	JZ           quantRow_done
+
+quantRow_loop:
+	VMULPS    (SI), Z31, Z0
+	VCVTPS2DQ Z0, Z0
+	VPMAXSD   Z30, Z0, Z0
+	VPMINSD   Z29, Z0, Z0
+	VPMOVSDB  Z0, (DI)
+	ADDQ      $0x40, SI
+	ADDQ      $0x10, DI
+	DECQ      CX
+	JNZ       quantRow_loop
+
+quantRow_done:
+	VZEROUPPER
+	RET
+
+// func scaleTileAVX512(y *float32, ldy int, c *int32, ws *float32, xs *float32, rows int)
+// Requires: AVX, AVX512F
+TEXT ·scaleTileAVX512(SB), NOSPLIT, $0-48
+	MOVQ    y+0(FP), DI
+	MOVQ    ldy+8(FP), R8
+	MOVQ    c+16(FP), SI
+	MOVQ    ws+24(FP), DX
+	MOVQ    xs+32(FP), R9
+	MOVQ    rows+40(FP), CX
+	SHLQ    $0x02, R8
+	VMOVUPS (DX), Z30
+	VMOVUPS 64(DX), Z31
+	TESTQ   CX, CX
+	JZ      scaleTile_done
+
+scaleTile_row:
+	VBROADCASTSS (R9), Z29
+	VCVTDQ2PS    (SI), Z0
+	VMULPS       Z30, Z0, Z0
+	VMULPS       Z29, Z0, Z0
+	VMOVUPS      Z0, (DI)
+	VCVTDQ2PS    64(SI), Z0
+	VMULPS       Z31, Z0, Z0
+	VMULPS       Z29, Z0, Z0
+	VMOVUPS      Z0, 64(DI)
+	ADDQ         R8, DI
+	ADDQ         $0x80, SI
+	ADDQ         $0x04, R9
+	DECQ         CX
+	JNZ          scaleTile_row
+
+scaleTile_done:
+	VZEROUPPER
+	RET
+
+// func splitBF16AVX512(dst *uint16, x *float32, nkb int)
+// Requires: AVX, AVX512F
+TEXT ·splitBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         nkb+16(FP), CX
+	MOVL         $0xffff0000, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0x7f800000, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0x007fffff, AX
+	VPBROADCASTD AX, Z29
+	MOVL         $0x00400000, AX
+	VPBROADCASTD AX, Z28
+	TESTQ        CX, CX
+	JZ           splitBF16_done
+
+splitBF16_step:
+	VMOVDQU32 (SI), Z0
+	VPANDD    Z31, Z0, Z1
+	VSUBPS    Z1, Z0, Z2
+	VPANDD    Z31, Z2, Z3
+	VSUBPS    Z3, Z2, Z4
+	VPANDD    Z30, Z0, Z5
+	VPCMPEQD  Z30, Z5, K1
+	VPTESTMD  Z29, Z0, K2
+	KANDW     K1, K2, K2
+	VPORD     Z28, Z0, K2, Z0
+	VPXORD    Z2, Z2, K1, Z2
+	VPXORD    Z4, Z4, K1, Z4
+	VPSRLD    $0x10, Z0, Z0
+	VPSRLD    $0x10, Z2, Z2
+	VPSRLD    $0x10, Z4, Z4
+	VPMOVDW   Z0, (DI)
+	VPMOVDW   Z2, 2048(DI)
+	VPMOVDW   Z4, 4096(DI)
+	VMOVDQU32 64(SI), Z0
+	VPANDD    Z31, Z0, Z1
+	VSUBPS    Z1, Z0, Z2
+	VPANDD    Z31, Z2, Z3
+	VSUBPS    Z3, Z2, Z4
+	VPANDD    Z30, Z0, Z5
+	VPCMPEQD  Z30, Z5, K1
+	VPTESTMD  Z29, Z0, K2
+	KANDW     K1, K2, K2
+	VPORD     Z28, Z0, K2, Z0
+	VPXORD    Z2, Z2, K1, Z2
+	VPXORD    Z4, Z4, K1, Z4
+	VPSRLD    $0x10, Z0, Z0
+	VPSRLD    $0x10, Z2, Z2
+	VPSRLD    $0x10, Z4, Z4
+	VPMOVDW   Z0, 32(DI)
+	VPMOVDW   Z2, 2080(DI)
+	VPMOVDW   Z4, 4128(DI)
+	ADDQ      $0x80, SI
+	ADDQ      $0x00001800, DI
+	DECQ      CX
+	JNZ       splitBF16_step
+
+splitBF16_done:
+	VZEROUPPER
+	RET

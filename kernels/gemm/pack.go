@@ -230,8 +230,9 @@ func QuantizeRows(x []float32, m, k int) (q []int8, scales []float32) {
 	return q, scales
 }
 
-// quantizeRow quantizes one row into q and returns its scale.
-func quantizeRow(q []int8, x []float32) float32 {
+// quantizeRowGo quantizes one row into q and returns its scale: the
+// specification of quantizeRow (convert.go).
+func quantizeRowGo(q []int8, x []float32) float32 {
 	var amax float32
 	for _, v := range x {
 		amax = max(amax, float32(math.Abs(float64(v))))

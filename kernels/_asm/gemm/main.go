@@ -116,6 +116,7 @@ func main() {
 	for m := 1; m <= avx512.MRI8; m++ {
 		genInt8(avx512, m, true)
 	}
+	genConvert()
 	Generate()
 }
 

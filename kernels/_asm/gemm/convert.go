@@ -1,0 +1,169 @@
+package main
+
+import (
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The AVX-512 conversions around the GEMM loop nests of package gemm
+// (kernels/gemm/convert_amd64.go gives their Go specifications):
+//
+//	absMaxAVX512(x *float32, n int, lanes *float32) (nan int)
+//	    lanes[l] = max over i ≡ l (mod 16), i < n, of |x[i]| (NaNs
+//	    skipped); nan = 1 if any x[i] is a NaN. n a multiple of 16.
+//	quantRowAVX512(q *int8, x *float32, n int, inv float32)
+//	    q[i] = clamp(RNE(x[i]·inv), ±127) (the product rounded to float32,
+//	    then to the nearest integer, ties to even, by VCVTPS2DQ under
+//	    Go's default MXCSR). n a multiple of 16.
+//	scaleTileAVX512(y *float32, ldy int, c *int32, ws *float32, xs *float32, rows int)
+//	    y[r·ldy+j] = float32(c[r·32+j])·ws[j]·xs[r] for r < rows, j < 32
+//	    (the int8 backends' scaling of an int32 tile, in the same order).
+//	splitBF16AVX512(dst *uint16, x *float32, nkb int)
+//	    x[kb·32+e] = hi + mid + lo (kernels/gemm's splitBF16, NaNs quieted,
+//	    mid = lo = 0 for non-finite x) written to dst[kb·3072+e],
+//	    dst[kb·3072+1024+e], dst[kb·3072+2048+e] (uint16s), e < 32: the
+//	    AMX A-sliver layout of one row.
+
+func genConvert() {
+	genAbsMax()
+	genQuantRow()
+	genScaleTile()
+	genSplitBF16()
+}
+
+// broadcastD loads the 32-bit constant c into every lane of z (through tmp).
+func broadcastD(c uint32, tmp GPPhysical, z VecPhysical) {
+	MOVL(U32(c), tmp.As32())
+	VPBROADCASTD(tmp.As32(), z)
+}
+
+func genAbsMax() {
+	TEXT("absMaxAVX512", NOSPLIT, "func(x *float32, n int, lanes *float32) (nan int)")
+	Doc("absMaxAVX512 writes the lane maxima of |x[i]| (NaNs skipped) and reports NaNs; see convert.go of the generator.")
+	x := Load(Param("x"), RSI)
+	n := Load(Param("n"), RCX)
+	out := Load(Param("lanes"), RDI)
+	broadcastD(0x7fffffff, RAX, Z31)
+	VPXORD(Z0, Z0, Z0) // |x| ≥ +0: the maxima start at +0
+	KXORW(K2, K2, K2)
+	SHRQ(U8(4), n)
+	JZ(LabelRef("absMax_done"))
+	Label("absMax_loop")
+	VPANDD(Mem{Base: x}, Z31, Z1)
+	VCMPPS(U8(3), Z1, Z1, K1) // unordered: a NaN
+	KORW(K1, K2, K2)
+	VMAXPS(Z1, Z0, Z0) // a NaN lane turns its maximum into NaN: unused, nan is set
+	ADDQ(U8(64), x)
+	DECQ(n)
+	JNZ(LabelRef("absMax_loop"))
+	Label("absMax_done")
+	VMOVUPS(Z0, Mem{Base: out})
+	KMOVW(K2, EAX)
+	XORQ(RDX, RDX)
+	TESTL(EAX, EAX)
+	SETNE(DL)
+	Store(RDX, ReturnIndex(0))
+	VZEROUPPER()
+	RET()
+}
+
+func genQuantRow() {
+	TEXT("quantRowAVX512", NOSPLIT, "func(q *int8, x *float32, n int, inv float32)")
+	Doc("quantRowAVX512 quantizes x·inv to int8 (RNE, clamped to ±127); see convert.go of the generator.")
+	q := Load(Param("q"), RDI)
+	x := Load(Param("x"), RSI)
+	n := Load(Param("n"), RCX)
+	VBROADCASTSS(NewParamAddr("inv", 24), Z31)
+	broadcastD(0xffffff81, RAX, Z30) // -127
+	broadcastD(127, RAX, Z29)
+	SHRQ(U8(4), n)
+	JZ(LabelRef("quantRow_done"))
+	Label("quantRow_loop")
+	VMULPS(Mem{Base: x}, Z31, Z0)
+	VCVTPS2DQ(Z0, Z0)
+	VPMAXSD(Z30, Z0, Z0)
+	VPMINSD(Z29, Z0, Z0)
+	VPMOVSDB(Z0, Mem{Base: q})
+	ADDQ(U8(64), x)
+	ADDQ(U8(16), q)
+	DECQ(n)
+	JNZ(LabelRef("quantRow_loop"))
+	Label("quantRow_done")
+	VZEROUPPER()
+	RET()
+}
+
+func genScaleTile() {
+	TEXT("scaleTileAVX512", NOSPLIT, "func(y *float32, ldy int, c *int32, ws *float32, xs *float32, rows int)")
+	Doc("scaleTileAVX512 scales rows of a 32-column int32 tile into y; see convert.go of the generator.")
+	y := Load(Param("y"), RDI)
+	ldy := Load(Param("ldy"), R8)
+	c := Load(Param("c"), RSI)
+	ws := Load(Param("ws"), RDX)
+	xs := Load(Param("xs"), R9)
+	rows := Load(Param("rows"), RCX)
+	SHLQ(U8(2), ldy)
+	VMOVUPS(Mem{Base: ws}, Z30)
+	VMOVUPS(Mem{Base: ws, Disp: 64}, Z31)
+	TESTQ(rows, rows)
+	JZ(LabelRef("scaleTile_done"))
+	Label("scaleTile_row")
+	VBROADCASTSS(Mem{Base: xs}, Z29)
+	for j, w := range []VecPhysical{Z30, Z31} {
+		VCVTDQ2PS(Mem{Base: c, Disp: 64 * j}, Z0)
+		VMULPS(w, Z0, Z0)
+		VMULPS(Z29, Z0, Z0)
+		VMOVUPS(Z0, Mem{Base: y, Disp: 64 * j})
+	}
+	ADDQ(ldy, y)
+	ADDQ(U8(128), c)
+	ADDQ(U8(4), xs)
+	DECQ(rows)
+	JNZ(LabelRef("scaleTile_row"))
+	Label("scaleTile_done")
+	VZEROUPPER()
+	RET()
+}
+
+func genSplitBF16() {
+	TEXT("splitBF16AVX512", NOSPLIT, "func(dst *uint16, x *float32, nkb int)")
+	Doc("splitBF16AVX512 splits whole K steps of one row into bf16 hi, mid and lo terms in the AMX sliver layout; see convert.go of the generator.")
+	dst := Load(Param("dst"), RDI)
+	x := Load(Param("x"), RSI)
+	n := Load(Param("nkb"), RCX)
+	broadcastD(0xffff0000, RAX, Z31) // a float's top 16 bits
+	broadcastD(0x7f800000, RAX, Z30) // exponent
+	broadcastD(0x007fffff, RAX, Z29) // mantissa
+	broadcastD(0x00400000, RAX, Z28) // quiet bit
+	TESTQ(n, n)
+	JZ(LabelRef("splitBF16_done"))
+	Label("splitBF16_step")
+	for h := 0; h < 2; h++ { // 16 values each
+		VMOVDQU32(Mem{Base: x, Disp: 64 * h}, Z0) // X
+		VPANDD(Z31, Z0, Z1)                       // hi (as a float)
+		VSUBPS(Z1, Z0, Z2)                        // r = x - hi (exact)
+		VPANDD(Z31, Z2, Z3)                       // mid (as a float)
+		VSUBPS(Z3, Z2, Z4)                        // lo = r - mid (exact)
+		VPANDD(Z30, Z0, Z5)
+		VPCMPEQD(Z30, Z5, K1) // non-finite lanes
+		VPTESTMD(Z29, Z0, K2)
+		KANDW(K1, K2, K2)      // NaN lanes
+		VPORD(Z28, Z0, K2, Z0) // NaNs quieted
+		VPXORD(Z2, Z2, K1, Z2) // mid = 0 for non-finite x
+		VPXORD(Z4, Z4, K1, Z4) // lo = 0 for non-finite x
+		VPSRLD(U8(16), Z0, Z0)
+		VPSRLD(U8(16), Z2, Z2)
+		VPSRLD(U8(16), Z4, Z4)
+		VPMOVDW(Z0, Mem{Base: dst, Disp: 32 * h})
+		VPMOVDW(Z2, Mem{Base: dst, Disp: 2048 + 32*h})
+		VPMOVDW(Z4, Mem{Base: dst, Disp: 4096 + 32*h})
+	}
+	ADDQ(U8(128), x)
+	ADDQ(U32(6144), dst)
+	DECQ(n)
+	JNZ(LabelRef("splitBF16_step"))
+	Label("splitBF16_done")
+	VZEROUPPER()
+	RET()
+}

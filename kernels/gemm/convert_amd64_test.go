@@ -1,0 +1,139 @@
+//go:build !purego
+
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/cpubench/bench/internal/cpu"
+)
+
+// convertValues returns n float32 values of kind: normal-range random,
+// random bit patterns (NaNs, infinities and denormals included), or
+// ties (values whose product with a power-of-two scale lands on .5).
+func convertValues(r *rand.Rand, n int, kind string) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		switch kind {
+		case "bits":
+			x[i] = math.Float32frombits(r.Uint32())
+		case "ties":
+			x[i] = float32(r.IntN(255)-127) + 0.5
+		default:
+			x[i] = float32(r.NormFloat64()) * float32(math.Pow(2, float64(r.IntN(40)-20)))
+		}
+	}
+	return x
+}
+
+// TestQuantizeRowAVX512: the AVX-512 quantization equals quantizeRowGo bit
+// for bit (int8 values and scale) on rows of every length up to 70 and a
+// long one, of random values, ties, zeros, and rows holding a NaN, an
+// infinity or denormals.
+func TestQuantizeRowAVX512(t *testing.T) {
+	if !cpu.X86.HasAVX512F {
+		t.Skip("CPU lacks AVX512F")
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	lengths := []int{3072}
+	for n := 0; n <= 70; n++ {
+		lengths = append(lengths, n)
+	}
+	for _, n := range lengths {
+		for _, kind := range []string{"normal", "ties", "zeros", "nan", "inf", "denormal", "bits"} {
+			x := convertValues(r, n, kind)
+			switch kind {
+			case "zeros":
+				clear(x)
+			case "nan", "inf", "denormal":
+				if n == 0 {
+					continue
+				}
+				v := map[string]float32{"nan": float32(math.NaN()), "inf": float32(math.Inf(-1)), "denormal": math.Float32frombits(3)}[kind]
+				x[r.IntN(n)] = v
+				if kind == "denormal" {
+					for i := range x {
+						x[i] = math.Float32frombits(uint32(r.IntN(1 << 20)))
+					}
+				}
+			}
+			got, want := make([]int8, n), make([]int8, n)
+			for i := range got {
+				got[i], want[i] = 99, 99
+			}
+			gs, ws := quantizeRowAVX512(got, x), quantizeRowGo(want, x)
+			if math.Float32bits(gs) != math.Float32bits(ws) && !(gs != gs && ws != ws) {
+				t.Fatalf("n=%d %s: scale %g, want %g", n, kind, gs, ws)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("n=%d %s: q[%d] = %d, want %d (x %g)", n, kind, i, got[i], want[i], x[i])
+				}
+			}
+		}
+	}
+}
+
+// TestScaleTileAVX512: the AVX-512 tile scaling equals scaleTileGo bit for
+// bit (int32 sums beyond 2^24 included, so the conversion rounds), for
+// 0..32 rows of whole 32-column rows and for narrower edge tiles (the Go
+// path), and writes nothing past each row's n columns.
+func TestScaleTileAVX512(t *testing.T) {
+	if !cpu.X86.HasAVX512F {
+		t.Skip("CPU lacks AVX512F")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	const ldy = 45
+	c := make([]int32, 32*amxNR)
+	for i := range c {
+		c[i] = int32(r.Uint32()) >> uint(r.IntN(20))
+	}
+	ws, xs := convertValues(r, amxNR, "normal"), convertValues(r, 32, "normal")
+	for rows := 0; rows <= 32; rows++ {
+		for _, n := range []int{32, 31, 7, 1} {
+			got, want := make([]float32, 32*ldy), make([]float32, 32*ldy)
+			for i := range got {
+				got[i], want[i] = -3, -3
+			}
+			scaleTileAVX512Go(got, ldy, c, ws, xs, rows, n)
+			scaleTileGo(want, ldy, c, ws, xs, rows, n)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("rows=%d n=%d: y[%d] = %g, want %g", rows, n, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+// TestSplitBF16AVX512: the AVX-512 split equals splitBF16StepsGo bit for
+// bit on random bit patterns (NaNs, infinities, denormals and zeros of
+// both signs included) and normal values, 1..5 K steps, and leaves the
+// sliver's other rows alone.
+func TestSplitBF16AVX512(t *testing.T) {
+	if !cpu.X86.HasAVX512F {
+		t.Skip("CPU lacks AVX512F")
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for nkb := 1; nkb <= 5; nkb++ {
+		for _, kind := range []string{"bits", "normal"} {
+			x := convertValues(r, nkb*32, kind)
+			x[0], x[1], x[2], x[3] = float32(math.Copysign(0, -1)), float32(math.Inf(1)), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00001)
+			n := nkb * 3 * amxPart / 2
+			got, want := make([]uint16, n), make([]uint16, n)
+			for i := range got {
+				got[i], want[i] = 0xabcd, 0xabcd
+			}
+			row := 5
+			splitBF16StepsAVX512(got[row*32:], x, nkb)
+			splitBF16StepsGo(want[row*32:], x, nkb)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("nkb=%d %s: u[%d] = %#x, want %#x", nkb, kind, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
