@@ -59,7 +59,10 @@ type runFile struct {
 		Detail string  `json:"detail"`
 	} `json:"checks"`
 	Noise *struct {
-		Noisy bool `json:"noisy"`
+		Noisy     bool    `json:"noisy"`
+		DRAMNow   float64 `json:"dram_now_gbps"`
+		DRAMProf  float64 `json:"dram_profile_gbps"`
+		GEMMRatio float64 `json:"gemm_ratio"`
 	} `json:"noise"`
 }
 
@@ -81,6 +84,7 @@ func main() {
 	prof := flag.String("profile", "", "the profile the runs were predicted with (profile.json)")
 	fromChecks := flag.Bool("table-from-checks", false, "without matrix.gemm_shapes in the profile, build the GEMM table from the runs' standalone-GEMM checks")
 	withNoisy := flag.Bool("noisy", false, "also replay the runs marked noisy (a diagnostic: fidelity.sh never counts them)")
+	drift := flag.Bool("drift", false, "predict each run on the profile drifted as its checks re-measured the host after it (roofline.Machine.Drifted: DRAM by dram_now/dram_profile, compute by gemm_ratio), as fidelity.sh's diagnostic does")
 	flag.Parse()
 	if *prof == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: fidreplay -profile P [-table-from-checks] run-*.json")
@@ -145,11 +149,15 @@ func main() {
 		c := full
 		c.Layers = r.Layers
 		prec := precisionOf(r)
-		pb, _, _, err := sweep.Predict(&before, c, prec, r.Batch, r.Prompt, r.Gen)
+		mb, ma := &before, after
+		if n := r.Noise; *drift && n != nil && n.DRAMNow > 0 && n.DRAMProf > 0 {
+			mb, ma = mb.Drifted(n.DRAMNow/n.DRAMProf, n.GEMMRatio), ma.Drifted(n.DRAMNow/n.DRAMProf, n.GEMMRatio)
+		}
+		pb, _, _, err := sweep.Predict(mb, c, prec, r.Batch, r.Prompt, r.Gen)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", names[i], err))
 		}
-		pa, _, _, err := sweep.Predict(after, c, prec, r.Batch, r.Prompt, r.Gen)
+		pa, _, _, err := sweep.Predict(ma, c, prec, r.Batch, r.Prompt, r.Gen)
 		if err != nil {
 			fail(fmt.Errorf("%s: %w", names[i], err))
 		}
