@@ -22,10 +22,11 @@ import (
 // (hidden 3072, 512 tokens: 9.7 GFLOP), sized so the section stays near
 // 15 s on 2 AVX2 cores (about 0.15 s per fp32 call on one core, 8 calls
 // per figure); quick mode halves M and takes hidden 2048 (1.1 GFLOP).
-// The GEMV weight is DRAM-sized: r.plan.gemvBytes in each dtype (the
+// The GEMV weight is DRAM-sized: r.plan.dramWS in each dtype (the
 // largest working set, ≥ 4× the last-level cache, and at least
-// gemvMinBytes: gemvWeightBytes), its bandwidth a fraction of the DRAM
-// read roof re-measured beside it (gemvroof.go). The quantized
+// dramMinBytes: dramWorkingSet), the DRAM read roofs' working set, its
+// bandwidth a fraction of the roof re-measured beside it (gemvroof.go).
+// The quantized
 // formats' packed weights are advised for transparent huge pages
 // (kernels/quant), as the roof's read buffers are: on the Zen 5 VM (THP
 // "madvise") the same GEMV on 4 KiB pages ran 0–20% slower at 1 thread
@@ -672,31 +673,31 @@ func GEMMFraction(g *results.GEMMResult, c *results.Compute, mem *results.Memory
 	return fmt.Sprintf("no %s ceiling at %d threads in the profile (compute or matrix section): fraction not computed", g.DType, g.Threads)
 }
 
-// gemvMinBytes is the smallest weight of the full probe's DRAM-sized
-// GEMVs (unless --max-ws sets the working sets): the size of a decode
-// step's weights (a 0.6B model's LM head alone is 622 MB in fp32), where
-// the cache share a host gives a virtual machine no longer helps.
-// Measured on the 2-vCPU Zen 5 KVM guest (2026-11-27, read curve of
-// `bench probe --only memory --max-ws 1GiB`): at 2 threads the read
-// kernel still fell from 90.6 GB/s at 136 MiB to 75.0 at 384 MiB and
-// 73.9 at 768 MiB (1 thread: flat from 128 MiB); interleaved `bench gemm
-// --m 1` at 2 threads streamed a 622 MB fp32 weight (151936×1024) at
-// 73–86% of the 128 MiB roof re-measured beside it, against 92–101% for
-// 134 MB ones (8192×4096, 32768×1024, 4096×8192), and the probe's
-// fp32 GEMV at 2 threads 44.2 GB/s at 512 MiB against 50.2 at 128 MiB
-// (two probes 25 s apart).
-const gemvMinBytes = 512 << 20
+// dramMinBytes is the smallest working set of the full probe's DRAM-sized
+// figures (the DRAM read roofs' largest and the GEMVs' weights; unless
+// --max-ws sets the working sets): the size of a decode step's weights (a
+// 0.6B model's LM head alone is 622 MB in fp32), where the cache share a
+// host gives a virtual machine no longer helps. Measured on the 2-vCPU
+// Zen 5 KVM guest (2026-11-27, read curve of `bench probe --only memory
+// --max-ws 1GiB`): at 2 threads the read kernel still fell from 90.6
+// GB/s at 136 MiB to 75.0 at 384 MiB and 73.9 at 768 MiB (1 thread:
+// flat from 128 MiB); interleaved `bench gemm --m 1` at 2 threads
+// streamed a 622 MB fp32 weight (151936×1024) at 73–86% of the 128 MiB
+// roof re-measured beside it, against 92–101% for 134 MB ones (8192×4096,
+// 32768×1024, 4096×8192), and the probe's fp32 GEMV at 2 threads 44.2
+// GB/s at 512 MiB against 50.2 at 128 MiB (two probes 25 s apart).
+const dramMinBytes = 512 << 20
 
-// gemvWeightBytes is the DRAM-sized GEMVs' weight bytes for a plan whose
-// largest working set is maxWS: maxWS where --max-ws set it (fixed),
-// in quick mode, or where three gemvMinBytes (the raw and packed weights
-// and the roof's buffers) do not fit the memory limit; else the larger
-// of maxWS and gemvMinBytes.
-func gemvWeightBytes(maxWS int64, fixed, quick bool, lim memlimit.Limit) int64 {
-	if fixed || quick || maxWS >= gemvMinBytes || lim.Known && 3*uint64(gemvMinBytes) > lim.Usable() {
+// dramWorkingSet is the DRAM-sized figures' working set for a plan whose
+// largest working set is maxWS: maxWS where --max-ws set it (fixed), in
+// quick mode, or where three dramMinBytes (a GEMV's raw and packed
+// weights and the roof's buffers) do not fit the memory limit; else the
+// larger of maxWS and dramMinBytes.
+func dramWorkingSet(maxWS int64, fixed, quick bool, lim memlimit.Limit) int64 {
+	if fixed || quick || maxWS >= dramMinBytes || lim.Known && 3*uint64(dramMinBytes) > lim.Usable() {
 		return maxWS
 	}
-	return gemvMinBytes
+	return dramMinBytes
 }
 
 // gemvRows is N of the section's DRAM-sized GEMV at K gemvK for a weight
@@ -772,7 +773,7 @@ func (r *runner) measuresGEMV(f string) (bool, results.Unavailable) {
 	if !r.cfg.Quick || !slices.Contains(quickNoGEMV, f) {
 		return true, results.Unavailable{}
 	}
-	return false, results.Unavailable{Kernel: "GEMV " + f, Why: fmt.Sprintf("not measured in quick mode: its %s synthetic weight is among the slowest to build (the full probe measures it)", sizeText(r.plan.gemvBytes))}
+	return false, results.Unavailable{Kernel: "GEMV " + f, Why: fmt.Sprintf("not measured in quick mode: its %s synthetic weight is among the slowest to build (the full probe measures it)", sizeText(r.plan.dramWS))}
 }
 
 // gemvFormats is the number of weight formats whose GEMV the section
@@ -846,7 +847,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
 		"(≥ 4× LLC and ≥ 512 MiB in a full probe of default working sets), weight GB/s = N·K·bytes/s (quantized formats: kernels/quant, activations quantized inside every call, the packed bytes, on pages advised huge as the DRAM read roof's buffers; fp32, bf16, int8: Go heap pages); "+
 		"gemm_shapes: M %v × N×K %v per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop's marginal cost between two cache-resident one-tile panels (K and 4·K) gives γ (cycles per 32 B; the intercept is the per-call cost), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
-		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.gemvBytes),
+		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.dramWS),
 		gemmShapeTable[r.cfg.Quick].Ms, gemmShapeTable[r.cfg.Quick].NK, tableBackendNames(), gemmTableReps, min(r.cfg.RepDuration, gemmTableRep))
 
 	threads := r.computeThreads()
@@ -883,7 +884,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 			return nil, err
 		}
 		bytes := gemm.WeightBytes(dt, 1, 1)
-		gn := gemvRows(r.plan.gemvBytes, float64(bytes))
+		gn := gemvRows(r.plan.dramWS, float64(bytes))
 		w, err := NewGEMMWeights(be, gn, gemvK, 2)
 		if err != nil {
 			return nil, err
@@ -919,7 +920,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		if ok, why := r.measuresGEMV(string(f)); !ok {
 			out.Unavailable = append(out.Unavailable, why)
 		} else {
-			gn := gemvRows(r.plan.gemvBytes, f.BytesPerWeight())
+			gn := gemvRows(r.plan.dramWS, f.BytesPerWeight())
 			w, err := NewQuantWeights(qb, f, gn, gemvK, 2)
 			if err != nil {
 				return nil, err

@@ -39,7 +39,7 @@ func TestMatrixSection(t *testing.T) {
 	smallMatrix(t)
 	r := newTestRunner(t, kernels.BestMem())
 	r.plan.cores = len(r.pool.workers)
-	r.plan.maxWS, r.plan.gemvBytes = 512<<10, 512<<10
+	r.plan.maxWS, r.plan.dramWS = 512<<10, 512<<10
 	r.cfg.Quick = true
 	prog := &countProgress{}
 	r.prog = prog
@@ -160,7 +160,7 @@ func TestMatrixSectionInterrupted(t *testing.T) {
 	smallMatrix(t)
 	r := newTestRunner(t, kernels.BestMem())
 	r.plan.cores = len(r.pool.workers)
-	r.plan.maxWS, r.plan.gemvBytes = 256<<10, 256<<10
+	r.plan.maxWS, r.plan.dramWS = 256<<10, 256<<10
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := r.matrixSection(ctx, nil, nil); err == nil || !strings.Contains(err.Error(), "canceled") {
@@ -272,10 +272,10 @@ func TestMatrixSectionTiming(t *testing.T) {
 	}
 }
 
-// TestGEMVWeightBytes: a full probe of default working sets measures its
-// GEMVs at gemvMinBytes at least; --max-ws, quick mode, a larger maxWS and
+// TestDRAMWorkingSet: a full probe of default working sets measures its
+// DRAM roofs and GEMVs at dramMinBytes at least; --max-ws, quick mode, a larger maxWS and
 // a memory limit below three such weights keep maxWS.
-func TestGEMVWeightBytes(t *testing.T) {
+func TestDRAMWorkingSet(t *testing.T) {
 	roomy := memlimit.Limit{Known: true, Bytes: 64 << 30}
 	tight := memlimit.Limit{Known: true, Bytes: 1 << 30}
 	for _, c := range []struct {
@@ -284,15 +284,15 @@ func TestGEMVWeightBytes(t *testing.T) {
 		lim          memlimit.Limit
 		want         int64
 	}{
-		{128 << 20, false, false, roomy, gemvMinBytes},
-		{128 << 20, false, false, memlimit.Limit{}, gemvMinBytes},
+		{128 << 20, false, false, roomy, dramMinBytes},
+		{128 << 20, false, false, memlimit.Limit{}, dramMinBytes},
 		{128 << 20, true, false, roomy, 128 << 20},
 		{128 << 20, false, true, roomy, 128 << 20},
 		{2 << 30, false, false, roomy, 2 << 30},
 		{128 << 20, false, false, tight, 128 << 20},
 	} {
-		if got := gemvWeightBytes(c.maxWS, c.fixed, c.quick, c.lim); got != c.want {
-			t.Errorf("gemvWeightBytes(%d, fixed %v, quick %v, %+v) = %d, want %d", c.maxWS, c.fixed, c.quick, c.lim, got, c.want)
+		if got := dramWorkingSet(c.maxWS, c.fixed, c.quick, c.lim); got != c.want {
+			t.Errorf("dramWorkingSet(%d, fixed %v, quick %v, %+v) = %d, want %d", c.maxWS, c.fixed, c.quick, c.lim, got, c.want)
 		}
 	}
 }

@@ -309,11 +309,13 @@ type dramCandidate struct {
 	pages  string
 }
 
-// dramWorkingSets are the DRAM roof's working sets: the sweep's largest
-// and, unless quick, 3/4 and 1/2 of it where each is still at least
-// dramMinWS at every thread count the plan measures and 64 MiB.
+// dramWorkingSets are the DRAM roof's working sets: the plan's dramWS
+// (the sweep's largest, or dramMinBytes where that is larger:
+// dramWorkingSet) and, unless quick, 3/4 and 1/2 of it where each is
+// still at least dramMinWS at every thread count the plan measures and
+// 64 MiB.
 func (r *runner) dramWorkingSets() []int64 {
-	maxWS := r.plan.maxWS
+	maxWS := max(r.plan.maxWS, r.plan.dramWS)
 	if r.cfg.Quick {
 		return []int64{maxWS}
 	}

@@ -46,7 +46,7 @@ func TestPickMixed(t *testing.T) {
 func TestMixedSection(t *testing.T) {
 	r := newTestRunner(t, kernels.BestMem())
 	r.plan.cores = len(r.pool.workers)
-	r.plan.maxWS, r.plan.gemvBytes = 8<<20, 8<<20
+	r.plan.maxWS, r.plan.dramWS = 8<<20, 8<<20
 	prog := &countProgress{}
 	r.prog = prog
 	m, err := r.mixedSection(context.Background())

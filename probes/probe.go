@@ -122,10 +122,12 @@ type plan struct {
 	numaLatWS    int64
 	numaSteps    int
 	maxWS        int64
-	// gemvBytes is the weight bytes of the matrix section's DRAM-sized
-	// GEMVs: maxWS, or gemvMinBytes where that is larger (gemvWeightBytes).
-	gemvBytes int64
-	note      string // a remark for the profile's notes, e.g. how the caches were found
+	// dramWS is the working set of the DRAM-sized figures: the largest of
+	// the memory section's DRAM read roofs and the matrix section's GEMV
+	// weights; maxWS, or dramMinBytes where that is larger
+	// (dramWorkingSet).
+	dramWS int64
+	note   string // a remark for the profile's notes, e.g. how the caches were found
 }
 
 type runner struct {
@@ -443,7 +445,7 @@ func (r *runner) makePlan(order []int) error {
 		return fmt.Errorf("--max-ws %d: must be at least 64 KiB", maxWS)
 	}
 	r.plan.maxWS = maxWS
-	r.plan.gemvBytes = gemvWeightBytes(maxWS, r.cfg.MaxWorkingSet > 0, r.cfg.Quick, lim)
+	r.plan.dramWS = dramWorkingSet(maxWS, r.cfg.MaxWorkingSet > 0, r.cfg.Quick, lim)
 
 	threads := r.cfg.Threads
 	if threads == nil {
