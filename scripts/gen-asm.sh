@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-generated=(kernels/mem_amd64.s kernels/nonlinear_amd64.s kernels/dot_amd64.s kernels/peak/peak_amd64.s kernels/gemm/kernels_amd64.s kernels/quant/kernels_amd64.s kernels/quant/prefill_amd64.s kernels/quant/kquant_amd64.s kernels/quant/col_amd64.s kernels/readpf_amd64.s)
+generated=(kernels/mem_amd64.s kernels/nonlinear_amd64.s kernels/dot_amd64.s kernels/peak/peak_amd64.s kernels/gemm/kernels_amd64.s kernels/gemm/amx_amd64.s kernels/quant/kernels_amd64.s kernels/quant/prefill_amd64.s kernels/quant/kquant_amd64.s kernels/quant/col_amd64.s kernels/readpf_amd64.s)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for f in "${generated[@]}"; do
