@@ -365,13 +365,45 @@ func TestAMXDisassembly(t *testing.T) {
 
 // BenchmarkAMXSchedule: the AMX backends' Run (N = K = 3072) on one
 // thread (M 512 and 2048) and on every CPU (M 2048) under candidate
-// schedules (amxSchedule), measured interleaved (every round times each
-// candidate for at least 100 ms, inside Pool.Do as bench gemm does) and
+// schedules (amxSchedule), measured interleaved (benchAMXVariants) and
 // printed as the median GFLOP/s (GOP/s for int8) over the rounds with the
 // range, to choose amxDefaultSchedule on an AMX machine. kc=all/np=1/ms=1
 // is the loop nest before schedules existed (the whole K per call, one
 // panel, one sliver).
 func BenchmarkAMXSchedule(b *testing.B) {
+	var vs []amxVariant
+	for _, sc := range amxCandidates {
+		kcs := fmt.Sprint(sc.KC)
+		if sc.KC == 1<<20 {
+			kcs = "all"
+		}
+		vs = append(vs, amxVariant{fmt.Sprintf("kc=%s np=%d ms=%d", kcs, sc.NP, sc.MS), func(op *amxOp) func() {
+			op.sched = sc
+			return func() { op.sched = amxSchedule{} }
+		}})
+	}
+	benchAMXBackends(b, vs)
+}
+
+// BenchmarkAMXConvert: the AMX backends' Run as BenchmarkAMXSchedule
+// measures it, with X's conversions and the int8 scaling on their Go
+// specifications against their AVX-512 kernels (convert_amd64.go),
+// interleaved.
+func BenchmarkAMXConvert(b *testing.B) {
+	if !cpu.X86.HasAVX512F {
+		b.Skip("CPU lacks AVX512F: the conversions run their Go specifications")
+	}
+	goConv := func(*amxOp) func() {
+		q, sc, sp := quantizeRow, scaleTile, splitBF16Steps
+		quantizeRow, scaleTile, splitBF16Steps = quantizeRowGo, scaleTileGo, splitBF16StepsGo
+		return func() { quantizeRow, scaleTile, splitBF16Steps = q, sc, sp }
+	}
+	benchAMXBackends(b, []amxVariant{{"conversions go", goConv}, {"conversions avx512", func(*amxOp) func() { return func() {} }}})
+}
+
+// benchAMXBackends runs benchAMXVariants on each available AMX backend at
+// N = K = 3072: one thread at M 512 and 2048, every CPU at M 2048.
+func benchAMXBackends(b *testing.B, vs []amxVariant) {
 	const n, k = 3072, 3072
 	for _, be := range Backends() {
 		if be.ISA != "amx" {
@@ -382,7 +414,7 @@ func BenchmarkAMXSchedule(b *testing.B) {
 			continue
 		}
 		p := benchProblem(be.DType, 2048, n, k)
-		benchAMXSchedule(b, be.Name, p.pack(&testing.T{}, be), p.x, n, k, [][2]int{{1, 512}, {1, 2048}, {runtime.NumCPU(), 2048}}, 5)
+		benchAMXVariants(b, be.Name, p.pack(&testing.T{}, be), p.x, n, k, [][2]int{{1, 512}, {1, 2048}, {runtime.NumCPU(), 2048}}, 5, vs)
 	}
 }
 
@@ -392,11 +424,20 @@ var amxCandidates = []amxSchedule{
 	{KC: 4, NP: 16, MS: 4}, {KC: 8, NP: 16, MS: 4}, {KC: 16, NP: 8, MS: 4}, {KC: 16, NP: 16, MS: 4},
 }
 
-// benchAMXSchedule times w.Run under each of amxCandidates, interleaved
-// over rounds, at each (threads, M) of runs (x: M×K for the largest M).
-func benchAMXSchedule(b *testing.B, name string, w *Weights, x []float32, n, k int, runs [][2]int, rounds int) {
+// amxVariant is one configuration benchAMXVariants times: set applies it
+// to the backend's op (or to the package) and returns its undo.
+type amxVariant struct {
+	name string
+	set  func(op *amxOp) func()
+}
+
+// benchAMXVariants times w.Run under each variant, interleaved over
+// rounds (round 0 warms up; every round times each variant for at least
+// 100 ms inside Pool.Do, as bench gemm runs it), at each (threads, M) of
+// runs (x: M×K for the largest M), and prints each variant's median
+// GFLOP/s over the rounds with the range.
+func benchAMXVariants(b *testing.B, name string, w *Weights, x []float32, n, k int, runs [][2]int, rounds int, vs []amxVariant) {
 	op := w.im.amx
-	defer func() { op.sched = amxSchedule{} }()
 	for _, r := range runs {
 		t, m := r[0], r[1]
 		cpus := make([]int, t)
@@ -413,10 +454,10 @@ func benchAMXSchedule(b *testing.B, name string, w *Weights, x []float32, n, k i
 		}
 		s := NewScratches(pl.Size(), w, Blocking{})
 		y := make([]float32, m*n)
-		rates := make([][]float64, len(amxCandidates))
-		for round := 0; round <= rounds; round++ { // round 0 warms up
-			for ci, sc := range amxCandidates {
-				op.sched = sc
+		rates := make([][]float64, len(vs))
+		for round := 0; round <= rounds; round++ {
+			for vi, v := range vs {
+				undo := v.set(op)
 				var calls int
 				var el time.Duration
 				err := pl.Do(func(mm *pool.Master) error {
@@ -430,24 +471,21 @@ func benchAMXSchedule(b *testing.B, name string, w *Weights, x []float32, n, k i
 						}
 					}
 				})
+				undo()
 				if err != nil {
 					b.Fatal(err)
 				}
 				if round > 0 {
-					rates[ci] = append(rates[ci], Flops(m, n, k)*float64(calls)/el.Seconds()/1e9)
+					rates[vi] = append(rates[vi], Flops(m, n, k)*float64(calls)/el.Seconds()/1e9)
 				}
 			}
 		}
 		pl.Close()
-		for ci, sc := range amxCandidates {
-			rs := rates[ci]
+		for vi, v := range vs {
+			rs := rates[vi]
 			slices.Sort(rs)
-			kcs := fmt.Sprint(sc.KC)
-			if sc.KC == 1<<20 {
-				kcs = "all"
-			}
-			fmt.Printf("%s threads=%d m=%d kc=%s np=%d ms=%d: %.1f GFLOP/s median (%.1f-%.1f, %d rounds)\n",
-				name, t, m, kcs, sc.NP, sc.MS, rs[len(rs)/2], rs[0], rs[len(rs)-1], len(rs))
+			fmt.Printf("%s threads=%d m=%d %s: %.1f GFLOP/s median (%.1f-%.1f, %d rounds)\n",
+				name, t, m, v.name, rs[len(rs)/2], rs[0], rs[len(rs)-1], len(rs))
 		}
 	}
 }
