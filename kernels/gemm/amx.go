@@ -294,14 +294,16 @@ func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int
 // int8 spent 44% quantizing X (quantizeRow), 15% scaling the int32 tiles
 // into Y and only 36% in the tile kernel. With those three on AVX-512
 // kernels (convert_amd64.go), the tile kernel takes 89% (bf16) and 83%
-// (int8) on 1 thread, and `bench gemm` (M 2048, N = K = 3072, same VM,
-// same call) gave amx-int8 8595 GOP/s on 16 threads (4474 before them,
-// in an earlier call) and 688 on 1 (1305 at M 512, against 276 before),
-// amx-bf16 2173 GFLOP/s on 16 and 177 on 1, against avx512vnni-int8 1141
-// and 249, avx512-bf16 768 and 87, avx512-fp32 768 and 76. On 16
-// threads the conversion pass that writes the shared slivers is slow
-// (bf16: 15% of the time, int8: 18% in its 64-byte copies), and workers
-// wait 12-24% at the pool's barriers.
+// (int8) on 1 thread; BenchmarkAMXConvert (same VM, the Go
+// specifications against the kernels interleaved, 5 rounds, medians):
+// amx-int8 313 → 758 GOP/s at M 512 on 1 thread, 307 → 709 at M 2048,
+// 3955 → 8055 on 16 threads; amx-bf16 130 → 159 GFLOP/s, 146 → 164 and
+// 1719 → 2097. `bench gemm` there (M 2048, N = K = 3072) gave amx-int8
+// 8595 GOP/s on 16 threads and 688 on 1, amx-bf16 2173 and 177 GFLOP/s,
+// against avx512vnni-int8 1141 and 249, avx512-bf16 768 and 87,
+// avx512-fp32 768 and 76. On 16 threads the conversion pass that writes
+// the shared slivers is still slow (bf16: 15% of the time, int8: 18% in
+// its 64-byte copies), and workers wait 12-24% at the pool's barriers.
 //
 // computeAMX is Block's AMX loop nest: MS slivers (32 rows each) of X at
 // a time are converted (amxOp.convert), then computeAMXFrom multiplies
