@@ -222,7 +222,7 @@ func (w *Weights) compute(y []float32, ldy int, x []float32, ldx int, m0, m1, n0
 			add := pc > 0
 			for ic := m0; ic < m1; ic += mc {
 				mb := min(mc, m1-ic)
-				packA(s.a, x[ic*ldx+pc:], ldx, mb, kb, mr)
+				packSlivers(s.a, x[ic*ldx+pc:], ldx, mb, kb, mr)
 				for p := jp; p < jpEnd; p++ {
 					bp := unsafe.Add(base, ((p-w.p0)*K+pc)*nr*esize)
 					lo, hi := max(n0, p*nr), min(n1, p*nr+nr)
@@ -262,7 +262,8 @@ func (w *Weights) compute(y []float32, ldy int, x []float32, ldx int, m0, m1, n0
 
 // packA packs the mb×kb block of X at x (row stride ldx) into slivers of mr
 // rows: sliver i (rows i·mr.., m = min(mr, mb-i·mr) of them) starts at
-// i·mr·kb and holds x[i·mr+r][p] at p·m+r.
+// i·mr·kb and holds x[i·mr+r][p] at p·m+r. It is the specification of
+// packSlivers (panels.go), which the loop nests call.
 func packA(dst, x []float32, ldx, mb, kb, mr int) {
 	for i := 0; i < mb; i += mr {
 		m := min(mr, mb-i)

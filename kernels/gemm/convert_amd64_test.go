@@ -137,3 +137,33 @@ func TestSplitBF16AVX512(t *testing.T) {
 		}
 	}
 }
+
+// TestPackSliversAVX512: the AVX-512 sliver packing equals packA (the
+// specification) element for element, for MR 12 and 6, every sliver
+// height and k steps around the 16-step blocks, and writes nothing past
+// the packed block.
+func TestPackSliversAVX512(t *testing.T) {
+	if !cpu.X86.HasAVX512F {
+		t.Skip("CPU lacks AVX512F")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, mr := range []int{12, 6} {
+		for _, mb := range []int{1, 5, 11, 12, 13, 24, 30} {
+			for _, kb := range []int{1, 15, 16, 17, 31, 32, 100, 256} {
+				ldx := kb + 3
+				x := convertValues(r, mb*ldx, "bits")
+				got, want := make([]float32, mb*kb+8), make([]float32, mb*kb+8)
+				for i := range got {
+					got[i], want[i] = -5, -5
+				}
+				packSliversFast(got, x, ldx, mb, kb, mr)
+				packA(want, x, ldx, mb, kb, mr)
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("mr=%d mb=%d kb=%d: dst[%d] = %#x, want %#x", mr, mb, kb, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+					}
+				}
+			}
+		}
+	}
+}

@@ -41,7 +41,9 @@
 //	                   mnemonic (checked against GNU as by amx_amd64_test.go)
 //	convert.go         X's int8 quantization, the AMX int32 tile scaling and
 //	                   bf16 split: Go specifications; convert_amd64.go puts
-//	                   the AVX-512 kernels (kernels/_asm/gemm) in their place
+//	                   the AVX-512 kernels (kernels/_asm/gemm) in their place,
+//	                   and the 16×16-transpose packing of 12-row slivers in
+//	                   packSlivers' (panels.go)
 //	parallel.go        Run on a kernels/pool group, RunSplit across two groups
 //	kernels_generic.go no assembly: build tag purego, or another GOARCH
 //	openblas/          a cgo harness (build tag openblas) comparing with

@@ -235,10 +235,16 @@ func (im *impl) panelCompute(bl Blocking, y []float32, ldy int, x []float32, ldx
 	}
 }
 
-// packSlivers is packA (block.go) four rows at a time: each k step of a
-// sliver gets four contiguous stores from four row streams (measured about
-// 1.6× packA's speed on AVX-512 Zen 5 at MR 12, k 128).
-func packSlivers(dst, x []float32, ldx, mb, kb, mr int) {
+// packSlivers packs X into MR-row slivers, as packA specifies (block.go),
+// for Block, PanelBlock and PackX: packSliversGo, or where the CPU has
+// AVX-512 the 16×16 transposes of packSliversAVX512 for whole 12-row
+// slivers (convert_amd64.go).
+var packSlivers = packSliversGo
+
+// packSliversGo is packA four rows at a time: each k step of a sliver
+// gets four contiguous stores from four row streams (measured about 1.6×
+// packA's speed on AVX-512 Zen 5 at MR 12, k 128).
+func packSliversGo(dst, x []float32, ldx, mb, kb, mr int) {
 	for i := 0; i < mb; i += mr {
 		m := min(mr, mb-i)
 		sl := dst[i*kb : i*kb+m*kb]

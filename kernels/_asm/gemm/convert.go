@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
 	. "github.com/mmcloughlin/avo/reg"
@@ -30,6 +32,7 @@ func genConvert() {
 	genQuantRow()
 	genScaleTile()
 	genSplitBF16()
+	genPackSlivers()
 }
 
 // broadcastD loads the 32-bit constant c into every lane of z (through tmp).
@@ -164,6 +167,141 @@ func genSplitBF16() {
 	DECQ(n)
 	JNZ(LabelRef("splitBF16_step"))
 	Label("splitBF16_done")
+	VZEROUPPER()
+	RET()
+}
+
+// simZ is a zmm register in the pack generator's simulation: which input
+// element (row·16 + column) each of its 16 float lanes holds.
+type simZ [16]int
+
+func unpck(a, b simZ, hi bool, pd bool) simZ {
+	var d simZ
+	for l := 0; l < 4; l++ {
+		o := 0
+		if hi {
+			o = 2
+		}
+		if pd {
+			d[l*4+0], d[l*4+1], d[l*4+2], d[l*4+3] = a[l*4+o], a[l*4+o+1], b[l*4+o], b[l*4+o+1]
+		} else {
+			d[l*4+0], d[l*4+1], d[l*4+2], d[l*4+3] = a[l*4+o/2*2], b[l*4+o/2*2], a[l*4+o/2*2+1], b[l*4+o/2*2+1]
+		}
+	}
+	return d
+}
+
+func shuf128(a, b simZ, imm uint8) simZ {
+	var d simZ
+	for l := 0; l < 4; l++ {
+		src := a
+		if l >= 2 {
+			src = b
+		}
+		s := int(imm>>(2*l)) & 3
+		copy(d[l*4:l*4+4], src[s*4:s*4+4])
+	}
+	return d
+}
+
+// genPackSlivers emits packSliversAVX512(dst, x *float32, ldx, nblk int):
+// nblk blocks of 16 k steps of one full 12-row sliver (kernels/gemm's
+// packSlivers with MR 12): rows x + r·ldx (r < 12, ldx in floats) are
+// transposed 16×16 at a time (rows 12..15 zero) by unpacks and 128-bit
+// lane shuffles, and k step p's 12 values are stored (mask 0xfff) at
+// dst + p·12. Which register holds which k step after the shuffles is
+// found by simulating them here; the generator fails unless every one
+// holds one k step with rows in lane order.
+func genPackSlivers() {
+	TEXT("packSliversAVX512", NOSPLIT, "func(dst *float32, x *float32, ldx int, nblk int)")
+	Doc("packSliversAVX512 packs whole 16-step blocks of one 12-row sliver; see convert.go of the generator.")
+	dst := Load(Param("dst"), RDI)
+	x := Load(Param("x"), RSI)
+	ld := Load(Param("ldx"), R9)
+	n := Load(Param("nblk"), RCX)
+	SHLQ(U8(2), ld) // bytes per row
+	ld3 := R10
+	LEAQ(Mem{Base: ld, Index: ld, Scale: 2}, ld3) // 3 rows
+	b1, b2 := R11, R12
+	MOVL(U32(0xfff), EAX)
+	KMOVW(EAX, K1)
+	TESTQ(n, n)
+	JZ(LabelRef("packSliv_done"))
+	Label("packSliv_blk")
+	LEAQ(Mem{Base: x, Index: ld, Scale: 4}, b1)  // rows 4..7
+	LEAQ(Mem{Base: b1, Index: ld, Scale: 4}, b2) // rows 8..11
+	rowMem := func(base GPPhysical, i int) Mem {
+		switch i {
+		case 0:
+			return Mem{Base: base}
+		case 1:
+			return Mem{Base: base, Index: ld, Scale: 1}
+		case 2:
+			return Mem{Base: base, Index: ld, Scale: 2}
+		}
+		return Mem{Base: base, Index: ld3, Scale: 1}
+	}
+	r := []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15}
+	t := []VecPhysical{Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
+	var sr, st [16]simZ
+	for i := 0; i < 16; i++ {
+		for l := 0; l < 16; l++ {
+			sr[i][l] = i*16 + l
+		}
+	}
+	for i, base := range []GPPhysical{RSI, b1, b2} {
+		for j := 0; j < 4; j++ {
+			VMOVUPS(rowMem(base, j), r[i*4+j])
+		}
+	}
+	for i := 12; i < 16; i++ {
+		VPXORD(r[i], r[i], r[i])
+	}
+	// Stage 1: 32-bit interleave of row pairs.
+	for i := 0; i < 8; i++ {
+		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
+		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
+		st[2*i], st[2*i+1] = unpck(sr[2*i], sr[2*i+1], false, false), unpck(sr[2*i], sr[2*i+1], true, false)
+	}
+	// Stage 2: 64-bit interleave.
+	for g := 0; g < 4; g++ {
+		a, b, c, d := 4*g, 4*g+1, 4*g+2, 4*g+3
+		VUNPCKLPD(t[c], t[a], r[a])
+		VUNPCKHPD(t[c], t[a], r[b])
+		VUNPCKLPD(t[d], t[b], r[c])
+		VUNPCKHPD(t[d], t[b], r[d])
+		sr[a], sr[b] = unpck(st[a], st[c], false, true), unpck(st[a], st[c], true, true)
+		sr[c], sr[d] = unpck(st[b], st[d], false, true), unpck(st[b], st[d], true, true)
+	}
+	// Stage 3: 128-bit lanes of rows 4 apart.
+	for h := 0; h < 2; h++ {
+		for i := 0; i < 4; i++ {
+			a, b := 8*h+i, 8*h+i+4
+			VSHUFF32X4(U8(0x88), r[b], r[a], t[8*h+i])
+			VSHUFF32X4(U8(0xdd), r[b], r[a], t[8*h+i+4])
+			st[8*h+i], st[8*h+i+4] = shuf128(sr[a], sr[b], 0x88), shuf128(sr[a], sr[b], 0xdd)
+		}
+	}
+	// Stage 4: 128-bit lanes of rows 8 apart.
+	for i := 0; i < 8; i++ {
+		VSHUFF32X4(U8(0x88), t[i+8], t[i], r[i])
+		VSHUFF32X4(U8(0xdd), t[i+8], t[i], r[i+8])
+		sr[i], sr[i+8] = shuf128(st[i], st[i+8], 0x88), shuf128(st[i], st[i+8], 0xdd)
+	}
+	for i := 0; i < 16; i++ {
+		col := sr[i][0] % 16
+		for l := 0; l < 16; l++ {
+			if sr[i][l] != l*16+col {
+				panic(fmt.Sprintf("packSlivers: register %d lane %d holds element %d, not row %d of column %d", i, l, sr[i][l], l, col))
+			}
+		}
+		VMOVUPS(r[i], K1, Mem{Base: dst, Disp: col * 48})
+	}
+	ADDQ(U8(64), x)
+	ADDQ(U32(16*48), dst)
+	DECQ(n)
+	JNZ(LabelRef("packSliv_blk"))
+	Label("packSliv_done")
 	VZEROUPPER()
 	RET()
 }
