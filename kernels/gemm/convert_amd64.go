@@ -19,6 +19,8 @@ func init() {
 		quantizeRow = quantizeRowAVX512
 		scaleTile = scaleTileAVX512Go
 		splitBF16Steps = splitBF16StepsAVX512
+	}
+	if cpu.X86.HasAVX2 || cpu.X86.HasAVX512F {
 		packSlivers = packSliversFast
 	}
 }
@@ -37,6 +39,9 @@ func splitBF16AVX512(dst *uint16, x *float32, nkb int)
 
 //go:noescape
 func packSliversAVX512(dst *float32, x *float32, ldx int, nblk int)
+
+//go:noescape
+func packSlivers6AVX2(dst *float32, x *float32, ldx int, nblk int)
 
 // quantizeRowAVX512 is quantizeRowGo: the largest |x| over whole vectors
 // by absMaxAVX512 and the tail in Go, then the quantization by
@@ -98,8 +103,12 @@ func splitBF16StepsAVX512(u []uint16, x []float32, nkb int) {
 	splitBF16AVX512(&u[0], &x[0], nkb)
 }
 
-// packSliversFast is packSliversGo with the whole 16-step blocks of full
-// 12-row slivers (MR 12: avx512-fp32, avx512-bf16) on packSliversAVX512;
+// packSliversFast is packSliversGo with the whole k-step blocks of full
+// slivers on the transposing kernels: 16-step blocks of 12-row slivers
+// (MR 12: avx512-fp32, avx512-bf16) on packSliversAVX512 where the CPU
+// has AVX512F, 8-step blocks of 6-row slivers (MR 6: avx2-fp32,
+// avx2-bf16) on packSlivers6AVX2, which stores whole vectors and so needs
+// at least one k step after its blocks (their spill is rewritten by it);
 // the other slivers and the last k steps run the Go code. Measured on the
 // 2-core Zen 5 VM (2026-11-27, one thread, 12-row slivers of X): 0.06–0.07
 // ns per element against 0.21–0.23 for packSliversGo and 0.38–0.40 for
@@ -107,28 +116,37 @@ func splitBF16StepsAVX512(u []uint16, x []float32, nkb int) {
 // `bench attention --contexts 128,512,2048 --ablate pipeline --threads 2`
 // prefill 0.341 → 0.302, 3.31 → 3.00 and 45.7 → 42.0 ms; `bench gemm
 // --dtype fp32 --m 128,512 --n 3072 --k 3072` 243–249 → 253–256 GFLOP/s
-// on 1 thread and 480–493 → 507–512 on 2 (old and new alternately, twice).
+// on 1 thread and 480–493 → 507–512 on 2 (old and new alternately, twice);
+// the AVX2 kernel on the same machine (--backend avx2-fp32,
+// --cores-backend avx2-fp32): GEMM 133 → 136–138 GFLOP/s on 1 thread,
+// prefill attention 0.485–0.490 → 0.448–0.455 ms at 128 tokens and
+// 76.1–77.0 → 73.8–75.2 ms at 2048.
 func packSliversFast(dst, x []float32, ldx, mb, kb, mr int) {
-	if mr != 12 || kb < 16 {
+	var nblk, step int
+	var kern func(dst *float32, x *float32, ldx int, nblk int)
+	switch {
+	case mr == 12 && cpu.X86.HasAVX512F:
+		nblk, step, kern = kb/16, 16, packSliversAVX512
+	case mr == 6:
+		nblk, step, kern = (kb-1)/8, 8, packSlivers6AVX2
+	}
+	if nblk == 0 {
 		packSliversGo(dst, x, ldx, mb, kb, mr)
 		return
 	}
-	nblk := kb / 16
 	for i := 0; i < mb; i += mr {
 		m := min(mr, mb-i)
-		if m < 12 {
+		if m < mr {
 			packSliversGo(dst[i*kb:], x[i*ldx:], ldx, m, kb, mr)
 			continue
 		}
-		sl := dst[i*kb : i*kb+12*kb]
-		_ = x[(i+11)*ldx+kb-1]
-		packSliversAVX512(&sl[0], &x[i*ldx], ldx, nblk)
-		if kb%16 != 0 {
-			for r := 0; r < 12; r++ {
-				row := x[(i+r)*ldx : (i+r)*ldx+kb]
-				for p := nblk * 16; p < kb; p++ {
-					sl[p*12+r] = row[p]
-				}
+		sl := dst[i*kb : i*kb+mr*kb]
+		_ = x[(i+mr-1)*ldx+kb-1]
+		kern(&sl[0], &x[i*ldx], ldx, nblk)
+		for r := 0; r < mr; r++ {
+			row := x[(i+r)*ldx : (i+r)*ldx+kb]
+			for p := nblk * step; p < kb; p++ {
+				sl[p*mr+r] = row[p]
 			}
 		}
 	}

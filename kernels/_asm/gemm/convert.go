@@ -33,6 +33,7 @@ func genConvert() {
 	genScaleTile()
 	genSplitBF16()
 	genPackSlivers()
+	genPackSlivers6()
 }
 
 // broadcastD loads the 32-bit constant c into every lane of z (through tmp).
@@ -191,6 +192,21 @@ func unpck(a, b simZ, hi bool, pd bool) simZ {
 	return d
 }
 
+// perm2f128 is VPERM2F128 on the low two 128-bit lanes (a ymm): lane i of
+// the result is lane imm>>(4i)&3 of a:b (0, 1: a's; 2, 3: b's).
+func perm2f128(a, b simZ, imm uint8) simZ {
+	var d simZ
+	for l := 0; l < 2; l++ {
+		s := int(imm>>(4*l)) & 3
+		src := a
+		if s >= 2 {
+			src, s = b, s-2
+		}
+		copy(d[l*4:l*4+4], src[s*4:s*4+4])
+	}
+	return d
+}
+
 func shuf128(a, b simZ, imm uint8) simZ {
 	var d simZ
 	for l := 0; l < 4; l++ {
@@ -302,6 +318,83 @@ func genPackSlivers() {
 	DECQ(n)
 	JNZ(LabelRef("packSliv_blk"))
 	Label("packSliv_done")
+	VZEROUPPER()
+	RET()
+}
+
+// genPackSlivers6 emits packSlivers6AVX2(dst, x *float32, ldx, nblk int):
+// packSliversAVX512's AVX2 form for 6-row slivers (MR 6: avx2-fp32,
+// avx2-bf16), 8 k steps per block by 8×8 transposes (rows 6 and 7 zero);
+// k step p's 8 lanes are stored unmasked at dst + p·6 in increasing p, so
+// lanes 6 and 7 land on the next step's rows 0 and 1, which that step's
+// store rewrites: the caller leaves at least one k step after the blocks
+// to its own code, which rewrites the last block's spill.
+func genPackSlivers6() {
+	TEXT("packSlivers6AVX2", NOSPLIT, "func(dst *float32, x *float32, ldx int, nblk int)")
+	Doc("packSlivers6AVX2 packs whole 8-step blocks of one 6-row sliver; see convert.go of the generator.")
+	dst := Load(Param("dst"), RDI)
+	x := Load(Param("x"), RSI)
+	ld := Load(Param("ldx"), R9)
+	n := Load(Param("nblk"), RCX)
+	SHLQ(U8(2), ld) // bytes per row
+	ld3 := R10
+	LEAQ(Mem{Base: ld, Index: ld, Scale: 2}, ld3)
+	b1 := R11
+	TESTQ(n, n)
+	JZ(LabelRef("packSliv6_done"))
+	Label("packSliv6_blk")
+	LEAQ(Mem{Base: x, Index: ld3, Scale: 1}, b1) // rows 3..5
+	r := []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7}
+	t := []VecPhysical{Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+	var sr, st [8]simZ
+	for i := 0; i < 8; i++ {
+		for l := 0; l < 8; l++ {
+			sr[i][l] = i*16 + l
+		}
+	}
+	for i, m := range []Mem{{Base: RSI}, {Base: RSI, Index: ld, Scale: 1}, {Base: RSI, Index: ld, Scale: 2},
+		{Base: b1}, {Base: b1, Index: ld, Scale: 1}, {Base: b1, Index: ld, Scale: 2}} {
+		VMOVUPS(m, r[i])
+	}
+	VXORPS(r[6], r[6], r[6])
+	VXORPS(r[7], r[7], r[7])
+	for i := 0; i < 4; i++ {
+		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
+		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
+		st[2*i], st[2*i+1] = unpck(sr[2*i], sr[2*i+1], false, false), unpck(sr[2*i], sr[2*i+1], true, false)
+	}
+	for g := 0; g < 2; g++ {
+		a, b, c, d := 4*g, 4*g+1, 4*g+2, 4*g+3
+		VUNPCKLPD(t[c], t[a], r[a])
+		VUNPCKHPD(t[c], t[a], r[b])
+		VUNPCKLPD(t[d], t[b], r[c])
+		VUNPCKHPD(t[d], t[b], r[d])
+		sr[a], sr[b] = unpck(st[a], st[c], false, true), unpck(st[a], st[c], true, true)
+		sr[c], sr[d] = unpck(st[b], st[d], false, true), unpck(st[b], st[d], true, true)
+	}
+	for i := 0; i < 4; i++ {
+		VPERM2F128(U8(0x20), r[i+4], r[i], t[i])
+		VPERM2F128(U8(0x31), r[i+4], r[i], t[i+4])
+		st[i], st[i+4] = perm2f128(sr[i], sr[i+4], 0x20), perm2f128(sr[i], sr[i+4], 0x31)
+	}
+	cols := make([]int, 8)
+	for i := 0; i < 8; i++ {
+		col := st[i][0] % 16
+		for l := 0; l < 8; l++ {
+			if st[i][l] != l*16+col {
+				panic(fmt.Sprintf("packSlivers6: register %d lane %d holds element %d, not row %d of column %d", i, l, st[i][l], l, col))
+			}
+		}
+		cols[col] = i
+	}
+	for col := 0; col < 8; col++ { // increasing k step: each store's spill is rewritten by the next
+		VMOVUPS(t[cols[col]], Mem{Base: dst, Disp: col * 24})
+	}
+	ADDQ(U8(32), x)
+	ADDQ(U8(8*24), dst)
+	DECQ(n)
+	JNZ(LabelRef("packSliv6_blk"))
+	Label("packSliv6_done")
 	VZEROUPPER()
 	RET()
 }
