@@ -127,7 +127,7 @@ func packSliversFast(dst, x []float32, ldx, mb, kb, mr int) {
 	switch {
 	case mr == 12 && cpu.X86.HasAVX512F:
 		nblk, step, kern = kb/16, 16, packSliversAVX512
-	case mr == 6:
+	case mr == 6 && cpu.X86.HasAVX2:
 		nblk, step, kern = (kb-1)/8, 8, packSlivers6AVX2
 	}
 	if nblk == 0 {
