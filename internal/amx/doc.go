@@ -18,10 +18,11 @@ package amx
 // how far the AMX code has run on hardware. CI cannot run it: the
 // machines CI runs on lack AMX, and the emulators of Debian 12's packages
 // do not emulate it (Bochs 2.7 has no AMX; QEMU 7.2's TCG has no AMX, only
-// KVM passes it through on AMX hardware). It ran on one AMX machine: the
-// tests of kernels/gemm (the assembly against the Go specification, every
-// backend against the float64 reference) and `bench probe` on it. The
+// KVM passes it through on AMX hardware). It ran on one kind of AMX
+// machine, lent twice: the tests of kernels/gemm (the assembly against the
+// Go specification, every backend against the float64 reference), the
+// engine's tests and `bench probe` on it. The
 // kernels still guard themselves: each checks its result against its Go
 // specification on first use (kernels/gemm's amx-bf16 and amx-int8), or
 // against a model of its checksum (kernels/peak's amx_bf16 and amx_int8).
-const Verified = "not run in CI (Bochs 2.7 and QEMU 7.2 TCG in Debian 12 do not emulate AMX); ran on hardware 2026-11-26: Intel Xeon family 6 model 207 (Emerald Rapids), 16 vCPUs under KVM, tests against the Go specification passed"
+const Verified = "not run in CI (Bochs 2.7 and QEMU 7.2 TCG in Debian 12 do not emulate AMX); ran on hardware 2026-11-26 and, with the multi-panel tile kernel, 2026-11-27: Intel Xeon family 6 model 207 (Emerald Rapids), 16 vCPUs under KVM, tests against the Go specification passed"
