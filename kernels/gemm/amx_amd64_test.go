@@ -431,9 +431,13 @@ type amxVariant struct {
 	set  func(op *amxOp) func()
 }
 
+// amxRoundCalls is the Run calls benchAMXVariants times per variant and
+// round (0.1–0.5 s at the benchmarks' shapes on the Emerald Rapids VM).
+const amxRoundCalls = 4
+
 // benchAMXVariants times w.Run under each variant, interleaved over
-// rounds (round 0 warms up; every round times each variant for at least
-// 100 ms inside Pool.Do, as bench gemm runs it), at each (threads, M) of
+// rounds (round 0 warms up; every round times amxRoundCalls calls of each
+// variant inside Pool.Do, as bench gemm runs it), at each (threads, M) of
 // runs (x: M×K for the largest M), and prints each variant's median
 // GFLOP/s over the rounds with the range.
 func benchAMXVariants(b *testing.B, name string, w *Weights, x []float32, n, k int, runs [][2]int, rounds int, vs []amxVariant) {
@@ -458,25 +462,23 @@ func benchAMXVariants(b *testing.B, name string, w *Weights, x []float32, n, k i
 		for round := 0; round <= rounds; round++ {
 			for vi, v := range vs {
 				undo := v.set(op)
-				var calls int
 				var el time.Duration
 				err := pl.Do(func(mm *pool.Master) error {
 					t0 := time.Now()
-					for calls = 1; ; calls++ {
+					for range amxRoundCalls {
 						if err := w.Run(mm, gs[0], y, x, m, s); err != nil {
 							return err
 						}
-						if el = time.Since(t0); el >= 100*time.Millisecond {
-							return nil
-						}
 					}
+					el = time.Since(t0)
+					return nil
 				})
 				undo()
 				if err != nil {
 					b.Fatal(err)
 				}
 				if round > 0 {
-					rates[vi] = append(rates[vi], Flops(m, n, k)*float64(calls)/el.Seconds()/1e9)
+					rates[vi] = append(rates[vi], Flops(m, n, k)*amxRoundCalls/el.Seconds()/1e9)
 				}
 			}
 		}

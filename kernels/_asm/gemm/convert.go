@@ -220,6 +220,29 @@ func shuf128(a, b simZ, imm uint8) simZ {
 	return d
 }
 
+// interleaveRows emits the first two stages of a transpose of the rows in
+// r (8 or 16 registers; t as many temporaries) and simulates them on sr
+// and st: 32-bit interleaves of row pairs into t, then 64-bit interleaves
+// of those back into r, so each register of r holds, per 128-bit lane,
+// one column of four consecutive rows (the lane shuffles that follow
+// join the lanes).
+func interleaveRows(r, t []VecPhysical, sr, st []simZ) {
+	for i := 0; i < len(r)/2; i++ {
+		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
+		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
+		st[2*i], st[2*i+1] = unpck(sr[2*i], sr[2*i+1], false, false), unpck(sr[2*i], sr[2*i+1], true, false)
+	}
+	for g := 0; g < len(r)/4; g++ {
+		a, b, c, d := 4*g, 4*g+1, 4*g+2, 4*g+3
+		VUNPCKLPD(t[c], t[a], r[a])
+		VUNPCKHPD(t[c], t[a], r[b])
+		VUNPCKLPD(t[d], t[b], r[c])
+		VUNPCKHPD(t[d], t[b], r[d])
+		sr[a], sr[b] = unpck(st[a], st[c], false, true), unpck(st[a], st[c], true, true)
+		sr[c], sr[d] = unpck(st[b], st[d], false, true), unpck(st[b], st[d], true, true)
+	}
+}
+
 // genPackSlivers emits packSliversAVX512(dst, x *float32, ldx, nblk int):
 // nblk blocks of 16 k steps of one full 12-row sliver (kernels/gemm's
 // packSlivers with MR 12): rows x + r·ldx (r < 12, ldx in floats) are
@@ -273,22 +296,7 @@ func genPackSlivers() {
 	for i := 12; i < 16; i++ {
 		VPXORD(r[i], r[i], r[i])
 	}
-	// Stage 1: 32-bit interleave of row pairs.
-	for i := 0; i < 8; i++ {
-		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
-		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
-		st[2*i], st[2*i+1] = unpck(sr[2*i], sr[2*i+1], false, false), unpck(sr[2*i], sr[2*i+1], true, false)
-	}
-	// Stage 2: 64-bit interleave.
-	for g := 0; g < 4; g++ {
-		a, b, c, d := 4*g, 4*g+1, 4*g+2, 4*g+3
-		VUNPCKLPD(t[c], t[a], r[a])
-		VUNPCKHPD(t[c], t[a], r[b])
-		VUNPCKLPD(t[d], t[b], r[c])
-		VUNPCKHPD(t[d], t[b], r[d])
-		sr[a], sr[b] = unpck(st[a], st[c], false, true), unpck(st[a], st[c], true, true)
-		sr[c], sr[d] = unpck(st[b], st[d], false, true), unpck(st[b], st[d], true, true)
-	}
+	interleaveRows(r, t, sr[:], st[:])
 	// Stage 3: 128-bit lanes of rows 4 apart.
 	for h := 0; h < 2; h++ {
 		for i := 0; i < 4; i++ {
@@ -358,20 +366,7 @@ func genPackSlivers6() {
 	}
 	VXORPS(r[6], r[6], r[6])
 	VXORPS(r[7], r[7], r[7])
-	for i := 0; i < 4; i++ {
-		VUNPCKLPS(r[2*i+1], r[2*i], t[2*i])
-		VUNPCKHPS(r[2*i+1], r[2*i], t[2*i+1])
-		st[2*i], st[2*i+1] = unpck(sr[2*i], sr[2*i+1], false, false), unpck(sr[2*i], sr[2*i+1], true, false)
-	}
-	for g := 0; g < 2; g++ {
-		a, b, c, d := 4*g, 4*g+1, 4*g+2, 4*g+3
-		VUNPCKLPD(t[c], t[a], r[a])
-		VUNPCKHPD(t[c], t[a], r[b])
-		VUNPCKLPD(t[d], t[b], r[c])
-		VUNPCKHPD(t[d], t[b], r[d])
-		sr[a], sr[b] = unpck(st[a], st[c], false, true), unpck(st[a], st[c], true, true)
-		sr[c], sr[d] = unpck(st[b], st[d], false, true), unpck(st[b], st[d], true, true)
-	}
+	interleaveRows(r, t, sr[:], st[:])
 	for i := 0; i < 4; i++ {
 		VPERM2F128(U8(0x20), r[i+4], r[i], t[i])
 		VPERM2F128(U8(0x31), r[i+4], r[i], t[i+4])
