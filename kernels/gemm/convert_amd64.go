@@ -73,8 +73,7 @@ func quantizeRowAVX512(q []int8, x []float32) float32 {
 		quantRowAVX512(&q[0], &x[0], n, inv)
 	}
 	for i := n; i < len(x); i++ {
-		f := math.RoundToEven(float64(x[i] * inv))
-		q[i] = int8(min(max(f, -127), 127))
+		q[i] = quantizeValue(x[i], inv)
 	}
 	return amax / 127
 }

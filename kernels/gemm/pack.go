@@ -245,8 +245,14 @@ func quantizeRowGo(q []int8, x []float32) float32 {
 	}
 	inv := 127 / amax
 	for i, v := range x {
-		f := math.RoundToEven(float64(v * inv))
-		q[i] = int8(min(max(f, -127), 127))
+		q[i] = quantizeValue(v, inv)
 	}
 	return amax / 127
+}
+
+// quantizeValue is one element of quantizeRowGo: v·inv rounded to float32,
+// then to the nearest integer (ties to even), clamped to [-127, 127].
+func quantizeValue(v, inv float32) int8 {
+	f := math.RoundToEven(float64(v * inv))
+	return int8(min(max(f, -127), 127))
 }
