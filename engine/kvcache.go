@@ -167,6 +167,11 @@ func (l *kvLayout) writeRows(kc, vc []float32, pos, n int, k, v []float32) {
 			p := pos + j0
 			c := min(kvBlock, nr-p%nr, n-j0) // positions of one panel
 			off := h*l.kHead + p/nr*hd*nr + p%nr
+			if !l.bf16 && c == kvBlock {
+				kernels.TransposeRows8(kc[off:][:(hd-1)*nr+c], nr, k[j0*kvd+h*hd:], kvd, hd)
+				j0 += c
+				continue
+			}
 			var rows [kvBlock][]float32
 			for j := range c {
 				rows[j] = k[(j0+j)*kvd+h*hd:][:hd]
@@ -181,8 +186,6 @@ func (l *kvLayout) writeRows(kc, vc []float32, pos, n int, k, v []float32) {
 						out[j] = toBF16(rows[j][d])
 					}
 				}
-			} else if c == kvBlock {
-				kernels.TransposeRows8(kc[off:][:(hd-1)*nr+c], nr, k[j0*kvd+h*hd:], kvd, hd)
 			} else {
 				dst := kc[off:][:(hd-1)*nr+c]
 				for d := range hd {
