@@ -151,6 +151,10 @@ type attnScratch struct {
 	// scale is kernels.Scale's best kernel (kernels.ScaleKernel): the
 	// queries' 1/√d, the accumulator's rescale, the output's 1/sum.
 	scale func(x []float32, s float32)
+
+	// slots are the pipeline's further job slots of a pair whose matrix
+	// worker owns these buffers (pipelineSlot), made on first use.
+	slots []*attnScratch
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout

@@ -19,16 +19,26 @@ import (
 // i+1 and P·V of tile i (qkTile, pvTile: the backend's microkernels) while
 // the vector worker runs the online softmax of tile i (softmaxTile: max,
 // exp, sum) and the rescale of the accumulator (rescaleTile). The scores
-// go through two buffers (s[0], s[1] of the pair's attnScratch, by tile
-// parity): QKᵀ of tile i+1 fills one while the softmax works on the other.
-// The hand-off is lock-free: three counters per pair (tiles scored,
-// tiles whose probabilities are ready, tiles added by P·V), each written
-// by one side and spun on by the other; no goroutine per tile, the pairs
-// are the pool's workers (kernels/pool RunGroups over two groups). Per
-// tile the two sides meet twice, so the pipeline's time is, per tile, the
+// go through two buffers (s[0], s[1] of a job slot's attnScratch, by
+// tile parity): QKᵀ of tile i+1 fills one while the softmax works on the
+// other. A pair holds up to attnSlots jobs in a ring of slots, so that
+// tile i+1 may be the first tile of the next job: the stages overlap
+// across jobs too. The hand-off is lock-free: four counters per pair
+// (jobs posted, tiles scored, tiles whose probabilities are ready, tiles
+// added by P·V; tiles counted across the pair's jobs), each written by
+// one side and spun on by the other; no goroutine per tile, the pairs are
+// the pool's workers (kernels/pool RunGroups over two groups). Per tile
+// the two sides meet twice, so the pipeline's time is, per tile, the
 // longer of the matrix stage (QKᵀ + P·V) and the vector stage (softmax +
-// rescale), not their sum, plus one tile's stage to fill and drain per
-// job (roofline.PredictAttention).
+// rescale), not their sum, plus one tile's stage per pair to fill and
+// drain (roofline.PredictAttention).
+//
+// Measured (bench attention --placement cores, qwen3-0.6b, 2 threads: one
+// pair of cores, the Zen 5 VM): with one job at a time per pair (the
+// previous schedule: each job filled and drained the pipeline alone, and
+// the next job began only after the last P·V) the pipelined prefill took
+// 6.6, 16.1 and 128.7 ms at contexts 256, 512 and 2048; with the ring of
+// job slots 2.0, 6.5 and 88.3 ms, measured back to back.
 //
 // The matrix group is the second half of the workers (as the mixed
 // placement cuts them) running the attention backend (attnBackend, the
@@ -41,16 +51,27 @@ import (
 // on every worker: the same stages on the same buffers in the same order
 // per job, so the outputs are bit-identical and only the time changes.
 
+// attnSlots is the number of jobs a pipeline pair holds at once (its
+// ring of job slots, each with its own buffers): the job whose output the
+// vector worker still has to finish, the job whose tiles flow through
+// the stages, and the next job, posted ahead so that the matrix worker
+// computes QKᵀ of its first tile while the vector worker runs the
+// softmax of the current job's last tile (the stages overlap across
+// jobs, not only across the tiles of one job).
+const attnSlots = 3
+
 // attnPair is one pipeline pair's shared state.
 type attnPair struct {
-	ws     *attnScratch // the job's buffers, the matrix worker's (its backend's panels)
-	unit   atomic.Int64 // the posted job's index, -1: no more
-	posted atomic.Int64 // jobs posted by the vector worker
-	scored atomic.Int64 // tiles of the posted job through QKᵀ
-	probs  atomic.Int64 // tiles through the softmax and the rescale
-	added  atomic.Int64 // tiles through P·V
-	failed atomic.Bool  // one side panicked: the other stops waiting
-	_      [64]byte     // keep consecutive pairs' counters off each other's cache lines
+	ws [attnSlots]*attnScratch // the job slots' buffers, of the matrix worker's backend
+	// unit is the job index posted in each slot (-1: no more jobs),
+	// written by the vector worker before it increments posted.
+	unit [attnSlots]int64
+	// The counters: jobs posted (slot posted%attnSlots), and tiles, counted
+	// across the pair's jobs in order, through QKᵀ (scored), through the
+	// softmax and the rescale (probs), through P·V (added).
+	posted, scored, probs, added atomic.Int64
+	failed                       atomic.Bool // one side panicked: the other stops waiting
+	_                            [64]byte    // keep consecutive pairs' counters off each other's cache lines
 }
 
 // waitFor spins until c reaches n, yielding the processor between polls
@@ -76,12 +97,39 @@ func (p *attnPair) fail() {
 	}
 }
 
+// pipelineSlot returns the pipeline's job slot k of ws (0: ws itself; the
+// others are made on first use and kept with ws, so a pair allocates
+// them once): buffers of ws's backend, KV layout and group.
+func (ws *attnScratch) pipelineSlot(k int) *attnScratch {
+	if k == 0 {
+		return ws
+	}
+	for len(ws.slots) < k {
+		ws.slots = append(ws.slots, newAttnScratch(ws.be, ws.lay, ws.group))
+	}
+	s := ws.slots[k-1]
+	s.lay, s.group = ws.lay, ws.group
+	return s
+}
+
 // attnPipeline runs jobs (claimed in order, dynamically) on the pairs
 // (vec.Workers()[k], mat.Workers()[k]), the pair's buffers from
-// scratch(matrix worker); vector workers without a partner run jobs
-// serially on their own scratch. job(i, ws, j) fills *j with job i for
-// the buffers ws (whose layout its caches must have). Once ctx (nil: none)
-// is done no further job is claimed and its error is returned.
+// scratch(matrix worker) (and its pipelineSlot twins); vector workers
+// without a partner run jobs serially on their own scratch. job(i, ws, j)
+// fills *j with job i for the buffers ws (whose layout its caches must
+// have). Once ctx (nil: none) is done no further job is claimed and its
+// error is returned.
+//
+// Per pair, the tiles of its jobs form one sequence g = 0, 1, ...: the
+// matrix worker computes QKᵀ of tile g+1 (the next tile of the job, or
+// the first tile of the next job) before P·V of tile g, while the vector
+// worker runs the softmax and the rescale of tile g. The vector worker
+// claims and begins (scales and packs the queries of) the next job
+// before the softmax of the current job's last tile, and finishes (the
+// division by the sums and the output) the previous job after the rescale
+// of the current job's first tile, so neither waits for the other at a
+// job's boundary beyond the one tile's stage the pipeline needs to fill
+// and drain per pair and call.
 func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n int, scratch func(worker int) *attnScratch, job func(i int, ws *attnScratch, j *attnJob)) error {
 	vw, mw := vec.Workers(), mat.Workers()
 	if len(vw) < len(mw) {
@@ -89,7 +137,10 @@ func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n 
 	}
 	pairs := make([]attnPair, len(mw))
 	for k := range pairs {
-		pairs[k].ws = scratch(mw[k])
+		ws := scratch(mw[k])
+		for s := range attnSlots {
+			pairs[k].ws[s] = ws.pipelineSlot(s)
+		}
 	}
 	var next atomic.Int64
 	claim := func() int {
@@ -113,61 +164,113 @@ func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n 
 		}
 		p := &pairs[local]
 		defer p.fail()
-		ws := p.ws
-		var j attnJob
-		for {
-			i := claim()
-			if i < 0 {
-				p.unit.Store(-1)
+		var js [attnSlots]attnJob
+		posted := 0
+		// post claims the next non-empty job, begins it in the next slot
+		// (free: its previous job was finished) and posts it; without
+		// one it posts the end and reports false.
+		post := func() bool {
+			k := posted % attnSlots
+			posted++
+			for {
+				i := claim()
+				if i < 0 {
+					p.unit[k] = -1
+					p.posted.Add(1)
+					return false
+				}
+				job(i, p.ws[k], &js[k])
+				if !p.ws[k].begin(&js[k]) {
+					continue
+				}
+				if len(p.ws[k].tiles) == 0 { // no tile to pipeline (begin lists at least one)
+					p.ws[k].finish(&js[k])
+					continue
+				}
+				p.unit[k] = int64(i)
 				p.posted.Add(1)
-				return nil
+				return true
 			}
-			job(i, ws, &j)
-			if !ws.begin(&j) {
-				continue
-			}
-			p.scored.Store(0)
-			p.probs.Store(0)
-			p.added.Store(0)
-			p.unit.Store(int64(i))
-			p.posted.Add(1)
-			nt := int64(len(ws.tiles))
-			for t := range nt {
-				p.waitFor(&p.scored, t+1)
-				ws.softmaxTile(&j, int(t), int(t%2))
-				p.waitFor(&p.added, t) // P·V of the previous tile is in o
-				ws.rescaleTile(int(t))
-				p.probs.Store(t + 1)
-			}
-			p.waitFor(&p.added, nt)
-			ws.finish(&j)
 		}
+		g := int64(0) // the pair's tiles so far
+		prev := -1    // the slot of the job to finish, -1: none
+		prevEnd := int64(0)
+		more := post()
+		for c := 0; more; c++ {
+			k := c % attnSlots
+			ws, j := p.ws[k], &js[k]
+			nt := len(ws.tiles)
+			for t := range nt {
+				if t == nt-1 {
+					more = post()
+				}
+				p.waitFor(&p.scored, g+1)
+				ws.softmaxTile(j, t, t%2)
+				if t > 0 {
+					p.waitFor(&p.added, g) // P·V of the job's previous tile is in o
+				}
+				ws.rescaleTile(t)
+				g++
+				p.probs.Store(g)
+				if t == 0 && prev >= 0 {
+					p.waitFor(&p.added, prevEnd)
+					p.ws[prev].finish(&js[prev])
+					prev = -1
+				}
+			}
+			prev, prevEnd = k, g
+		}
+		if prev >= 0 {
+			p.waitFor(&p.added, prevEnd)
+			p.ws[prev].finish(&js[prev])
+		}
+		return nil
 	}
 	matSide := func(local, _ int) error {
 		p := &pairs[local]
 		defer p.fail()
-		ws := p.ws
-		var j attnJob
-		for seen := int64(1); ; seen++ {
-			p.waitFor(&p.posted, seen)
-			i := p.unit.Load()
+		var js [attnSlots]attnJob
+		taken := int64(0)
+		// take waits for the next posted job and returns its slot, or -1
+		// at the end.
+		take := func() int {
+			taken++
+			p.waitFor(&p.posted, taken)
+			k := int((taken - 1) % attnSlots)
+			i := p.unit[k]
 			if i < 0 {
-				return nil
+				return -1
 			}
-			job(int(i), ws, &j)
-			nt := int64(len(ws.tiles))
-			ws.qkTile(&j, 0, 0)
-			p.scored.Store(1)
+			job(int(i), p.ws[k], &js[k])
+			return k
+		}
+		k := take()
+		if k < 0 {
+			return nil
+		}
+		p.ws[k].qkTile(&js[k], 0, 0)
+		g := int64(0)
+		p.scored.Store(1)
+		for k >= 0 {
+			ws, j := p.ws[k], &js[k]
+			nt := len(ws.tiles)
+			nk := k
 			for t := range nt {
 				if t+1 < nt {
-					ws.qkTile(&j, int(t+1), int((t+1)%2))
-					p.scored.Store(t + 2)
+					ws.qkTile(j, t+1, (t+1)%2)
+					p.scored.Store(g + 2)
+				} else if nk = take(); nk >= 0 {
+					p.ws[nk].qkTile(&js[nk], 0, 0)
+					p.scored.Store(g + 2)
 				}
-				p.waitFor(&p.probs, t+1)
-				ws.pvTile(&j, int(t), int(t%2))
-				p.added.Store(t + 1)
+				p.waitFor(&p.probs, g+1)
+				ws.pvTile(j, t, t%2)
+				g++
+				p.added.Store(g)
 			}
+			k = nk
 		}
+		return nil
 	}
 	if _, err := ms.RunGroups(pool.Task{Group: vec, F: vecSide}, pool.Task{Group: mat, F: matSide}); err != nil {
 		return err

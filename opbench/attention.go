@@ -523,7 +523,8 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 // on the target named like the placement plus the vector stage (softmax,
 // rescale) on the cores; pipelined, the longer stage at its group's share
 // (the matrix stage on the target of the pair's matrix worker: its share
-// of the cores, or the whole matrix unit) plus the fill and drain. It
+// of the cores, or the whole matrix unit) plus the fill and drain (once
+// per pair of workers, n/2 pairs of n workers). It
 // returns the total, the two stages and a note.
 func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend) (total, matrix, vector float64, note string) {
 	if c.Machine == nil {
@@ -548,6 +549,7 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 			}
 		}
 		s.VectorShare = float64(n-n/2) / float64(n)
+		s.Pairs = n / 2
 	}
 	target, note, ok := predictionTarget(c.Machine, place, c.Backends.Pair)
 	if !ok {

@@ -22,6 +22,11 @@ type AttentionSchedule struct {
 	// its own resource). The serial schedule runs both stages on every
 	// worker, one after the other, and ignores them.
 	MatrixShare, VectorShare float64
+	// Pairs is the pipeline's pairs of workers (a matrix worker and a
+	// vector worker each; 0 counts as 1): each pair runs the tiles of
+	// its jobs as one sequence, so the pipeline fills and drains once per
+	// pair and call.
+	Pairs int
 	// Tile is the KV positions per tile (the engine's attention tile) and
 	// Rows the query rows per job (its attnRows); both ≥ 1.
 	Tile, Rows int
@@ -61,13 +66,17 @@ type AttentionStages struct {
 	// worker (the pipeline ablation).
 	Serial float64 `json:"serial_s"`
 	// Pipelined is max(Matrix/MatrixShare, Vector/VectorShare) plus, per
-	// job, one tile of the shorter stage (each job's pipeline fills with
-	// its first QKᵀ and drains with its last rescale and P·V alone):
-	// max(m, v) + min(m, v)/tiles per job. The stages overlap tile by
-	// tile, so the time is the longer stage's, not the sum.
+	// pair, one tile of the shorter stage (a pair's sequence of tiles
+	// fills with its first QKᵀ and drains with its last rescale and P·V
+	// alone; between jobs the next job's first QKᵀ overlaps the current
+	// job's last softmax, engine/attention_pipeline.go): max(m, v) +
+	// min(m, v)·pairs/tiles. The stages overlap tile by tile, so the time
+	// is the longer stage's, not the sum.
 	Pipelined float64 `json:"pipelined_s"`
-	// TilesPerJob is the mean number of KV tiles a job visits.
+	// TilesPerJob is the mean number of KV tiles a job visits; Tiles the
+	// tiles of the call (every job of every sequence and KV head).
 	TilesPerJob float64 `json:"tiles_per_job"`
+	Tiles       float64 `json:"tiles"`
 	// Setup is a tiled kernel's query passes outside its tiles (scale,
 	// pack, output; tiled.go), part of the vector stage; 0 otherwise.
 	Setup float64 `json:"setup_s,omitempty"`
@@ -146,10 +155,10 @@ func PredictAttention(m *Machine, arch Arch, r Request, prec string, s Attention
 	} else {
 		st.Note = fmt.Sprintf("no %s ceiling on the cores and no non-linear rate: the rescale is not timed", prec)
 	}
+	st.Tiles = tiles * perSeqKV
 	st.Vector = st.Softmax + st.Rescale
 	st.Serial = st.Matrix + st.Vector
-	mt, vt := st.Matrix/s.MatrixShare, st.Vector/s.VectorShare
-	st.Pipelined = math.Max(mt, vt) + math.Min(mt, vt)/math.Max(st.TilesPerJob, 1)
+	st.Pipelined = s.pipelined(st.Matrix, st.Vector, st.Tiles)
 	return st, nil
 }
 
@@ -187,10 +196,18 @@ func predictTiled(m *Machine, ops []Operator, prec string, s AttentionSchedule) 
 		tiles += float64((a.C-a.T+r1-1)/s.Tile + 1)
 	}
 	st.TilesPerJob = tiles / jobs
+	st.Tiles = tiles * float64(max(a.KVHeads, 1)*max(a.B, 1))
 	st.Serial = st.Matrix + st.Vector
-	mt, vt := st.Matrix/s.MatrixShare, st.Vector/s.VectorShare
-	st.Pipelined = math.Max(mt, vt) + math.Min(mt, vt)/math.Max(st.TilesPerJob, 1)
+	st.Pipelined = s.pipelined(st.Matrix, st.Vector, st.Tiles)
 	return st, nil
+}
+
+// pipelined is the pipelined time of stages of matrix and vector seconds
+// (on every worker) over tiles tiles under s: the longer stage at its
+// share, plus one tile of the shorter one per pair to fill and drain.
+func (s AttentionSchedule) pipelined(matrix, vector, tiles float64) float64 {
+	mt, vt := matrix/s.MatrixShare, vector/s.VectorShare
+	return math.Max(mt, vt) + math.Min(mt, vt)*float64(max(s.Pairs, 1))/math.Max(tiles, 1)
 }
 
 // placeStages places an attention's qk, softmax and pv on m: the matrix

@@ -24,8 +24,8 @@ func TestPredictAttention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rows at positions 0..3 see 1, 1, 2, 2 tiles of 2, plus the division.
-	if st.RescaleElems != 10 || st.TilesPerJob != 2 {
-		t.Errorf("causal: rescale elements %v, tiles per job %v; want 10, 2", st.RescaleElems, st.TilesPerJob)
+	if st.RescaleElems != 10 || st.TilesPerJob != 2 || st.Tiles != 2 {
+		t.Errorf("causal: rescale elements %v, tiles per job %v, tiles %v; want 10, 2, 2", st.RescaleElems, st.TilesPerJob, st.Tiles)
 	}
 	s.Window = 1 // each row sees its own tile only
 	if w, err := PredictAttention(m, arch, req, "fp16", s); err != nil || w.RescaleElems != 8 {
@@ -45,10 +45,21 @@ func TestPredictAttention(t *testing.T) {
 	if math.Abs(st.Serial-(st.Matrix+st.Softmax+st.Rescale)) > 1e-12*st.Serial {
 		t.Errorf("serial %v ≠ matrix %v + softmax %v + rescale %v", st.Serial, st.Matrix, st.Softmax, st.Rescale)
 	}
-	want := math.Max(st.Matrix, st.Vector) + math.Min(st.Matrix, st.Vector)/st.TilesPerJob
+	// 64 jobs of 32 rows per KV head, each seeing the tiles of 128 up to
+	// its last row: 1..16 (4 jobs each), 8.5 on average, 8 KV heads.
+	if wantTiles := 8 * 64 * 8.5; st.Tiles != wantTiles || st.TilesPerJob != 8.5 {
+		t.Errorf("tiles %v, per job %v; want %v, 8.5", st.Tiles, st.TilesPerJob, wantTiles)
+	}
+	want := math.Max(st.Matrix, st.Vector) + math.Min(st.Matrix, st.Vector)/st.Tiles
 	if math.Abs(st.Pipelined-want) > 1e-12*want || st.Pipelined >= st.Serial {
 		t.Errorf("pipelined %v, want max + min/tiles = %v < serial %v", st.Pipelined, want, st.Serial)
 	}
+	// Each pair fills and drains once: two pairs, two tiles of the shorter stage.
+	s.Pairs = 2
+	if two, err := PredictAttention(m, arch, req, "fp16", s); err != nil || math.Abs(two.Pipelined-st.Pipelined-math.Min(st.Matrix, st.Vector)/st.Tiles) > 1e-12*want {
+		t.Errorf("2 pairs: pipelined %v (%v), want %v + one more tile of the shorter stage", two.Pipelined, err, st.Pipelined)
+	}
+	s.Pairs = 0
 	// The matrix stage on the matrix unit: the same vector stage.
 	s.Target = "sme"
 	if sme, err := PredictAttention(m, arch, req, "fp16", s); err != nil || sme.Matrix >= st.Matrix || sme.Vector != st.Vector {

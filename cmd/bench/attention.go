@@ -89,7 +89,7 @@ prefill at the work the kernel's tiles do (roofline.TiledWork: whole
 slivers and tiles, softmax runs at the probe's rate for their row width,
 scores in the core's caches, the queries' scale, pack and output passes);
 serial: their sum; pipelined: the longer stage at its group's share plus
-one tile per job to fill and drain), and
+one tile per pair of workers to fill and drain), and
 the fraction of the probed fp32 GEMM ceiling (prefill; target 70%) or of
 the probed read roof for the KV bytes (decode; target 80%). Sampled outputs
 are checked against a float64 reference. Writes attention.png (prefill and
