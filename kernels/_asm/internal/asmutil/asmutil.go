@@ -34,19 +34,29 @@ var (
 func X(v Register) VecPhysical { return v.(Vec).AsX().(VecPhysical) }
 func Y(v Register) VecPhysical { return v.(Vec).AsY().(VecPhysical) }
 
-// PFDist returns how far ahead (bytes) the VNNI GEMV kernels (quant's and
-// quantk's) prefetch the weight panel: 4096, or $QUANT_PFDIST for tuning
-// (the .s files in the tree use the default). A PREFETCHT0 can never
-// fault, so running past the end is safe. Measured on the Zen 5 VM (bench
-// gemm --m 1 --n 151936 --k 1024 --dtype q8_0 --threads 1, the Qwen3 LM
-// head): no prefetch 21–23 GB/s, 1 KiB 26–35, 4 KiB 28–38; the host is
-// noisy, so the choice is rough.
+// PFDist returns how far ahead (bytes) the GEMV kernels (quant's,
+// quantk's and quantcol's) prefetch the weight panel: 6144, or
+// $QUANT_PFDIST for tuning (the .s files in the tree use the default). A
+// PREFETCHT0 can never fault, so running past the end is safe. Measured
+// on the Zen 5 VM (bench gemm --m 1 --n 151936 --k 1024 --dtype q8_0
+// --threads 1, the Qwen3 LM head): no prefetch 21–23 GB/s, 1 KiB 26–35,
+// 4 KiB 28–38. On 2026-11-27 (bench gemm --m 1 --n 65536 --k 8192
+// --threads 1, the column-order kernels, binaries of each distance run
+// in turn, 3 to 9 rounds, fraction of the 1-thread roof re-measured
+// beside each figure): q4_k at 1, 4, 6, 8, 12, 16 and 24 KiB 58–59,
+// 74–83, 83–91, 76–87, 77–86, 79–81 and 72–77%; q6_k 66–67, 75–83,
+// 81–88, 82–85, 79–81, 79–84, 78–84%; q4_0 71–73, 88–91, 92–99, 88–92,
+// 76–89, 88–89, 84–89%. PREFETCHNTA at 6 KiB measured as PREFETCHT0
+// (q4_k 82–88%), PREFETCHT1 lower (q4_k 72–75%). The avx2 backend's
+// lane-order kernels at 1 thread did not move beyond the noise between 4
+// and 6 KiB (q8_0 79–83%, q4_0 70–71%, q4_k 72–79%). The host is noisy, so
+// the choice is rough.
 func PFDist() int {
 	if d := os.Getenv("QUANT_PFDIST"); d != "" {
 		v, _ := strconv.Atoi(d)
 		return v
 	}
-	return 4096
+	return 6144
 }
 
 // lazy returns a function that emits the RODATA symbol name with emit on
