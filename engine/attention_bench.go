@@ -43,7 +43,9 @@ type AttentionBenchOptions struct {
 // AttentionBench is the engine's attention (attendBlock on the KV cache
 // layout of kvcache.go, in Batch.attention's work units of the tile
 // planner's query rows (AttentionRows of the last worker's backend, the
-// pipeline's matrix group) × one KV head, claimed dynamically by the workers) alone, on
+// pipeline's matrix group) × one KV head, claimed dynamically by the
+// workers in prefill and split statically in decode, as Batch.attention
+// runs them) alone, on
 // synthetic queries, keys and values in [-1, 1), for `bench attention`
 // (SMEPilot §4.3, Figs. 10b and 11b). It is not safe for concurrent use.
 type AttentionBench struct {
@@ -189,6 +191,27 @@ func (a *AttentionBench) run(ctx context.Context, ms *pool.Master, g *pool.Group
 	})
 }
 
+// runSplit runs the units on g's workers through ms as the engine's decode
+// does (Batch.attention): worker k of g runs units [bounds[k],
+// bounds[k+1]) (attnSplit), while ctx runs; do gets the pool worker index.
+func (a *AttentionBench) runSplit(ctx context.Context, ms *pool.Master, g *pool.Group, bounds []int, do func(worker, i int)) error {
+	workers := g.Workers()
+	for _, w := range workers {
+		if w < 0 || w >= len(a.ws) {
+			return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
+		}
+	}
+	return ms.Run(g, func(local, _ int) error {
+		for i := bounds[local]; i < bounds[local+1]; i++ {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			do(workers[local], i)
+		}
+		return nil
+	})
+}
+
 // Prefill runs causal attention for a prompt of T tokens from an empty
 // cache (query rows 0..T-1 of the first sequence, row t attending to
 // positions 0..t) on g's workers: T/AttentionRows (rounded up) × KVHeads work
@@ -258,9 +281,10 @@ func (a *AttentionBench) PrefillPipelined(ctx context.Context, ms *pool.Master, 
 // step, SMEPilot Fig. 11b's decode token width): sequence s's rows
 // s·width..s·width+width-1 are at positions ctx-width..ctx-1 and attend
 // causally to its own cache, on g's workers in seqs × KVHeads ×
-// ceil(width/AttentionRows) work units. Its FLOPs are DecodeFLOPs, its KV
-// bytes DecodeKVBytes. Once cx is done no further unit is claimed and its
-// error is returned. Errors: ctx out of 1..MaxSeq, seqs out of 1..Seqs,
+// ceil(width/AttentionRows) work units, split statically over the workers
+// as the engine's decode splits them (attnSplit). Its FLOPs are
+// DecodeFLOPs, its KV bytes DecodeKVBytes. Once cx is done no further
+// unit is run and its error is returned. Errors: ctx out of 1..MaxSeq, seqs out of 1..Seqs,
 // width out of 1..min(ctx, Width), a worker without a backend, the pool's
 // errors.
 func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Group, ctx, seqs, width int) error {
@@ -285,7 +309,11 @@ func (a *AttentionBench) Decode(cx context.Context, ms *pool.Master, g *pool.Gro
 	}
 	qd, group := o.Heads*o.HeadDim, o.Heads/o.KVHeads
 	scale := float32(1 / math.Sqrt(float64(o.HeadDim)))
-	return a.run(cx, ms, g, len(units), func(w, i int) {
+	costs := make([]float64, len(units))
+	for i, u := range units {
+		costs[i] = float64(u.r1-u.r0) * float64(ctx-width+u.r1)
+	}
+	return a.runSplit(cx, ms, g, attnSplit(costs, len(g.Workers())), func(w, i int) {
 		u, ws := units[i], a.ws[w]
 		name := ws.be.Name
 		rows := a.out[u.s*width*qd : (u.s+1)*width*qd]

@@ -536,3 +536,44 @@ func TestAttentionPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestAttnSplit checks the decode attention's static split: contiguous
+// runs covering every unit once, each within one unit's cost of an equal
+// share.
+func TestAttnSplit(t *testing.T) {
+	for _, tc := range []struct {
+		costs []float64
+		w     int
+	}{
+		{[]float64{1, 1, 1, 1}, 2},
+		{[]float64{1, 1, 1, 1, 1, 1, 1, 1}, 3},
+		{[]float64{8, 1, 1, 1, 1, 1, 1, 1, 1}, 2},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8}, 4},
+		{[]float64{5}, 3},
+		{nil, 2},
+	} {
+		b := attnSplit(tc.costs, tc.w)
+		if len(b) != tc.w+1 || b[0] != 0 || b[tc.w] != len(tc.costs) {
+			t.Fatalf("costs %v over %d: bounds %v", tc.costs, tc.w, b)
+		}
+		total, big := 0.0, 0.0
+		for _, c := range tc.costs {
+			total, big = total+c, max(big, c)
+		}
+		for k := range tc.w {
+			if b[k+1] < b[k] {
+				t.Fatalf("costs %v over %d: bounds %v not ordered", tc.costs, tc.w, b)
+			}
+			run := 0.0
+			for _, c := range tc.costs[b[k]:b[k+1]] {
+				run += c
+			}
+			if run > total/float64(tc.w)+big {
+				t.Errorf("costs %v over %d: run %d (%v) costs %v > share %v + one unit %v", tc.costs, tc.w, k, b, run, total/float64(tc.w), big)
+			}
+		}
+	}
+	if b := attnSplit([]float64{1, 1, 1, 1}, 2); b[1] != 2 {
+		t.Errorf("4 equal units over 2: bounds %v, want [0 2 4]", b)
+	}
+}

@@ -56,7 +56,8 @@ pinned workers) at the model's heads, KV heads and head dim:
 
 Placements: cores (the cores' fp32 backend on every thread), matrix (the
 matrix target's backend on every thread) and mixed (the two, each on half
-of the threads, work units claimed dynamically); attention's tiles run on
+of the threads; prefill's work units claimed dynamically, decode's split
+statically, balanced by cost, as the engine runs them); attention's tiles run on
 fp32 panels, so matrix and mixed apply only where the matrix target's
 backend is fp32 (e.g. sme-fp32, or one named by --matrix-backend); those
 that do not apply are listed with the reason. --ablate kv-packing keeps the
