@@ -90,8 +90,20 @@ import (
 const signature = "func(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)"
 
 // pfDist is how far ahead (bytes) the kernels prefetch the group's quants
-// (asmutil.PFDist).
-var pfDist = asmutil.PFDist()
+// (asmutil.PFDist), pfFar how far a second prefetch reaches
+// (asmutil.PFFar).
+var pfDist, pfFar = asmutil.PFDist(), asmutil.PFFar()
+
+// prefetch emits the prefetches of the line at b+off: PREFETCHT0 pfDist
+// ahead and, for the K-quants (far) where pfFar > 0, PREFETCHNTA pfFar
+// ahead (asmutil.PFFar gives the measurements; the per-32 formats ran
+// slower with it).
+func prefetch(b Register, off int, far bool) {
+	PREFETCHT0(Mem{Base: b, Disp: pfDist + off})
+	if far && pfFar > 0 {
+		PREFETCHNTA(Mem{Base: b, Disp: pfFar + off})
+	}
+}
 
 var (
 	mask0F = asmutil.Bytes64("colmask0f", func(int) byte { return 0x0f })
@@ -179,7 +191,7 @@ func gen(f string, m int) {
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
 	for off := 0; off < 2*cb; off += 64 {
-		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+		prefetch(g.B, off, false)
 	}
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
@@ -376,7 +388,7 @@ func genBW(f string, m int) {
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
 	for off := 0; off < 2*cb; off += 64 {
-		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+		prefetch(g.B, off, false)
 	}
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
@@ -512,7 +524,7 @@ func genLow(f string, m int) {
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
 	for off := 0; off < 2*cb; off += 64 {
-		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+		prefetch(g.B, off, false)
 	}
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
@@ -709,7 +721,7 @@ func genLowBW(f string, m int) {
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
 	for off := 0; off < 2*cb; off += 64 {
-		PREFETCHT0(Mem{Base: g.B, Disp: pfDist + off})
+		prefetch(g.B, off, false)
 	}
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
@@ -872,7 +884,7 @@ func genK(m int) {
 	kScalesQ4K(g.B, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
 	for pp := 0; pp < 4; pp++ {
 		for l := 0; l < 9; l++ {
-			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
+			prefetch(g.B, (9*pp+l)*64, true)
 		}
 		for h := 0; h < 2; h++ {
 			j := 2*pp + h
@@ -996,7 +1008,7 @@ func genK6(m int) {
 	VCVTPH2PS(Mem{Base: g.B}, dv)
 	for pp := 0; pp < 4; pp++ {
 		for l := 0; l < 14; l++ {
-			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (14*pp+l)*64})
+			prefetch(g.B, (14*pp+l)*64, true)
 		}
 		for h := 0; h < 2; h++ {
 			for th := 0; th < 2; th++ {
@@ -1110,7 +1122,7 @@ func genKBW(m int) {
 	kScalesQ4K(g.B, k0F, k3F, k30, scLo, scHi, mLo, mHi, dv, mv, t)
 	for pp := 0; pp < 4; pp++ {
 		for l := 0; l < 9; l++ {
-			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (9*pp+l)*64})
+			prefetch(g.B, (9*pp+l)*64, true)
 		}
 		for h := 0; h < 2; h++ {
 			j := 2*pp + h
@@ -1210,7 +1222,7 @@ func genK6BW(m int) {
 	VCVTPH2PS(Mem{Base: g.B}, dv)
 	for pp := 0; pp < 4; pp++ {
 		for l := 0; l < 14; l++ {
-			PREFETCHT0(Mem{Base: g.B, Disp: pfDist + (14*pp+l)*64})
+			prefetch(g.B, (14*pp+l)*64, true)
 		}
 		for h := 0; h < 2; h++ {
 			for th := 0; th < 2; th++ {

@@ -59,6 +59,28 @@ func PFDist() int {
 	return 6144
 }
 
+// PFFar returns how far ahead (bytes) the column-order K-quant GEMV
+// kernels (quantcol's q4_k and q6_k) issue a second prefetch of each
+// weight line, PREFETCHNTA, beside PREFETCHT0 at PFDist: 12288, or
+// $QUANT_PFFAR for tuning (0: none). Measured on the Zen 5 VM on
+// 2026-11-27 (bench gemm --m 1 --n 65536 --k 8192, binaries with and
+// without it run in turn, 10 rounds at 1 thread and 7 at 2, fraction of
+// the ebw at the roof re-measured beside each figure): q6_k on 1 thread
+// 68–89% without, 82–94% with (median 85 against 90); q4_k on 1 thread
+// 88–92% against 84–94% (90 against 90); on 2 threads q6_k 85–93%
+// against 88–109%, q4_k 90–99% against 96–101%. A second PREFETCHT1 at
+// 12 KiB or PREFETCHT2 at 16 KiB lowered q4_k to 80–84% (3 rounds). The
+// per-32 formats' kernels ran slower with it (3 rounds, 1 thread: q4_0
+// 94–96% → 85–87%, int2 96–99% → 84–86%, int1 89–93% → 63–65%), so they
+// have none.
+func PFFar() int {
+	if d := os.Getenv("QUANT_PFFAR"); d != "" {
+		v, _ := strconv.Atoi(d)
+		return v
+	}
+	return 12288
+}
+
 // lazy returns a function that emits the RODATA symbol name with emit on
 // its first call (so only constants some kernel uses are in the .s) and
 // returns its address.
