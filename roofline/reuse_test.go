@@ -105,7 +105,8 @@ func TestReuseDistances(t *testing.T) {
 
 // TestOperandLevels: a vector operator's operands are timed at the level
 // their reuse distance leaves them in (capacity ≥ reuseMargin × (distance
-// + bytes)), a write to lines in DRAM at DRAM's write roof; a decode-sized
+// + bytes)), a write to lines in DRAM at DRAM's write roof (in place, at
+// its read roof); a decode-sized
 // one counts cold lines only for its weights and the operands in a shared
 // level.
 func TestOperandLevels(t *testing.T) {
@@ -132,6 +133,23 @@ func TestOperandLevels(t *testing.T) {
 	}
 	if got := m.coldLines(o, 1); got != 1024 {
 		t.Errorf("cold lines %v, want 1024 (the DRAM write's)", got)
+	}
+
+	// In place (RoPE's q, Distance 0): the lines it writes were just
+	// read, so with the whole call in DRAM the write moves them back at
+	// the read rate, no write-allocate: both halves at DRAM's read roof.
+	const mb = 1 << 20
+	r := vector(OpRoPE, KindNonlinear, 1024, 1024, 3, 1, 4) // 4 MiB of q in and out: act 8 MiB > L2
+	r.Operands = []Operand{
+		{Buffer: "q", Bytes: 4 * mb, Distance: 8 * mb},
+		{Buffer: "q", Bytes: 4 * mb, Write: true},
+	}
+	if cb, _ := m.memTime(r, 1, 1<<30); !nearRel(cb.Seconds, 8*mb/10e9) {
+		t.Errorf("in place: memTime %v s, want %v (read and write-back at DRAM's read roof)", cb.Seconds, 8*mb/10e9)
+	}
+	r.Operands[1].Distance = 8 * mb // written elsewhere since: write-allocate, at the write roof
+	if cb, _ := m.memTime(r, 1, 1<<30); !nearRel(cb.Seconds, 4*mb/10e9+4*mb/5e9) {
+		t.Errorf("not in place: memTime %v s, want %v (DRAM read, DRAM write roof)", cb.Seconds, 4*mb/10e9+4*mb/5e9)
 	}
 }
 
