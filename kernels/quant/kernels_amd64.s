@@ -599,7 +599,7 @@ kernQ8VNNIm4_store:
 	RET
 
 // func kernQ8AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernQ8AVX2m1(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -627,6 +627,10 @@ TEXT ·kernQ8AVX2m1(SB), NOSPLIT, $0-72
 	JZ           kernQ8AVX2m1_store
 
 kernQ8AVX2m1_loop:
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
 	VMOVDQU      (SI), Y4
 	VMOVDQU      32(SI), Y5
 	VBROADCASTSD (R8), Y9
@@ -707,7 +711,7 @@ kernQ8AVX2m1_store:
 	RET
 
 // func kernQ8AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernQ8AVX2m2(SB), NOSPLIT, $0-72
 	MOVQ   np+0(FP), CX
 	MOVQ   a+8(FP), SI
@@ -733,6 +737,10 @@ TEXT ·kernQ8AVX2m2(SB), NOSPLIT, $0-72
 	JZ     kernQ8AVX2m2_store
 
 kernQ8AVX2m2_loop:
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
+	PREFETCHT0   6272(DI)
+	PREFETCHT0   6336(DI)
 	VCVTPH2PS    (R11), Y12
 	VBROADCASTSD (R8), Y8
 	VMULPS       Y12, Y8, Y8
@@ -1564,7 +1572,7 @@ kernQ4VNNIm4_store:
 	RET
 
 // func kernQ4AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernQ4AVX2m1(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -1592,6 +1600,8 @@ TEXT ·kernQ4AVX2m1(SB), NOSPLIT, $0-72
 	JZ           kernQ4AVX2m1_store
 
 kernQ4AVX2m1_loop:
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
 	VMOVDQU      (SI), Y4
 	VMOVDQU      32(SI), Y5
 	VPBROADCASTQ (R9), Y6
@@ -1665,7 +1675,7 @@ kernQ4AVX2m1_store:
 	RET
 
 // func kernQ4AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernQ4AVX2m2(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -1697,6 +1707,8 @@ TEXT ·kernQ4AVX2m2(SB), NOSPLIT, $0-72
 	JZ           kernQ4AVX2m2_store
 
 kernQ4AVX2m2_loop:
+	PREFETCHT0   6144(DI)
+	PREFETCHT0   6208(DI)
 	VCVTPH2PS    (R11), Y12
 	VBROADCASTSD (R8), Y8
 	VMULPS       Y12, Y8, Y8
@@ -2528,7 +2540,7 @@ kernI2VNNIm4_store:
 	RET
 
 // func kernI2AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernI2AVX2m1(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -2557,6 +2569,7 @@ TEXT ·kernI2AVX2m1(SB), NOSPLIT, $0-72
 	JZ           kernI2AVX2m1_store
 
 kernI2AVX2m1_loop:
+	PREFETCHT0     6144(DI)
 	VMOVDQU        (SI), Y4
 	VMOVDQU        32(SI), Y5
 	VPBROADCASTQ   (R9), Y6
@@ -2634,7 +2647,7 @@ kernI2AVX2m1_store:
 	RET
 
 // func kernI2AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernI2AVX2m2(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -2666,6 +2679,7 @@ TEXT ·kernI2AVX2m2(SB), NOSPLIT, $0-72
 	JZ           kernI2AVX2m2_store
 
 kernI2AVX2m2_loop:
+	PREFETCHT0     6144(DI)
 	VCVTPH2PS      (R11), Y12
 	VBROADCASTSD   (R8), Y8
 	VMULPS         Y12, Y8, Y8
@@ -3574,7 +3588,7 @@ kernI1VNNIm4_store:
 	RET
 
 // func kernI1AVX2m1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernI1AVX2m1(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -3604,6 +3618,7 @@ TEXT ·kernI1AVX2m1(SB), NOSPLIT, $0-72
 	JZ           kernI1AVX2m1_store
 
 kernI1AVX2m1_loop:
+	PREFETCHT0   6144(DI)
 	VMOVDQU      (SI), Y4
 	VMOVDQU      32(SI), Y5
 	VPBROADCASTQ (R9), Y6
@@ -3693,7 +3708,7 @@ kernI1AVX2m1_store:
 	RET
 
 // func kernI1AVX2m2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
-// Requires: AVX, AVX2, F16C, FMA3
+// Requires: AVX, AVX2, F16C, FMA3, MMX+
 TEXT ·kernI1AVX2m2(SB), NOSPLIT, $0-72
 	MOVQ         np+0(FP), CX
 	MOVQ         a+8(FP), SI
@@ -3723,6 +3738,7 @@ TEXT ·kernI1AVX2m2(SB), NOSPLIT, $0-72
 	JZ           kernI1AVX2m2_store
 
 kernI1AVX2m2_loop:
+	PREFETCHT0   6144(DI)
 	VCVTPH2PS    (R11), Y12
 	VBROADCASTSD (R8), Y8
 	VMULPS       Y12, Y8, Y8
