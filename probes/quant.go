@@ -417,3 +417,34 @@ func quantEBW(name string, f quant.Format, up UpconvertCost, clockHz float64, cl
 	}
 	return q
 }
+
+// MeasureQuantEBW measures backend be's up-convert cost for format f now
+// (UpconvertCosts: the low-bit GEMV paper's γ, §III-F) and returns its
+// effective-bandwidth record (Eq. 3) at threads on profile p's clock (a
+// matrix.quant_ebw record's: the same machine) and DRAM read roofs: for a
+// backend that p has no record of (bench gemm --backend naming one that is
+// not the probe's best). Its GammaMethod says it was measured by the
+// caller, not by the probe. Errors: ctx's and UpconvertCosts'; a profile
+// without a clock (no quant_ebw record with one).
+func (b *GEMMBench) MeasureQuantEBW(ctx context.Context, p *results.Profile, be quant.Backend, f quant.Format, threads []int) (results.QuantEBW, error) {
+	var clock float64
+	var clockSrc string
+	if p != nil && p.Matrix != nil {
+		for _, q := range p.Matrix.QuantEBW {
+			if q.ClockHz > 0 {
+				clock, clockSrc = q.ClockHz, q.ClockSource
+				break
+			}
+		}
+	}
+	if clock <= 0 {
+		return results.QuantEBW{}, fmt.Errorf("%s: the profile has no clock (no matrix.quant_ebw record with one) to count γ in cycles", QuantName(be, f))
+	}
+	up, err := b.UpconvertCosts(ctx, be, f)
+	if err != nil {
+		return results.QuantEBW{}, err
+	}
+	q := quantEBW(QuantName(be, f), f, up, clock, clockSrc, p.Memory, threads, nil)
+	q.GammaMethod = "measured beside the figures by this command (the profile has no γ of this backend): " + q.GammaMethod
+	return q, nil
+}

@@ -48,7 +48,10 @@ type GEMMOptions struct {
 	Fig    figureFlags // --format, --width of --plot
 
 	// Resolved by RunE.
-	js                *jsonOut // where --json sends the figures
+	js *jsonOut // where --json sends the figures
+	// measuredEBW are the ebw records of the quantized backends the
+	// profile has none of, measured by this run (measureJob).
+	measuredEBW       []results.QuantEBW
 	shapes            [][2]int
 	backend, backendB gemm.Backend
 	splitA, splitB    int
@@ -86,7 +89,10 @@ call), and the fraction of the machine's ceiling from --profile: the compute
 section's best ceiling of the dtype at that thread count (or the matrix
 section's attained GEMM) for M > 16, the DRAM read roof for M ≤ 16. Packing
 is timed once, apart. Every figure checks 64 elements of Y against a float64
-reference.
+reference. A quantized GEMV (M = 1) is also given as a fraction of its
+backend's ebw (low-bit GEMV paper Eq. 3: min(β, B/γ)), from the profile's
+matrix.quant_ebw where it has the backend, else with γ measured by this
+command (the up-convert loop the probe runs) beside the figures.
 
 --split a:b runs one GEMM partitioned (SMEPilot §4.1, Eq. 1) between --backend
 on a threads and --backend-b on the next b. α starts from both groups' rates
@@ -456,7 +462,7 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 			fmt.Fprintf(out, "%s: activations quantized per 32-element block to int8 inside every call (as llama.cpp); %s; weight GB/s counts the packed bytes read (%.4f B/weight)\n", probes.QuantName(j.quant, j.format), path, j.format.BytesPerWeight())
 		}
 	}
-	if err := printGEMM(out, rows, whyNot, prof); err != nil {
+	if err := printGEMM(out, rows, whyNot, prof, o.measuredEBW); err != nil {
 		return err
 	}
 	return o.writePlot(rows, prof)
@@ -484,6 +490,20 @@ func (o *GEMMOptions) measureJob(ctx context.Context, b *probes.GEMMBench, j gem
 		*packing = append(*packing, fmt.Sprintf("%s W %d×%d (%s): random packed values (quant.Random), built in %.1f ms, once, off the per-call path", qw.Name(), n, k, reports.FormatBytes(qw.W.Bytes()), qw.PackSeconds*1e3))
 		measure = func(m, t int) (results.GEMMResult, error) { return b.MeasureQuant(ctx, qw, m, t) }
 		weightBytes = qw.W.Bytes()
+		if slices.Contains(o.M, 1) && prof != nil && prof.Matrix != nil && !slices.ContainsFunc(prof.Matrix.QuantEBW, func(q results.QuantEBW) bool { return q.Backend == qw.Name() }) {
+			// The profile's ebw records are its best backend's: a GEMV of
+			// another backend is compared with its own γ, measured now.
+			q, err := b.MeasureQuantEBW(ctx, prof, j.quant, j.format, o.Threads)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				*packing = append(*packing, fmt.Sprintf("%s: no ebw: %v", qw.Name(), err))
+			} else {
+				o.measuredEBW = append(o.measuredEBW, q)
+				*packing = append(*packing, fmt.Sprintf("%s: γ %.3g cycles per 32-byte vector of packed weights, %s", qw.Name(), q.GammaCycles, q.GammaMethod))
+			}
+		}
 	}
 	for _, m := range o.M {
 		for _, t := range o.Threads {
@@ -537,7 +557,7 @@ func printPacking(w io.Writer, ws ...*probes.GEMMWeights) {
 
 // printGEMM prints the figures with the fraction's reference as a numbered
 // footnote (or why there is none).
-func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string, prof *results.Profile) error {
+func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string, prof *results.Profile, measured []results.QuantEBW) error {
 	var notes []string
 	ref := func(s string) string {
 		for i, n := range notes {
@@ -570,7 +590,7 @@ func printGEMM(w io.Writer, rows []results.GEMMResult, whyNot []string, prof *re
 		if quantRows {
 			e := "—"
 			if _, err := quant.ParseFormat(g.DType); err == nil && g.M <= quant.PrefillMinM {
-				if ebw, of, why := gemvEBW(g, prof); ebw > 0 {
+				if ebw, of, why := gemvEBW(g, prof, measured); ebw > 0 {
 					e = fmt.Sprintf("%.1f%% %s", 100*g.WeightGBps/ebw, ref(of))
 				} else {
 					e = "— " + ref(why)
@@ -661,17 +681,30 @@ func (o *GEMMOptions) parseShapes(cmd *cobra.Command) error {
 }
 
 // gemvEBW returns a quantized GEMV's effective-bandwidth roof (low-bit
-// GEMV paper Eq. 3) from the profile's matrix.quant_ebw at the row's
-// format and thread count, in GB/s, with what it is; or why there is none.
-func gemvEBW(g results.GEMMResult, prof *results.Profile) (float64, string, string) {
+// GEMV paper Eq. 3) from the ebw record of the row's backend (format) and
+// thread count, in GB/s, with what it is; or why there is none. The
+// records are the profile's matrix.quant_ebw and those measured by this
+// command (measured: for backends the profile has none of). A row of
+// another backend than a record's is never compared with it: each
+// backend's up-convert sequence has its own γ.
+func gemvEBW(g results.GEMMResult, prof *results.Profile, measured []results.QuantEBW) (float64, string, string) {
 	if prof == nil {
 		return 0, "", "no profile: fraction not computed"
 	}
-	if prof.Matrix == nil {
+	if prof.Matrix == nil && len(measured) == 0 {
 		return 0, "", "no matrix section in the profile: no ebw (quant_ebw) to compare with"
 	}
-	for _, q := range prof.Matrix.QuantEBW {
+	var recs []results.QuantEBW
+	if prof.Matrix != nil {
+		recs = prof.Matrix.QuantEBW
+	}
+	var others []string
+	for _, q := range append(slices.Clone(recs), measured...) {
 		if q.Format != g.DType {
+			continue
+		}
+		if q.Backend != g.Backend {
+			others = append(others, q.Backend)
 			continue
 		}
 		for _, pt := range q.Points {
@@ -679,16 +712,27 @@ func gemvEBW(g results.GEMMResult, prof *results.Profile) (float64, string, stri
 				// β from the DRAM read roof re-measured beside the figure.
 				up := float64(pt.Threads) * 32 / q.GammaCycles * q.ClockHz / 1e9
 				ebw := min(g.RoofNowGBps, up)
-				return ebw, fmt.Sprintf("%s ebw, %d threads, β from the DRAM read roof re-measured beside the figure (%.1f GB/s = min(roof now %.1f, %d · 32/γ %.3g bytes/cycle · %.3g GHz = %.1f); matrix.quant_ebw of %s; Eq. 3)",
-					q.Format, pt.Threads, ebw, g.RoofNowGBps, pt.Threads, 32/q.GammaCycles, q.ClockHz/1e9, up, q.Backend), ""
+				return ebw, fmt.Sprintf("%s ebw, %d threads, β from the DRAM read roof re-measured beside the figure (%.1f GB/s = min(roof now %.1f, %d · 32/γ %.3g bytes/cycle · %.3g GHz = %.1f); %s of %s; Eq. 3)",
+					q.Format, pt.Threads, ebw, g.RoofNowGBps, pt.Threads, 32/q.GammaCycles, q.ClockHz/1e9, up, ebwSource(q), q.Backend), ""
 			}
 			if pt.Threads == g.Threads && pt.EBWGBps > 0 {
-				return pt.EBWGBps, fmt.Sprintf("%s ebw, %d threads (matrix.quant_ebw of %s: %.1f GB/s = %d · min(β %.3g, 32/γ %.3g) bytes/cycle · %.3g GHz, %s-bound; Eq. 3)",
-					q.Format, pt.Threads, q.Backend, pt.EBWGBps, pt.Threads, pt.BetaBytesPerCycle, 32/q.GammaCycles, q.ClockHz/1e9, pt.Limit), ""
+				return pt.EBWGBps, fmt.Sprintf("%s ebw, %d threads (%s of %s: %.1f GB/s = %d · min(β %.3g, 32/γ %.3g) bytes/cycle · %.3g GHz, %s-bound; Eq. 3)",
+					q.Format, pt.Threads, ebwSource(q), q.Backend, pt.EBWGBps, pt.Threads, pt.BetaBytesPerCycle, 32/q.GammaCycles, q.ClockHz/1e9, pt.Limit), ""
 			}
 		}
 	}
+	if len(others) > 0 {
+		return 0, "", fmt.Sprintf("no ebw of %s at %d threads (the profile's matrix.quant_ebw has %s's, another up-convert sequence): fraction not computed", g.Backend, g.Threads, strings.Join(others, ", "))
+	}
 	return 0, "", fmt.Sprintf("no %s ebw at %d threads in the profile's matrix.quant_ebw: fraction not computed", g.DType, g.Threads)
+}
+
+// ebwSource names where an ebw record's γ comes from.
+func ebwSource(q results.QuantEBW) string {
+	if strings.HasPrefix(q.GammaMethod, "measured beside the figures by this command") {
+		return "γ measured by this command beside the figures (the profile has none of this backend)"
+	}
+	return "matrix.quant_ebw"
 }
 
 // writePlot writes the GEMV bandwidth plot (--plot) and its table: the
@@ -722,7 +766,7 @@ func (o *GEMMOptions) writePlot(rows []results.GEMMResult, prof *results.Profile
 				continue
 			}
 			seen[g.DType] = true
-			if ebw, _, _ := gemvEBW(g, prof); ebw > 0 {
+			if ebw, _, _ := gemvEBW(g, prof, o.measuredEBW); ebw > 0 {
 				roofs = append(roofs, reports.GEMVRoof{Label: fmt.Sprintf("%s ebw (Eq. 3), %d threads: %.1f GB/s (probed γ, β)", g.DType, t, ebw), Format: g.DType, GBps: ebw})
 			}
 		}

@@ -234,11 +234,22 @@ func TestGEMMShapesPlot(t *testing.T) {
 	}
 	p := &results.Profile{Schema: results.SchemaV1, Matrix: &results.Matrix{QuantEBW: []results.QuantEBW{{Format: "int1", Backend: "x-int1", GammaCycles: 8, ClockHz: 3e9,
 		Points: []results.QuantEBWPoint{{Threads: 1, BetaBytesPerCycle: 9, EBWGBps: 12, Limit: results.LimitUpConvert}}}}}}
-	if ebw, of, _ := gemvEBW(results.GEMMResult{DType: "int1", Threads: 1}, p); ebw != 12 || !strings.Contains(of, "up-convert-bound") {
+	if ebw, of, _ := gemvEBW(results.GEMMResult{DType: "int1", Backend: "x-int1", Threads: 1}, p, nil); ebw != 12 || !strings.Contains(of, "up-convert-bound") {
 		t.Errorf("ebw %v %q", ebw, of)
 	}
-	if _, _, why := gemvEBW(results.GEMMResult{DType: "q4_0", Threads: 1}, p); !strings.Contains(why, "no q4_0 ebw at 1 threads") {
+	if _, _, why := gemvEBW(results.GEMMResult{DType: "q4_0", Backend: "x-q4_0", Threads: 1}, p, nil); !strings.Contains(why, "no q4_0 ebw at 1 threads") {
 		t.Errorf("why %q", why)
+	}
+	// Another backend's GEMV is not compared with x's γ; with its own
+	// record, measured by the command, it is.
+	y := results.GEMMResult{DType: "int1", Backend: "y-int1", Threads: 1}
+	if ebw, _, why := gemvEBW(y, p, nil); ebw != 0 || !strings.Contains(why, "x-int1's, another up-convert sequence") {
+		t.Errorf("y-int1 against x-int1's record: ebw %v, why %q", ebw, why)
+	}
+	mine := results.QuantEBW{Format: "int1", Backend: "y-int1", GammaCycles: 16, ClockHz: 3e9, GammaMethod: "measured beside the figures by this command (the profile has no γ of this backend): test",
+		Points: []results.QuantEBWPoint{{Threads: 1, BetaBytesPerCycle: 9, EBWGBps: 6, Limit: results.LimitUpConvert}}}
+	if ebw, of, _ := gemvEBW(y, p, []results.QuantEBW{mine}); ebw != 6 || !strings.Contains(of, "γ measured by this command") {
+		t.Errorf("y-int1 with its own record: ebw %v, %q", ebw, of)
 	}
 	for _, c := range []struct {
 		args []string
