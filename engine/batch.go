@@ -712,7 +712,7 @@ func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []s
 // reads the same sequences' KV on every call keeps what it read in its
 // own caches (measured: bench attention --ablate pipeline, qwen3-0.6b,
 // context 1024, 2 threads on the Zen 5 VM, whose two vCPUs read 34 MiB
-// at 202 GB/s in the probe's sweep; 11 runs of each, alternated: batch 4,
+// at 202 GB/s in the probe's sweep; 12 runs of each, alternated: batch 4,
 // 33.6 MB of KV, at 35–44% of the L3 roof with the units claimed
 // dynamically against 35–70% split statically, batch 8 at 74–94% of the
 // DRAM roof against 73–106%; the static split won in the host's phases
