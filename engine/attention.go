@@ -295,14 +295,15 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	ws.rmax, ws.expSubSum = kernels.SoftmaxPasses()
 	ws.scale = kernels.ScaleKernel()
 
-	// The block's queries, scaled, one row per (position, served head).
+	// The block's queries, scaled, one row per (position, served head):
+	// copied, then scaled in one call over the contiguous buffer (the
+	// same multiplication per element as a call per row, without a
+	// kernel call per row).
 	qo := j.kvHead * group * hd
 	for t := j.r0; t < j.r1; t++ {
-		src := j.q[t*j.ldq+qo : t*j.ldq+qo+group*hd]
-		dst := ws.qs[(t-j.r0)*group*hd : (t-j.r0+1)*group*hd]
-		copy(dst, src)
-		ws.scale(dst, j.scale)
+		copy(ws.qs[(t-j.r0)*group*hd:(t-j.r0+1)*group*hd], j.q[t*j.ldq+qo:t*j.ldq+qo+group*hd])
 	}
+	ws.scale(ws.qs[:M*hd], j.scale)
 	if !ws.vec {
 		var err error
 		if ws.qp, err = gemm.PackX(ws.be, ws.qp, ws.qs, hd, M, hd); err != nil {
