@@ -108,10 +108,9 @@ type amxSchedule struct {
 	MS int // slivers (32 rows each) per chunk of rows
 }
 
-// amxDefaultSchedule is the schedule of ops whose sched is zero.
-func amxDefaultSchedule(bool) amxSchedule {
-	return amxSchedule{KC: 16, NP: 16, MS: 4} // measured: see computeAMX
-}
+// amxDefaultSchedule is the schedule of ops whose sched is zero, for
+// both precisions (measured: see computeAMX).
+var amxDefaultSchedule = amxSchedule{KC: 16, NP: 16, MS: 4}
 
 // amxOp is what an AMX impl computes with.
 type amxOp struct {
@@ -122,7 +121,7 @@ type amxOp struct {
 
 // schedule is op's schedule, each zero field taken from the default.
 func (op *amxOp) schedule() amxSchedule {
-	s, d := op.sched, amxDefaultSchedule(op.bf16)
+	s, d := op.sched, amxDefaultSchedule
 	if s.KC <= 0 {
 		s.KC = d.KC
 	}
