@@ -444,18 +444,7 @@ func benchAMXVariants(b *testing.B, name string, w *Weights, x []float32, n, k i
 	op := w.im.amx
 	for _, r := range runs {
 		t, m := r[0], r[1]
-		cpus := make([]int, t)
-		for i := range cpus {
-			cpus[i] = i % runtime.NumCPU()
-		}
-		pl, err := pool.New(pool.Options{CPUs: cpus})
-		if err != nil {
-			b.Fatal(err)
-		}
-		gs, err := pl.Groups(t)
-		if err != nil {
-			b.Fatal(err)
-		}
+		pl, all := benchPool(b, t)
 		s := NewScratches(pl.Size(), w, Blocking{})
 		y := make([]float32, m*n)
 		rates := make([][]float64, len(vs))
@@ -466,7 +455,7 @@ func benchAMXVariants(b *testing.B, name string, w *Weights, x []float32, n, k i
 				err := pl.Do(func(mm *pool.Master) error {
 					t0 := time.Now()
 					for range amxRoundCalls {
-						if err := w.Run(mm, gs[0], y, x, m, s); err != nil {
+						if err := w.Run(mm, all, y, x, m, s); err != nil {
 							return err
 						}
 					}
@@ -492,6 +481,23 @@ func benchAMXVariants(b *testing.B, name string, w *Weights, x []float32, n, k i
 	}
 }
 
+// benchPool starts t pool workers with the default spin, pinned round-robin
+// over the machine's CPUs (roundRobinCPUs), and returns the pool (the
+// caller closes it) and its group of all t workers.
+func benchPool(b *testing.B, t int) (*pool.Pool, *pool.Group) {
+	b.Helper()
+	pl, err := pool.New(pool.Options{CPUs: roundRobinCPUs(t)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	gs, err := pl.Groups(t)
+	if err != nil {
+		pl.Close()
+		b.Fatal(err)
+	}
+	return pl, gs[0]
+}
+
 // BenchmarkAMXRun: the AMX backends' Run under the default schedule (N = K
 // = 3072; M 512 on one thread, 2048 on every CPU), inside Pool.Do as bench
 // gemm runs it, in GFLOP/s (GOP/s for int8).
@@ -509,24 +515,13 @@ func BenchmarkAMXRun(b *testing.B) {
 				}
 				p := benchProblem(be.DType, m, n, k)
 				w := p.pack(&testing.T{}, be)
-				cpus := make([]int, t)
-				for i := range cpus {
-					cpus[i] = i % runtime.NumCPU()
-				}
-				pl, err := pool.New(pool.Options{CPUs: cpus})
-				if err != nil {
-					b.Fatal(err)
-				}
+				pl, all := benchPool(b, t)
 				defer pl.Close()
-				gs, err := pl.Groups(t)
-				if err != nil {
-					b.Fatal(err)
-				}
 				s := NewScratches(pl.Size(), w, Blocking{})
 				y := make([]float32, m*n)
-				err = pl.Do(func(mm *pool.Master) error {
+				err := pl.Do(func(mm *pool.Master) error {
 					for b.Loop() {
-						if err := w.Run(mm, gs[0], y, p.x, m, s); err != nil {
+						if err := w.Run(mm, all, y, p.x, m, s); err != nil {
 							return err
 						}
 					}

@@ -14,16 +14,22 @@ import (
 // n exceeds NumCPU: oversubscribed, so they park instead of spinning).
 func newTestPool(t *testing.T, n int) *pool.Pool {
 	t.Helper()
-	cpus := make([]int, n)
-	for i := range cpus {
-		cpus[i] = i % runtime.NumCPU()
-	}
-	p, err := pool.New(pool.Options{CPUs: cpus, Spin: -1, CallerSpin: -1})
+	p, err := pool.New(pool.Options{CPUs: roundRobinCPUs(n), Spin: -1, CallerSpin: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
 	return p
+}
+
+// roundRobinCPUs is n CPUs over the machine's, repeating them when n
+// exceeds NumCPU.
+func roundRobinCPUs(n int) []int {
+	cpus := make([]int, n)
+	for i := range cpus {
+		cpus[i] = i % runtime.NumCPU()
+	}
+	return cpus
 }
 
 func bitwiseEqual(t *testing.T, name string, got, want []float32) {
