@@ -166,15 +166,26 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 	return a, nil
 }
 
+// checkWorkers reports an error for a worker of gs that the bench has no
+// backend (scratch) for.
+func (a *AttentionBench) checkWorkers(gs ...*pool.Group) error {
+	for _, g := range gs {
+		for _, w := range g.Workers() {
+			if w < 0 || w >= len(a.ws) {
+				return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
+			}
+		}
+	}
+	return nil
+}
+
 // run runs the units on g's workers through ms, each worker claiming the
 // next unit while ctx runs; do gets the pool worker index.
 func (a *AttentionBench) run(ctx context.Context, ms *pool.Master, g *pool.Group, n int, do func(worker, i int)) error {
-	workers := g.Workers()
-	for _, w := range workers {
-		if w < 0 || w >= len(a.ws) {
-			return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
-		}
+	if err := a.checkWorkers(g); err != nil {
+		return err
 	}
+	workers := g.Workers()
 	var next atomic.Int64
 	return ms.Run(g, func(local, _ int) error {
 		w := workers[local]
@@ -195,12 +206,10 @@ func (a *AttentionBench) run(ctx context.Context, ms *pool.Master, g *pool.Group
 // does (Batch.attention): worker k of g runs units [bounds[k],
 // bounds[k+1]) (attnSplit), while ctx runs; do gets the pool worker index.
 func (a *AttentionBench) runSplit(ctx context.Context, ms *pool.Master, g *pool.Group, bounds []int, do func(worker, i int)) error {
-	workers := g.Workers()
-	for _, w := range workers {
-		if w < 0 || w >= len(a.ws) {
-			return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
-		}
+	if err := a.checkWorkers(g); err != nil {
+		return err
 	}
+	workers := g.Workers()
 	return ms.Run(g, func(local, _ int) error {
 		for i := bounds[local]; i < bounds[local+1]; i++ {
 			if err := ctx.Err(); err != nil {
@@ -254,12 +263,8 @@ func (a *AttentionBench) PrefillPipelined(ctx context.Context, ms *pool.Master, 
 	if T < 1 || T > o.MaxSeq {
 		return fmt.Errorf("engine: attention bench: prefill of %d tokens: must be between 1 and %d", T, o.MaxSeq)
 	}
-	for _, g := range []*pool.Group{vec, mat} {
-		for _, w := range g.Workers() {
-			if w < 0 || w >= len(a.ws) {
-				return fmt.Errorf("engine: attention bench: pool worker %d: the bench has backends for %d workers", w, len(a.ws))
-			}
-		}
+	if err := a.checkWorkers(vec, mat); err != nil {
+		return err
 	}
 	type unit struct{ r0, r1, h int }
 	var units []unit
