@@ -437,6 +437,10 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	units := attnUnits(segs, c.KVHeads, attnPlanRows(m.attnBackend(), group))
+	var split []int // decode: the units' static split over the workers, the same for every layer
+	if p != 0 {
+		split = attnDecodeSplit(segs, units, m.all.Size())
+	}
 	rowSlot := make([]*slot, T)
 	for _, sg := range segs {
 		for r := sg.r0; r < sg.r1; r++ {
@@ -538,7 +542,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 		tm[iKVWrite].add(st, T)
 
 		st = time.Now()
-		if err := b.attention(ms, li, p, q, att, segs, units, group, scale); err != nil {
+		if err := b.attention(ms, li, p, q, att, segs, units, split, group, scale); err != nil {
 			return nil, err
 		}
 		tm[iAttention].add(st, T)
@@ -645,9 +649,9 @@ func attnUnits(segs []segment, kvHeads, rows int) []attnUnit {
 // attnUnits) in phase p: a prefill through the pipeline (attnPipeline,
 // SMEPilot §4.2) on two or more workers unless Options.NoPipeline, else
 // (decode, the ablation, one worker) each unit serially (attend): in
-// decode on the worker of the static split (attnSplit), in prefill on the
-// worker that claims it.
-func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []segment, units []attnUnit, group int, scale float32) error {
+// decode on the worker of the static split (split: attnDecodeSplit), in
+// prefill on the worker that claims it.
+func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []segment, units []attnUnit, split []int, group int, scale float32) error {
 	c := b.m.Config
 	qd := c.QDim()
 	job := func(i int, _ *attnScratch, j *attnJob) {
@@ -671,16 +675,11 @@ func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []s
 	}
 	workers := b.m.all.Workers()
 	if p != 0 {
-		// Decode: a static split, balanced by cost (attnSplit), so that
-		// each worker reads the same sequences' KV every step.
-		costs := make([]float64, len(units))
-		for i, u := range units {
-			costs[i] = float64(u.r1-u.r0) * float64(segs[u.seg].pos0+u.r1-segs[u.seg].r0)
-		}
-		bounds := attnSplit(costs, len(workers))
+		// Decode: the static split (attnDecodeSplit), so that each worker
+		// reads the same sequences' KV every step.
 		return ms.Run(b.m.all, func(local, _ int) error {
 			var j attnJob
-			for i := bounds[local]; i < bounds[local+1]; i++ {
+			for i := split[local]; i < split[local+1]; i++ {
 				job(i, nil, &j)
 				attend(&j, b.attnWS[workers[local]])
 			}
@@ -700,6 +699,18 @@ func (b *Batch) attention(ms *pool.Master, li, p int, q, out []float32, segs []s
 			attend(&j, b.attnWS[w])
 		}
 	})
+}
+
+// attnDecodeSplit is decode attention's static split of units (from
+// attnUnits) over workers workers (attnSplit), each unit costing its rows
+// times the positions its last row sees; Batch.run computes it once per
+// forward call for all the layers.
+func attnDecodeSplit(segs []segment, units []attnUnit, workers int) []int {
+	costs := make([]float64, len(units))
+	for i, u := range units {
+		costs[i] = float64(u.r1-u.r0) * float64(segs[u.seg].pos0+u.r1-segs[u.seg].r0)
+	}
+	return attnSplit(costs, workers)
 }
 
 // attnSplit cuts units of costs costs (≥ 0, in order) into w contiguous
