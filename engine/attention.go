@@ -123,6 +123,11 @@ type attnScratch struct {
 	// (Model.Backend), the one lay's panels are laid out for.
 	be gemm.Backend
 	gs *gemm.Scratch
+	// amx: the tile products on an AMX layout (lay.amx): QKᵀ and P·V of
+	// prefill jobs on the tile unit, qa the job's queries and pa a tile's
+	// probabilities converted into its A slivers.
+	amx    *gemm.AMXTiles
+	qa, pa []byte
 
 	tiles []attnSpan // the job's tiles that some row sees, in order
 	vec   bool       // the job runs the vector kernels (attnVecRows)
@@ -161,7 +166,23 @@ type attnScratch struct {
 // lay (laid out for backend be, an fp32 gemm backend) with group query
 // heads per KV head; they grow with the rows of the largest block.
 func newAttnScratch(be gemm.Backend, lay kvLayout, group int) *attnScratch {
-	return &attnScratch{lay: lay, group: group, be: be, gs: gemm.NewScratch(nil, gemm.DefaultBlocking(be))}
+	ws := &attnScratch{lay: lay, group: group, be: be, gs: gemm.NewScratch(nil, gemm.DefaultBlocking(be))}
+	if lay.amx {
+		ws.amx = amxTiles(be)
+	}
+	return ws
+}
+
+// amxTiles returns the AMX tile products of backend be (amx-bf16, which
+// the model found available); tests that run the AMX attention path on a
+// CPU without AMX replace it with the Go specification
+// (gemm.AMXTilesSpec).
+var amxTiles = func(be gemm.Backend) *gemm.AMXTiles {
+	t, err := gemm.NewAMXTiles(be)
+	if err != nil {
+		panic(err) // the backend was chosen available
+	}
+	return t
 }
 
 func growF32(s []float32, n int) []float32 {
@@ -276,8 +297,8 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	if nk, nv := lay.floats(); len(j.kc) < nk || len(j.vc) < nv {
 		panic(fmt.Sprintf("engine: attention: KV cache of %d, %d floats, want %d, %d", len(j.kc), len(j.vc), nk, nv))
 	}
-	ws.vec = M < attnVecRows
-	ws.bf16Direct = ws.vec && lay.bf16 && kernels.AxpyPanelsBF16Direct(lay.nr)
+	ws.vec = M < attnVecRows && !lay.amx // AttentionKernels
+	ws.bf16Direct = ws.vec && lay.bf16 && !lay.amx && kernels.AxpyPanelsBF16Direct(lay.nr)
 	ws.T = lay.tile
 	if ws.vec && lay.packed && (!lay.bf16 || ws.bf16Direct) {
 		ws.T = max(lay.nr, attnVecTile/lay.nr*lay.nr)
@@ -304,7 +325,10 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 		copy(ws.qs[(t-j.r0)*group*hd:(t-j.r0+1)*group*hd], j.q[t*j.ldq+qo:t*j.ldq+qo+group*hd])
 	}
 	ws.scale(ws.qs[:M*hd], j.scale)
-	if !ws.vec {
+	switch {
+	case !ws.vec && lay.amx:
+		ws.qa = ws.amx.PackA(ws.qa, ws.qs, hd, M, hd)
+	case !ws.vec:
 		var err error
 		if ws.qp, err = gemm.PackX(ws.be, ws.qp, ws.qs, hd, M, hd); err != nil {
 			panic(err)
@@ -388,6 +412,15 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 			clear(s[i*T : i*T+np*nr])
 		}
 		kernels.AxpyPanelsBF16(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, bf16View(j.kc)[j.kvHead*lay.kHead+sp.j0/nr*hd*nr:], nr, hd*nr, np)
+		return
+	}
+	if lay.amx && !ws.vec {
+		// The tile's K panels as the cache holds them, on the tile unit,
+		// from the sliver holding row iS.
+		ntPad := (nt + nr - 1) / nr * nr
+		if err := ws.amx.Product(s, T, ws.qa, sp.iS, sp.iE, hd, bf16View(j.kc)[lay.amxK(j.kvHead, sp.j0, 0):], lay.kPanel, ntPad, false); err != nil {
+			panic(err)
+		}
 		return
 	}
 	if lay.bf16 {
@@ -524,6 +557,15 @@ func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
 	s := ws.s[b]
 	if ws.bf16Direct {
 		kernels.AxpyPanelsBF16(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, bf16View(j.vc)[j.kvHead*lay.vHead+sp.j0*nr:], nr, lay.maxSeq*nr, hdPad/nr)
+		return
+	}
+	if lay.amx && !ws.vec {
+		// The rows' probabilities converted into slivers, on the tile's run
+		// of every V panel as the cache holds it.
+		ws.pa = ws.amx.PackA(ws.pa, s[sp.iA*T:], T, sp.iB-sp.iA, nt)
+		if err := ws.amx.Product(ws.o[sp.iA*hdPad:], hdPad, ws.pa, 0, sp.iB-sp.iA, nt, bf16View(j.vc)[lay.amxV(j.kvHead, sp.j0, 0):], lay.vPanel, hdPad, true); err != nil {
+			panic(err)
+		}
 		return
 	}
 	_, _, vp, vStride := ws.tilePanels(j, ti, b)

@@ -82,7 +82,7 @@ func AttentionBenchBytes(o AttentionBenchOptions) memlimit.Size {
 		}
 		seen[b.Name] = true
 		c := Config{Layers: 1, KVHeads: o.KVHeads, HeadDim: o.HeadDim}
-		need = need.Plus(kvSlotBytes(c, max(b.TileN, 1), o.MaxSeq, !o.KVPackPerCall, o.KVDType == "bf16").Times(o.Seqs))
+		need = need.Plus(kvSlotBytes(c, b, o.MaxSeq, !o.KVPackPerCall, o.KVDType == "bf16").Times(o.Seqs))
 	}
 	return need
 }
@@ -120,8 +120,8 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 		return nil, err
 	}
 	for _, b := range o.Workers {
-		if b.DType != gemm.FP32 {
-			return nil, fmt.Errorf("engine: attention bench: backend %s computes %s: attention's panels are fp32", b.Name, b.DType)
+		if b.DType != gemm.FP32 && !(AttentionAMX(b) && o.KVDType == "bf16") {
+			return nil, fmt.Errorf("engine: attention bench: backend %s computes %s: attention's panels are fp32 (amx-bf16 needs the bf16 KV cache)", b.Name, b.DType)
 		}
 		if b.Unavailable != "" {
 			return nil, fmt.Errorf("engine: attention bench: backend %s: %s", b.Name, b.Unavailable)
@@ -137,10 +137,7 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 	for wi, b := range o.Workers {
 		lay, ok := a.lays[b.Name]
 		if !ok {
-			lay = newKVLayout(b, o.KVHeads, o.HeadDim, o.MaxSeq, !o.KVPackPerCall)
-			if o.KVDType == "bf16" {
-				lay = newKVLayoutBF16(b, o.KVHeads, o.HeadDim, o.MaxSeq)
-			}
+			lay = kvLayoutFor(b, o.KVHeads, o.HeadDim, o.MaxSeq, !o.KVPackPerCall, o.KVDType == "bf16")
 			a.lays[b.Name] = lay
 			nk, nv := lay.floats()
 			for s := range o.Seqs {

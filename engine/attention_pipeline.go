@@ -281,13 +281,27 @@ func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n 
 	return nil
 }
 
+// attnPipelineDefault reports whether prefill attention on backend be runs
+// the pipeline by default: where its matrix stage has a matrix unit that
+// the cores share (SME: one unit per cluster of cores, SMEPilot §4.2), so
+// the vector group's cores add their vector units to it. On the cores
+// alone each stage would get half the workers (roofline.PredictAttention
+// ≈ 0.5× serial), and AMX is a unit of every core, so each core running
+// both stages keeps all the tile units and all the vector units busy:
+// measured on a 16-core Emerald Rapids VM (bench attention, qwen3-0.6b,
+// bf16 KV cache on amx-bf16, 2026-11-27), the pipeline took 1.99× and
+// 2.20× the serial schedule's time at contexts 2048 and 8192.
+func attnPipelineDefault(be gemm.Backend) bool {
+	return be.Unit == gemm.MatrixUnit && be.ISA != "amx"
+}
+
 // attnGroups cuts the pool into the pipeline's vector group (the first
 // Threads − Threads/2 workers, worker 0 among them) and matrix group (the
 // other Threads/2), or returns nil groups where prefill attention runs
 // serially: the pipeline ablation, or one worker.
 func (m *Model) attnGroups() (vec, mat *pool.Group, err error) {
 	n := m.pool.Size()
-	if m.opts.NoPipeline || n < 2 || !m.opts.ForcePipeline && m.attnBackend().Unit != gemm.MatrixUnit {
+	if m.opts.NoPipeline || n < 2 || !m.opts.ForcePipeline && !attnPipelineDefault(m.attnBackend()) {
 		return nil, nil, nil
 	}
 	gs, err := m.pool.Groups(n-n/2, n/2)
@@ -307,7 +321,9 @@ func (m *Model) attentionNotes() []string {
 	be := abe.Name
 	rows := attnPlanRows(abe, group)
 	var notes []string
-	if group < attnVecRows {
+	if AttentionKernels(abe, 1, group) == "gemm" && group < attnVecRows {
+		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head) runs %s's tiles on the cache's AMX tile layout in place on every worker, one job per sequence and KV head (the vector kernels would need every tile converted: 4-6× slower at batch 1 on a 16-core Emerald Rapids VM)", group, be))
+	} else if group < attnVecRows {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyPanels on the packed panels, all %d rows per K and V panel row read; DotRows and AxpyRows per row on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows, group))
 	} else {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, at least %d) runs %s's GEMM microkernels on every worker, serially per job", group, attnVecRows, be))
@@ -317,7 +333,12 @@ func (m *Model) attentionNotes() []string {
 		if group < attnVecRows && kernels.AxpyPanelsBF16Direct(max(abe.TileN, 1)) {
 			how = "decode attention reads the bf16 panels in place, widened to fp32 in registers (kernels.AxpyPanelsBF16), and computes in fp32; prefill converts each K and V tile it reads to fp32"
 		}
+		if AttentionAMX(abe) {
+			how = "QKᵀ and P·V run on the AMX tiles on K and V as the producer wrote them (queries and probabilities split into three bf16 terms, exact; fp32 accumulation, gemm.AMXTiles)"
+		}
 		notes = append(notes, fmt.Sprintf("KV cache: bf16 panels of %s's layout (half the bytes of fp32); %s", be, how))
+	} else if mb := m.Matrix; mb != nil && AttentionAMX(*mb) && mb.Unavailable == "" {
+		notes = append(notes, fmt.Sprintf("attention: on %s, not %s: the AMX tiles multiply bf16 K and V, so attention runs on them only with the bf16 KV cache (--kv-dtype bf16)", be, mb.Name))
 	}
 	if c.SlidingWindow > 0 {
 		notes = append(notes, fmt.Sprintf("attention: sliding window of %d positions; tiles wholly outside every row's window are skipped", c.SlidingWindow))
@@ -327,7 +348,10 @@ func (m *Model) attentionNotes() []string {
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers (pipeline ablation)", rows, group, be, n))
 	case n < 2:
 		notes = append(notes, fmt.Sprintf("attention plan: prefill runs serially on %s: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule", be))
-	case !m.opts.ForcePipeline && abe.Unit != gemm.MatrixUnit:
+	case !m.opts.ForcePipeline && abe.Unit == gemm.MatrixUnit && !attnPipelineDefault(abe):
+		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
+			"its matrix unit is a unit of every core, so each core runs both stages (the pipeline, SMEPilot §4.2, took 2.0–2.2× the serial time on a 16-core Emerald Rapids VM; bench attention measures both)", rows, group, be, n))
+	case !m.opts.ForcePipeline && !attnPipelineDefault(abe):
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
 			"the pipeline (SMEPilot §4.2) needs a matrix unit for its matrix stage, and this CPU's attention backend has none (on a second group of cores each stage gets half the workers: roofline.PredictAttention ≈ 0.5× serial; bench attention measures both)", rows, group, be, n))
 	default:
@@ -371,13 +395,19 @@ func AttentionPlan(b gemm.Backend, headDim, group int) roofline.AttentionSchedul
 }
 
 // AttentionKernels is the planner's choice of tile kernels for an
-// attention job of rows query rows per KV head with group query heads
-// each (attnVecRows): "vector" (kernels.AxpyPanels on the packed panels,
-// DotRows/AxpyRows per query row on the row-major cache; SMEPilot §4.2's
-// choice for low intensity) below attnVecRows query rows,
-// else "gemm" (the backend's microkernels on the panels).
-func AttentionKernels(rows, group int) string {
-	if rows*group < attnVecRows {
+// attention job on backend b of rows query rows per KV head with group
+// query heads each (attnVecRows): "vector" (kernels.AxpyPanels on the
+// packed panels, DotRows/AxpyRows per query row on the row-major cache;
+// SMEPilot §4.2's choice for low intensity) below attnVecRows query rows,
+// else "gemm" (the backend's microkernels on the panels). On amx-bf16
+// (AttentionAMX: its cache is in the AMX tile layout, which the vector
+// kernels could read only through a conversion of every tile) every job
+// runs the tiles: "gemm". Measured on a 16-core Emerald Rapids VM (bench
+// attention, qwen3-0.6b, context 1024, batch 1, 16 threads, 2026-11-27):
+// 0.63 ms a step through the conversion, 0.11-0.15 ms on the tiles, and
+// 0.056-0.065 ms on the cores' bf16 panels read in place.
+func AttentionKernels(b gemm.Backend, rows, group int) string {
+	if rows*group < attnVecRows && !AttentionAMX(b) {
 		return "vector"
 	}
 	return "gemm"
@@ -386,11 +416,12 @@ func AttentionKernels(rows, group int) string {
 // attnBackend is the gemm backend of attention's tile products, whose
 // panels the KV cache is packed in: the matrix target's backend where the
 // placement has one (matrix, mixed, auto) and it computes fp32 (the cache
-// is fp32), e.g. sme-fp32 on a CPU with SME, so that the pipeline's
-// matrix stage runs on the matrix unit (SMEPilot §4.2); else the cores'
-// fp32 backend (Model.Backend).
+// is fp32), e.g. sme-fp32 on a CPU with SME, or amx-bf16 on a bf16 cache
+// (Options.KVDType "bf16"; the cache then takes the AMX tile layout,
+// AttentionAMX), so that the pipeline's matrix stage runs on the matrix unit
+// (SMEPilot §4.2); else the cores' fp32 backend (Model.Backend).
 func (m *Model) attnBackend() gemm.Backend {
-	if mb := m.Matrix; mb != nil && mb.DType == gemm.FP32 && mb.Unavailable == "" {
+	if mb := m.Matrix; mb != nil && mb.Unavailable == "" && (mb.DType == gemm.FP32 || AttentionAMX(*mb) && m.opts.KVDType == "bf16") {
 		return *mb
 	}
 	return m.Backend

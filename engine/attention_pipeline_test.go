@@ -63,18 +63,31 @@ func TestAttentionPipeline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		type variant struct {
+			be   gemm.Backend
+			kind string
+		}
+		var variants []variant
 		for _, be := range bes {
 			for _, kind := range []string{"packed", "kv-packing", "bf16"} {
+				variants = append(variants, variant{be, kind})
+			}
+		}
+		amxBe, amxReal := amxAttnBackend(t)
+		variants = append(variants, variant{amxBe, "amx"})
+		for _, vr := range variants {
+			be, kind := vr.be, vr.kind
+			{
 				packed := kind != "kv-packing"
 				for _, hd := range []int{16, 64} {
 					for si, sh := range shapes {
+						if kind == "amx" && !amxReal && (workers != 2 || raceEnabled && (hd != 16 || si%3 != 1)) {
+							continue // the Go specification of the tiles is slow: these cover its paths
+						}
 						name := fmt.Sprintf("workers=%d/%s/kv=%s/hd=%d/T=%d,pos0=%d,window=%d", workers, be.Name, kind, hd, sh.T, sh.pos0, sh.window)
 						t.Run(name, func(t *testing.T) {
 							ctx := sh.pos0 + sh.T
-							lay := newKVLayout(be, kvHeads, hd, ctx+5, packed)
-							if kind == "bf16" {
-								lay = newKVLayoutBF16(be, kvHeads, hd, ctx+5)
-							}
+							lay := kvLayoutFor(be, kvHeads, hd, ctx+5, packed, kind == "bf16" || kind == "amx")
 							rng := rand.New(rand.NewPCG(uint64(hd), uint64(si)))
 							ldq, ldkv := kvHeads*group*hd, kvHeads*hd
 							q := make([]float32, sh.T*ldq)
@@ -136,7 +149,9 @@ func TestAttentionPipeline(t *testing.T) {
 									for d := range hd {
 										got := float64(serial[r*ldq+h*hd+d])
 										tol := attnTol(mag[d], a, hd, pos-lo+1, lay.tile)
-										if kind == "bf16" {
+										if kind == "amx" {
+											tol = attnTolAMX(mag[d], a, hd, pos-lo+1, lay.tile)
+										} else if kind == "bf16" {
 											tol = attnTolBF16(mag[d], a, hd, pos-lo+1, lay.tile)
 										}
 										if !(math.Abs(got-want[d]) <= tol) {
@@ -413,7 +428,7 @@ func TestAttentionBackend(t *testing.T) {
 		t.Logf("%s: attention on %s", o.Placement, wantBe)
 		// The pipeline runs by default only with a matrix unit for its
 		// matrix stage (and a second worker).
-		if pipe, want := b.vecG != nil, m.pool.Size() >= 2 && b.attnWS[0].be.Unit == gemm.MatrixUnit; pipe != want {
+		if pipe, want := b.vecG != nil, m.pool.Size() >= 2 && attnPipelineDefault(b.attnWS[0].be); pipe != want {
 			t.Errorf("%+v: pipeline %v on %s (unit %v), want %v", o, pipe, b.attnWS[0].be.Name, b.attnWS[0].be.Unit, want)
 		}
 		if got := b.attnWS[0].be; got.Name != wantBe || b.kv.nr != max(got.TileN, 1) {

@@ -84,6 +84,30 @@ func attnTolBF16(mag, a float64, hd, ctx, T int) float64 {
 	return attnTol(mag, a, hd, ctx, T) + ub*mag*(4*a+3)
 }
 
+// attnTolAMX is attnTolBF16 for attention on the AMX tiles (the AMX
+// layout of a bf16 cache): the tile unit sums each score's product as 3·hd
+// exact products of bf16 terms (queries split into hi+mid+lo,
+// gemm.AMXTiles), and P·V 3·T per tile, each an fp32 rounding.
+func attnTolAMX(mag, a float64, hd, ctx, T int) float64 {
+	return attnTolBF16(mag, a, 3*hd, ctx, 3*T)
+}
+
+// amxAttnBackend is amx-bf16 for the tests of attention on the AMX
+// tiles: the real backend where it is available (real true), else the
+// backend as the engine would see it, with the tile products on the Go
+// specification (gemm.AMXTilesSpec) until the test ends.
+func amxAttnBackend(t testing.TB) (be gemm.Backend, real bool) {
+	for _, b := range gemm.Backends() {
+		if b.Name == "amx-bf16" && b.Unavailable == "" {
+			return b, true
+		}
+	}
+	old := amxTiles
+	amxTiles = func(gemm.Backend) *gemm.AMXTiles { return gemm.AMXTilesSpec() }
+	t.Cleanup(func() { amxTiles = old })
+	return gemm.Backend{Name: "amx-bf16", DType: gemm.BF16, ISA: "amx", Unit: gemm.MatrixUnit, TileM: 32, TileN: 32}, false
+}
+
 // attnCase is one call of attendBlock: query rows [r0, r1), row t at
 // position pos0+t.
 type attnCase struct {
@@ -212,6 +236,54 @@ func TestKVLayoutWrite(t *testing.T) {
 	}
 }
 
+// TestKVLayoutAMX checks the AMX layout's writes element by element
+// against the formulas of kvLayout's doc (values exact in bfloat16), the
+// zeros of the K steps and head-dim padding a write leaves, and
+// kvSlotBytes against its size.
+func TestKVLayoutAMX(t *testing.T) {
+	be, _ := amxAttnBackend(t)
+	const kvHeads, hd, maxSeq, ctx = 2, 20, 75, 41
+	lay := kvLayoutFor(be, kvHeads, hd, maxSeq, true, true)
+	if !lay.amx || lay.nr != 32 || lay.kPanel != 32*32 || lay.vPanel != 96*32 || lay.kHead != 3*lay.kPanel || lay.vHead != lay.vPanel {
+		t.Fatalf("layout %+v", lay)
+	}
+	// One value per (pos, h, d), exact in bfloat16: an 8-bit significand
+	// for the head and dim, the exponent for the position.
+	val := func(pos, h, d int) float32 { return float32(math.Ldexp(float64(128+h*32+d), pos-40)) }
+	nk, nv := lay.floats()
+	if got, _ := kvSlotBytes(Config{Layers: 3, KVHeads: kvHeads, HeadDim: hd}, be, maxSeq, true, true).Bytes(); got != uint64(3*4*(nk+nv)) {
+		t.Fatalf("kvSlotBytes %d, the layout's caches %d bytes", got, 3*4*(nk+nv))
+	}
+	k, v := make([]float32, ctx*kvHeads*hd), make([]float32, ctx*kvHeads*hd)
+	for pos := range ctx {
+		for h := range kvHeads {
+			for d := range hd {
+				k[(pos*kvHeads+h)*hd+d], v[(pos*kvHeads+h)*hd+d] = val(pos, h, d), -val(pos, h, d)
+			}
+		}
+	}
+	kc, vc := kvCacheFor(lay, k, v, ctx) // NaN where never written
+	kb, vb := bf16View(kc), bf16View(vc)
+	for h := range kvHeads {
+		for pos := range 64 { // the two K steps the writes reached
+			for d := range 32 {
+				kw, vw := float32(0), float32(0)
+				if pos < ctx && d < hd {
+					kw, vw = val(pos, h, d), -val(pos, h, d)
+				}
+				ki := h*lay.kHead + pos/32*lay.kPanel + ((d/2)*32+pos%32)*2 + d%2
+				vi := h*lay.vHead + ((pos/2)*32+d)*2 + pos%2
+				if got := fromBF16(kb[ki]); got != kw {
+					t.Fatalf("K[%d][head %d][%d] = %v, want %v", pos, h, d, got, kw)
+				}
+				if got := fromBF16(vb[vi]); got != vw && !(d >= hd && got == 0) {
+					t.Fatalf("V[%d][head %d][%d] = %v, want %v", pos, h, d, got, vw)
+				}
+			}
+		}
+	}
+}
+
 // TestAttendBlock checks attendBlock against attnRef for head dims 8, 64
 // and 128, groups 1, 2 and 4, each attnCase, on every available fp32 gemm
 // backend, with the producer-packed cache and the kv-packing ablation's
@@ -221,15 +293,17 @@ func TestKVLayoutWrite(t *testing.T) {
 func TestAttendBlock(t *testing.T) {
 	const sentinel = float32(-12345.5)
 	type variant struct {
-		name         string
-		be           gemm.Backend
-		packed, bf16 bool
+		name              string
+		be                gemm.Backend
+		packed, bf16, amx bool
 	}
 	var variants []variant
 	for _, be := range attnBackends(t) {
-		variants = append(variants, variant{be.Name + "/packed", be, true, false}, variant{be.Name + "/kv-packing", be, false, false},
-			variant{be.Name + "/bf16", be, true, true})
+		variants = append(variants, variant{be.Name + "/packed", be, true, false, false}, variant{be.Name + "/kv-packing", be, false, false, false},
+			variant{be.Name + "/bf16", be, true, true, false})
 	}
+	amxBe, amxReal := amxAttnBackend(t)
+	variants = append(variants, variant{amxBe.Name + "/amx-layout", amxBe, true, true, true})
 	worst := map[string]float64{}
 	for _, hd := range []int{8, 64, 128} {
 		for _, group := range []int{1, 2, 4} {
@@ -274,12 +348,15 @@ func TestAttendBlock(t *testing.T) {
 					}
 				}
 				for _, vr := range variants {
+					if vr.amx && !amxReal && (c.r1 > 200 || raceEnabled && (hd != 64 || group != 2)) {
+						continue // the Go specification of the tiles is slow: the other shapes cover its paths
+					}
 					name := fmt.Sprintf("%s/kvheads=%d", vr.name, c.kvHds)
 					w := ws[name]
 					if w == nil {
-						lay := newKVLayout(vr.be, c.kvHds, hd, attnMaxSeq, vr.packed)
-						if vr.bf16 {
-							lay = newKVLayoutBF16(vr.be, c.kvHds, hd, attnMaxSeq)
+						lay := kvLayoutFor(vr.be, c.kvHds, hd, attnMaxSeq, vr.packed, vr.bf16)
+						if lay.amx != vr.amx {
+							t.Fatalf("%s: layout amx %v", vr.name, lay.amx)
 						}
 						w = newAttnScratch(vr.be, lay, group)
 						ws[name] = w
@@ -310,7 +387,10 @@ func TestAttendBlock(t *testing.T) {
 								for d := range hd {
 									err, mag := math.Abs(float64(got[d])-want.out[d]), want.mag[d]
 									tol := attnTol(mag, want.a, hd, c.pos0+r+1, w.T)
-									if vr.bf16 {
+									switch {
+									case vr.amx:
+										tol = attnTolAMX(mag, want.a, hd, c.pos0+r+1, w.T)
+									case vr.bf16:
 										tol = attnTolBF16(mag, want.a, hd, c.pos0+r+1, w.T)
 									}
 									if !(err <= tol) {
@@ -408,18 +488,28 @@ func TestKVCacheLogits(t *testing.T) {
 			worst = max(worst, e/sc)
 		}
 	}
+	// amxAttn, when set, is the attention backend of run's model (its
+	// matrix target under the cores placement: the linears stay on the
+	// cores), amx-bf16 for the AMX layout.
+	var amxAttn *gemm.Backend
 	run := func(o Options) []float32 {
 		m, err := New(w, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer m.Close()
+		if amxAttn != nil {
+			m.Matrix = amxAttn
+		}
 		b, err := m.NewBatch(len(lens), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b.kv.packed == o.KVPackPerCall || b.kv.bf16 != (o.KVDType == "bf16") {
-			t.Fatalf("KVPackPerCall %v, KVDType %q: cache packed %v, bf16 %v", o.KVPackPerCall, o.KVDType, b.kv.packed, b.kv.bf16)
+		if b.kv.packed == o.KVPackPerCall || b.kv.bf16 != (o.KVDType == "bf16") || b.kv.amx != (amxAttn != nil) {
+			t.Fatalf("KVPackPerCall %v, KVDType %q: cache packed %v, bf16 %v, amx %v", o.KVPackPerCall, o.KVDType, b.kv.packed, b.kv.bf16, b.kv.amx)
+		}
+		if amxAttn != nil && (b.vecG != nil) != (o.ForcePipeline && m.pool.Size() >= 2) {
+			t.Fatalf("attention on %s with %d workers, ForcePipeline %v: pipeline %v (AMX is a unit of every core: serial by default)", amxAttn.Name, m.pool.Size(), o.ForcePipeline, b.vecG != nil)
 		}
 		var all []float32
 		for s, n := range lens {
@@ -494,6 +584,18 @@ func TestKVCacheLogits(t *testing.T) {
 		run(Options{Backend: backend, KVDType: "bf16"})
 		t.Logf("backend %q, bf16 KV cache: largest logit error %.3g·scale", backend, worst)
 	}
+	// Attention on the AMX tiles (the real unit, else the Go specification
+	// of its tile kernel), decode too; prefill serial on 2 workers and on
+	// 1, and in the pipeline on 2.
+	be, real := amxAttnBackend(t)
+	amxAttn = &be
+	for _, o := range []Options{{Threads: 2}, {Threads: 1}, {Threads: 2, ForcePipeline: true}} {
+		worst = 0
+		o.KVDType = "bf16"
+		run(o)
+		t.Logf("%s attention (hardware %v), %d threads, pipeline %v, bf16 KV cache in its tile layout: largest logit error %.3g·scale", be.Name, real, o.Threads, o.ForcePipeline, worst)
+	}
+	amxAttn = nil
 	if _, err := New(w, Options{KVDType: "fp16"}); err == nil || !strings.Contains(err.Error(), `"fp16"`) {
 		t.Errorf("KVDType fp16: error %v, want one naming it", err)
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cpubench/bench/kernels/gemm"
 	"math"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,7 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	packed := !m.opts.KVPackPerCall
 	abe := m.attnBackend()
 	bf16 := m.opts.KVDType == "bf16"
-	need := kvSlotBytes(c, max(abe.TileN, 1), maxSeq, packed, bf16).Times(n).
+	need := kvSlotBytes(c, abe, maxSeq, packed, bf16).Times(n).
 		Plus(memlimit.Mul(n, int(unsafe.Sizeof(slot{})))).Plus(memlimit.Mul(maxSeq, c.HeadDim, 4))
 	if err := memlimit.Check(fmt.Sprintf("engine: model %s: %d slots' KV caches of %d positions", c.Name, n, maxSeq), need); err != nil {
 		return nil, err
@@ -83,11 +84,8 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 		return nil, fmt.Errorf("engine: model %s: %w", c.Name, err)
 	}
 	b := &Batch{m: m, maxSeq: maxSeq, rope: rope, slots: make([]slot, n), t: newTimers(c.Layers),
-		kv:     newKVLayout(abe, c.KVHeads, c.HeadDim, maxSeq, packed),
+		kv:     kvLayoutFor(abe, c.KVHeads, c.HeadDim, maxSeq, packed, bf16),
 		attnWS: make([]*attnScratch, m.pool.Size())}
-	if bf16 {
-		b.kv = newKVLayoutBF16(abe, c.KVHeads, c.HeadDim, maxSeq)
-	}
 	for i := range b.attnWS {
 		b.attnWS[i] = newAttnScratch(abe, b.kv, c.Heads/c.KVHeads)
 	}
@@ -129,15 +127,22 @@ func (b *Batch) allocKV(sl *slot) error {
 }
 
 // kvSlotBytes is one slot's K and V caches over every layer, as
-// newKVLayout lays them out (packed: K's positions and V's head dim padded
-// to whole panels of nr; bf16: 2 bytes an element), overflow-checked.
-func kvSlotBytes(c Config, nr, maxSeq int, packed, bf16 bool) memlimit.Size {
+// kvLayoutFor lays them out for attention on backend be (packed: K's
+// positions and V's head dim padded to whole panels of be's TileN; bf16:
+// 2 bytes an element; the AMX layout also pads K's head dim and V's
+// positions to whole K steps of 32), overflow-checked.
+func kvSlotBytes(c Config, be gemm.Backend, maxSeq int, packed, bf16 bool) memlimit.Size {
 	if !packed {
 		return memlimit.Mul(c.Layers, 2, maxSeq, c.KVHeads, c.HeadDim, 4)
 	}
+	nr := max(be.TileN, 1)
 	ceil := func(x int) int { return x/nr + min(x%nr, 1) }
 	k := memlimit.Mul(c.KVHeads, ceil(maxSeq), nr, c.HeadDim)
 	v := memlimit.Mul(c.KVHeads, ceil(c.HeadDim), nr, maxSeq)
+	if bf16 && AttentionAMX(be) {
+		k = memlimit.Mul(c.KVHeads, ceil(maxSeq), nr, ceil(c.HeadDim), nr)
+		v = memlimit.Mul(c.KVHeads, ceil(c.HeadDim), nr, ceil(maxSeq), nr)
+	}
 	if bf16 {
 		return k.Plus(v).Times(c.Layers, 2)
 	}

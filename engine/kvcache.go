@@ -35,6 +35,21 @@ import (
 // layout (convertTile: a shift per element, no transpose) and runs the
 // fp32 path on them.
 //
+// AMX (a bf16 cache whose attention backend is amx-bf16, AttentionAMX): K
+// and V written by the producer as bfloat16 directly in the B tile layout
+// of gemm.AMXTiles (32 columns per panel, pairs of consecutive k per
+// column), so that QKᵀ and P·V run on the tile unit with no copy:
+//
+//	K: [ceil(maxSeq/32) panels][AMXKPad(HeadDim)/2][32][2]   K[pos][d] at (pos/32)·kPanel + AMXPanelIndex(pos%32, d)
+//	V: [hdPad/32 panels][AMXKPad(maxSeq)/2][32][2]          V[pos][d] at (d/32)·vPanel + AMXPanelIndex(d%32, pos)
+//
+// (kPanel, vPanel: gemm.AMXPanelElems of HeadDim and maxSeq; the padding
+// stays zero). In S = Q·Kᵀ the keys are the panels' columns and the head
+// dims their k; in O = P·V the head dims are the columns and the
+// positions their k, so a tile of positions j0.. (a multiple of 32)
+// starts at j0·32 in every V panel. Decode runs the tiles too
+// (AttentionKernels): the vector kernels do not read this layout.
+//
 // Row-major (the kv-packing ablation, Options.KVPackPerCall): [maxSeq]
 // [KVHeads·HeadDim] as a standard CPU cache stores it, and attention packs
 // each tile it reads into the same panels itself, once per tile and block
@@ -42,12 +57,15 @@ import (
 type kvLayout struct {
 	packed       bool
 	bf16         bool // packed panels of bfloat16 elements (packed is true)
+	amx          bool // bf16 in the AMX B tile layout (nr is 32)
 	kvHeads, hd  int
 	maxSeq       int
 	nr           int // panel width: the attention backend's TileN
 	hdPad        int // HeadDim rounded up to a multiple of nr
 	tile         int // positions per attention tile: attnPlanTile (a multiple of nr)
-	kHead, vHead int // packed: floats of one KV head's K and V
+	kHead, vHead int // packed: elements of one KV head's K and V
+	// kPanel, vPanel: amx: elements of one K and one V panel.
+	kPanel, vPanel int
 }
 
 // newKVLayout returns the layout of a cache of maxSeq positions of
@@ -80,11 +98,52 @@ func CheckKVDType(dt string, packPerCall bool) error {
 	return fmt.Errorf("engine: KV cache dtype %q: want one of %s", dt, strings.Join(KVDTypes, ", "))
 }
 
+// kvLayoutFor is the layout of a cache of maxSeq positions of kvHeads
+// heads of hd elements for attention on backend be: row-major where not
+// packed (the kv-packing ablation), else the packed panels in fp32 or,
+// with bf16, in bfloat16 (the AMX tile layout where AttentionAMX(be)).
+func kvLayoutFor(be gemm.Backend, kvHeads, hd, maxSeq int, packed, bf16 bool) kvLayout {
+	switch {
+	case bf16 && AttentionAMX(be):
+		return newKVLayoutAMX(be, kvHeads, hd, maxSeq)
+	case bf16:
+		return newKVLayoutBF16(be, kvHeads, hd, maxSeq)
+	}
+	return newKVLayout(be, kvHeads, hd, maxSeq, packed)
+}
+
 // newKVLayoutBF16 is newKVLayout's packed layout with bfloat16 elements.
 func newKVLayoutBF16(be gemm.Backend, kvHeads, hd, maxSeq int) kvLayout {
 	l := newKVLayout(be, kvHeads, hd, maxSeq, true)
 	l.bf16 = true
 	return l
+}
+
+// AttentionAMX reports whether attention's tile products on backend be
+// run on the AMX tile unit (gemm.AMXTiles): be is amx-bf16, which
+// attention takes only with a bf16 KV cache (Options.KVDType "bf16"),
+// laid out for it (kvLayout's AMX layout).
+func AttentionAMX(be gemm.Backend) bool { return be.ISA == "amx" && be.DType == gemm.BF16 }
+
+// newKVLayoutAMX is the bf16 cache in the AMX B tile layout for
+// attention on amx-bf16 (be, whose TileN is 32).
+func newKVLayoutAMX(be gemm.Backend, kvHeads, hd, maxSeq int) kvLayout {
+	l := newKVLayoutBF16(be, kvHeads, hd, maxSeq)
+	l.amx = true
+	l.kPanel, l.vPanel = gemm.AMXPanelElems(hd), gemm.AMXPanelElems(maxSeq)
+	l.kHead = (maxSeq + l.nr - 1) / l.nr * l.kPanel
+	l.vHead = l.hdPad / l.nr * l.vPanel
+	return l
+}
+
+// amxK and amxV are the element indices of K[pos][d] and V[pos][d] of
+// KV head h in an AMX layout's caches.
+func (l *kvLayout) amxK(h, pos, d int) int {
+	return h*l.kHead + pos/l.nr*l.kPanel + gemm.AMXPanelIndex(pos%l.nr, d)
+}
+
+func (l *kvLayout) amxV(h, pos, d int) int {
+	return h*l.vHead + d/l.nr*l.vPanel + gemm.AMXPanelIndex(d%l.nr, pos)
 }
 
 // elemBytes is the bytes of one cached element: 2 (bf16) or 4 (fp32).
@@ -162,6 +221,10 @@ func (l *kvLayout) writeRows(kc, vc []float32, pos, n int, k, v []float32) {
 	if l.bf16 {
 		kb, vb = bf16View(kc), bf16View(vc)
 	}
+	if l.amx {
+		l.writeRowsAMX(kb, vb, pos, n, k, v)
+		return
+	}
 	for h := range l.kvHeads {
 		for j0 := 0; j0 < n; {
 			p := pos + j0
@@ -213,6 +276,46 @@ func (l *kvLayout) writeRows(kc, vc []float32, pos, n int, k, v []float32) {
 			vp := vc[h*l.vHead+(pos+j)*nr:]
 			for d0 := 0; d0 < hd; d0 += nr {
 				copy(vp[d0*l.maxSeq:d0*l.maxSeq+min(nr, hd-d0)], vh[d0:])
+			}
+		}
+	}
+}
+
+// writeRowsAMX is writeRows on an AMX layout (kb, vb: the caches'
+// bfloat16 elements): each element rounded to bfloat16 at amxK, amxV.
+// Within a K panel row a position's pairs of head dims are adjacent, and
+// within a V panel row its head dims 2 elements apart.
+//
+// A position that starts a K step of positions (a multiple of 32: the
+// first of a K panel and of a 32-position block of every V panel) zeroes
+// that K panel and those V blocks first. The tile unit multiplies whole K
+// steps, so P·V reads V up to 31 positions past the last one written,
+// against probabilities of 0, and QKᵀ reads K's head-dim padding against
+// queries padded with 0; zero there keeps each product 0 whatever a
+// previous sequence of the slot or a fresh page left (0·NaN is NaN).
+// Positions are written in order from 0, so every block is zeroed before
+// its first position is written.
+func (l *kvLayout) writeRowsAMX(kb, vb []uint16, pos, n int, k, v []float32) {
+	hd, kvd := l.hd, l.kvHeads*l.hd
+	for h := range l.kvHeads {
+		for j := range n {
+			p := pos + j
+			if p%l.nr == 0 {
+				clear(kb[l.amxK(h, p, 0):][:l.kPanel])
+				for d0 := 0; d0 < l.hdPad; d0 += l.nr {
+					clear(vb[l.amxV(h, p, d0):][:l.nr*l.nr])
+				}
+			}
+			kr, vr := k[j*kvd+h*hd:][:hd], v[j*kvd+h*hd:][:hd]
+			ko := l.amxK(h, p, 0)
+			for d, x := range kr {
+				kb[ko+(d>>1)*2*l.nr+d&1] = toBF16(x)
+			}
+			for d0 := 0; d0 < hd; d0 += l.nr {
+				vo := l.amxV(h, p, d0)
+				for e, x := range vr[d0:min(d0+l.nr, hd)] {
+					vb[vo+2*e] = toBF16(x)
+				}
 			}
 		}
 	}
@@ -276,7 +379,7 @@ func (l *kvLayout) packTile(kt, vt, kc, vc []float32, j0, nt, kvHead int) {
 	}
 }
 
-// convertTile is a bf16 cache's per-tile conversion: the nt positions
+// convertTile is a bf16 cache's (not the AMX layout's) per-tile conversion: the nt positions
 // j0.. (j0 a multiple of NR) of KV head kvHead of the bf16 caches kc, vc
 // to fp32 in kt (ceil(nt/NR) K panels of HeadDim·NR, as in the cache:
 // positions past nt are the cache's, zero where never written) and vt

@@ -118,7 +118,7 @@ func TestNewBatchMemoryLimit(t *testing.T) {
 		for l := range b.slots[0].kc {
 			floats += len(b.slots[0].kc[l]) + len(b.slots[0].vc[l])
 		}
-		want, _ := kvSlotBytes(c, max(m.Backend.TileN, 1), 37, !perCall, false).Bytes()
+		want, _ := kvSlotBytes(c, m.Backend, 37, !perCall, false).Bytes()
 		if uint64(4*floats) != want {
 			t.Errorf("KVPackPerCall %v: slot caches %d bytes, kvSlotBytes %d", perCall, 4*floats, want)
 		}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/internal/topology"
-	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/roofline"
 )
@@ -91,7 +90,7 @@ func (m *Model) phaseCheck(o *Options) error {
 				topology.FormatCPUList(ph.cpus), topology.FormatCPUList(outside), topology.FormatCPUList(allowed))
 		}
 	}
-	if !o.NoPipeline && (o.ForcePipeline || m.attnBackend().Unit == gemm.MatrixUnit) {
+	if !o.NoPipeline && (o.ForcePipeline || attnPipelineDefault(m.attnBackend())) {
 		m.Notes = append(m.Notes, phaseNotePrefix+"the prefill attention pipeline (pairs across the whole pool) is off; prefill attention runs each job serially on the prefill workers (identical outputs)")
 		o.NoPipeline = true
 	}

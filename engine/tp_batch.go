@@ -95,11 +95,8 @@ func (m *Model) tpNewBatch(b *Batch) error {
 	}
 	b.tp = tb
 	for g := range tb.bufs {
-		tb.bufs[g] = &tpBuf{kv: newKVLayout(abe, t.kvHeads, c.HeadDim, b.maxSeq, packed),
+		tb.bufs[g] = &tpBuf{kv: kvLayoutFor(abe, t.kvHeads, c.HeadDim, b.maxSeq, packed, b.kv.bf16),
 			kc: make([][][]float32, len(b.slots)), vc: make([][][]float32, len(b.slots))}
-		if b.kv.bf16 {
-			tb.bufs[g].kv = newKVLayoutBF16(abe, t.kvHeads, c.HeadDim, b.maxSeq)
-		}
 	}
 	for w := range tb.ws {
 		tb.ws[w] = newAttnScratch(abe, tb.bufs[t.gi[w]].kv, c.Heads/c.KVHeads)

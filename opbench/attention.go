@@ -189,11 +189,11 @@ func (c *AttentionConfig) Validate() error {
 
 // attentionWorkers returns the backend of each of threads workers for a
 // placement, or why it does not apply.
-func attentionWorkers(p string, b Backends, threads int) ([]gemm.Backend, string) {
+func attentionWorkers(p string, b Backends, threads int, kvBF16 bool) ([]gemm.Backend, string) {
 	ws := make([]gemm.Backend, threads)
 	mat := b.Pair.Matrix
-	if p != PlaceCores && mat.DType != gemm.FP32 {
-		return nil, fmt.Sprintf("%s: does not apply: matrix = %s; attention's tiles run on fp32 panels (the KV cache is fp32), so they need an fp32 matrix backend (--matrix-backend NAME)", p, b.MatrixLabel)
+	if p != PlaceCores && !attentionMatrixOK(mat, kvBF16) {
+		return nil, fmt.Sprintf("%s: does not apply: matrix = %s; attention's tiles run on fp32 panels (the KV cache is fp32), so they need an fp32 matrix backend (--matrix-backend NAME), or amx-bf16 with --kv-dtype bf16", p, b.MatrixLabel)
 	}
 	if p == PlaceMixed && threads < 2 {
 		return nil, "mixed: does not apply with 1 thread (two groups)"
@@ -211,6 +211,13 @@ func attentionWorkers(p string, b Backends, threads int) ([]gemm.Backend, string
 		}
 	}
 	return ws, ""
+}
+
+// attentionMatrixOK reports whether attention's tiles can run on the
+// matrix backend mat: an fp32 backend, or amx-bf16 on a bf16 KV cache
+// (engine.AttentionAMX).
+func attentionMatrixOK(mat gemm.Backend, kvBF16 bool) bool {
+	return mat.DType == gemm.FP32 || kvBF16 && engine.AttentionAMX(mat)
 }
 
 // backendsName names the backends of ws: one name, or cores+matrix.
@@ -262,7 +269,7 @@ func (c *AttentionConfig) benchOptions(ws []gemm.Backend, phase string) engine.A
 // checks each bench again).
 func (c *AttentionConfig) CheckMemory() error {
 	ws := []gemm.Backend{c.Backends.Pair.Cores}
-	if slices.Contains(c.Placements, PlaceMixed) && c.Backends.Pair.Matrix.DType == gemm.FP32 {
+	if slices.Contains(c.Placements, PlaceMixed) && attentionMatrixOK(c.Backends.Pair.Matrix, c.KVDType == "bf16") {
 		ws = append(ws, c.Backends.Pair.Matrix)
 	}
 	if len(c.Contexts) > 0 {
@@ -293,6 +300,9 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 	if c.KVDType == "bf16" {
 		r.Precision = "fp32 queries, scores and accumulation; KV cache bf16 (each tile converted to fp32)"
 		r.KVCache = "producer-packed (SMEPilot §4.3), bf16"
+		if engine.AttentionAMX(c.Backends.Pair.Matrix) {
+			r.Notes = append(r.Notes, "matrix = "+c.Backends.Pair.Matrix.Name+": prefill's QKᵀ and P·V on the AMX tile unit (TDPBF16PS) on K and V as the producer wrote them in its tile layout; queries and probabilities split into three bf16 terms (exact), fp32 accumulation; decode converts each tile to fp32 for the vector kernels")
+		}
 	}
 	if c.Machine != nil {
 		r.Machine = c.Machine.Name
@@ -334,7 +344,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		}
 	}
 	for _, pl := range c.Placements {
-		ws, why := attentionWorkers(pl, c.Backends, threads)
+		ws, why := attentionWorkers(pl, c.Backends, threads, c.KVDType == "bf16")
 		if why != "" {
 			r.Skipped = append(r.Skipped, why)
 			continue
@@ -458,9 +468,9 @@ const maxAttentionError = 1e-4
 // shorter; b the last worker's backend, as engine.AttentionBench cuts them).
 func jobKernels(b gemm.Backend, width, group int) string {
 	rows := engine.AttentionRows(b, group)
-	full := engine.AttentionKernels(min(width, rows), group)
+	full := engine.AttentionKernels(b, min(width, rows), group)
 	if r := width % rows; width > rows && r != 0 {
-		if last := engine.AttentionKernels(r, group); last != full {
+		if last := engine.AttentionKernels(b, r, group); last != full {
 			return full + "+" + last
 		}
 	}

@@ -133,14 +133,14 @@ func TestAttentionPlacementsApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Pair.Matrix.DType = "bf16"
-	if _, why := attentionWorkers(PlaceMatrix, b, 2); !strings.Contains(why, "does not apply") {
+	if _, why := attentionWorkers(PlaceMatrix, b, 2, false); !strings.Contains(why, "does not apply") {
 		t.Errorf("bf16 matrix: %q", why)
 	}
 	b.Pair.Matrix.DType = "fp32"
-	if _, why := attentionWorkers(PlaceMixed, b, 1); !strings.Contains(why, "1 thread") {
+	if _, why := attentionWorkers(PlaceMixed, b, 1, false); !strings.Contains(why, "1 thread") {
 		t.Errorf("mixed on 1 thread: %q", why)
 	}
-	ws, why := attentionWorkers(PlaceMixed, b, 3)
+	ws, why := attentionWorkers(PlaceMixed, b, 3, false)
 	if why != "" || len(ws) != 3 || ws[0].Name != b.Pair.Cores.Name || ws[2].Name != b.Pair.Matrix.Name {
 		t.Errorf("mixed on 3: %v %q", ws, why)
 	}

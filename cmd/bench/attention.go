@@ -59,12 +59,17 @@ matrix target's backend on every thread) and mixed (the two, each on half
 of the threads; prefill's work units claimed dynamically, decode's split
 statically, balanced by cost, as the engine runs them); attention's tiles run on
 fp32 panels, so matrix and mixed apply only where the matrix target's
-backend is fp32 (e.g. sme-fp32, or one named by --matrix-backend); those
-that do not apply are listed with the reason. --ablate kv-packing keeps the
-cache row-major and packs every K and V tile inside each call. --kv-dtype
-bf16 stores the packed panels in bfloat16 (half the KV bytes; decode's KV
-GB/s counts 2 bytes an element) and converts each tile to fp32; the output
-check then compares with the reference of the bf16 values the cache holds.
+backend is fp32 (e.g. sme-fp32, or one named by --matrix-backend), or is
+amx-bf16 with --kv-dtype bf16; those that do not apply are listed with the
+reason. --ablate kv-packing keeps the cache row-major and packs every K and
+V tile inside each call. --kv-dtype bf16 stores the packed panels in
+bfloat16 (half the KV bytes; decode's KV GB/s counts 2 bytes an element)
+and converts each tile to fp32; on amx-bf16 the producer writes them in
+the AMX tile layout instead, and prefill's QKᵀ and P·V run on the tile
+unit on them in place (queries and probabilities split into three bf16
+terms, exact; fp32 accumulation), decode converting each tile to fp32.
+The output check then compares with the reference of the bf16 values the
+cache holds.
 
 Prefill is measured twice per placement with 2 or more threads: pipelined
 (SMEPilot §4.2, Fig. 6: pairs of workers, the matrix group's worker
@@ -113,7 +118,7 @@ decode panels), attention.md and attention.json to --out.`,
 	f.IntVar(&o.Threads, "threads", 0, "pinned worker threads (0: every allowed CPU)")
 	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&o.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
-	f.StringVar(&o.KVDType, "kv-dtype", "fp32", "KV cache element type: fp32, or bf16 (the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; not with --ablate kv-packing)")
+	f.StringVar(&o.KVDType, "kv-dtype", "fp32", "KV cache element type: fp32, or bf16 (the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; with matrix = amx-bf16 (placements matrix, mixed, auto) the panels take the AMX tile layout and prefill's QKᵀ and P·V run on the tile unit on them in place; not with --ablate kv-packing)")
 	f.StringSliceVar(&o.Ablate, "ablate", nil, "ablations: kv-packing (the KV cache row-major, every tile packed inside each call), pipeline (prefill measured serially only, not also pipelined)")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")

@@ -173,7 +173,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.CoresBackend, "cores-backend", "", coresBackendHelp)
 	f.StringVar(&opts.MatrixBackend, "matrix-backend", "", matrixBackendHelp)
 	f.StringSliceVar(&opts.Ablate, "ablate", nil, "ablations: "+strings.Join(engine.AblationNames(), ", ")+" (comma-separated)")
-	f.StringVar(&opts.KVDType, "kv-dtype", "fp32", "KV cache element type: "+strings.Join(engine.KVDTypes, ", ")+" (bf16: the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; not with --ablate kv-packing)")
+	f.StringVar(&opts.KVDType, "kv-dtype", "fp32", "KV cache element type: "+strings.Join(engine.KVDTypes, ", ")+" (bf16: the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; with matrix = amx-bf16 (placements matrix, mixed, auto) the panels take the AMX tile layout and prefill's QKᵀ and P·V run on the tile unit on them in place; not with --ablate kv-packing)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
 	addJSONFlag(cmd, &opts.JSON, "the run (one object)")
