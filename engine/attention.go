@@ -233,6 +233,11 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 // row's range in the tiles it sees (the diagonal tiles' triangle, the
 // window's edge, the panel padding of the last tile).
 //
+// On a cache in the AMX tile layout (kvLayout, amx-bf16) the prefill
+// products run on the tile unit instead (gemm.AMXTiles: Qs converted
+// into A slivers once per job, P per tile, on the cache's panels in
+// place) and decode's on kernels.AxpyPanelsBF16Pairs.
+//
 // Per tile (the stages the pipeline spreads over two workers): QKᵀ
 // (qkTile), the online softmax (softmaxTile: max, shift, exp, sum), the
 // rescale of the accumulator (rescaleTile) and P·V (pvTile). Their
@@ -297,10 +302,10 @@ func (ws *attnScratch) begin(j *attnJob) bool {
 	if nk, nv := lay.floats(); len(j.kc) < nk || len(j.vc) < nv {
 		panic(fmt.Sprintf("engine: attention: KV cache of %d, %d floats, want %d, %d", len(j.kc), len(j.vc), nk, nv))
 	}
-	ws.vec = M < attnVecRows && !lay.amx // AttentionKernels
+	ws.vec = M < attnVecRows
 	ws.bf16Direct = ws.vec && lay.bf16 && !lay.amx && kernels.AxpyPanelsBF16Direct(lay.nr)
 	ws.T = lay.tile
-	if ws.vec && lay.packed && (!lay.bf16 || ws.bf16Direct) {
+	if ws.vec && lay.packed && (!lay.bf16 || ws.bf16Direct || lay.amx) {
 		ws.T = max(lay.nr, attnVecTile/lay.nr*lay.nr)
 	}
 	T := ws.T
@@ -414,7 +419,17 @@ func (ws *attnScratch) qkTile(j *attnJob, ti, b int) {
 		kernels.AxpyPanelsBF16(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, bf16View(j.kc)[j.kvHead*lay.kHead+sp.j0/nr*hd*nr:], nr, hd*nr, np)
 		return
 	}
-	if lay.amx && !ws.vec {
+	if lay.amx && ws.vec {
+		// The AMX layout's K panels read in place, pairs of head dims
+		// per key widened in the kernel's registers.
+		np := (nt + nr - 1) / nr
+		for i := sp.iA; i < sp.iB; i++ {
+			clear(s[i*T : i*T+np*nr])
+		}
+		kernels.AxpyPanelsBF16Pairs(s[sp.iA*T:], T, ws.qs[sp.iA*hd:], hd, sp.iB-sp.iA, hd, bf16View(j.kc)[lay.amxK(j.kvHead, sp.j0, 0):], lay.kPanel, np)
+		return
+	}
+	if lay.amx {
 		// The tile's K panels as the cache holds them, on the tile unit,
 		// from the sliver holding row iS.
 		ntPad := (nt + nr - 1) / nr * nr
@@ -559,7 +574,11 @@ func (ws *attnScratch) pvTile(j *attnJob, ti, b int) {
 		kernels.AxpyPanelsBF16(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, bf16View(j.vc)[j.kvHead*lay.vHead+sp.j0*nr:], nr, lay.maxSeq*nr, hdPad/nr)
 		return
 	}
-	if lay.amx && !ws.vec {
+	if lay.amx && ws.vec {
+		kernels.AxpyPanelsBF16Pairs(ws.o[sp.iA*hdPad:], hdPad, s[sp.iA*T:], T, sp.iB-sp.iA, nt, bf16View(j.vc)[lay.amxV(j.kvHead, sp.j0, 0):], lay.vPanel, hdPad/nr)
+		return
+	}
+	if lay.amx {
 		// The rows' probabilities converted into slivers, on the tile's run
 		// of every V panel as the cache holds it.
 		ws.pa = ws.amx.PackA(ws.pa, s[sp.iA*T:], T, sp.iB-sp.iA, nt)

@@ -289,8 +289,9 @@ func attnPipeline(ctx context.Context, ms *pool.Master, vec, mat *pool.Group, n 
 // ≈ 0.5× serial), and AMX is a unit of every core, so each core running
 // both stages keeps all the tile units and all the vector units busy:
 // measured on a 16-core Emerald Rapids VM (bench attention, qwen3-0.6b,
-// bf16 KV cache on amx-bf16, 2026-11-27), the pipeline took 1.99× and
-// 2.20× the serial schedule's time at contexts 2048 and 8192.
+// bf16 KV cache on amx-bf16, 16 threads, 2026-11-27, four runs), the
+// pipeline took 1.93-2.00× the serial schedule's time at context 2048
+// and 1.75-2.20× at 8192.
 func attnPipelineDefault(be gemm.Backend) bool {
 	return be.Unit == gemm.MatrixUnit && be.ISA != "amx"
 }
@@ -321,9 +322,7 @@ func (m *Model) attentionNotes() []string {
 	be := abe.Name
 	rows := attnPlanRows(abe, group)
 	var notes []string
-	if AttentionKernels(abe, 1, group) == "gemm" && group < attnVecRows {
-		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head) runs %s's tiles on the cache's AMX tile layout in place on every worker, one job per sequence and KV head (the vector kernels would need every tile converted: 4-6× slower at batch 1 on a 16-core Emerald Rapids VM)", group, be))
-	} else if group < attnVecRows {
+	if group < attnVecRows {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, fewer than %d) runs the vector kernels (SMEPilot §4.2: low intensity; kernels.AxpyPanels on the packed panels, all %d rows per K and V panel row read; DotRows and AxpyRows per row on the kv-packing ablation's row-major cache) on every worker, one job per sequence and KV head", group, attnVecRows, group))
 	} else {
 		notes = append(notes, fmt.Sprintf("attention plan: decode (one token per sequence: %d query rows per KV head, at least %d) runs %s's GEMM microkernels on every worker, serially per job", group, attnVecRows, be))
@@ -334,7 +333,7 @@ func (m *Model) attentionNotes() []string {
 			how = "decode attention reads the bf16 panels in place, widened to fp32 in registers (kernels.AxpyPanelsBF16), and computes in fp32; prefill converts each K and V tile it reads to fp32"
 		}
 		if AttentionAMX(abe) {
-			how = "QKᵀ and P·V run on the AMX tiles on K and V as the producer wrote them (queries and probabilities split into three bf16 terms, exact; fp32 accumulation, gemm.AMXTiles)"
+			how = "prefill's QKᵀ and P·V run on the AMX tiles on K and V as the producer wrote them (queries and probabilities split into three bf16 terms, exact; fp32 accumulation, gemm.AMXTiles); decode's vector kernel reads the same panels in place (kernels.AxpyPanelsBF16Pairs: pairs of k per column widened to fp32 in registers)"
 		}
 		notes = append(notes, fmt.Sprintf("KV cache: bf16 panels of %s's layout (half the bytes of fp32); %s", be, how))
 	} else if mb := m.Matrix; mb != nil && AttentionAMX(*mb) && mb.Unavailable == "" {
@@ -350,7 +349,7 @@ func (m *Model) attentionNotes() []string {
 		notes = append(notes, fmt.Sprintf("attention plan: prefill runs serially on %s: with 1 thread the pipeline (SMEPilot §4.2) has no second worker and degenerates to the serial schedule", be))
 	case !m.opts.ForcePipeline && abe.Unit == gemm.MatrixUnit && !attnPipelineDefault(abe):
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
-			"its matrix unit is a unit of every core, so each core runs both stages (the pipeline, SMEPilot §4.2, took 2.0–2.2× the serial time on a 16-core Emerald Rapids VM; bench attention measures both)", rows, group, be, n))
+			"its matrix unit is a unit of every core, so each core runs both stages (the pipeline, SMEPilot §4.2, took 1.75–2.2× the serial time on a 16-core Emerald Rapids VM; bench attention measures both)", rows, group, be, n))
 	case !m.opts.ForcePipeline && !attnPipelineDefault(abe):
 		notes = append(notes, fmt.Sprintf("attention plan: prefill (blocks of up to %d rows × %d heads per KV head) runs each job's QKᵀ, softmax, rescale and P·V serially on %s, jobs spread over all %d workers: "+
 			"the pipeline (SMEPilot §4.2) needs a matrix unit for its matrix stage, and this CPU's attention backend has none (on a second group of cores each stage gets half the workers: roofline.PredictAttention ≈ 0.5× serial; bench attention measures both)", rows, group, be, n))
@@ -395,19 +394,14 @@ func AttentionPlan(b gemm.Backend, headDim, group int) roofline.AttentionSchedul
 }
 
 // AttentionKernels is the planner's choice of tile kernels for an
-// attention job on backend b of rows query rows per KV head with group
-// query heads each (attnVecRows): "vector" (kernels.AxpyPanels on the
-// packed panels, DotRows/AxpyRows per query row on the row-major cache;
-// SMEPilot §4.2's choice for low intensity) below attnVecRows query rows,
-// else "gemm" (the backend's microkernels on the panels). On amx-bf16
-// (AttentionAMX: its cache is in the AMX tile layout, which the vector
-// kernels could read only through a conversion of every tile) every job
-// runs the tiles: "gemm". Measured on a 16-core Emerald Rapids VM (bench
-// attention, qwen3-0.6b, context 1024, batch 1, 16 threads, 2026-11-27):
-// 0.63 ms a step through the conversion, 0.11-0.15 ms on the tiles, and
-// 0.056-0.065 ms on the cores' bf16 panels read in place.
-func AttentionKernels(b gemm.Backend, rows, group int) string {
-	if rows*group < attnVecRows && !AttentionAMX(b) {
+// attention job of rows query rows per KV head with group query heads
+// each (attnVecRows): "vector" (kernels.AxpyPanels on the packed panels,
+// kernels.AxpyPanelsBF16Pairs on the AMX layout's, DotRows/AxpyRows per
+// query row on the row-major cache; SMEPilot §4.2's choice for low
+// intensity) below attnVecRows query rows, else "gemm" (the backend's
+// microkernels on the panels, the AMX tiles on amx-bf16).
+func AttentionKernels(rows, group int) string {
+	if rows*group < attnVecRows {
 		return "vector"
 	}
 	return "gemm"

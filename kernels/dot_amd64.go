@@ -21,12 +21,13 @@ var avx2Dot = dotImpl{
 }
 
 var avx512Dot = dotImpl{
-	isa:              "avx512",
-	transposeRows8:   transposeRows8Asm,
-	dotRows:          func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
-	axpyRows:         func(a, p, v []float32, ld int) { axpyRowsAsm512(a, p, v, ld) },
-	axpyPanels32:     axpyPanels32Asm,
-	axpyPanels32BF16: axpyPanels32BF16Asm,
+	isa:               "avx512",
+	transposeRows8:    transposeRows8Asm,
+	dotRows:           func(o, q, k []float32, ld int) { dotRowsAsm(o, q, k, ld) },
+	axpyRows:          func(a, p, v []float32, ld int) { axpyRowsAsm512(a, p, v, ld) },
+	axpyPanels32:      axpyPanels32Asm,
+	axpyPanels32BF16:  axpyPanels32BF16Asm,
+	axpyPanels32Pairs: axpyPanels32PairsAsm,
 }
 
 // axpyPanels32Asm runs the rows of x in groups of four, the last group
@@ -164,6 +165,34 @@ func axpyPanels32BF16Asm(acc []float32, lda int, x []float32, ldx, rows, n int, 
 	axpyPanelGroups(acc, lda, x, ldx, rows, n, v, vstride, panels, [4]axpyPanelsRows[uint16]{
 		axpyPanels32BF16AVX512R1, axpyPanels32BF16AVX512R2, axpyPanels32BF16AVX512R3, axpyPanels32BF16AVX512R4})
 }
+
+// axpyPanels32PairsAsm is AxpyPanelsBF16Pairs in groups of up to four
+// rows (axpyPanels32PairsAVX512R1 .. R4), every count ≥ 1.
+func axpyPanels32PairsAsm(acc []float32, lda int, x []float32, ldx, rows, n int, v []uint16, vstride, panels int) {
+	k := [4]axpyPanelsRows[uint16]{axpyPanels32PairsAVX512R1, axpyPanels32PairsAVX512R2, axpyPanels32PairsAVX512R3, axpyPanels32PairsAVX512R4}
+	v = v[:(panels-1)*vstride+(n+1)/2*64]
+	for r0 := 0; r0 < rows; r0 += 4 {
+		g := min(4, rows-r0)
+		k[g-1](acc[r0*lda:(r0+g-1)*lda+32*panels], lda, x[r0*ldx:(r0+g-1)*ldx+n], ldx, v, vstride, n, panels)
+	}
+}
+
+// axpyPanels32PairsAVX512R1 .. R4 are AxpyPanelsBF16Pairs for 1 to 4
+// rows (kernels/_asm/dot genAxpyPanelsPairs), every count ≥ 1, lengths
+// trusted: per element the sum of genAxpyPanels' sets over the pair rows,
+// even k before odd, an odd n's last k into set 0.
+//
+//go:noescape
+func axpyPanels32PairsAVX512R1(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32PairsAVX512R2(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32PairsAVX512R3(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+
+//go:noescape
+func axpyPanels32PairsAVX512R4(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
 
 // axpyPanels32AVX512R1 .. R4 are AxpyPanels for nr = 32 and 1 to 4 rows
 // (kernels/_asm/dot genAxpyPanels), every count ≥ 1, lengths trusted:

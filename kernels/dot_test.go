@@ -420,3 +420,64 @@ func TestAxpyPanelsBF16(t *testing.T) {
 	}()
 	AxpyPanelsBF16(make([]float32, 32), 32, make([]float32, 4), 4, 1, 4, make([]uint16, 127), 32, 128, 1)
 }
+
+// TestAxpyPanelsBF16Pairs checks AxpyPanelsBF16Pairs on every
+// implementation against the float64 reference of the widened values at
+// their pair-interleaved places within AxpyRows' bound, odd n included
+// (the last pair row's odd half NaN: never used), and that it writes
+// only the panels' columns of its rows.
+func TestAxpyPanelsBF16Pairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	nan := uint16(math.Float32bits(float32(math.NaN())) >> 16)
+	for _, im := range dotImpls() {
+		if im.unavailable != "" {
+			continue
+		}
+		for _, rows := range []int{1, 2, 3, 4, 6} {
+			for _, n := range []int{1, 2, 5, 16, 128, 131} {
+				panels := 1 + rng.IntN(3)
+				pr := (n + 1) / 2 // pair rows
+				lda, ldx, vstride := panels*32+3, n+1, pr*64+64
+				x := dotFill(rng, (rows-1)*ldx+n)
+				v := make([]uint16, (panels-1)*vstride+pr*64)
+				for i := range v {
+					v[i] = uint16(math.Float32bits(rng.Float32()*2-1) >> 16)
+					if i%vstride/64 == pr-1 && n%2 == 1 && i%2 == 1 {
+						v[i] = nan // k = n, past the last
+					}
+				}
+				acc0 := dotFill(rng, rows*lda)
+				acc := append([]float32(nil), acc0...)
+				axpyPanelsBF16PairsOn(&im, acc, lda, x, ldx, rows, n, v, vstride, panels)
+				what := fmt.Sprintf("%s: AxpyPanelsBF16Pairs rows %d n %d panels %d", im.isa, rows, n, panels)
+				for r := range rows {
+					for c := range lda {
+						i := r*lda + c
+						if c >= panels*32 {
+							if acc[i] != acc0[i] {
+								t.Fatalf("%s: wrote acc[%d] past the panels", what, i)
+							}
+							continue
+						}
+						pi, cc := c/32, c%32
+						ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
+						for j := range n {
+							prod := float64(x[r*ldx+j]) * float64(math.Float32frombits(uint32(v[pi*vstride+j/2*64+2*cc+j%2])<<16))
+							ref += prod
+							mag += math.Abs(prod)
+						}
+						if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
+							t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
+						}
+					}
+				}
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Errorf("AxpyPanelsBF16Pairs with a short v: no panic")
+		}
+	}()
+	AxpyPanelsBF16Pairs(make([]float32, 32), 32, make([]float32, 5), 5, 1, 5, make([]uint16, 191), 192, 1)
+}

@@ -301,7 +301,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		r.Precision = "fp32 queries, scores and accumulation; KV cache bf16 (each tile converted to fp32)"
 		r.KVCache = "producer-packed (SMEPilot §4.3), bf16"
 		if engine.AttentionAMX(c.Backends.Pair.Matrix) {
-			r.Notes = append(r.Notes, "matrix = "+c.Backends.Pair.Matrix.Name+": prefill's QKᵀ and P·V on the AMX tile unit (TDPBF16PS) on K and V as the producer wrote them in its tile layout; queries and probabilities split into three bf16 terms (exact), fp32 accumulation; decode converts each tile to fp32 for the vector kernels")
+			r.Notes = append(r.Notes, "matrix = "+c.Backends.Pair.Matrix.Name+": prefill's QKᵀ and P·V on the AMX tile unit (TDPBF16PS) on K and V as the producer wrote them in its tile layout; queries and probabilities split into three bf16 terms (exact), fp32 accumulation; decode's vector kernel reads the same panels in place (kernels.AxpyPanelsBF16Pairs)")
 		}
 	}
 	if c.Machine != nil {
@@ -468,9 +468,9 @@ const maxAttentionError = 1e-4
 // shorter; b the last worker's backend, as engine.AttentionBench cuts them).
 func jobKernels(b gemm.Backend, width, group int) string {
 	rows := engine.AttentionRows(b, group)
-	full := engine.AttentionKernels(b, min(width, rows), group)
+	full := engine.AttentionKernels(min(width, rows), group)
 	if r := width % rows; width > rows && r != 0 {
-		if last := engine.AttentionKernels(b, r, group); last != full {
+		if last := engine.AttentionKernels(r, group); last != full {
 			return full + "+" + last
 		}
 	}

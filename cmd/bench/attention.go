@@ -67,7 +67,8 @@ bfloat16 (half the KV bytes; decode's KV GB/s counts 2 bytes an element)
 and converts each tile to fp32; on amx-bf16 the producer writes them in
 the AMX tile layout instead, and prefill's QKᵀ and P·V run on the tile
 unit on them in place (queries and probabilities split into three bf16
-terms, exact; fp32 accumulation), decode converting each tile to fp32.
+terms, exact; fp32 accumulation), decode's vector kernel reading them in
+place too.
 The output check then compares with the reference of the bf16 values the
 cache holds.
 

@@ -56,6 +56,9 @@ func main() {
 			genAxpyPanels(r, bf16)
 		}
 	}
+	for r := 1; r <= 4; r++ {
+		genAxpyPanelsPairs(r)
+	}
 	Generate()
 }
 
@@ -481,6 +484,154 @@ func genAxpyPanels(R int, bf16 bool) {
 			for c, a := range set {
 				VADDPS(a, acc[0][c], acc[0][c])
 			}
+		}
+	}
+	for r := range R {
+		for h := range 2 {
+			VMOVUPS(acc[0][2*r+h], rowAt(ap, lda, lda3, r, 64*h))
+		}
+	}
+	ADDQ(U32(128), ap)
+	ADDQ(vstride, vbase)
+	DECQ(npan)
+	JNZ(LabelRef(fn + "_panel"))
+	VZEROUPPER()
+	RET()
+}
+
+// genAxpyPanelsPairs emits, for R = rows (1 to 4), on AVX-512:
+//
+//	func axpyPanels32PairsAVX512R<R>(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)
+//
+// computing, for panels pi < panels, rows r < R and columns c < 32:
+//
+//	acc[r·lda + 32·pi + c] += Σ_j x[r·ldx + j]·bf16(v[pi·vstride + 64·(j/2) + 2c + j%2])     j < n
+//
+// AxpyPanels on bfloat16 panels whose consecutive k come in pairs per
+// column (the AMX B tile layout, "VNNI" order: gemm.AMXPanelIndex), so a
+// pair row (128 bytes, two lines) holds k = 2q and 2q+1 of all 32
+// columns. Each 64-byte half is one zmm of 16 dwords, a column's pair
+// each: VPSLLD 16 gives the even k as fp32 and VPANDD with 0xFFFF0000 the
+// odd k (both exact), each FMA'd with its own broadcast of x. The sums
+// run as genAxpyPanels' over pair rows (8/(2R) sets of accumulators for R
+// = 1, 2, one for 3 and 4; pair row q into set q mod sets, the last
+// (n/2)%sets into set 0, even k before odd), then an odd n's last k
+// (the even half of one more pair row, which is read whole) into set 0.
+// Each pair row's two lines are prefetched 16 pair rows (2 KiB) ahead.
+func genAxpyPanelsPairs(R int) {
+	fn := fmt.Sprintf("axpyPanels32PairsAVX512R%d", R)
+	TEXT(fn, NOSPLIT, "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)")
+	ap := Load(Param("acc").Base(), GP64())
+	lda := Load(Param("lda"), GP64())
+	SHLQ(U8(2), lda)
+	xbase := Load(Param("x").Base(), GP64())
+	ldx := Load(Param("ldx"), GP64())
+	SHLQ(U8(2), ldx)
+	vbase := Load(Param("v").Base(), GP64())
+	vstride := Load(Param("vstride"), GP64())
+	SHLQ(U8(1), vstride) // elements to bytes
+	npan := Load(Param("panels"), GP64())
+	var lda3, ldx3 Register
+	if R == 4 {
+		lda3, ldx3 = GP64(), GP64()
+		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
+		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
+	}
+	rowAt := func(base, ld, ld3 Register, r, disp int) Mem {
+		switch r {
+		case 0:
+			return Mem{Base: base, Disp: disp}
+		case 1:
+			return Mem{Base: base, Index: ld, Scale: 1, Disp: disp}
+		case 2:
+			return Mem{Base: base, Index: ld, Scale: 2, Disp: disp}
+		}
+		return Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
+	}
+	xp, vp, cnt := GP64(), GP64(), GP64()
+	mask := Z10
+	tmp := GP32()
+	MOVL(U32(0xffff0000), tmp)
+	VPBROADCASTD(tmp, mask)
+
+	sets := max(1, 8/(2*R))
+	acc := make([][]VecPhysical, sets) // acc[s][2r+h]
+	for s := range acc {
+		acc[s] = zmm[s*2*R : (s+1)*2*R]
+	}
+	even := []VecPhysical{Z8, Z9}
+	odd := []VecPhysical{Z12, Z13}
+	bce, bco := Z14, Z15
+
+	Label(fn + "_panel")
+	for r := range R {
+		for h := range 2 {
+			VMOVUPS(rowAt(ap, lda, lda3, r, 64*h), acc[0][2*r+h])
+		}
+	}
+	for _, set := range acc[1:] {
+		for _, a := range set {
+			VXORPS(a.AsY(), a.AsY(), a.AsY())
+		}
+	}
+	MOVQ(xbase, xp)
+	MOVQ(vbase, vp)
+	Load(Param("n"), cnt)
+	SHRQ(U8(1), cnt) // whole pair rows
+	// pair emits one pair row into set s (x at xp + 8s), both k with
+	// withOdd, else the even k only.
+	pair := func(s int, withOdd bool) {
+		PREFETCHT0(Mem{Base: vp, Disp: 2048})
+		PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
+		for h := range 2 {
+			VMOVDQU32(Mem{Base: vp, Disp: 64 * h}, odd[h])
+			VPSLLD(U8(16), odd[h], even[h])
+			if withOdd {
+				VPANDD(mask, odd[h], odd[h])
+			}
+		}
+		for r := range R {
+			VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 8*s), bce)
+			VFMADD231PS(even[0], bce, acc[s][2*r])
+			VFMADD231PS(even[1], bce, acc[s][2*r+1])
+			if withOdd {
+				VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 8*s+4), bco)
+				VFMADD231PS(odd[0], bco, acc[s][2*r])
+				VFMADD231PS(odd[1], bco, acc[s][2*r+1])
+			}
+		}
+		ADDQ(U32(128), vp)
+	}
+	TESTQ(cnt, cnt)
+	JZ(LabelRef(fn + "_odd"))
+	if sets > 1 {
+		SUBQ(U32(sets), cnt)
+		JL(LabelRef(fn + "_tail"))
+		Label(fn + "_rows")
+		for s := range sets {
+			pair(s, true)
+		}
+		ADDQ(U32(8*sets), xp)
+		SUBQ(U32(sets), cnt)
+		JGE(LabelRef(fn + "_rows"))
+		Label(fn + "_tail")
+		ADDQ(U32(sets), cnt)
+		JZ(LabelRef(fn + "_odd"))
+	}
+	Label(fn + "_row")
+	pair(0, true)
+	ADDQ(U32(8), xp)
+	DECQ(cnt)
+	JNZ(LabelRef(fn + "_row"))
+	Label(fn + "_odd")
+	Load(Param("n"), cnt)
+	TESTQ(U32(1), cnt)
+	JZ(LabelRef(fn + "_sum"))
+	pair(0, false)
+	Label(fn + "_sum")
+	for _, set := range acc[1:] {
+		for c, a := range set {
+			VADDPS(a, acc[0][c], acc[0][c])
 		}
 	}
 	for r := range R {
