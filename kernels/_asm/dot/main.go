@@ -358,6 +358,18 @@ func genAxpyRows(v isa) {
 // axpyRows prefetches: 16 rows of a 32-wide panel are 2 KiB.
 const axpyPrefetchShift = 4
 
+// axpyPanelsPFDist is how many bytes ahead of the panel row being read
+// the panel kernels (genAxpyPanels, genAxpyPanelsPairs) prefetch. Decode
+// attention's KV at a cache level's edge needs more in flight than 2 KiB:
+// measured with `bench attention --batches 1,2,4,8,16 --widths 1
+// --placement cores` on the 2-vCPU Zen 5 VM (fraction of the read kernel
+// over the same bytes measured beside each figure, 3 alternated rounds,
+// 2 threads): at 2 KiB batch 4 (33.6 MB) 59-69% and batch 8 50-55%, at 6
+// KiB 72-76% and 56-63%, at 8 KiB 69-74% and 60-65%; batches 1, 2 and 16
+// within noise of each other (78-85%, 70-76%); the bf16 cache at 6 KiB
+// 67-69% (batches 2, 4) and 57% (8) against 60-66% and 47-50% at 2 KiB.
+const axpyPanelsPFDist = 6144
+
 // genAxpyPanels emits, for R = rows (1 to 4), on AVX-512:
 //
 //	func axpyPanels32AVX512R<R>(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)
@@ -373,12 +385,13 @@ const axpyPrefetchShift = 4
 // accumulators, 8/(2R) sets (R = 1, 2; one for 3 and 4) summing the
 // rows j ≡ s (mod sets), the last n%sets rows into set 0, the sets added
 // to set 0 (holding the prior acc) at the end of each panel. Each panel
-// row's two lines are prefetched 16 rows (2 KiB) ahead.
+// row's two lines are prefetched axpyPanelsPFDist bytes ahead.
 //
 // With bf16 set it emits axpyPanels32BF16AVX512R<R>, the same product on
 // panels of bfloat16 elements (v []uint16; vstride in elements): each
 // panel row (64 bytes, one line) widened to two zmm of fp32 (VPMOVZXWD,
-// VPSLLD 16: exact) before its FMAs, prefetched 32 rows (2 KiB) ahead.
+// VPSLLD 16: exact) before its FMAs, prefetched axpyPanelsPFDist bytes
+// ahead.
 func genAxpyPanels(R int, bf16 bool) {
 	fn := fmt.Sprintf("axpyPanels32AVX512R%d", R)
 	sig := "func(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)"
@@ -441,14 +454,14 @@ func genAxpyPanels(R int, bf16 bool) {
 	MOVQ(vbase, vp)
 	Load(Param("n"), cnt)
 	row := func(s int) {
-		PREFETCHT0(Mem{Base: vp, Disp: 2048})
+		PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist})
 		if bf16 {
 			for h, z := range vv {
 				VPMOVZXWD(Mem{Base: vp, Disp: 32 * h}, z)
 				VPSLLD(U8(16), z, z)
 			}
 		} else {
-			PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
+			PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist + 64})
 			VMOVUPS(Mem{Base: vp}, vv[0])
 			VMOVUPS(Mem{Base: vp, Disp: 64}, vv[1])
 		}
@@ -517,7 +530,7 @@ func genAxpyPanels(R int, bf16 bool) {
 // = 1, 2, one for 3 and 4; pair row q into set q mod sets, the last
 // (n/2)%sets into set 0, even k before odd), then an odd n's last k
 // (the even half of one more pair row, which is read whole) into set 0.
-// Each pair row's two lines are prefetched 16 pair rows (2 KiB) ahead.
+// Each pair row's two lines are prefetched axpyPanelsPFDist bytes ahead.
 func genAxpyPanelsPairs(R int) {
 	fn := fmt.Sprintf("axpyPanels32PairsAVX512R%d", R)
 	TEXT(fn, NOSPLIT, "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)")
@@ -581,8 +594,8 @@ func genAxpyPanelsPairs(R int) {
 	// pair emits one pair row into set s (x at xp + 8s), both k with
 	// withOdd, else the even k only.
 	pair := func(s int, withOdd bool) {
-		PREFETCHT0(Mem{Base: vp, Disp: 2048})
-		PREFETCHT0(Mem{Base: vp, Disp: 2048 + 64})
+		PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist})
+		PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist + 64})
 		for h := range 2 {
 			VMOVDQU32(Mem{Base: vp, Disp: 64 * h}, odd[h])
 			VPSLLD(U8(16), odd[h], even[h])
