@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
+	"github.com/cpubench/bench/probes"
 	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
@@ -56,7 +59,17 @@ type AttentionConfig struct {
 	// step's weights stream through the caches between one layer's
 	// attention calls (0: calls back to back, the KV as warm as it fits).
 	ColdKVBytes int64
-	Timing      Timing
+	// RoofNow, for decode steps of one token with the KV as warm as it
+	// fits (ColdKVBytes 0), measures the probe's read kernel over the same
+	// bytes as the step's KV cache on as many threads right before and
+	// right after each figure (probes.Bandwidth), and takes the fraction
+	// of their mean (AttentionPoint.RoofNowGBps): the profile's level
+	// roofs were measured at working sets well inside each level, while a
+	// batch's KV may sit at a level's edge, where the read rate falls
+	// between two roofs, and on a VM the host's caches and bandwidth move
+	// between the probe and the run.
+	RoofNow bool
+	Timing  Timing
 	// Machine gives the roofline prediction (nil: none); Profile the
 	// ceilings of the fractions (nil: none).
 	Machine *roofline.Machine
@@ -119,6 +132,14 @@ type AttentionPoint struct {
 	Fraction   float64 `json:"fraction,omitempty"`
 	FractionOf string  `json:"fraction_of"`
 	Target     float64 `json:"target"`
+	// RoofNowGBps (AttentionConfig.RoofNow) is the mean of the read
+	// kernel's GB/s over the step's KV bytes on its threads measured right
+	// before and right after the figure, RoofNowBeforeGBps and
+	// RoofNowAfterGBps the two; decode's fraction is of their mean. 0:
+	// not measured.
+	RoofNowGBps       float64 `json:"roof_now_gbps,omitempty"`
+	RoofNowBeforeGBps float64 `json:"roof_now_before_gbps,omitempty"`
+	RoofNowAfterGBps  float64 `json:"roof_now_after_gbps,omitempty"`
 	// MaxRelError is the largest error of the sampled outputs relative
 	// to Σ p|v| against a float64 reference.
 	MaxRelError float64 `json:"max_rel_error"`
@@ -415,6 +436,12 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d width %d", pl, C, B, W))
 			}
 			call := func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }
+			roofNow := c.RoofNow && W == 1 && c.ColdKVBytes == 0
+			if roofNow {
+				if pt.RoofNowBeforeGBps, err = readRoofNow(ctx, pt.KVBytes, threads); err != nil {
+					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
+				}
+			}
 			if c.ColdKVBytes > 0 {
 				if evict == nil {
 					evict = Evictor(all, c.ColdKVBytes)
@@ -425,6 +452,12 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			}
 			if err != nil {
 				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
+			}
+			if roofNow {
+				if pt.RoofNowAfterGBps, err = readRoofNow(ctx, pt.KVBytes, threads); err != nil {
+					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
+				}
+				pt.RoofNowGBps = (pt.RoofNowBeforeGBps + pt.RoofNowAfterGBps) / 2
 			}
 			for _, s := range []int{0, B - 1} {
 				for _, i := range []int{0, W - 1} {
@@ -462,6 +495,22 @@ func joinSemi(s []string) string {
 // maxAttentionError is the largest relative output error accepted: far
 // above attendBlock's fp32 bound (about 1e-6), far below a wrong kernel's.
 const maxAttentionError = 1e-4
+
+// readRoofNow is the probe's read kernel over bytes (rounded down to
+// whole 4 KiB pages, at least one) on threads threads, pinned as the
+// probe pins them: the median GB/s of 5 repetitions of at least 20 ms
+// (probes.Bandwidth).
+func readRoofNow(ctx context.Context, bytes float64, threads int) (float64, error) {
+	ws := max(int64(bytes)/4096*4096, 4096)
+	bw, err := probes.Bandwidth(ctx, probes.BandwidthConfig{Kernels: []string{"read"}, WorkingSets: []int64{ws}, Threads: []int{threads}, Reps: 5, RepDuration: 20 * time.Millisecond})
+	if err != nil {
+		return 0, err
+	}
+	if len(bw) != 1 || !(bw[0].GBps.Median > 0) {
+		return 0, fmt.Errorf("read kernel over %s on %d threads: no figure", memlimit.FormatBytes(float64(ws)), threads)
+	}
+	return bw[0].GBps.Median, nil
+}
 
 // jobKernels is the tile kernels of the jobs of width query rows per
 // sequence (blocks of engine.AttentionRows(b, group), the last one
@@ -505,6 +554,19 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 		}
 	} else if pt.Width > 1 {
 		pt.Target, pt.FractionOf = 0, "a decode step of several tokens: its FLOPs grow with the width at the same KV bytes, so no fraction of the KV read roof; see measured/predicted"
+	} else if pt.RoofNowGBps > 0 {
+		ref = pt.RoofNowGBps
+		pt.Fraction = pt.KVGBps / ref
+		pt.FractionOf = fmt.Sprintf("the read kernel over the same %s at %d threads, measured right before and after the figure: %.1f GB/s (%.1f, %.1f)",
+			memlimit.FormatBytes(pt.KVBytes), pt.Threads, ref, pt.RoofNowBeforeGBps, pt.RoofNowAfterGBps)
+		if d := math.Abs(pt.RoofNowBeforeGBps-pt.RoofNowAfterGBps) / ref; d > results.NoiseMaxRoofDrift {
+			pt.FractionOf += fmt.Sprintf("; they differ by %.0f%% (> %.0f%%): the host moved during the figure", 100*d, 100*results.NoiseMaxRoofDrift)
+		}
+		if c.Machine != nil {
+			if r, ok := c.Machine.HoldingRoof(pt.KVBytes, pt.Threads); ok && r.GBps > 0 {
+				pt.FractionOf += fmt.Sprintf("; the profile's %s read roof: %.1f GB/s", r.Level, r.GBps)
+			}
+		}
 	} else {
 		// The roof of the level that holds the KV bytes (a batch-1 cache
 		// that fits the L3 is read at the L3's rate, not DRAM's).

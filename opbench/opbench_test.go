@@ -2,6 +2,7 @@ package opbench
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,31 @@ func TestRunAttention(t *testing.T) {
 		h, rows, _ := r.Table()
 		if len(rows) != len(r.Points) || len(rows[0]) != len(h) {
 			t.Errorf("table: %d rows of %d, header %d", len(rows), len(rows[0]), len(h))
+		}
+	}
+}
+
+// TestAttentionRoofNow: with RoofNow, a decode step of one token gets the
+// fraction of the read kernel measured right before and after it over
+// the same bytes, the two figures kept; wider steps measure none.
+func TestAttentionRoofNow(t *testing.T) {
+	b, err := ChooseBackends("", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := AttentionConfig{Arch: testArch, DecodeContext: 50, Batches: []int{2}, Widths: []int{2}, Placements: []string{PlaceCores}, Backends: b,
+		CPUs: testCPUs(t, 2), RoofNow: true, Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
+	r, err := RunAttention(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range r.Points {
+		now := p.RoofNowBeforeGBps > 0 && p.RoofNowAfterGBps > 0 && p.RoofNowGBps == (p.RoofNowBeforeGBps+p.RoofNowAfterGBps)/2
+		switch {
+		case p.Width == 1 && (!now || math.Abs(p.Fraction-p.KVGBps/p.RoofNowGBps) > 1e-12 || !strings.Contains(p.FractionOf, "read kernel over the same")):
+			t.Errorf("batch %d: roof now %v (%v, %v), fraction %v of %q", p.Batch, p.RoofNowGBps, p.RoofNowBeforeGBps, p.RoofNowAfterGBps, p.Fraction, p.FractionOf)
+		case p.Width > 1 && p.RoofNowGBps != 0:
+			t.Errorf("width %d: roof now %v", p.Width, p.RoofNowGBps)
 		}
 	}
 }
