@@ -387,28 +387,8 @@ func TestAxpyPanelsBF16(t *testing.T) {
 					acc0 := dotFill(rng, rows*lda)
 					acc := append([]float32(nil), acc0...)
 					axpyPanelsBF16On(&im, acc, lda, x, ldx, rows, n, v, nr, vstride, panels)
-					what := fmt.Sprintf("%s: AxpyPanelsBF16 nr %d rows %d n %d panels %d", im.isa, nr, rows, n, panels)
-					for r := range rows {
-						for c := range lda {
-							i := r*lda + c
-							if c >= panels*nr {
-								if acc[i] != acc0[i] {
-									t.Fatalf("%s: wrote acc[%d] past the panels", what, i)
-								}
-								continue
-							}
-							pi, cc := c/nr, c%nr
-							ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
-							for j := range n {
-								prod := float64(x[r*ldx+j]) * float64(math.Float32frombits(uint32(v[pi*vstride+j*nr+cc])<<16))
-								ref += prod
-								mag += math.Abs(prod)
-							}
-							if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
-								t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
-							}
-						}
-					}
+					checkPanelsBF16(t, fmt.Sprintf("%s: AxpyPanelsBF16 nr %d rows %d n %d panels %d", im.isa, nr, rows, n, panels),
+						acc, acc0, lda, x, ldx, rows, n, v, nr, panels, func(pi, j, c int) int { return pi*vstride + j*nr + c })
 				}
 			}
 		}
@@ -419,6 +399,34 @@ func TestAxpyPanelsBF16(t *testing.T) {
 		}
 	}()
 	AxpyPanelsBF16(make([]float32, 32), 32, make([]float32, 4), 4, 1, 4, make([]uint16, 127), 32, 128, 1)
+}
+
+// checkPanelsBF16 holds acc (from acc0) to the float64 reference of
+// AxpyPanels on bf16 panels, element k index j of column c of panel pi at
+// v[at(pi, j, c)], within AxpyRows' bound, and to nothing written past
+// the panels' columns of its rows.
+func checkPanelsBF16(t *testing.T, what string, acc, acc0 []float32, lda int, x []float32, ldx, rows, n int, v []uint16, nr, panels int, at func(pi, j, c int) int) {
+	t.Helper()
+	for r := range rows {
+		for c := range lda {
+			i := r*lda + c
+			if c >= panels*nr {
+				if acc[i] != acc0[i] {
+					t.Fatalf("%s: wrote acc[%d] past the panels", what, i)
+				}
+				continue
+			}
+			ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
+			for j := range n {
+				prod := float64(x[r*ldx+j]) * float64(math.Float32frombits(uint32(v[at(c/nr, j, c%nr)])<<16))
+				ref += prod
+				mag += math.Abs(prod)
+			}
+			if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
+				t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
+			}
+		}
+	}
 }
 
 // TestAxpyPanelsBF16Pairs checks AxpyPanelsBF16Pairs on every
@@ -449,28 +457,8 @@ func TestAxpyPanelsBF16Pairs(t *testing.T) {
 				acc0 := dotFill(rng, rows*lda)
 				acc := append([]float32(nil), acc0...)
 				axpyPanelsBF16PairsOn(&im, acc, lda, x, ldx, rows, n, v, vstride, panels)
-				what := fmt.Sprintf("%s: AxpyPanelsBF16Pairs rows %d n %d panels %d", im.isa, rows, n, panels)
-				for r := range rows {
-					for c := range lda {
-						i := r*lda + c
-						if c >= panels*32 {
-							if acc[i] != acc0[i] {
-								t.Fatalf("%s: wrote acc[%d] past the panels", what, i)
-							}
-							continue
-						}
-						pi, cc := c/32, c%32
-						ref, mag := float64(acc0[i]), math.Abs(float64(acc0[i]))
-						for j := range n {
-							prod := float64(x[r*ldx+j]) * float64(math.Float32frombits(uint32(v[pi*vstride+j/2*64+2*cc+j%2])<<16))
-							ref += prod
-							mag += math.Abs(prod)
-						}
-						if tol := float64(n+2) * dotU * mag; !(math.Abs(float64(acc[i])-ref) <= tol) {
-							t.Fatalf("%s: acc[%d] = %g, float64 reference %g: error > %g", what, i, acc[i], ref, tol)
-						}
-					}
-				}
+				checkPanelsBF16(t, fmt.Sprintf("%s: AxpyPanelsBF16Pairs rows %d n %d panels %d", im.isa, rows, n, panels),
+					acc, acc0, lda, x, ldx, rows, n, v, 32, panels, func(pi, j, c int) int { return pi*vstride + j/2*64 + 2*c + j%2 })
 			}
 		}
 	}

@@ -401,113 +401,157 @@ func genAxpyPanels(R int, bf16 bool) {
 		sig = "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)"
 		rowBytes = 64
 	}
-	TEXT(fn, NOSPLIT, sig)
-	ap := Load(Param("acc").Base(), GP64())
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(2), lda)
-	xbase := Load(Param("x").Base(), GP64())
-	ldx := Load(Param("ldx"), GP64())
-	SHLQ(U8(2), ldx)
-	vbase := Load(Param("v").Base(), GP64())
-	vstride := Load(Param("vstride"), GP64())
-	SHLQ(U8(rowBytes/64), vstride) // elements to bytes: ·4 (fp32), ·2 (bf16)
-	npan := Load(Param("panels"), GP64())
-	var lda3, ldx3 Register
-	if R == 4 {
-		lda3, ldx3 = GP64(), GP64()
-		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
-		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
-	}
-	rowAt := func(base, ld, ld3 Register, r, disp int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: base, Disp: disp}
-		case 1:
-			return Mem{Base: base, Index: ld, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: base, Index: ld, Scale: 2, Disp: disp}
-		}
-		return Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
-	}
-	xp, vp, cnt := GP64(), GP64(), GP64()
-
-	sets := max(1, 8/(2*R))
-	acc := make([][]VecPhysical, sets) // acc[s][2r+h]
-	for s := range acc {
-		acc[s] = zmm[s*2*R : (s+1)*2*R]
-	}
+	k := newPanelKernel(fn, sig, R, uint8(rowBytes/64)) // vstride elements to bytes: ·4 (fp32), ·2 (bf16)
 	vv := []VecPhysical{Z12, Z13}
 	bc := Z14
 
-	Label(fn + "_panel")
-	for r := range R {
+	k.begin()
+	Load(Param("n"), k.cnt)
+	row := func(s int) {
+		PREFETCHT0(Mem{Base: k.vp, Disp: axpyPanelsPFDist})
+		if bf16 {
+			for h, z := range vv {
+				VPMOVZXWD(Mem{Base: k.vp, Disp: 32 * h}, z)
+				VPSLLD(U8(16), z, z)
+			}
+		} else {
+			PREFETCHT0(Mem{Base: k.vp, Disp: axpyPanelsPFDist + 64})
+			VMOVUPS(Mem{Base: k.vp}, vv[0])
+			VMOVUPS(Mem{Base: k.vp, Disp: 64}, vv[1])
+		}
+		for r := range R {
+			VBROADCASTSS(k.x(r, 4*s), bc)
+			VFMADD231PS(vv[0], bc, k.acc[s][2*r])
+			VFMADD231PS(vv[1], bc, k.acc[s][2*r+1])
+		}
+		ADDQ(U32(rowBytes), k.vp)
+	}
+	k.rows(row, 4, fn+"_sum")
+	k.end(k.sets > 1)
+}
+
+// panelKernel is the scaffolding of the panel kernels (genAxpyPanels,
+// genAxpyPanelsPairs): the arguments in registers (lda, ldx and vstride
+// in bytes), the R rows' accumulators in sets (acc[s][2r+h], h the
+// panel's two 16-lane halves), and the loops over panels and their rows.
+type panelKernel struct {
+	fn                                string
+	R, sets                           int
+	ap, lda, lda3, xbase, ldx, ldx3   Register
+	vbase, vstride, npan, xp, vp, cnt Register
+	acc                               [][]VecPhysical
+}
+
+// newPanelKernel starts function fn of signature sig for R rows (1 to 4)
+// and loads its arguments, vstride shifted left by vShift (elements to
+// bytes); 8/(2R) sets of accumulators (one for R = 3, 4) in Z0...
+func newPanelKernel(fn, sig string, R int, vShift uint8) *panelKernel {
+	TEXT(fn, NOSPLIT, sig)
+	k := &panelKernel{fn: fn, R: R, sets: max(1, 8/(2*R))}
+	k.ap = Load(Param("acc").Base(), GP64())
+	k.lda = Load(Param("lda"), GP64())
+	SHLQ(U8(2), k.lda)
+	k.xbase = Load(Param("x").Base(), GP64())
+	k.ldx = Load(Param("ldx"), GP64())
+	SHLQ(U8(2), k.ldx)
+	k.vbase = Load(Param("v").Base(), GP64())
+	k.vstride = Load(Param("vstride"), GP64())
+	SHLQ(U8(vShift), k.vstride)
+	k.npan = Load(Param("panels"), GP64())
+	if R == 4 {
+		k.lda3, k.ldx3 = GP64(), GP64()
+		LEAQ(Mem{Base: k.lda, Index: k.lda, Scale: 2}, k.lda3)
+		LEAQ(Mem{Base: k.ldx, Index: k.ldx, Scale: 2}, k.ldx3)
+	}
+	k.xp, k.vp, k.cnt = GP64(), GP64(), GP64()
+	k.acc = make([][]VecPhysical, k.sets)
+	for s := range k.acc {
+		k.acc[s] = zmm[s*2*R : (s+1)*2*R]
+	}
+	return k
+}
+
+// rowAt is row r of a matrix at base with row stride ld (ld3 = 3·ld), disp bytes in.
+func rowAt(base, ld, ld3 Register, r, disp int) Mem {
+	switch r {
+	case 0:
+		return Mem{Base: base, Disp: disp}
+	case 1:
+		return Mem{Base: base, Index: ld, Scale: 1, Disp: disp}
+	case 2:
+		return Mem{Base: base, Index: ld, Scale: 2, Disp: disp}
+	}
+	return Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
+}
+
+// x is row r of x at the current step, disp bytes in.
+func (k *panelKernel) x(r, disp int) Mem { return rowAt(k.xp, k.ldx, k.ldx3, r, disp) }
+
+// begin opens a panel: set 0 of the accumulators loaded from acc, the
+// others zeroed, x and v at their starts.
+func (k *panelKernel) begin() {
+	Label(k.fn + "_panel")
+	for r := range k.R {
 		for h := range 2 {
-			VMOVUPS(rowAt(ap, lda, lda3, r, 64*h), acc[0][2*r+h])
+			VMOVUPS(rowAt(k.ap, k.lda, k.lda3, r, 64*h), k.acc[0][2*r+h])
 		}
 	}
-	for _, set := range acc[1:] {
+	for _, set := range k.acc[1:] {
 		for _, a := range set {
 			VXORPS(a.AsY(), a.AsY(), a.AsY())
 		}
 	}
-	MOVQ(xbase, xp)
-	MOVQ(vbase, vp)
-	Load(Param("n"), cnt)
-	row := func(s int) {
-		PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist})
-		if bf16 {
-			for h, z := range vv {
-				VPMOVZXWD(Mem{Base: vp, Disp: 32 * h}, z)
-				VPSLLD(U8(16), z, z)
-			}
-		} else {
-			PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist + 64})
-			VMOVUPS(Mem{Base: vp}, vv[0])
-			VMOVUPS(Mem{Base: vp, Disp: 64}, vv[1])
-		}
-		for r := range R {
-			VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 4*s), bc)
-			VFMADD231PS(vv[0], bc, acc[s][2*r])
-			VFMADD231PS(vv[1], bc, acc[s][2*r+1])
-		}
-		ADDQ(U32(rowBytes), vp)
-	}
-	if sets > 1 {
-		SUBQ(U32(sets), cnt)
+	MOVQ(k.xbase, k.xp)
+	MOVQ(k.vbase, k.vp)
+}
+
+// rows emits the loop over cnt (≥ 1) steps: groups of sets steps,
+// row(s) into set s, x advancing xStep bytes a step; then the last cnt %
+// sets steps into set 0; with more than one set, a count that runs out
+// at the groups' end jumps to exit.
+func (k *panelKernel) rows(row func(s int), xStep int, exit string) {
+	fn := k.fn
+	if k.sets > 1 {
+		SUBQ(U32(k.sets), k.cnt)
 		JL(LabelRef(fn + "_tail"))
 		Label(fn + "_rows")
-		for s := range sets {
+		for s := range k.sets {
 			row(s)
 		}
-		ADDQ(U32(4*sets), xp)
-		SUBQ(U32(sets), cnt)
+		ADDQ(U32(xStep*k.sets), k.xp)
+		SUBQ(U32(k.sets), k.cnt)
 		JGE(LabelRef(fn + "_rows"))
 		Label(fn + "_tail")
-		ADDQ(U32(sets), cnt)
-		JZ(LabelRef(fn + "_sum"))
+		ADDQ(U32(k.sets), k.cnt)
+		JZ(LabelRef(exit))
 	}
 	Label(fn + "_row")
 	row(0)
-	ADDQ(U32(4), xp)
-	DECQ(cnt)
+	ADDQ(U32(xStep), k.xp)
+	DECQ(k.cnt)
 	JNZ(LabelRef(fn + "_row"))
-	if sets > 1 {
-		Label(fn + "_sum")
-		for _, set := range acc[1:] {
-			for c, a := range set {
-				VADDPS(a, acc[0][c], acc[0][c])
-			}
+}
+
+// end closes a panel (at label _sum where sumLabel): the sets added to
+// set 0, stored to acc, the next panel; then the function's end.
+func (k *panelKernel) end(sumLabel bool) {
+	if sumLabel {
+		Label(k.fn + "_sum")
+	}
+	for _, set := range k.acc[1:] {
+		for c, a := range set {
+			VADDPS(a, k.acc[0][c], k.acc[0][c])
 		}
 	}
-	for r := range R {
+	for r := range k.R {
 		for h := range 2 {
-			VMOVUPS(acc[0][2*r+h], rowAt(ap, lda, lda3, r, 64*h))
+			VMOVUPS(k.acc[0][2*r+h], rowAt(k.ap, k.lda, k.lda3, r, 64*h))
 		}
 	}
-	ADDQ(U32(128), ap)
-	ADDQ(vstride, vbase)
-	DECQ(npan)
-	JNZ(LabelRef(fn + "_panel"))
+	ADDQ(U32(128), k.ap)
+	ADDQ(k.vstride, k.vbase)
+	DECQ(k.npan)
+	JNZ(LabelRef(k.fn + "_panel"))
 	VZEROUPPER()
 	RET()
 }
@@ -533,129 +577,49 @@ func genAxpyPanels(R int, bf16 bool) {
 // Each pair row's two lines are prefetched axpyPanelsPFDist bytes ahead.
 func genAxpyPanelsPairs(R int) {
 	fn := fmt.Sprintf("axpyPanels32PairsAVX512R%d", R)
-	TEXT(fn, NOSPLIT, "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)")
-	ap := Load(Param("acc").Base(), GP64())
-	lda := Load(Param("lda"), GP64())
-	SHLQ(U8(2), lda)
-	xbase := Load(Param("x").Base(), GP64())
-	ldx := Load(Param("ldx"), GP64())
-	SHLQ(U8(2), ldx)
-	vbase := Load(Param("v").Base(), GP64())
-	vstride := Load(Param("vstride"), GP64())
-	SHLQ(U8(1), vstride) // elements to bytes
-	npan := Load(Param("panels"), GP64())
-	var lda3, ldx3 Register
-	if R == 4 {
-		lda3, ldx3 = GP64(), GP64()
-		LEAQ(Mem{Base: lda, Index: lda, Scale: 2}, lda3)
-		LEAQ(Mem{Base: ldx, Index: ldx, Scale: 2}, ldx3)
-	}
-	rowAt := func(base, ld, ld3 Register, r, disp int) Mem {
-		switch r {
-		case 0:
-			return Mem{Base: base, Disp: disp}
-		case 1:
-			return Mem{Base: base, Index: ld, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: base, Index: ld, Scale: 2, Disp: disp}
-		}
-		return Mem{Base: base, Index: ld3, Scale: 1, Disp: disp}
-	}
-	xp, vp, cnt := GP64(), GP64(), GP64()
+	k := newPanelKernel(fn, "func(acc []float32, lda int, x []float32, ldx int, v []uint16, vstride, n, panels int)", R, 1)
 	mask := Z10
 	tmp := GP32()
 	MOVL(U32(0xffff0000), tmp)
 	VPBROADCASTD(tmp, mask)
-
-	sets := max(1, 8/(2*R))
-	acc := make([][]VecPhysical, sets) // acc[s][2r+h]
-	for s := range acc {
-		acc[s] = zmm[s*2*R : (s+1)*2*R]
-	}
 	even := []VecPhysical{Z8, Z9}
 	odd := []VecPhysical{Z12, Z13}
 	bce, bco := Z14, Z15
 
-	Label(fn + "_panel")
-	for r := range R {
-		for h := range 2 {
-			VMOVUPS(rowAt(ap, lda, lda3, r, 64*h), acc[0][2*r+h])
-		}
-	}
-	for _, set := range acc[1:] {
-		for _, a := range set {
-			VXORPS(a.AsY(), a.AsY(), a.AsY())
-		}
-	}
-	MOVQ(xbase, xp)
-	MOVQ(vbase, vp)
-	Load(Param("n"), cnt)
-	SHRQ(U8(1), cnt) // whole pair rows
+	k.begin()
+	Load(Param("n"), k.cnt)
+	SHRQ(U8(1), k.cnt) // whole pair rows
 	// pair emits one pair row into set s (x at xp + 8s), both k with
 	// withOdd, else the even k only.
 	pair := func(s int, withOdd bool) {
-		PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist})
-		PREFETCHT0(Mem{Base: vp, Disp: axpyPanelsPFDist + 64})
+		PREFETCHT0(Mem{Base: k.vp, Disp: axpyPanelsPFDist})
+		PREFETCHT0(Mem{Base: k.vp, Disp: axpyPanelsPFDist + 64})
 		for h := range 2 {
-			VMOVDQU32(Mem{Base: vp, Disp: 64 * h}, odd[h])
+			VMOVDQU32(Mem{Base: k.vp, Disp: 64 * h}, odd[h])
 			VPSLLD(U8(16), odd[h], even[h])
 			if withOdd {
 				VPANDD(mask, odd[h], odd[h])
 			}
 		}
 		for r := range R {
-			VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 8*s), bce)
-			VFMADD231PS(even[0], bce, acc[s][2*r])
-			VFMADD231PS(even[1], bce, acc[s][2*r+1])
+			VBROADCASTSS(k.x(r, 8*s), bce)
+			VFMADD231PS(even[0], bce, k.acc[s][2*r])
+			VFMADD231PS(even[1], bce, k.acc[s][2*r+1])
 			if withOdd {
-				VBROADCASTSS(rowAt(xp, ldx, ldx3, r, 8*s+4), bco)
-				VFMADD231PS(odd[0], bco, acc[s][2*r])
-				VFMADD231PS(odd[1], bco, acc[s][2*r+1])
+				VBROADCASTSS(k.x(r, 8*s+4), bco)
+				VFMADD231PS(odd[0], bco, k.acc[s][2*r])
+				VFMADD231PS(odd[1], bco, k.acc[s][2*r+1])
 			}
 		}
-		ADDQ(U32(128), vp)
+		ADDQ(U32(128), k.vp)
 	}
-	TESTQ(cnt, cnt)
+	TESTQ(k.cnt, k.cnt)
 	JZ(LabelRef(fn + "_odd"))
-	if sets > 1 {
-		SUBQ(U32(sets), cnt)
-		JL(LabelRef(fn + "_tail"))
-		Label(fn + "_rows")
-		for s := range sets {
-			pair(s, true)
-		}
-		ADDQ(U32(8*sets), xp)
-		SUBQ(U32(sets), cnt)
-		JGE(LabelRef(fn + "_rows"))
-		Label(fn + "_tail")
-		ADDQ(U32(sets), cnt)
-		JZ(LabelRef(fn + "_odd"))
-	}
-	Label(fn + "_row")
-	pair(0, true)
-	ADDQ(U32(8), xp)
-	DECQ(cnt)
-	JNZ(LabelRef(fn + "_row"))
+	k.rows(func(s int) { pair(s, true) }, 8, fn+"_odd")
 	Label(fn + "_odd")
-	Load(Param("n"), cnt)
-	TESTQ(U32(1), cnt)
+	Load(Param("n"), k.cnt)
+	TESTQ(U32(1), k.cnt)
 	JZ(LabelRef(fn + "_sum"))
 	pair(0, false)
-	Label(fn + "_sum")
-	for _, set := range acc[1:] {
-		for c, a := range set {
-			VADDPS(a, acc[0][c], acc[0][c])
-		}
-	}
-	for r := range R {
-		for h := range 2 {
-			VMOVUPS(acc[0][2*r+h], rowAt(ap, lda, lda3, r, 64*h))
-		}
-	}
-	ADDQ(U32(128), ap)
-	ADDQ(vstride, vbase)
-	DECQ(npan)
-	JNZ(LabelRef(fn + "_panel"))
-	VZEROUPPER()
-	RET()
+	k.end(true)
 }
