@@ -168,7 +168,9 @@ type attnScratch struct {
 func newAttnScratch(be gemm.Backend, lay kvLayout, group int) *attnScratch {
 	ws := &attnScratch{lay: lay, group: group, be: be, gs: gemm.NewScratch(nil, gemm.DefaultBlocking(be))}
 	if lay.amx {
-		ws.amx = amxTiles(be)
+		// Queries and probabilities rounded to bf16, as the cache's K and
+		// V are: one TDPBF16PS per tile and K step, not three.
+		ws.amx = amxTiles(be).Rounded()
 	}
 	return ws
 }
@@ -234,9 +236,10 @@ func attendBlock(out, q []float32, ldq int, kc, vc []float32, r0, r1, pos0, kvHe
 // window's edge, the panel padding of the last tile).
 //
 // On a cache in the AMX tile layout (kvLayout, amx-bf16) the prefill
-// products run on the tile unit instead (gemm.AMXTiles: Qs converted
-// into A slivers once per job, P per tile, on the cache's panels in
-// place) and decode's on kernels.AxpyPanelsBF16Pairs.
+// products run on the tile unit instead (gemm.AMXTiles.Rounded: Qs
+// rounded to bf16 into A slivers once per job, P per tile, on the
+// cache's panels in place; fp32 accumulation) and decode's on
+// kernels.AxpyPanelsBF16Pairs (fp32 queries and probabilities).
 //
 // Per tile (the stages the pipeline spreads over two workers): QKᵀ
 // (qkTile), the online softmax (softmaxTile: max, shift, exp, sum), the

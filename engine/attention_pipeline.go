@@ -333,7 +333,7 @@ func (m *Model) attentionNotes() []string {
 			how = "decode attention reads the bf16 panels in place, widened to fp32 in registers (kernels.AxpyPanelsBF16), and computes in fp32; prefill converts each K and V tile it reads to fp32"
 		}
 		if AttentionAMX(abe) {
-			how = "prefill's QKᵀ and P·V run on the AMX tiles on K and V as the producer wrote them (queries and probabilities split into three bf16 terms, exact; fp32 accumulation, gemm.AMXTiles); decode's vector kernel reads the same panels in place (kernels.AxpyPanelsBF16Pairs: pairs of k per column widened to fp32 in registers)"
+			how = "prefill's QKᵀ and P·V run on the AMX tiles on K and V as the producer wrote them (queries and probabilities rounded to bf16 as the cache's K and V are, fp32 accumulation: gemm.AMXTiles.Rounded); decode's vector kernel reads the same panels in place (kernels.AxpyPanelsBF16Pairs: pairs of k per column widened to fp32 in registers)"
 		}
 		notes = append(notes, fmt.Sprintf("KV cache: bf16 panels of %s's layout (half the bytes of fp32); %s", be, how))
 	} else if mb := m.Matrix; mb != nil && AttentionAMX(*mb) && mb.Unavailable == "" {

@@ -85,11 +85,15 @@ func attnTolBF16(mag, a float64, hd, ctx, T int) float64 {
 }
 
 // attnTolAMX is attnTolBF16 for attention on the AMX tiles (the AMX
-// layout of a bf16 cache): the tile unit sums each score's product as 3·hd
-// exact products of bf16 terms (queries split into hi+mid+lo,
-// gemm.AMXTiles), and P·V 3·T per tile, each an fp32 rounding.
+// layout of a bf16 cache, gemm.AMXTiles.Rounded): prefill's queries and
+// probabilities are rounded to bfloat16 too. A query's rounding moves a
+// score by ≤ u_b·a, like a key's (4u_b·a·mag more), and each
+// probability's, a relative u_b, moves the output by ≤ u_b·mag; u_b·mag
+// more for the second-order terms. The products are exact and summed in
+// fp32, as attnTol counts.
 func attnTolAMX(mag, a float64, hd, ctx, T int) float64 {
-	return attnTolBF16(mag, a, 3*hd, ctx, 3*T)
+	const ub = 0x1p-9
+	return attnTolBF16(mag, a, hd, ctx, T) + ub*mag*(4*a+2)
 }
 
 // amxAttnBackend is amx-bf16 for the tests of attention on the AMX

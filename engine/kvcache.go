@@ -51,11 +51,15 @@ import (
 // same panels in place (kernels.AxpyPanelsBF16Pairs).
 //
 // Measured on a lent 16-core Emerald Rapids VM (bench attention,
-// qwen3-0.6b, 16 threads, serial schedule, 2026-11-27, two rounds):
-// prefill attention on the tiles took 11.3-11.7 ms at context 2048 and
-// 155-157 ms at 8192, against 14.4-14.5 and 202-207 ms on avx512-fp32
-// with the fp32 cache and 17.1-18.3 and 244-274 ms with the bf16 cache
-// in its 32-wide panels.
+// qwen3-0.6b, 16 threads, serial schedule, 2026-11-27, two rounds each):
+// prefill attention on the tiles took 10.3-10.5 ms at context 2048 and
+// 126-133 ms at 8192 (queries and probabilities rounded to bf16; 11.3-11.7
+// and 155-157 with them split into three exact terms), against
+// 15.0-15.7 and 234-243 ms on avx512-fp32 with the fp32 cache and
+// 20.5-20.7 and 302-326 ms with the bf16 cache in its 32-wide panels.
+// In `bench run` (4 layers, prompt 2048, placement matrix) prefill
+// attention took 37-40 ms against 61-64 with the fp32 cache, and decode
+// attention 12-18 ms against 28.
 //
 // Row-major (the kv-packing ablation, Options.KVPackPerCall): [maxSeq]
 // [KVHeads·HeadDim] as a standard CPU cache stores it, and attention packs

@@ -68,11 +68,10 @@ V tile inside each call. --kv-dtype bf16 stores the packed panels in
 bfloat16 (half the KV bytes; decode's KV GB/s counts 2 bytes an element)
 and converts each tile to fp32; on amx-bf16 the producer writes them in
 the AMX tile layout instead, and prefill's QKᵀ and P·V run on the tile
-unit on them in place (queries and probabilities split into three bf16
-terms, exact; fp32 accumulation), decode's vector kernel reading them in
-place too.
-The output check then compares with the reference of the bf16 values the
-cache holds.
+unit on them in place (queries and probabilities rounded to bf16 as K
+and V are, fp32 accumulation), decode's vector kernel reading them in
+place too. The output check then compares with the reference of the bf16
+values the cache holds.
 
 Prefill is measured twice per placement with 2 or more threads: pipelined
 (SMEPilot §4.2, Fig. 6: pairs of workers, the matrix group's worker

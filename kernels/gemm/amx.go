@@ -115,6 +115,7 @@ var amxDefaultSchedule = amxSchedule{KC: 16, NP: 16, MS: 4}
 // amxOp is what an AMX impl computes with.
 type amxOp struct {
 	bf16  bool        // TDPBF16PS on bf16 pairs, else TDPBSSD on int8 quads
+	round bool        // bf16: X rounded to one bf16 term, not split into three (AMXTiles.Rounded)
 	tile  amxTileFn   // the assembly, or amxTileSpec in tests
 	sched amxSchedule // zero: amxDefaultSchedule (benchmarks set it)
 }
@@ -142,9 +143,10 @@ func (op *amxOp) group() int {
 	return 4
 }
 
-// parts is the A terms per K step: 3 (bf16: hi, mid, lo) or 1.
+// parts is the A terms per K step: 3 (bf16: hi, mid, lo) or 1 (int8,
+// and bf16 rounded).
 func (op *amxOp) parts() int {
-	if op.bf16 {
+	if op.bf16 && !op.round {
 		return 3
 	}
 	return 1
@@ -245,6 +247,21 @@ func (op *amxOp) convert(a []byte, xs []float32, x []float32, ldx, k, r0, r1 int
 		sl := a[i/amxMR*sb : (i/amxMR+1)*sb]
 		row := i % amxMR
 		xr := x[r*ldx : r*ldx+k]
+		if op.bf16 && op.round {
+			u := unsafe.Slice((*uint16)(unsafe.Pointer(&sl[0])), sb/2)
+			full := k / 32
+			roundBF16Steps(u[row*32:], xr, full)
+			for kb := full; kb*32 < kp; kb++ {
+				t := u[kb*amxPart/2+row*32:][:32]
+				e := 0
+				for _, v := range xr[kb*32 : min(kb*32+32, k)] {
+					t[e] = Float32ToBF16(v)
+					e++
+				}
+				clear(t[e:])
+			}
+			continue
+		}
 		if op.bf16 {
 			u := unsafe.Slice((*uint16)(unsafe.Pointer(&sl[0])), sb/2)
 			full := k / 32 // whole K steps; then the partial one and the padding

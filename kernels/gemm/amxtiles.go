@@ -63,19 +63,31 @@ func AMXPanelElems(k int) int { return AMXKPad(k) * amxNR }
 // ((kk/2)·32 + j)·2 + kk%2.
 func AMXPanelIndex(j, kk int) int { return ((kk>>1)*amxNR+j)*2 + kk&1 }
 
-// AMXSliverBytes is the bytes PackA writes for m rows over k: whole
-// slivers of 32 rows.
-func AMXSliverBytes(m, k int) int {
-	op := amxOp{bf16: true}
-	return (m + amxMR - 1) / amxMR * op.sliverBytes(k)
+// Rounded returns t's tile products with X rounded to bf16 (ties to
+// even) instead of split into three terms: one TDPBF16PS per C tile and K
+// step instead of three, Y then the fp32 sum of K exact products of the
+// rounded x and w, |y - ref| ≤ (K·2^-24 + 2^-8)·Σ_k|x_k·w_k| (the
+// rounding's relative error 2^-9 on each x, and the sum's), as the
+// bf16 attention of a bf16 KV cache computes it (SMEPilot §4.3 runs
+// attention in bf16 on SME).
+func (t *AMXTiles) Rounded() *AMXTiles {
+	op := *t.op
+	op.round = true
+	return &AMXTiles{op: &op}
+}
+
+// SliverBytes is the bytes PackA writes for m rows over k: whole slivers
+// of 32 rows, three terms per K step (one where Rounded).
+func (t *AMXTiles) SliverBytes(m, k int) int {
+	return (m + amxMR - 1) / amxMR * t.op.sliverBytes(k)
 }
 
 // PackA converts rows [0, m) of X (row r at x[r·ldx:], k long) into A
-// slivers in dst (grown to AMXSliverBytes(m, k)) and returns it; rows
-// past m in the last sliver keep stale bytes (their outputs are never
-// written). Panics on a short x (the caller's bug).
+// slivers in dst (grown to SliverBytes(m, k)) and returns it; rows past m
+// in the last sliver keep stale bytes (their outputs are never written).
+// Panics on a short x (the caller's bug).
 func (t *AMXTiles) PackA(dst []byte, x []float32, ldx, m, k int) []byte {
-	dst = grow(dst, AMXSliverBytes(m, k))
+	dst = grow(dst, t.SliverBytes(m, k))
 	if m > 0 {
 		_ = x[(m-1)*ldx+k-1]
 		t.op.convert(dst, nil, x, ldx, k, 0, m, nil)
@@ -101,8 +113,8 @@ func (t *AMXTiles) Product(y []float32, ldy int, a []byte, m0, m1, k int, b []ui
 		return fmt.Errorf("gemm: AMX product: panel stride %d < %d elements of a panel over k %d", stride, AMXPanelElems(k), k)
 	case len(b) < (np-1)*stride+AMXPanelElems(k):
 		return fmt.Errorf("gemm: AMX product: %d panel elements, want ≥ %d for n %d over k %d", len(b), (np-1)*stride+AMXPanelElems(k), n, k)
-	case len(a) < AMXSliverBytes(m1, k):
-		return fmt.Errorf("gemm: AMX product: %d sliver bytes, want ≥ %d for %d rows over k %d (PackA)", len(a), AMXSliverBytes(m1, k), m1, k)
+	case len(a) < t.SliverBytes(m1, k):
+		return fmt.Errorf("gemm: AMX product: %d sliver bytes, want ≥ %d for %d rows over k %d (PackA)", len(a), t.SliverBytes(m1, k), m1, k)
 	case len(y) < (m1-1)*ldy+n:
 		return fmt.Errorf("gemm: AMX product: len(y) = %d, want ≥ %d", len(y), (m1-1)*ldy+n)
 	}

@@ -42,8 +42,9 @@ func amxTilesCase(rng *rand.Rand, m, ldx, n, k, stride int) (x []float32, b []ui
 
 // TestAMXTilesProduct: AMXTiles.Product on the Go specification of the
 // tile kernel, on panels written at AMXPanelIndex, against the float64
-// product of fp32 X and the bf16 B within amx.go's 3·K bound, for row
-// ranges starting at a later sliver, edge columns and K, and add; and
+// product of fp32 X and the bf16 B within amx.go's 3·K bound (Rounded:
+// of the rounded X within K), for row ranges starting at a later sliver,
+// edge columns and K, and add; and
 // where amx-bf16 runs, the assembly's output within the same bound
 // (logging how many outputs differ from the specification's).
 func TestAMXTilesProduct(t *testing.T) {
@@ -56,11 +57,44 @@ func TestAMXTilesProduct(t *testing.T) {
 		{0, 5, 32, 32, 0}, {0, 33, 70, 40, 64}, {32, 64, 128, 128, 0}, {0, 96, 33, 256, 32}, {64, 70, 64, 8, 0},
 	} {
 		name := fmt.Sprintf("rows%d-%d/n%d/k%d", c.m0, c.m1, c.n, c.k)
-		ldx, ldy := c.k+3, c.n+5
+		ldx := c.k + 3
 		stride := AMXPanelElems(c.k) + c.extra
 		x, b, w := amxTilesCase(rng, c.m1, ldx, c.n, c.k, stride)
-		spec := AMXTilesSpec()
-		a := spec.PackA(nil, x, ldx, c.m1, c.k)
+		for _, rounded := range []bool{false, true} {
+			amxTilesCheck(t, hw, rounded, name, c.m0, c.m1, c.n, c.k, ldx, stride, x, b, w)
+		}
+	}
+	if hw == nil {
+		t.Log("amx-bf16 unavailable here: the specification only")
+	}
+}
+
+// amxTilesCheck is TestAMXTilesProduct's case: rows [m0, m1) of X (ldx)
+// times the panels b over k, split into three terms or (rounded) rounded
+// to bf16 (the reference then of the rounded x, within (k+2)·2^-24 of its
+// magnitudes instead of (3k+2)·2^-24), on the specification and on hw
+// (nil: none).
+func amxTilesCheck(t *testing.T, hw *AMXTiles, rounded bool, name string, m0, m1, n, k, ldx, stride int, x []float32, b []uint16, w [][]float64) {
+	t.Helper()
+	c := struct{ m0, m1, n, k int }{m0, m1, n, k}
+	ldy := c.n + 5
+	name = fmt.Sprintf("%s/rounded=%v", name, rounded)
+	terms := 3
+	spec := AMXTilesSpec()
+	if rounded {
+		terms, spec = 1, spec.Rounded()
+		if hw != nil {
+			hw = hw.Rounded()
+		}
+	}
+	a := spec.PackA(nil, x, ldx, c.m1, c.k)
+	xv := func(r, kk int) float64 {
+		if rounded {
+			return float64(BF16ToFloat32(Float32ToBF16(x[r*ldx+kk])))
+		}
+		return float64(x[r*ldx+kk])
+	}
+	{
 		// check holds y (from y0) to the reference within the bound, and
 		// nothing outside the product written.
 		check := func(who string, y, y0 []float32, add bool) {
@@ -75,14 +109,14 @@ func TestAMXTilesProduct(t *testing.T) {
 				}
 				ref, mag := 0.0, 0.0
 				for kk := range c.k {
-					p := float64(x[r*ldx+kk]) * w[j][kk]
+					p := xv(r, kk) * w[j][kk]
 					ref, mag = ref+p, mag+math.Abs(p)
 				}
 				if add {
 					ref += float64(y0[i])
 					mag += math.Abs(float64(y0[i]))
 				}
-				if tol := float64(3*c.k+2) * 0x1p-24 * mag; math.Abs(float64(got)-ref) > tol {
+				if tol := float64(terms*c.k+2) * 0x1p-24 * mag; math.Abs(float64(got)-ref) > tol {
 					t.Fatalf("%s %s add=%v: y[%d][%d] = %v, reference %v: error %.3g > %.3g", who, name, add, r, j, got, ref, math.Abs(float64(got)-ref), tol)
 				}
 			}
@@ -117,9 +151,6 @@ func TestAMXTilesProduct(t *testing.T) {
 			}
 			t.Logf("%s add=%v: amx-bf16 within the bound; %d of %d outputs differ from the specification, by ≤ %.0f ULP", name, add, differ, (c.m1-c.m0)*c.n, ulps)
 		}
-	}
-	if hw == nil {
-		t.Log("amx-bf16 unavailable here: the specification only")
 	}
 }
 

@@ -9,11 +9,25 @@ import "math"
 //	quantizeRow      X's int8 quantization, per row (every int8 backend)
 //	scaleTile        an int32 AMX tile into Y: float32(c)·ws[j]·xs[r]
 //	splitBF16Steps   X's bf16 hi+mid+lo split into the AMX A slivers
+//	roundBF16Steps   X rounded to bf16 into one-term AMX A slivers
 var (
 	quantizeRow    = quantizeRowGo
 	scaleTile      = scaleTileGo
 	splitBF16Steps = splitBF16StepsGo
+	roundBF16Steps = roundBF16StepsGo
 )
+
+// roundBF16StepsGo writes x's nkb whole K steps of 32 rounded to bf16
+// (Float32ToBF16: ties to even, NaNs quieted) into the one-term AMX sliver
+// layout of one row: step kb at u[kb·1024:][:32].
+func roundBF16StepsGo(u []uint16, x []float32, nkb int) {
+	for kb := 0; kb < nkb; kb++ {
+		t := u[kb*amxPart/2 : kb*amxPart/2+32]
+		for e, v := range x[kb*32 : kb*32+32] {
+			t[e] = Float32ToBF16(v)
+		}
+	}
+}
 
 // scaleTileGo writes y[r·ldy+j] = float32(c[r·32+j])·ws[j]·xs[r] for r <
 // rows, j < n (n ≤ 32): rows of a 32-column int32 tile (amxNR wide),

@@ -19,6 +19,7 @@ func init() {
 		quantizeRow = quantizeRowAVX512
 		scaleTile = scaleTileAVX512Go
 		splitBF16Steps = splitBF16StepsAVX512
+		roundBF16Steps = roundBF16StepsAVX512
 	}
 	if cpu.X86.HasAVX2 || cpu.X86.HasAVX512F {
 		packSlivers = packSliversFast
@@ -36,6 +37,9 @@ func scaleTileAVX512(y *float32, ldy int, c *int32, ws *float32, xs *float32, ro
 
 //go:noescape
 func splitBF16AVX512(dst *uint16, x *float32, nkb int)
+
+//go:noescape
+func roundBF16AVX512(dst *uint16, x *float32, nkb int)
 
 //go:noescape
 func packSliversAVX512(dst *float32, x *float32, ldx int, nblk int)
@@ -100,6 +104,16 @@ func splitBF16StepsAVX512(u []uint16, x []float32, nkb int) {
 	_ = x[nkb*32-1]
 	_ = u[(nkb-1)*3*amxPart/2+amxPart+31]
 	splitBF16AVX512(&u[0], &x[0], nkb)
+}
+
+// roundBF16StepsAVX512 is roundBF16StepsGo on the AVX-512 kernel.
+func roundBF16StepsAVX512(u []uint16, x []float32, nkb int) {
+	if nkb == 0 {
+		return
+	}
+	_ = x[nkb*32-1]
+	_ = u[(nkb-1)*amxPart/2+31]
+	roundBF16AVX512(&u[0], &x[0], nkb)
 }
 
 // packSliversFast is packSliversGo with the whole k-step blocks of full

@@ -138,6 +138,42 @@ func TestSplitBF16AVX512(t *testing.T) {
 	}
 }
 
+// TestRoundBF16AVX512: the AVX-512 rounding equals roundBF16StepsGo bit
+// for bit on random bit patterns (NaNs, infinities, denormals, values
+// that round to infinity), normal values and exact ties (a bf16 value
+// plus half its last place), 1..5 K steps, and leaves the sliver's other
+// rows alone.
+func TestRoundBF16AVX512(t *testing.T) {
+	if !cpu.X86.HasAVX512F {
+		t.Skip("CPU lacks AVX512F")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for nkb := 1; nkb <= 5; nkb++ {
+		for _, kind := range []string{"bits", "normal", "bf16ties"} {
+			x := convertValues(r, nkb*32, kind)
+			if kind == "bf16ties" {
+				for i := range x {
+					x[i] = math.Float32frombits(r.Uint32()&0xffff0000 | 0x8000)
+				}
+			}
+			x[0], x[1], x[2], x[3] = float32(math.Copysign(0, -1)), float32(math.Inf(1)), math.Float32frombits(0x7f800001), math.Float32frombits(0x7f7fffff)
+			n := nkb * amxPart / 2
+			got, want := make([]uint16, n), make([]uint16, n)
+			for i := range got {
+				got[i], want[i] = 0xabcd, 0xabcd
+			}
+			row := 5
+			roundBF16StepsAVX512(got[row*32:], x, nkb)
+			roundBF16StepsGo(want[row*32:], x, nkb)
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("nkb=%d %s: u[%d] = %#x, want %#x", nkb, kind, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 // TestPackSliversAVX512: the transposing sliver packing (AVX-512 at MR 12
 // where the CPU has it, AVX2 at MR 6) equals packA (the specification)
 // element for element, for every sliver height and k steps around the 8-

@@ -11149,6 +11149,55 @@ splitBF16_done:
 	VZEROUPPER
 	RET
 
+// func roundBF16AVX512(dst *uint16, x *float32, nkb int)
+// Requires: AVX, AVX512F
+TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
+	MOVQ         dst+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         nkb+16(FP), CX
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z31
+	MOVL         $0x7f800000, AX
+	VPBROADCASTD AX, Z30
+	MOVL         $0x00007fff, AX
+	VPBROADCASTD AX, Z29
+	MOVL         $0x00000001, AX
+	VPBROADCASTD AX, Z28
+	MOVL         $0x00400000, AX
+	VPBROADCASTD AX, Z27
+	TESTQ        CX, CX
+	JZ           roundBF16_done
+
+roundBF16_step:
+	VMOVDQU32 (SI), Z0
+	VPANDD    Z31, Z0, Z1
+	VPCMPUD   $0x06, Z30, Z1, K1
+	VPSRLD    $0x10, Z0, Z2
+	VPANDD    Z28, Z2, Z2
+	VPADDD    Z29, Z2, Z2
+	VPADDD    Z0, Z2, Z2
+	VPORD     Z27, Z0, K1, Z2
+	VPSRLD    $0x10, Z2, Z2
+	VPMOVDW   Z2, (DI)
+	VMOVDQU32 64(SI), Z0
+	VPANDD    Z31, Z0, Z1
+	VPCMPUD   $0x06, Z30, Z1, K1
+	VPSRLD    $0x10, Z0, Z2
+	VPANDD    Z28, Z2, Z2
+	VPADDD    Z29, Z2, Z2
+	VPADDD    Z0, Z2, Z2
+	VPORD     Z27, Z0, K1, Z2
+	VPSRLD    $0x10, Z2, Z2
+	VPMOVDW   Z2, 32(DI)
+	ADDQ      $0x80, SI
+	ADDQ      $0x00000800, DI
+	DECQ      CX
+	JNZ       roundBF16_step
+
+roundBF16_done:
+	VZEROUPPER
+	RET
+
 // func packSliversAVX512(dst *float32, x *float32, ldx int, nblk int)
 // Requires: AVX, AVX512F
 TEXT ·packSliversAVX512(SB), NOSPLIT, $0-32

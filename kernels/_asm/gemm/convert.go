@@ -26,12 +26,16 @@ import (
 //	    mid = lo = 0 for non-finite x) written to dst[kb·3072+e],
 //	    dst[kb·3072+1024+e], dst[kb·3072+2048+e] (uint16s), e < 32: the
 //	    AMX A-sliver layout of one row.
+//	roundBF16AVX512(dst *uint16, x *float32, nkb int)
+//	    dst[kb·1024+e] = Float32ToBF16(x[kb·32+e]) (ties to even, NaNs
+//	    quieted), e < 32: the one-term AMX A-sliver layout of one row.
 
 func genConvert() {
 	genAbsMax()
 	genQuantRow()
 	genScaleTile()
 	genSplitBF16()
+	genRoundBF16()
 	genPackSlivers()
 	genPackSlivers6()
 }
@@ -168,6 +172,41 @@ func genSplitBF16() {
 	DECQ(n)
 	JNZ(LabelRef("splitBF16_step"))
 	Label("splitBF16_done")
+	VZEROUPPER()
+	RET()
+}
+
+func genRoundBF16() {
+	TEXT("roundBF16AVX512", NOSPLIT, "func(dst *uint16, x *float32, nkb int)")
+	Doc("roundBF16AVX512 rounds whole K steps of one row to bf16 (ties to even) in the one-term AMX sliver layout; see convert.go of the generator.")
+	dst := Load(Param("dst"), RDI)
+	x := Load(Param("x"), RSI)
+	n := Load(Param("nkb"), RCX)
+	broadcastD(0x7fffffff, RAX, Z31) // |x|
+	broadcastD(0x7f800000, RAX, Z30) // +Inf: |x| above it is a NaN
+	broadcastD(0x00007fff, RAX, Z29) // the rounding bias below a tie
+	broadcastD(0x00000001, RAX, Z28)
+	broadcastD(0x00400000, RAX, Z27) // quiet bit
+	TESTQ(n, n)
+	JZ(LabelRef("roundBF16_done"))
+	Label("roundBF16_step")
+	for h := 0; h < 2; h++ { // 16 values each
+		VMOVDQU32(Mem{Base: x, Disp: 64 * h}, Z0) // X
+		VPANDD(Z31, Z0, Z1)
+		VPCMPUD(U8(6), Z30, Z1, K1) // NaN lanes: |x| > +Inf as unsigned (predicate NLE)
+		VPSRLD(U8(16), Z0, Z2)
+		VPANDD(Z28, Z2, Z2) // the kept part's last bit
+		VPADDD(Z29, Z2, Z2)
+		VPADDD(Z0, Z2, Z2)     // x + 0x7fff + last bit: ties to even
+		VPORD(Z27, Z0, K1, Z2) // NaNs: quieted, not rounded
+		VPSRLD(U8(16), Z2, Z2)
+		VPMOVDW(Z2, Mem{Base: dst, Disp: 32 * h})
+	}
+	ADDQ(U8(128), x)
+	ADDQ(U32(2048), dst)
+	DECQ(n)
+	JNZ(LabelRef("roundBF16_step"))
+	Label("roundBF16_done")
 	VZEROUPPER()
 	RET()
 }
