@@ -119,8 +119,9 @@ type attnScratch struct {
 	lay   kvLayout // the KV cache's layout (head dim, panel width, tile)
 	group int
 
-	// be is the gemm backend of the tile products, on the cores
-	// (Model.Backend), the one lay's panels are laid out for.
+	// be is the gemm backend of the tile products (Model.attnBackend:
+	// the cores' fp32 backend, an fp32 matrix backend, or amx-bf16 on the
+	// AMX layout), the one lay's panels are laid out for.
 	be gemm.Backend
 	gs *gemm.Scratch
 	// amx: the tile products on an AMX layout (lay.amx): QKᵀ and P·V of
@@ -163,7 +164,8 @@ type attnScratch struct {
 }
 
 // newAttnScratch returns buffers for attendBlock on a KV cache of layout
-// lay (laid out for backend be, an fp32 gemm backend) with group query
+// lay (laid out for backend be: an fp32 gemm backend, or amx-bf16 on the
+// AMX layout) with group query
 // heads per KV head; they grow with the rows of the largest block.
 func newAttnScratch(be gemm.Backend, lay kvLayout, group int) *attnScratch {
 	ws := &attnScratch{lay: lay, group: group, be: be, gs: gemm.NewScratch(nil, gemm.DefaultBlocking(be))}
