@@ -108,27 +108,30 @@ func TestScaleTileAVX512(t *testing.T) {
 	}
 }
 
-// TestSplitBF16AVX512: the AVX-512 split equals splitBF16StepsGo bit for
-// bit on random bit patterns (NaNs, infinities, denormals and zeros of
-// both signs included) and normal values, 1..5 K steps, and leaves the
-// sliver's other rows alone.
-func TestSplitBF16AVX512(t *testing.T) {
-	if !cpu.X86.HasAVX512F {
-		t.Skip("CPU lacks AVX512F")
-	}
-	r := rand.New(rand.NewPCG(11, 12))
+// checkSliverConvert compares a sliver conversion kernel with its Go
+// specification bit for bit: row 5 of slivers of nkb K steps of parts
+// terms (1..5 steps) from x of each kind, the first four values a -0,
+// +Inf, a signalling NaN and special (the kind's own edge), and the
+// sliver's other rows left alone.
+func checkSliverConvert(t *testing.T, r *rand.Rand, parts int, kinds []string, special float32, kernel, spec func(u []uint16, x []float32, nkb int)) {
+	t.Helper()
 	for nkb := 1; nkb <= 5; nkb++ {
-		for _, kind := range []string{"bits", "normal"} {
+		for _, kind := range kinds {
 			x := convertValues(r, nkb*32, kind)
-			x[0], x[1], x[2], x[3] = float32(math.Copysign(0, -1)), float32(math.Inf(1)), math.Float32frombits(0x7f800001), math.Float32frombits(0xffc00001)
-			n := nkb * 3 * amxPart / 2
+			if kind == "bf16ties" { // a bf16 value plus half its last place
+				for i := range x {
+					x[i] = math.Float32frombits(r.Uint32()&0xffff0000 | 0x8000)
+				}
+			}
+			x[0], x[1], x[2], x[3] = float32(math.Copysign(0, -1)), float32(math.Inf(1)), math.Float32frombits(0x7f800001), special
+			n := nkb * parts * amxPart / 2
 			got, want := make([]uint16, n), make([]uint16, n)
 			for i := range got {
 				got[i], want[i] = 0xabcd, 0xabcd
 			}
-			row := 5
-			splitBF16StepsAVX512(got[row*32:], x, nkb)
-			splitBF16StepsGo(want[row*32:], x, nkb)
+			const row = 5
+			kernel(got[row*32:], x, nkb)
+			spec(want[row*32:], x, nkb)
 			for i := range got {
 				if got[i] != want[i] {
 					t.Fatalf("nkb=%d %s: u[%d] = %#x, want %#x", nkb, kind, i, got[i], want[i])
@@ -138,40 +141,26 @@ func TestSplitBF16AVX512(t *testing.T) {
 	}
 }
 
+// TestSplitBF16AVX512: the AVX-512 split equals splitBF16StepsGo bit for
+// bit on random bit patterns (NaNs, infinities, denormals and zeros of
+// both signs included) and normal values, 1..5 K steps, and leaves the
+// sliver's other rows alone.
+func TestSplitBF16AVX512(t *testing.T) {
+	if !cpu.X86.HasAVX512F {
+		t.Skip("CPU lacks AVX512F")
+	}
+	checkSliverConvert(t, rand.New(rand.NewPCG(11, 12)), 3, []string{"bits", "normal"}, math.Float32frombits(0xffc00001), splitBF16StepsAVX512, splitBF16StepsGo)
+}
+
 // TestRoundBF16AVX512: the AVX-512 rounding equals roundBF16StepsGo bit
-// for bit on random bit patterns (NaNs, infinities, denormals, values
-// that round to infinity), normal values and exact ties (a bf16 value
-// plus half its last place), 1..5 K steps, and leaves the sliver's other
-// rows alone.
+// for bit on random bit patterns (NaNs, infinities, denormals), normal
+// values, exact ties and the largest float (which rounds to infinity),
+// 1..5 K steps, and leaves the sliver's other rows alone.
 func TestRoundBF16AVX512(t *testing.T) {
 	if !cpu.X86.HasAVX512F {
 		t.Skip("CPU lacks AVX512F")
 	}
-	r := rand.New(rand.NewPCG(13, 14))
-	for nkb := 1; nkb <= 5; nkb++ {
-		for _, kind := range []string{"bits", "normal", "bf16ties"} {
-			x := convertValues(r, nkb*32, kind)
-			if kind == "bf16ties" {
-				for i := range x {
-					x[i] = math.Float32frombits(r.Uint32()&0xffff0000 | 0x8000)
-				}
-			}
-			x[0], x[1], x[2], x[3] = float32(math.Copysign(0, -1)), float32(math.Inf(1)), math.Float32frombits(0x7f800001), math.Float32frombits(0x7f7fffff)
-			n := nkb * amxPart / 2
-			got, want := make([]uint16, n), make([]uint16, n)
-			for i := range got {
-				got[i], want[i] = 0xabcd, 0xabcd
-			}
-			row := 5
-			roundBF16StepsAVX512(got[row*32:], x, nkb)
-			roundBF16StepsGo(want[row*32:], x, nkb)
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("nkb=%d %s: u[%d] = %#x, want %#x", nkb, kind, i, got[i], want[i])
-				}
-			}
-		}
-	}
+	checkSliverConvert(t, rand.New(rand.NewPCG(13, 14)), 1, []string{"bits", "normal", "bf16ties"}, math.Float32frombits(0x7f7fffff), roundBF16StepsAVX512, roundBF16StepsGo)
 }
 
 // TestPackSliversAVX512: the transposing sliver packing (AVX-512 at MR 12
