@@ -141,6 +141,9 @@ type AttentionPoint struct {
 	RoofNowGBps       float64 `json:"roof_now_gbps,omitempty"`
 	RoofNowBeforeGBps float64 `json:"roof_now_before_gbps,omitempty"`
 	RoofNowAfterGBps  float64 `json:"roof_now_after_gbps,omitempty"`
+	// RoofNowThreads is the threads the read kernel ran on: the step's
+	// work units (sequences × KV heads), at most Threads.
+	RoofNowThreads int `json:"roof_now_threads,omitempty"`
 	// MaxRelError is the largest error of the sampled outputs relative
 	// to Σ p|v| against a float64 reference.
 	MaxRelError float64 `json:"max_rel_error"`
@@ -441,9 +444,9 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			// The read kernel on as many threads as the step has work units
 			// (one sequence's KV head each), at most all of them: a batch
 			// of one sequence of 8 KV heads busies 8 of 16 workers.
-			roofThreads := min(threads, B*c.Arch.KVHeads)
 			if roofNow {
-				if pt.RoofNowBeforeGBps, err = readRoofNow(ctx, pt.KVBytes, roofThreads); err != nil {
+				pt.RoofNowThreads = min(threads, B*c.Arch.KVHeads)
+				if pt.RoofNowBeforeGBps, err = readRoofNow(ctx, pt.KVBytes, pt.RoofNowThreads); err != nil {
 					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
 				}
 			}
@@ -459,7 +462,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
 			}
 			if roofNow {
-				if pt.RoofNowAfterGBps, err = readRoofNow(ctx, pt.KVBytes, roofThreads); err != nil {
+				if pt.RoofNowAfterGBps, err = readRoofNow(ctx, pt.KVBytes, pt.RoofNowThreads); err != nil {
 					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
 				}
 				pt.RoofNowGBps = (pt.RoofNowBeforeGBps + pt.RoofNowAfterGBps) / 2
@@ -580,7 +583,7 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 		ref = pt.RoofNowGBps
 		pt.Fraction = pt.KVGBps / ref
 		pt.FractionOf = fmt.Sprintf("the read kernel over the same %s at %d threads (the step's %d work units on %d workers), measured right before and after the figure: %.1f GB/s (%.1f, %.1f)",
-			memlimit.FormatBytes(pt.KVBytes), min(pt.Threads, pt.Batch*c.Arch.KVHeads), pt.Batch*c.Arch.KVHeads, pt.Threads, ref, pt.RoofNowBeforeGBps, pt.RoofNowAfterGBps)
+			memlimit.FormatBytes(pt.KVBytes), pt.RoofNowThreads, pt.Batch*c.Arch.KVHeads, pt.Threads, ref, pt.RoofNowBeforeGBps, pt.RoofNowAfterGBps)
 		if d := math.Abs(pt.RoofNowBeforeGBps-pt.RoofNowAfterGBps) / ref; d > results.NoiseMaxRoofDrift {
 			pt.FractionOf += fmt.Sprintf("; they differ by %.0f%% (> %.0f%%): the host moved during the figure", 100*d, 100*results.NoiseMaxRoofDrift)
 		}
