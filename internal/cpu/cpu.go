@@ -24,6 +24,7 @@ type X86Features struct {
 	HasAVX512FP16 bool
 	HasAVX512VNNI bool
 	HasAVXVNNI    bool
+	HasGFNI       bool // GF2P8AFFINEQB and kin (kernels/quant's int1 column tiles on zmm)
 	HasAMXTile    bool
 	HasAMXBF16    bool
 	HasAMXInt8    bool
@@ -83,8 +84,8 @@ func applyEnv() {
 }
 
 // Disable treats the named feature family as absent and returns the undo.
-// Names: "avx512" (all AVX-512 subsets and AMX), "avx2" (AVX2, FMA, AVX-VNNI
-// and everything above), "amx", "avx512bf16", "avx512fp16", "vnni",
+// Names: "avx512" (all AVX-512 subsets, GFNI and AMX), "avx2" (AVX2, FMA,
+// AVX-VNNI and everything above), "amx", "gfni", "avx512bf16", "avx512fp16", "vnni",
 // "sve" (SVE, SVE2 and SME), "sme", "sme2", "neon" (all arm64 SIMD),
 // "neon-dotprod", "bf16", "i8mm".
 func Disable(name string) (undo func(), err error) {
@@ -96,10 +97,12 @@ func Disable(name string) (undo func(), err error) {
 		fallthrough
 	case "avx512":
 		X86.HasAVX512F, X86.HasAVX512BW, X86.HasAVX512DQ, X86.HasAVX512VL = false, false, false, false
-		X86.HasAVX512BF16, X86.HasAVX512FP16, X86.HasAVX512VNNI = false, false, false
+		X86.HasAVX512BF16, X86.HasAVX512FP16, X86.HasAVX512VNNI, X86.HasGFNI = false, false, false, false
 		fallthrough
 	case "amx":
 		X86.HasAMXTile, X86.HasAMXBF16, X86.HasAMXInt8 = false, false, false
+	case "gfni":
+		X86.HasGFNI = false
 	case "avx512bf16":
 		X86.HasAVX512BF16 = false
 	case "avx512fp16":
@@ -127,7 +130,7 @@ func Disable(name string) (undo func(), err error) {
 	case "i8mm":
 		ARM64.HasI8MM = false
 	default:
-		return func() {}, fmt.Errorf("cpu: unknown feature %q (want avx512, avx2, amx, avx512bf16, avx512fp16, vnni, sve, sme, sme2, neon, neon-dotprod, bf16, i8mm)", name)
+		return func() {}, fmt.Errorf("cpu: unknown feature %q (want avx512, avx2, amx, gfni, avx512bf16, avx512fp16, vnni, sve, sme, sme2, neon, neon-dotprod, bf16, i8mm)", name)
 	}
 	return undo, nil
 }

@@ -19,6 +19,7 @@ func detect() {
 	X86.HasAVX512FP16 = c.Supports(cpuid.AVX512FP16)
 	X86.HasAVX512VNNI = c.Supports(cpuid.AVX512VNNI)
 	X86.HasAVXVNNI = c.Supports(cpuid.AVXVNNI)
+	X86.HasGFNI = c.Supports(cpuid.GFNI)
 	X86.HasAMXTile = c.Supports(cpuid.AMXTILE)
 	X86.HasAMXBF16 = c.Supports(cpuid.AMXBF16)
 	X86.HasAMXInt8 = c.Supports(cpuid.AMXINT8)

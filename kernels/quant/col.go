@@ -23,15 +23,15 @@ import (
 //	      4k+i, high nibble = u of element 16+4k+i (ggml's qs[4k+i] of the row's block)
 //	int2: 128 bytes, byte j·64 + l·4 + i (j < 2): bits 2s+1:2s = q (0..3) of
 //	      element 16j+4s+i (s < 4)
-//	int1: 64 bytes, bit 4l+i of the little-endian 64-bit word k (bytes
-//	      8k..8k+7, k < 8) = sign bit of element 4k+i: a mask register of a
-//	      zmm's 64 bytes (KMOVQ)
+//	int1: 64 bytes, bit k of byte l·4 + i (k < 8) = sign bit of element
+//	      4k+i of row 16g+l: 8 bit planes, plane k one group of 4 elements
 //
 // so a 64-byte load is one group of 4 elements for 16 rows (q8_0), or
 // two (q4_0: AND 0x0f, and AND 0xf0, which is 16·u: the kernel sums those
 // apart and shifts the sum right by 4), or four (int2: shifts and masks,
-// see kernels/_asm/quantcol's genLow); int1's 8-byte words are one group
-// each (a zero-masked move of 16s). The fp16 scales are 16 halfs per
+// see kernels/_asm/quantcol's genLow), or eight (int1: plane k's bytes
+// 16·s are one VGF2P8AFFINEQB, or without GFNI a VPTESTMB and a
+// zero-masked move of 16s). The fp16 scales are 16 halfs per
 // chunk (32 bytes, one VCVTPH2PS), in Matrix.d as 8 words per chunk:
 // half (g·2·pairs + b)·16 + l. Rows past N are zero with scale 0.
 
@@ -105,8 +105,8 @@ func colGetU(f Format, q []byte, l, e int) int32 {
 	switch f.layout() {
 	case Int2:
 		return 4 * int32(q[(e/16)*64+l*4+e%4]>>(2*(e%16/4))&3)
-	case Int1:
-		return 16 * int32(q[(e/4)*8+(l*4+e%4)/8]>>((l*4+e%4)%8)&1)
+	case Int1: // bit plane e/4 of byte 4l + e%4
+		return 16 * int32(q[l*4+e%4]>>(e/4)&1)
 	}
 	if f == Q4_0 {
 		if e < 16 {
@@ -125,7 +125,7 @@ func colPutField(f Format, q []byte, l, e int, v uint8) {
 		q[(e/16)*64+l*4+e%4] |= (v & 3) << (2 * (e % 16 / 4))
 		return
 	}
-	q[(e/4)*8+(l*4+e%4)/8] |= (v & 1) << ((l*4 + e%4) % 8)
+	q[l*4+e%4] |= (v & 1) << (e / 4)
 }
 
 // scaleBits returns the fp16 scale of row r's block blk as stored.

@@ -9,20 +9,39 @@ import (
 	"fmt"
 	"math"
 	"sync"
+
+	"github.com/cpubench/bench/internal/cpu"
 )
 
 // vnniColKerns are the avx512vnni backend's column-order GEMV tiles
-// (kernels/_asm/quantcol), heights 1..4; the ternary formats run int2's.
+// (kernels/_asm/quantcol), heights 1..4; the ternary formats run int2's;
+// int1's are vnniColI1's choice.
 var vnniColKerns = map[Format][]kern{
 	TQ2_0: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
 	TQ1_0: {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
 	Q8_0:  {kernColQ8VNNIm1, kernColQ8VNNIm2, kernColQ8VNNIm3, kernColQ8VNNIm4},
 	Q4_0:  {kernColQ4VNNIm1, kernColQ4VNNIm2, kernColQ4VNNIm3, kernColQ4VNNIm4},
 	Int2:  {kernColI2VNNIm1, kernColI2VNNIm2, kernColI2VNNIm3, kernColI2VNNIm4},
-	Int1:  {kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4},
+	Int1:  vnniColI1(),
 	Q4_K:  {kernColQ4KVNNIm1, kernColQ4KVNNIm2, kernColQ4KVNNIm3, kernColQ4KVNNIm4},
 	Q6_K:  {kernColQ6KVNNIm1, kernColQ6KVNNIm2, kernColQ6KVNNIm3, kernColQ6KVNNIm4},
 }
+
+// vnniColI1 returns the avx512vnni int1 column-order tiles for this CPU
+// (cpu.X86 when the package initializes, BENCH_CPU_DISABLE=gfni
+// included): with GFNI those that up-convert a bit plane with one
+// VGF2P8AFFINEQB, else those with VPTESTMB and a zero-masked move
+// (kernColI1MVNNIm*, 1.4× slower on the Zen 5 VM: genLow in
+// kernels/_asm/quantcol).
+func vnniColI1() []kern {
+	if cpu.X86.HasGFNI {
+		return []kern{kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4}
+	}
+	return vnniColI1Mask
+}
+
+// vnniColI1Mask are the avx512vnni int1 column-order tiles without GFNI.
+var vnniColI1Mask = []kern{kernColI1MVNNIm1, kernColI1MVNNIm2, kernColI1MVNNIm3, kernColI1MVNNIm4}
 
 // bwColKerns are the avx512bw backend's column-order GEMV tiles
 // (kernels/_asm/quantcol's genBW, genLowBW, genKBW, genK6BW: VPMADDUBSW +
@@ -268,6 +287,10 @@ func kernColI1VNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, b
 func kernColI1VNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI1VNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI1VNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1MVNNIm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1MVNNIm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1MVNNIm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
+func kernColI1MVNNIm4(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI2BWm1(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI2BWm2(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)
 func kernColI2BWm3(np int, a *byte, as *float32, ac *int32, sa int, b *byte, bs *uint32, c *float32, ldc int)

@@ -99,9 +99,9 @@
 // row's ggml qs bytes 4k..4k+3 (elements 4k+i in the low nibbles, 16+4k+i
 // in the high ones: 4 words, 0.5625 B/weight as before); int2's 2 words
 // per chunk hold in byte i of a lane the fields (bits 2s+1:2s) of
-// elements 16j+4s+i, s < 4 (0.3125 B/weight); int1's chunk is 8 64-bit
-// words, bit 4l+i of word k the sign bit of element 4k+i of row l, a
-// mask register for the zmm's 64 bytes (0.1875 B/weight); the 16 rows'
+// elements 16j+4s+i, s < 4 (0.3125 B/weight); int1's chunk is 64 bytes
+// of 8 bit planes, bit k of byte 4l+i the sign bit of element 4k+i of
+// row l (0.1875 B/weight); the 16 rows'
 // fp16 scales follow per chunk as 16 contiguous halfs (one VCVTPH2PS).
 // The kernels (kernColGo; kernels/_asm/quantcol) broadcast a row of X's 4
 // activations per VPDPBUSD, sum a whole block per lane, fold the offset
@@ -112,12 +112,16 @@
 // lane order; int2 2 loads, 12 unpack ops (per 64-byte word: VPSLLW 2,
 // VPSRLW 2 and 4 ANDs give 4·q of fields 0, 1 and 16·q of fields 2, 3,
 // summed in two accumulators, the second shifted right by 2 at the
-// block's end), 8 VPDPBUSD and 7 others; int1 8 KMOVQ loads of its mask
-// words, 8 zero-masked VMOVDQU8 of 16s (u = 16·s: one instruction per 64
-// weights, no shuffle or test; VPMOVM2B would give 255·s, which VPDPBUSD's
-// unsigned operand cannot rescale exactly), 8 VPDPBUSD and 6 others,
-// against §III-D's shuffle-and-compare per 64 weights in lane order
-// (genLow); tiles of 1..4 rows of X, 16 columns.
+// block's end), 8 VPDPBUSD and 7 others; int1 1 load and 8
+// VGF2P8AFFINEQB (GFNI: bit k of every byte to u = 16·s, one instruction
+// per 64 weights and no mask register), 8 VPDPBUSD and 6 others, or
+// without GFNI 8 VPTESTMB and 8 zero-masked VMOVDQU8 of 16s (VPMOVM2B
+// would give 255·s, which VPDPBUSD's unsigned operand cannot rescale
+// exactly), against §III-D's shuffle-and-compare per 64 weights in lane
+// order (genLow); tiles of 1..4 rows of X, 16 columns. The planes
+// replaced 8 64-bit mask words per chunk read by KMOVQ, whose mask
+// registers bounded the GEMV at 30-40 GB/s on one Zen 5 thread; on the
+// planes it reaches 42-55 (genLow in the generator has the figures).
 //
 // q4_k and q6_k in column order (colk.go; kernels/_asm/quantcol's genK,
 // genK6, and genKBW, genK6BW for avx512bw) keep the groups of 16 rows with one chunk per

@@ -105,6 +105,27 @@ func prefetch(b Register, off int, far bool) {
 	}
 }
 
+// prefetchPair prefetches the chunks of a pair of blocks (2·cb bytes at
+// b) pfDist bytes ahead and, with scales, their 16 rows' scales (the line
+// at bs: 64 bytes a pair) as far ahead in time, pfDist·64/(2·cb) bytes.
+// The low-bit tiles (genLow, genLowBW) prefetch their scales: a third of
+// int1's bytes, a fifth of int2's. Measured on the Zen 5 VM (bench gemm
+// --m 1 --n 32768 --k 16384 --dtype int2,int1, binaries with and without
+// run in turn, 3 rounds, 2026-11-27): int1 34.3-35.5 GB/s without, 43.9-44.3
+// with on 1 thread, 51.2-51.9 against 55.0-58.9 on 2; int2 41.7-42.2
+// against 41.4-43.0 and 54.3-56.6 against 55.2-57.1. q8_0 and q4_0 (n
+// 16384, k 16384; scales a ninth and a seventeenth of the bytes) did not
+// move beyond the noise (q4_0 on 1 thread 42.9-44.2 without, 42.1-42.3
+// with), so gen and genBW do not.
+func prefetchPair(b, bs Register, cb int, scales bool) {
+	for off := 0; off < 2*cb; off += 64 {
+		prefetch(b, off, false)
+	}
+	if scales {
+		PREFETCHT0(Mem{Base: bs, Disp: pfDist * 64 / (2 * cb)})
+	}
+}
+
 var (
 	mask0F = asmutil.Bytes64("colmask0f", func(int) byte { return 0x0f })
 	maskF0 = asmutil.Bytes64("colmaskf0", func(int) byte { return 0xf0 })
@@ -133,9 +154,12 @@ func main() {
 			}
 		}
 	}
-	for _, f := range []string{"I2", "I1"} {
+	for _, f := range []string{"I2", "I1", i1Mask} {
 		for m := 1; m <= 4; m++ {
 			genLow(f, m)
+		}
+		if f == i1Mask {
+			continue
 		}
 		genConvLow(f)
 		for m := 1; m <= 4; m++ {
@@ -190,9 +214,7 @@ func gen(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
-		prefetch(g.B, off, false)
-	}
+	prefetchPair(g.B, g.BS, cb, false)
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
 		for r := 0; r < m; r++ {
@@ -387,9 +409,7 @@ func genBW(f string, m int) {
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
-		prefetch(g.B, off, false)
-	}
+	prefetchPair(g.B, g.BS, cb, false)
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
@@ -465,6 +485,52 @@ var (
 	byte16 = asmutil.Bytes64("colbyte16", func(int) byte { return 16 })
 )
 
+// i1Mask is genLow's name for its int1 tiles without GFNI (VPTESTMB and
+// a zero-masked move in place of VGF2P8AFFINEQB): kernColI1MVNNIm<m>.
+const i1Mask = "I1M"
+
+// i1GF[k] and i1Bit[k] are the constants of int1 bit plane k (the
+// column-order chunk's byte 4l+i holds in bit k the sign bit of element
+// 4k+i of row l): i1GF[k] the 8×8 bit matrix (every qword) with which
+// VGF2P8AFFINEQB maps a byte's bit k to bit 4 and clears the rest, so
+// each byte becomes u = 16·s_k (result bit i is the parity of matrix
+// byte 7−i AND the byte: byte 3 is 1<<k, the others 0); i1Bit[k] the
+// byte 1<<k, for VPTESTMB.
+var i1GF, i1Bit [8]func() Mem
+
+func init() {
+	for k := range 8 {
+		i1GF[k] = asmutil.Words64(fmt.Sprintf("coli1gf%d", k), true, func(int) uint64 { return 1 << k << 24 })
+		i1Bit[k] = asmutil.Bytes64(fmt.Sprintf("coli1bit%d", k), func(int) byte { return 1 << k })
+	}
+}
+
+// i1Consts loads the 8 bit planes' constants into regs: i1GF's with
+// gfni, else i1Bit's (VPTESTMB's memory operand form ran 15-30% slower
+// than a register's on the Zen 5 VM).
+func i1Consts(gfni bool, regs []VecPhysical) {
+	for k, r := range regs {
+		if gfni {
+			VMOVDQU64(i1GF[k](), r)
+		} else {
+			VMOVDQU64(i1Bit[k](), r)
+		}
+	}
+}
+
+// i1Plane emits the int1 up-convert of bit plane k of the chunk word w
+// into u = 16·s per byte, c the plane's constant (i1Consts): with gfni
+// one VGF2P8AFFINEQB; else VPTESTMB into kr and a zero-masked VMOVDQU8 of
+// c16 (16 in every byte).
+func i1Plane(gfni bool, c, w, u, c16 VecPhysical, kr Register) {
+	if gfni {
+		asmutil.VGF2P8AFFINEQB(0, c, w, u, false)
+		return
+	}
+	VPTESTMB(c, w, kr)
+	VMOVDQU8_Z(c16, kr, u)
+}
+
 // genLow emits kernCol<F>VNNIm<m> for the low-bit formats' column-order
 // layouts (kernels/quant/col.go), with VPDPBUSD as gen:
 //
@@ -479,15 +545,25 @@ var (
 //     ones) from 0, then L += H >> 2 (VPSRAD, exact: H is a multiple of
 //     16), so the lane's sum is Σ 4q·q_x − 8·Σq_x, kernColGo's S with u =
 //     4q, o = 8 and the stored scale d/4 of the lane order.
-//   - int1 (I1): a chunk is 64 bytes, 8 bytes per group k of 4 elements:
-//     bit 4l+i of the group's 64-bit word is element 4k+i of row l, i.e.
-//     a mask of the zmm's 64 bytes. KMOVQ loads it into a mask register
-//     and a zero-masked VMOVDQU8 of 16s makes the unsigned bytes u = 16·s
-//     (one instruction per 64 weights, no test or shuffle); even groups
-//     sum into L (from 8·corrZ), odd ones into H (from 0), L += H.
+//   - int1 (I1): a chunk is 64 bytes of 8 bit planes: bit k of byte 4l+i
+//     is the sign bit of element 4k+i of row l, so one load gives a
+//     block's 8 groups of 4 elements of 16 rows, and plane k's unsigned
+//     bytes u = 16·s are one VGF2P8AFFINEQB (GFNI) by the bit matrix
+//     i1GF[k] (held in registers); even groups sum into L (from 8·corrZ),
+//     odd ones into H (from 0), L += H. Without GFNI (I1M, the tiles
+//     kernColI1MVNNIm<m>) a plane is VPTESTMB with the byte 1<<k into a
+//     mask register and a zero-masked VMOVDQU8 of 16s.
 //
 // Per block and 16 rows at mr = 1: int2 2 loads, 12 unpack ops, 8
-// VPDPBUSD, 7 others; int1 8 mask loads, 8 moves, 8 VPDPBUSD, 6 others.
+// VPDPBUSD, 7 others; int1 1 load, 8 VGF2P8AFFINEQB (I1M: 16 ops through
+// mask registers), 8 VPDPBUSD, 6 others. The earlier int1 layout, 8
+// 64-bit mask words per chunk read by KMOVQ, ran 8 mask loads and 8
+// zero-masked moves a block: measured on the Zen 5 VM (go test -bench
+// 'GEMV/avx512vnni/int1' ./kernels/quant, 1 thread, 2026-11-27) 37.0,
+// 39.5 and 30.4 GB/s at N×K 1024×512, 8192×4096 and 16384×8192 against
+// 50.2, 54.5 and 42.8 with VGF2P8AFFINEQB on the planes; VPTESTMB on the
+// planes ran as KMOVQ did (37.2, 37.4, 35.8): the mask registers, not
+// the loads, bounded it.
 // No saturation: |S| ≤ 32·12·127 + 8·32·127 (int2) or 32·16·127 + 8·32·127
 // (int1), exact in float32.
 func genLow(f string, m int) {
@@ -496,7 +572,7 @@ func genLow(f string, m int) {
 	Doc(fmt.Sprintf("%s computes an %d×16 column-order %s tile with VPDPBUSD; see genLow in the generator.", name, m, f))
 	g := asmutil.LoadArgs("ac")
 	SHLQ(U8(2), g.LDC) // floats → bytes
-	i2 := f == "I2"
+	i2, gfni := f == "I2", f == "I1"
 	cb := 64
 	if i2 {
 		cb = 128
@@ -518,14 +594,16 @@ func genLow(f string, m int) {
 	} else {
 		VMOVDQU64(byte16(), c1)
 	}
+	planes := asmutil.Zmm[21:29] // int1's plane constants
+	if !i2 {
+		i1Consts(gfni, planes)
+	}
 	ks := []Register{K1, K2, K3, K4}
 
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
-		prefetch(g.B, off, false)
-	}
+	prefetchPair(g.B, g.BS, cb, true)
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
 		for r := 0; r < m; r++ {
@@ -553,10 +631,9 @@ func genLow(f string, m int) {
 				}
 			}
 		} else {
+			VMOVDQU64(Mem{Base: g.B, Disp: h * cb}, w)
 			for k := 0; k < 8; k++ {
-				kr := ks[k%4]
-				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, kr)
-				VMOVDQU8_Z(c1, kr, u[k%4])
+				i1Plane(gfni, planes[k], w, u[k%4], c1, ks[k%4])
 				for r := 0; r < m; r++ {
 					acc := iacc[r]
 					if k%2 == 1 {
@@ -599,8 +676,9 @@ func genLow(f string, m int) {
 // genConvLow emits pfConvCol<F> for int2 and int1 (genConv's signature and
 // tile): int2's 64-byte word j of a block gives the tile's groups 4j+s, s
 // < 4, as 4·q: (w VPSLLW 2), w, (w VPSRLW 2) and (w VPSRLW 4), each AND
-// 0x0c; int1's 8 mask words give groups k as genLow's u = 16·s (KMOVQ, a
-// zero-masked VMOVDQU8 of 16s).
+// 0x0c; int1's word gives group k from bit plane k as genLow's I1M tiles
+// do (VPTESTMB, a zero-masked VMOVDQU8 of 16s: no GFNI needed; prefill's
+// GEMM tiles, not this, bound the prefill).
 func genConvLow(f string) {
 	name := "pfConvCol" + f
 	TEXT(name, NOSPLIT, convSignature)
@@ -623,6 +701,10 @@ func genConvLow(f string) {
 		VMOVDQU64(byte16(), c)
 	}
 	ks := []Register{K1, K2, K3, K4}
+	planes := asmutil.Zmm[16:24] // int1's VPTESTMB bits
+	if !i2 {
+		i1Consts(false, planes)
+	}
 	TESTQ(np, np)
 	JZ(LabelRef(name + "_done"))
 	Label(name + "_loop")
@@ -645,9 +727,9 @@ func genConvLow(f string) {
 				}
 			}
 		} else {
+			VMOVDQU64(Mem{Base: src, Disp: h * cb}, zmm(8))
 			for k := 0; k < 8; k++ {
-				KMOVQ(Mem{Base: src, Disp: h*cb + k*8}, ks[k%4])
-				VMOVDQU8_Z(c, ks[k%4], zmm(k))
+				i1Plane(false, planes[k], zmm(8), zmm(k), c, ks[k%4])
 				VMOVDQU64(zmm(k), out(k))
 			}
 		}
@@ -679,7 +761,8 @@ var mask03 = asmutil.Bytes64("colmask03", func(int) byte { return 0x03 })
 //     ones into B (4 of at most 3048), then A·4 + B (VPSLLW 2, VPADDW: at
 //     most 24384 < 2^15 − 1, exact) is Σ 4q·q_x, widened by one VPMADDWD
 //     by ones and added to 8·corrZ.
-//   - int1: genLow's u = 16·s (KMOVQ, zero-masked VMOVDQU8); a pair is at
+//   - int1: genLow's u = 16·s from bit plane k (its I1M tiles' VPTESTMB
+//     and zero-masked VMOVDQU8: the CPUs of this backend have no GFNI); a pair is at
 //     most 2·16·127 = 4064, the 8 of a block at most 32512 < 2^15 − 1 in
 //     int16, one VPMADDWD per block and row.
 //
@@ -709,20 +792,23 @@ func genLowBW(f string, m int) {
 	c1, c2, ones := zmm(23), zmm(24), zmm(25)
 	dw, s := zmm(26), zmm(27)
 	VMOVDQU64(onesW(), ones)
+	// int1's VPTESTMB bits: the registers int2's sb and c2 would take, and
+	// four more
+	var planes []VecPhysical
 	if i2 {
 		VMOVDQU64(mask03(), c1)
 		VMOVDQU64(mask0C(), c2)
 	} else {
 		VMOVDQU64(byte16(), c1)
+		planes = []VecPhysical{zmm(12), zmm(13), zmm(14), zmm(15), c2, zmm(28), zmm(29), zmm(30)}
+		i1Consts(false, planes)
 	}
 	ks := []Register{K1, K2, K3, K4}
 
 	TESTQ(g.NP, g.NP)
 	JZ(LabelRef(name + "_store"))
 	Label(name + "_loop")
-	for off := 0; off < 2*cb; off += 64 {
-		prefetch(g.B, off, false)
-	}
+	prefetchPair(g.B, g.BS, cb, true)
 	for h := 0; h < 2; h++ {
 		corr := func(r int) Mem { return Mem{Base: g.AC, Disp: (r*2 + h) * 4} }
 		x := func(r, k int) Mem { return Mem{Base: g.A, Disp: r*64 + (2*k+h)*4} }
@@ -760,9 +846,9 @@ func genLowBW(f string, m int) {
 				VPADDW(sb[r], sa[r], sa[r])
 			}
 		} else {
+			VMOVDQU64(Mem{Base: g.B, Disp: h * cb}, w)
 			for k := 0; k < 8; k++ {
-				KMOVQ(Mem{Base: g.B, Disp: h*cb + k*8}, ks[k%4])
-				VMOVDQU8_Z(c1, ks[k%4], u[k%4])
+				i1Plane(false, planes[k], w, u[k%4], c1, ks[k%4])
 				for r := 0; r < m; r++ {
 					madd(r, k, u[k%4], sa[r], k == 0)
 				}
