@@ -392,6 +392,18 @@ const axpyPanelsPFDist = 6144
 // panel row (64 bytes, one line) widened to two zmm of fp32 (VPMOVZXWD,
 // VPSLLD 16: exact) before its FMAs, prefetched axpyPanelsPFDist bytes
 // ahead.
+//
+// Both run at about one panel row per 0.55 ns on one thread with the
+// panels in L1 or L2 (go test -bench AxpyPanels ./kernels, R = 2, Zen 5
+// VM at 4.53 GHz, 2026-11-27: 2.5 cycles a row against the 2 of its 4
+// FMAs), so the bf16 kernel streams half fp32's bytes a second: 115-120
+// GB/s against 223-227 at 512 KiB. Tried there and left out: four sets
+// of accumulators instead of two (no change), and FMAs with an embedded
+// broadcast of x in place of VBROADCASTSS (slower: fp32 156 GB/s). A bf16
+// cache's decode attention is therefore bound by its FMAs where the KV
+// sits in L3 (bench attention --kv-dtype bf16, 2 threads: 52-71% of the
+// read kernel over the same bytes at context 1024, 84-102% at 4096 where
+// the KV streams from DRAM).
 func genAxpyPanels(R int, bf16 bool) {
 	fn := fmt.Sprintf("axpyPanels32AVX512R%d", R)
 	sig := "func(acc []float32, lda int, x []float32, ldx int, v []float32, vstride, n, panels int)"
