@@ -6,6 +6,7 @@ import (
 	"math"
 	"sync/atomic"
 
+	"github.com/cpubench/bench/internal/hugepage"
 	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
@@ -141,7 +142,7 @@ func NewAttentionBench(o AttentionBenchOptions) (*AttentionBench, error) {
 			a.lays[b.Name] = lay
 			nk, nv := lay.floats()
 			for s := range o.Seqs {
-				kc, vc := make([]float32, nk), make([]float32, nv)
+				kc, vc := hugepage.Make[float32](nk), hugepage.Make[float32](nv) // as Batch.allocKV
 				for pos := range o.MaxSeq {
 					for i := range kvd {
 						e := uint64((s*o.MaxSeq+pos)*kvd + i)

@@ -2,14 +2,15 @@ package engine
 
 import (
 	"fmt"
-	"github.com/cpubench/bench/kernels/gemm"
 	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/cpubench/bench/internal/hugepage"
 	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels"
+	"github.com/cpubench/bench/kernels/gemm"
 	"github.com/cpubench/bench/kernels/pool"
 )
 
@@ -104,9 +105,10 @@ func (m *Model) NewBatch(n, maxSeq int) (*Batch, error) {
 	return b, nil
 }
 
-// allocKV allocates slot sl's K and V caches for every layer and writes one
-// float per page (4 KiB), so the OS maps them now rather than inside a
-// timed operator.
+// allocKV allocates slot sl's K and V caches for every layer, advised for
+// transparent huge pages (internal/hugepage; decode attention streams
+// them), and writes one float per page (4 KiB), so the OS maps them now
+// rather than inside a timed operator.
 func (b *Batch) allocKV(sl *slot) error {
 	if b.nm != nil {
 		return b.numaAllocKV(sl)
@@ -116,7 +118,7 @@ func (b *Batch) allocKV(sl *slot) error {
 	nk, nv := b.kv.floats()
 	const pageFloats = 4096 / 4
 	for l := range sl.kc {
-		sl.kc[l], sl.vc[l] = make([]float32, nk), make([]float32, nv)
+		sl.kc[l], sl.vc[l] = hugepage.Make[float32](nk), hugepage.Make[float32](nv)
 		for _, c := range [][]float32{sl.kc[l], sl.vc[l]} {
 			for i := 0; i < len(c); i += pageFloats {
 				c[i] = 0

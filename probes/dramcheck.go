@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cpubench/bench/internal/hugepage"
 	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
@@ -83,7 +84,7 @@ func checkDRAMRoof(ctx context.Context, p *results.Profile, threads int, largest
 	r.pool = newPool(order[:threads])
 	defer r.pool.close()
 	pages := roof.Pages
-	if pages == pagesHuge && !hugePagesAllowed() {
+	if pages == pagesHuge && !hugepage.Allowed() {
 		pages = pagesSmall
 	}
 	ck := DRAMCheck{Profile: roof.GBps, Kernel: roof.Kernel, Pages: pages, Threads: threads}

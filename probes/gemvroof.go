@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/cpubench/bench/internal/hugepage"
 	"github.com/cpubench/bench/results"
 )
 
@@ -32,7 +33,7 @@ func (r *runner) roofNow(ctx context.Context, memory *results.Memory, threads in
 	}
 	d := memory.DRAM[i]
 	pages := d.Pages
-	if pages == pagesHuge && !hugePagesAllowed() {
+	if pages == pagesHuge && !hugepage.Allowed() {
 		pages = pagesSmall
 	}
 	b, err := r.measureDRAM(ctx, dramCandidate{d.Kernel, pages}, slices.Max(d.WorkingSets), threads)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
+	"github.com/cpubench/bench/internal/hugepage"
 	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/numa"
 	"github.com/cpubench/bench/kernels"
@@ -118,7 +119,7 @@ func memTaskPages(impl kernels.MemImpl, k memKernel, n int, node int, huge bool)
 			return err
 		}
 		if huge {
-			adviseHuge(w.arena)
+			hugepage.Advise(w.arena)
 		}
 		for a := 0; a < k.arrays; a++ {
 			w.f64[a] = numa.Float64s(w.arena[a*stride : a*stride+n*8])
@@ -475,7 +476,7 @@ func dramNoise(ns []results.Noise, cv float64) *results.Noise {
 func (r *runner) dramCandidates() []dramCandidate {
 	pages := pagesSmall
 	cands := []dramCandidate{{"read", pagesSmall}}
-	if hugePagesAllowed() {
+	if hugepage.Allowed() {
 		pages = pagesHuge
 		cands = append(cands, dramCandidate{"read", pagesHuge})
 	}

@@ -97,7 +97,8 @@
 // multiplies: |y - ref(quantized)| ≤ 2^-22·|ref|.
 //
 // This package imports only internal/cpu, internal/amx (the AMX tile-data
-// permission), kernels/pool (the worker groups of Run and RunSplit) and
+// permission), internal/hugepage (packed weights of 2 MiB or more advised
+// for transparent huge pages), kernels/pool (the worker groups of Run and RunSplit) and
 // kernels/registry (the backends' registry and ISA order) of bench.
 package gemm
 

@@ -3,6 +3,8 @@ package gemm
 import (
 	"fmt"
 	"math"
+
+	"github.com/cpubench/bench/internal/hugepage"
 )
 
 // Weights is a weight matrix W (N×K, row-major: one row per output column
@@ -135,10 +137,13 @@ func PackInt8(b Backend, w []int8, scales []float32, n, k int) (*Weights, error)
 	return pw, nil
 }
 
-// grow returns s resized to n elements, reusing its storage when it can.
+// grow returns s resized to n elements, reusing its storage when it can;
+// new storage of 2 MiB or more is advised for transparent huge pages
+// (internal/hugepage: a decode GEMV streams the packed weights at the
+// DRAM read roof the probe measures on such pages).
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]T, n)
+		return hugepage.Make[T](n)
 	}
 	return s[:n]
 }

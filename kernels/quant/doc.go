@@ -258,13 +258,13 @@
 // 2.46).
 //
 // Memory: a packed Matrix's quants and scales of 2 MiB or more are advised
-// for transparent huge pages (madvise MADV_HUGEPAGE, Linux, before their
-// first touch; alloc.go): on this repository's Zen 5 VM (THP "madvise") a
-// DRAM-sized GEMV on 4 KiB pages streamed markedly below the same kernel on
-// huge pages, and below the memory probe's DRAM read roof, which is
-// measured on pages advised huge.
+// for transparent huge pages (internal/hugepage: madvise MADV_HUGEPAGE,
+// Linux, before their first touch; alloc.go): on this repository's Zen 5
+// VM (THP "madvise") a DRAM-sized GEMV on 4 KiB pages streamed markedly
+// below the same kernel on huge pages, and below the memory probe's DRAM
+// read roof, which is measured on pages advised huge.
 //
-// This package imports only internal/cpu of bench.
+// This package imports only internal/cpu and internal/hugepage of bench.
 package quant
 
 //go:generate sh -c "cd ../_asm && GOWORK=off go run ./quant -out ../quant/kernels_amd64.s"
