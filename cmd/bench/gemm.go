@@ -459,6 +459,9 @@ func gemmRun(ctx context.Context, o *GEMMOptions) error {
 				mm := quant.PrefillMinRows(j.format)
 				path = fmt.Sprintf("GEMV tiles below M %d, from M %d %d×32 tiles on W up-converted inside every call to column order (--no-prefill: GEMV tiles)", mm, mm, j.quant.PrefillTileM)
 			}
+			if u := j.quant.ColumnUpconvert(j.format); u != "" {
+				path += "; " + u
+			}
 			fmt.Fprintf(out, "%s: activations quantized per 32-element block to int8 inside every call (as llama.cpp); %s; weight GB/s counts the packed bytes read (%.4f B/weight)\n", probes.QuantName(j.quant, j.format), path, j.format.BytesPerWeight())
 		}
 	}

@@ -153,6 +153,17 @@ func (be Backend) ColumnFormats() []Format {
 	return out
 }
 
+// ColumnUpconvert says which up-convert sequence be's column-order tiles
+// of format f run on this CPU where the CPU decides it (int1 on
+// avx512vnni: VGF2P8AFFINEQB where GFNI is present, else VPTESTMB and a
+// masked move), else "".
+func (be Backend) ColumnUpconvert(f Format) string {
+	if im := byName()[be.Name]; im != nil && be.Unavailable == "" {
+		return im.kcNote[f]
+	}
+	return ""
+}
+
 // Repack converts w in place to the layout be's GEMV kernels read for its
 // format: ColumnOrder where be.ColumnFormats holds it (avx512vnni and
 // avx512bw: q8_0, q4_0, int2, int1, q4_k, q6_k (colk.go), tq2_0,

@@ -4,6 +4,7 @@ package quant
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/cpubench/bench/internal/cpu"
@@ -36,5 +37,24 @@ func TestColumnI1Variants(t *testing.T) {
 		if v := colSelfTestOf(m, what); v != "" {
 			t.Errorf("%s: %s", what, v)
 		}
+	}
+}
+
+// ColumnUpconvert names the int1 tiles the avx512vnni backend chose on
+// this CPU, and nothing for a format whose tiles the CPU does not decide.
+func TestColumnUpconvertNote(t *testing.T) {
+	be, err := BackendByName("avx512vnni")
+	if err != nil || be.Unavailable != "" {
+		t.Skipf("avx512vnni: %v %s", err, be.Unavailable)
+	}
+	want := "VPTESTMB"
+	if cpu.X86.HasGFNI {
+		want = "VGF2P8AFFINEQB"
+	}
+	if got := be.ColumnUpconvert(Int1); !strings.Contains(got, want) {
+		t.Errorf("ColumnUpconvert(int1) = %q, want it to name %s", got, want)
+	}
+	if got := be.ColumnUpconvert(Q8_0); got != "" {
+		t.Errorf("ColumnUpconvert(q8_0) = %q, want none", got)
 	}
 }

@@ -45,7 +45,7 @@ func archImpls() []*impl {
 		// K-quants avx2's (kquant_amd64.go); no prefill path (its tiles
 		// are VPDPBUSD's), so the GEMV tiles run at every M.
 		{name: "avx512bw", isa: "avx512bw", mr: 2, lacks: bw, corrY: true, k: maps.Clone(avx2Kerns), kc: bwColKerns},
-		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns, kc: vnniColKerns},
+		{name: "avx512vnni", isa: "avx512vnni", mr: 4, lacks: vnni, k: vnniKerns, kc: vnniColKerns, kcNote: map[Format]string{Int1: vnniColI1Note()}},
 	}
 }
 

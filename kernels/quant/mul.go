@@ -44,6 +44,9 @@ type impl struct {
 	// kc are the column-order GEMV tiles by format (col.go), heights
 	// 1..mr; a format without them runs kernColGo on a column-order W.
 	kc map[Format][]kern
+	// kcNote says, per format where this CPU decides it, which up-convert
+	// sequence kc's tiles run (ColumnUpconvert).
+	kcNote map[Format]string
 }
 
 func (im *impl) backend() Backend {
