@@ -529,24 +529,28 @@ GLOBL nl_signeven<>(SB), RODATA|NOPTR, $64
 // func expAVX2(dst []float32, src []float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·expAVX2(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x03, CX
-	MOVQ src_base+24(FP), DX
-	SUBQ $0x00000003, CX
-	JL   expAVX2_block_done
+	VMOVUPS nl_explo<>+0(SB), Y12
+	VMOVUPS nl_exphi<>+0(SB), Y13
+	VMOVUPS nl_log2e<>+0(SB), Y14
+	VMOVUPS nl_magic<>+0(SB), Y15
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x03, CX
+	MOVQ    src_base+24(FP), DX
+	SUBQ    $0x00000003, CX
+	JL      expAVX2_block_done
 
 expAVX2_block_loop:
 	VMOVUPS     (DX), Y0
 	VMOVUPS     32(DX), Y4
 	VMOVUPS     64(DX), Y8
-	VMOVUPS     nl_explo<>+0(SB), Y1
+	VMOVUPS     Y12, Y1
 	VMAXPS      Y0, Y1, Y0
-	VMOVUPS     nl_exphi<>+0(SB), Y1
+	VMOVUPS     Y13, Y1
 	VMINPS      Y0, Y1, Y0
-	VMULPS      nl_log2e<>+0(SB), Y0, Y1
-	VADDPS      nl_magic<>+0(SB), Y1, Y1
-	VSUBPS      nl_magic<>+0(SB), Y1, Y2
+	VMULPS      Y14, Y0, Y1
+	VADDPS      Y15, Y1, Y1
+	VSUBPS      Y15, Y1, Y2
 	VPSUBD      nl_magicbits<>+0(SB), Y1, Y3
 	VFMADD231PS nl_negc1<>+0(SB), Y2, Y0
 	VFMADD231PS nl_negc2<>+0(SB), Y2, Y0
@@ -567,13 +571,13 @@ expAVX2_block_loop:
 	VPSLLD      $0x17, Y3, Y3
 	VMULPS      Y1, Y2, Y2
 	VMULPS      Y3, Y2, Y0
-	VMOVUPS     nl_explo<>+0(SB), Y5
+	VMOVUPS     Y12, Y5
 	VMAXPS      Y4, Y5, Y4
-	VMOVUPS     nl_exphi<>+0(SB), Y5
+	VMOVUPS     Y13, Y5
 	VMINPS      Y4, Y5, Y4
-	VMULPS      nl_log2e<>+0(SB), Y4, Y5
-	VADDPS      nl_magic<>+0(SB), Y5, Y5
-	VSUBPS      nl_magic<>+0(SB), Y5, Y6
+	VMULPS      Y14, Y4, Y5
+	VADDPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y5, Y6
 	VPSUBD      nl_magicbits<>+0(SB), Y5, Y7
 	VFMADD231PS nl_negc1<>+0(SB), Y6, Y4
 	VFMADD231PS nl_negc2<>+0(SB), Y6, Y4
@@ -594,13 +598,13 @@ expAVX2_block_loop:
 	VPSLLD      $0x17, Y7, Y7
 	VMULPS      Y5, Y6, Y6
 	VMULPS      Y7, Y6, Y4
-	VMOVUPS     nl_explo<>+0(SB), Y9
+	VMOVUPS     Y12, Y9
 	VMAXPS      Y8, Y9, Y8
-	VMOVUPS     nl_exphi<>+0(SB), Y9
+	VMOVUPS     Y13, Y9
 	VMINPS      Y8, Y9, Y8
-	VMULPS      nl_log2e<>+0(SB), Y8, Y9
-	VADDPS      nl_magic<>+0(SB), Y9, Y9
-	VSUBPS      nl_magic<>+0(SB), Y9, Y10
+	VMULPS      Y14, Y8, Y9
+	VADDPS      Y15, Y9, Y9
+	VSUBPS      Y15, Y9, Y10
 	VPSUBD      nl_magicbits<>+0(SB), Y9, Y11
 	VFMADD231PS nl_negc1<>+0(SB), Y10, Y8
 	VFMADD231PS nl_negc2<>+0(SB), Y10, Y8
@@ -636,13 +640,13 @@ expAVX2_block_done:
 
 expAVX2_vec_loop:
 	VMOVUPS     (DX), Y0
-	VMOVUPS     nl_explo<>+0(SB), Y1
+	VMOVUPS     Y12, Y1
 	VMAXPS      Y0, Y1, Y0
-	VMOVUPS     nl_exphi<>+0(SB), Y1
+	VMOVUPS     Y13, Y1
 	VMINPS      Y0, Y1, Y0
-	VMULPS      nl_log2e<>+0(SB), Y0, Y1
-	VADDPS      nl_magic<>+0(SB), Y1, Y1
-	VSUBPS      nl_magic<>+0(SB), Y1, Y2
+	VMULPS      Y14, Y0, Y1
+	VADDPS      Y15, Y1, Y1
+	VSUBPS      Y15, Y1, Y2
 	VPSUBD      nl_magicbits<>+0(SB), Y1, Y3
 	VFMADD231PS nl_negc1<>+0(SB), Y2, Y0
 	VFMADD231PS nl_negc2<>+0(SB), Y2, Y0
@@ -677,24 +681,28 @@ expAVX2_vec_done:
 // func fastExpAVX2(dst []float32, src []float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·fastExpAVX2(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x03, CX
-	MOVQ src_base+24(FP), DX
-	SUBQ $0x00000003, CX
-	JL   fastExpAVX2_block_done
+	VMOVUPS nl_fexplo<>+0(SB), Y12
+	VMOVUPS nl_fexphi<>+0(SB), Y13
+	VMOVUPS nl_log2e<>+0(SB), Y14
+	VMOVUPS nl_magic<>+0(SB), Y15
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x03, CX
+	MOVQ    src_base+24(FP), DX
+	SUBQ    $0x00000003, CX
+	JL      fastExpAVX2_block_done
 
 fastExpAVX2_block_loop:
 	VMOVUPS     (DX), Y0
 	VMOVUPS     32(DX), Y4
 	VMOVUPS     64(DX), Y8
-	VMOVUPS     nl_fexplo<>+0(SB), Y1
+	VMOVUPS     Y12, Y1
 	VMAXPS      Y0, Y1, Y0
-	VMOVUPS     nl_fexphi<>+0(SB), Y1
+	VMOVUPS     Y13, Y1
 	VMINPS      Y0, Y1, Y0
-	VMULPS      nl_log2e<>+0(SB), Y0, Y1
-	VADDPS      nl_magic<>+0(SB), Y1, Y1
-	VSUBPS      nl_magic<>+0(SB), Y1, Y2
+	VMULPS      Y14, Y0, Y1
+	VADDPS      Y15, Y1, Y1
+	VSUBPS      Y15, Y1, Y2
 	VPSUBD      nl_magicbits<>+0(SB), Y1, Y3
 	VFMADD231PS nl_negc1<>+0(SB), Y2, Y0
 	VFMADD231PS nl_negc2<>+0(SB), Y2, Y0
@@ -706,13 +714,13 @@ fastExpAVX2_block_loop:
 	VPADDD      nl_bias<>+0(SB), Y3, Y3
 	VPSLLD      $0x17, Y3, Y3
 	VMULPS      Y3, Y2, Y0
-	VMOVUPS     nl_fexplo<>+0(SB), Y5
+	VMOVUPS     Y12, Y5
 	VMAXPS      Y4, Y5, Y4
-	VMOVUPS     nl_fexphi<>+0(SB), Y5
+	VMOVUPS     Y13, Y5
 	VMINPS      Y4, Y5, Y4
-	VMULPS      nl_log2e<>+0(SB), Y4, Y5
-	VADDPS      nl_magic<>+0(SB), Y5, Y5
-	VSUBPS      nl_magic<>+0(SB), Y5, Y6
+	VMULPS      Y14, Y4, Y5
+	VADDPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y5, Y6
 	VPSUBD      nl_magicbits<>+0(SB), Y5, Y7
 	VFMADD231PS nl_negc1<>+0(SB), Y6, Y4
 	VFMADD231PS nl_negc2<>+0(SB), Y6, Y4
@@ -724,13 +732,13 @@ fastExpAVX2_block_loop:
 	VPADDD      nl_bias<>+0(SB), Y7, Y7
 	VPSLLD      $0x17, Y7, Y7
 	VMULPS      Y7, Y6, Y4
-	VMOVUPS     nl_fexplo<>+0(SB), Y9
+	VMOVUPS     Y12, Y9
 	VMAXPS      Y8, Y9, Y8
-	VMOVUPS     nl_fexphi<>+0(SB), Y9
+	VMOVUPS     Y13, Y9
 	VMINPS      Y8, Y9, Y8
-	VMULPS      nl_log2e<>+0(SB), Y8, Y9
-	VADDPS      nl_magic<>+0(SB), Y9, Y9
-	VSUBPS      nl_magic<>+0(SB), Y9, Y10
+	VMULPS      Y14, Y8, Y9
+	VADDPS      Y15, Y9, Y9
+	VSUBPS      Y15, Y9, Y10
 	VPSUBD      nl_magicbits<>+0(SB), Y9, Y11
 	VFMADD231PS nl_negc1<>+0(SB), Y10, Y8
 	VFMADD231PS nl_negc2<>+0(SB), Y10, Y8
@@ -757,13 +765,13 @@ fastExpAVX2_block_done:
 
 fastExpAVX2_vec_loop:
 	VMOVUPS     (DX), Y0
-	VMOVUPS     nl_fexplo<>+0(SB), Y1
+	VMOVUPS     Y12, Y1
 	VMAXPS      Y0, Y1, Y0
-	VMOVUPS     nl_fexphi<>+0(SB), Y1
+	VMOVUPS     Y13, Y1
 	VMINPS      Y0, Y1, Y0
-	VMULPS      nl_log2e<>+0(SB), Y0, Y1
-	VADDPS      nl_magic<>+0(SB), Y1, Y1
-	VSUBPS      nl_magic<>+0(SB), Y1, Y2
+	VMULPS      Y14, Y0, Y1
+	VADDPS      Y15, Y1, Y1
+	VSUBPS      Y15, Y1, Y2
 	VPSUBD      nl_magicbits<>+0(SB), Y1, Y3
 	VFMADD231PS nl_negc1<>+0(SB), Y2, Y0
 	VFMADD231PS nl_negc2<>+0(SB), Y2, Y0
@@ -789,24 +797,28 @@ fastExpAVX2_vec_done:
 // func siluAVX2(dst []float32, x []float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·siluAVX2(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x03, CX
-	MOVQ x_base+24(FP), DX
-	SUBQ $0x00000002, CX
-	JL   siluAVX2_block_done
+	VMOVUPS nl_explo<>+0(SB), Y12
+	VMOVUPS nl_exphi<>+0(SB), Y13
+	VMOVUPS nl_log2e<>+0(SB), Y14
+	VMOVUPS nl_magic<>+0(SB), Y15
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x03, CX
+	MOVQ    x_base+24(FP), DX
+	SUBQ    $0x00000002, CX
+	JL      siluAVX2_block_done
 
 siluAVX2_block_loop:
 	VMOVUPS     (DX), Y0
 	VMOVUPS     32(DX), Y6
 	VPOR        nl_sign<>+0(SB), Y0, Y1
-	VMOVUPS     nl_explo<>+0(SB), Y2
+	VMOVUPS     Y12, Y2
 	VMAXPS      Y1, Y2, Y1
-	VMOVUPS     nl_exphi<>+0(SB), Y2
+	VMOVUPS     Y13, Y2
 	VMINPS      Y1, Y2, Y1
-	VMULPS      nl_log2e<>+0(SB), Y1, Y2
-	VADDPS      nl_magic<>+0(SB), Y2, Y2
-	VSUBPS      nl_magic<>+0(SB), Y2, Y3
+	VMULPS      Y14, Y1, Y2
+	VADDPS      Y15, Y2, Y2
+	VSUBPS      Y15, Y2, Y3
 	VPSUBD      nl_magicbits<>+0(SB), Y2, Y4
 	VFMADD231PS nl_negc1<>+0(SB), Y3, Y1
 	VFMADD231PS nl_negc2<>+0(SB), Y3, Y1
@@ -837,13 +849,13 @@ siluAVX2_block_loop:
 	VMULPS      Y5, Y0, Y5
 	VDIVPS      Y1, Y5, Y0
 	VPOR        nl_sign<>+0(SB), Y6, Y7
-	VMOVUPS     nl_explo<>+0(SB), Y8
+	VMOVUPS     Y12, Y8
 	VMAXPS      Y7, Y8, Y7
-	VMOVUPS     nl_exphi<>+0(SB), Y8
+	VMOVUPS     Y13, Y8
 	VMINPS      Y7, Y8, Y7
-	VMULPS      nl_log2e<>+0(SB), Y7, Y8
-	VADDPS      nl_magic<>+0(SB), Y8, Y8
-	VSUBPS      nl_magic<>+0(SB), Y8, Y9
+	VMULPS      Y14, Y7, Y8
+	VADDPS      Y15, Y8, Y8
+	VSUBPS      Y15, Y8, Y9
 	VPSUBD      nl_magicbits<>+0(SB), Y8, Y10
 	VFMADD231PS nl_negc1<>+0(SB), Y9, Y7
 	VFMADD231PS nl_negc2<>+0(SB), Y9, Y7
@@ -888,13 +900,13 @@ siluAVX2_block_done:
 siluAVX2_vec_loop:
 	VMOVUPS     (DX), Y0
 	VPOR        nl_sign<>+0(SB), Y0, Y1
-	VMOVUPS     nl_explo<>+0(SB), Y2
+	VMOVUPS     Y12, Y2
 	VMAXPS      Y1, Y2, Y1
-	VMOVUPS     nl_exphi<>+0(SB), Y2
+	VMOVUPS     Y13, Y2
 	VMINPS      Y1, Y2, Y1
-	VMULPS      nl_log2e<>+0(SB), Y1, Y2
-	VADDPS      nl_magic<>+0(SB), Y2, Y2
-	VSUBPS      nl_magic<>+0(SB), Y2, Y3
+	VMULPS      Y14, Y1, Y2
+	VADDPS      Y15, Y2, Y2
+	VSUBPS      Y15, Y2, Y3
 	VPSUBD      nl_magicbits<>+0(SB), Y2, Y4
 	VFMADD231PS nl_negc1<>+0(SB), Y3, Y1
 	VFMADD231PS nl_negc2<>+0(SB), Y3, Y1
@@ -938,12 +950,14 @@ siluAVX2_vec_done:
 // func geluTanhAVX2(dst []float32, x []float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x03, CX
-	MOVQ x_base+24(FP), DX
-	SUBQ $0x00000002, CX
-	JL   geluTanhAVX2_block_done
+	VMOVUPS nl_explo<>+0(SB), Y14
+	VMOVUPS nl_exphi<>+0(SB), Y15
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x03, CX
+	MOVQ    x_base+24(FP), DX
+	SUBQ    $0x00000002, CX
+	JL      geluTanhAVX2_block_done
 
 geluTanhAVX2_block_loop:
 	VMOVUPS     (DX), Y0
@@ -953,9 +967,9 @@ geluTanhAVX2_block_loop:
 	VFMADD213PS nl_gelua<>+0(SB), Y1, Y6
 	VMULPS      Y0, Y6, Y6
 	VPOR        nl_sign<>+0(SB), Y6, Y1
-	VMOVUPS     nl_explo<>+0(SB), Y2
+	VMOVUPS     Y14, Y2
 	VMAXPS      Y1, Y2, Y1
-	VMOVUPS     nl_exphi<>+0(SB), Y2
+	VMOVUPS     Y15, Y2
 	VMINPS      Y1, Y2, Y1
 	VMULPS      nl_log2e<>+0(SB), Y1, Y2
 	VADDPS      nl_magic<>+0(SB), Y2, Y2
@@ -994,9 +1008,9 @@ geluTanhAVX2_block_loop:
 	VFMADD213PS nl_gelua<>+0(SB), Y8, Y13
 	VMULPS      Y7, Y13, Y13
 	VPOR        nl_sign<>+0(SB), Y13, Y8
-	VMOVUPS     nl_explo<>+0(SB), Y9
+	VMOVUPS     Y14, Y9
 	VMAXPS      Y8, Y9, Y8
-	VMOVUPS     nl_exphi<>+0(SB), Y9
+	VMOVUPS     Y15, Y9
 	VMINPS      Y8, Y9, Y8
 	VMULPS      nl_log2e<>+0(SB), Y8, Y9
 	VADDPS      nl_magic<>+0(SB), Y9, Y9
@@ -1049,9 +1063,9 @@ geluTanhAVX2_vec_loop:
 	VFMADD213PS nl_gelua<>+0(SB), Y1, Y6
 	VMULPS      Y0, Y6, Y6
 	VPOR        nl_sign<>+0(SB), Y6, Y1
-	VMOVUPS     nl_explo<>+0(SB), Y2
+	VMOVUPS     Y14, Y2
 	VMAXPS      Y1, Y2, Y1
-	VMOVUPS     nl_exphi<>+0(SB), Y2
+	VMOVUPS     Y15, Y2
 	VMINPS      Y1, Y2, Y1
 	VMULPS      nl_log2e<>+0(SB), Y1, Y2
 	VADDPS      nl_magic<>+0(SB), Y2, Y2
@@ -1099,25 +1113,29 @@ geluTanhAVX2_vec_done:
 // func siluMulAVX2(dst []float32, gate []float32, up []float32)
 // Requires: AVX, AVX2, FMA3
 TEXT ·siluMulAVX2(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x03, CX
-	MOVQ gate_base+24(FP), DX
-	MOVQ up_base+48(FP), BX
-	SUBQ $0x00000002, CX
-	JL   siluMulAVX2_block_done
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x03, CX
+	MOVQ    gate_base+24(FP), DX
+	MOVQ    up_base+48(FP), BX
+	VMOVUPS nl_explo<>+0(SB), Y12
+	VMOVUPS nl_exphi<>+0(SB), Y13
+	VMOVUPS nl_log2e<>+0(SB), Y14
+	VMOVUPS nl_magic<>+0(SB), Y15
+	SUBQ    $0x00000002, CX
+	JL      siluMulAVX2_block_done
 
 siluMulAVX2_block_loop:
 	VMOVUPS     (DX), Y0
 	VMOVUPS     32(DX), Y6
 	VPOR        nl_sign<>+0(SB), Y0, Y1
-	VMOVUPS     nl_explo<>+0(SB), Y2
+	VMOVUPS     Y12, Y2
 	VMAXPS      Y1, Y2, Y1
-	VMOVUPS     nl_exphi<>+0(SB), Y2
+	VMOVUPS     Y13, Y2
 	VMINPS      Y1, Y2, Y1
-	VMULPS      nl_log2e<>+0(SB), Y1, Y2
-	VADDPS      nl_magic<>+0(SB), Y2, Y2
-	VSUBPS      nl_magic<>+0(SB), Y2, Y3
+	VMULPS      Y14, Y1, Y2
+	VADDPS      Y15, Y2, Y2
+	VSUBPS      Y15, Y2, Y3
 	VPSUBD      nl_magicbits<>+0(SB), Y2, Y4
 	VFMADD231PS nl_negc1<>+0(SB), Y3, Y1
 	VFMADD231PS nl_negc2<>+0(SB), Y3, Y1
@@ -1149,13 +1167,13 @@ siluMulAVX2_block_loop:
 	VDIVPS      Y1, Y5, Y0
 	VMULPS      (BX), Y0, Y0
 	VPOR        nl_sign<>+0(SB), Y6, Y7
-	VMOVUPS     nl_explo<>+0(SB), Y8
+	VMOVUPS     Y12, Y8
 	VMAXPS      Y7, Y8, Y7
-	VMOVUPS     nl_exphi<>+0(SB), Y8
+	VMOVUPS     Y13, Y8
 	VMINPS      Y7, Y8, Y7
-	VMULPS      nl_log2e<>+0(SB), Y7, Y8
-	VADDPS      nl_magic<>+0(SB), Y8, Y8
-	VSUBPS      nl_magic<>+0(SB), Y8, Y9
+	VMULPS      Y14, Y7, Y8
+	VADDPS      Y15, Y8, Y8
+	VSUBPS      Y15, Y8, Y9
 	VPSUBD      nl_magicbits<>+0(SB), Y8, Y10
 	VFMADD231PS nl_negc1<>+0(SB), Y9, Y7
 	VFMADD231PS nl_negc2<>+0(SB), Y9, Y7
@@ -1202,13 +1220,13 @@ siluMulAVX2_block_done:
 siluMulAVX2_vec_loop:
 	VMOVUPS     (DX), Y0
 	VPOR        nl_sign<>+0(SB), Y0, Y1
-	VMOVUPS     nl_explo<>+0(SB), Y2
+	VMOVUPS     Y12, Y2
 	VMAXPS      Y1, Y2, Y1
-	VMOVUPS     nl_exphi<>+0(SB), Y2
+	VMOVUPS     Y13, Y2
 	VMINPS      Y1, Y2, Y1
-	VMULPS      nl_log2e<>+0(SB), Y1, Y2
-	VADDPS      nl_magic<>+0(SB), Y2, Y2
-	VSUBPS      nl_magic<>+0(SB), Y2, Y3
+	VMULPS      Y14, Y1, Y2
+	VADDPS      Y15, Y2, Y2
+	VSUBPS      Y15, Y2, Y3
 	VPSUBD      nl_magicbits<>+0(SB), Y2, Y4
 	VFMADD231PS nl_negc1<>+0(SB), Y3, Y1
 	VFMADD231PS nl_negc2<>+0(SB), Y3, Y1
@@ -1307,6 +1325,10 @@ maxAVX2_vec_done:
 // func expSubSumAVX2(dst []float32, src []float32, m float32) float32
 // Requires: AVX, AVX2, FMA3, SSE
 TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-60
+	VMOVUPS      nl_explo<>+0(SB), Y12
+	VMOVUPS      nl_exphi<>+0(SB), Y13
+	VMOVUPS      nl_log2e<>+0(SB), Y14
+	VMOVUPS      nl_magic<>+0(SB), Y15
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         dst_len+8(FP), CX
 	SHRQ         $0x03, CX
@@ -1320,13 +1342,13 @@ TEXT ·expSubSumAVX2(SB), NOSPLIT, $0-60
 expSubSumAVX2_block_loop:
 	VMOVUPS     (DX), Y4
 	VSUBPS      Y2, Y4, Y4
-	VMOVUPS     nl_explo<>+0(SB), Y5
+	VMOVUPS     Y12, Y5
 	VMAXPS      Y4, Y5, Y4
-	VMOVUPS     nl_exphi<>+0(SB), Y5
+	VMOVUPS     Y13, Y5
 	VMINPS      Y4, Y5, Y4
-	VMULPS      nl_log2e<>+0(SB), Y4, Y5
-	VADDPS      nl_magic<>+0(SB), Y5, Y5
-	VSUBPS      nl_magic<>+0(SB), Y5, Y6
+	VMULPS      Y14, Y4, Y5
+	VADDPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y5, Y6
 	VPSUBD      nl_magicbits<>+0(SB), Y5, Y7
 	VFMADD231PS nl_negc1<>+0(SB), Y6, Y4
 	VFMADD231PS nl_negc2<>+0(SB), Y6, Y4
@@ -1351,13 +1373,13 @@ expSubSumAVX2_block_loop:
 	VADDPS      Y4, Y0, Y0
 	VMOVUPS     32(DX), Y8
 	VSUBPS      Y2, Y8, Y8
-	VMOVUPS     nl_explo<>+0(SB), Y9
+	VMOVUPS     Y12, Y9
 	VMAXPS      Y8, Y9, Y8
-	VMOVUPS     nl_exphi<>+0(SB), Y9
+	VMOVUPS     Y13, Y9
 	VMINPS      Y8, Y9, Y8
-	VMULPS      nl_log2e<>+0(SB), Y8, Y9
-	VADDPS      nl_magic<>+0(SB), Y9, Y9
-	VSUBPS      nl_magic<>+0(SB), Y9, Y10
+	VMULPS      Y14, Y8, Y9
+	VADDPS      Y15, Y9, Y9
+	VSUBPS      Y15, Y9, Y10
 	VPSUBD      nl_magicbits<>+0(SB), Y9, Y11
 	VFMADD231PS nl_negc1<>+0(SB), Y10, Y8
 	VFMADD231PS nl_negc2<>+0(SB), Y10, Y8
@@ -1393,13 +1415,13 @@ expSubSumAVX2_block_done:
 expSubSumAVX2_vec_loop:
 	VMOVUPS     (DX), Y4
 	VSUBPS      Y2, Y4, Y4
-	VMOVUPS     nl_explo<>+0(SB), Y5
+	VMOVUPS     Y12, Y5
 	VMAXPS      Y4, Y5, Y4
-	VMOVUPS     nl_exphi<>+0(SB), Y5
+	VMOVUPS     Y13, Y5
 	VMINPS      Y4, Y5, Y4
-	VMULPS      nl_log2e<>+0(SB), Y4, Y5
-	VADDPS      nl_magic<>+0(SB), Y5, Y5
-	VSUBPS      nl_magic<>+0(SB), Y5, Y6
+	VMULPS      Y14, Y4, Y5
+	VADDPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y5, Y6
 	VPSUBD      nl_magicbits<>+0(SB), Y5, Y7
 	VFMADD231PS nl_negc1<>+0(SB), Y6, Y4
 	VFMADD231PS nl_negc2<>+0(SB), Y6, Y4
@@ -1443,6 +1465,10 @@ expSubSumAVX2_vec_done:
 // func fastExpSubSumAVX2(dst []float32, src []float32, m float32) float32
 // Requires: AVX, AVX2, FMA3, SSE
 TEXT ·fastExpSubSumAVX2(SB), NOSPLIT, $0-60
+	VMOVUPS      nl_fexplo<>+0(SB), Y12
+	VMOVUPS      nl_fexphi<>+0(SB), Y13
+	VMOVUPS      nl_log2e<>+0(SB), Y14
+	VMOVUPS      nl_magic<>+0(SB), Y15
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         dst_len+8(FP), CX
 	SHRQ         $0x03, CX
@@ -1456,13 +1482,13 @@ TEXT ·fastExpSubSumAVX2(SB), NOSPLIT, $0-60
 fastExpSubSumAVX2_block_loop:
 	VMOVUPS     (DX), Y4
 	VSUBPS      Y2, Y4, Y4
-	VMOVUPS     nl_fexplo<>+0(SB), Y5
+	VMOVUPS     Y12, Y5
 	VMAXPS      Y4, Y5, Y4
-	VMOVUPS     nl_fexphi<>+0(SB), Y5
+	VMOVUPS     Y13, Y5
 	VMINPS      Y4, Y5, Y4
-	VMULPS      nl_log2e<>+0(SB), Y4, Y5
-	VADDPS      nl_magic<>+0(SB), Y5, Y5
-	VSUBPS      nl_magic<>+0(SB), Y5, Y6
+	VMULPS      Y14, Y4, Y5
+	VADDPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y5, Y6
 	VPSUBD      nl_magicbits<>+0(SB), Y5, Y7
 	VFMADD231PS nl_negc1<>+0(SB), Y6, Y4
 	VFMADD231PS nl_negc2<>+0(SB), Y6, Y4
@@ -1478,13 +1504,13 @@ fastExpSubSumAVX2_block_loop:
 	VADDPS      Y4, Y0, Y0
 	VMOVUPS     32(DX), Y8
 	VSUBPS      Y2, Y8, Y8
-	VMOVUPS     nl_fexplo<>+0(SB), Y9
+	VMOVUPS     Y12, Y9
 	VMAXPS      Y8, Y9, Y8
-	VMOVUPS     nl_fexphi<>+0(SB), Y9
+	VMOVUPS     Y13, Y9
 	VMINPS      Y8, Y9, Y8
-	VMULPS      nl_log2e<>+0(SB), Y8, Y9
-	VADDPS      nl_magic<>+0(SB), Y9, Y9
-	VSUBPS      nl_magic<>+0(SB), Y9, Y10
+	VMULPS      Y14, Y8, Y9
+	VADDPS      Y15, Y9, Y9
+	VSUBPS      Y15, Y9, Y10
 	VPSUBD      nl_magicbits<>+0(SB), Y9, Y11
 	VFMADD231PS nl_negc1<>+0(SB), Y10, Y8
 	VFMADD231PS nl_negc2<>+0(SB), Y10, Y8
@@ -1511,13 +1537,13 @@ fastExpSubSumAVX2_block_done:
 fastExpSubSumAVX2_vec_loop:
 	VMOVUPS     (DX), Y4
 	VSUBPS      Y2, Y4, Y4
-	VMOVUPS     nl_fexplo<>+0(SB), Y5
+	VMOVUPS     Y12, Y5
 	VMAXPS      Y4, Y5, Y4
-	VMOVUPS     nl_fexphi<>+0(SB), Y5
+	VMOVUPS     Y13, Y5
 	VMINPS      Y4, Y5, Y4
-	VMULPS      nl_log2e<>+0(SB), Y4, Y5
-	VADDPS      nl_magic<>+0(SB), Y5, Y5
-	VSUBPS      nl_magic<>+0(SB), Y5, Y6
+	VMULPS      Y14, Y4, Y5
+	VADDPS      Y15, Y5, Y5
+	VSUBPS      Y15, Y5, Y6
 	VPSUBD      nl_magicbits<>+0(SB), Y5, Y7
 	VFMADD231PS nl_negc1<>+0(SB), Y6, Y4
 	VFMADD231PS nl_negc2<>+0(SB), Y6, Y4
@@ -1783,94 +1809,109 @@ ropeAdjacentAVX2_done:
 // func expAVX512(dst []float32, src []float32)
 // Requires: AVX, AVX512F
 TEXT ·expAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x04, CX
-	MOVQ src_base+24(FP), DX
-	SUBQ $0x00000003, CX
-	JL   expAVX512_block_done
+	VMOVUPS nl_explo<>+0(SB), Z12
+	VMOVUPS nl_exphi<>+0(SB), Z13
+	VMOVUPS nl_log2e<>+0(SB), Z14
+	VMOVUPS nl_magic<>+0(SB), Z15
+	VMOVUPS nl_magicbits<>+0(SB), Z16
+	VMOVUPS nl_negc1<>+0(SB), Z17
+	VMOVUPS nl_negc2<>+0(SB), Z18
+	VMOVUPS nl_expp0<>+0(SB), Z19
+	VMOVUPS nl_expp1<>+0(SB), Z20
+	VMOVUPS nl_expp2<>+0(SB), Z21
+	VMOVUPS nl_expp3<>+0(SB), Z22
+	VMOVUPS nl_expp4<>+0(SB), Z23
+	VMOVUPS nl_expp5<>+0(SB), Z24
+	VMOVUPS nl_one<>+0(SB), Z25
+	VMOVUPS nl_bias<>+0(SB), Z26
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x04, CX
+	MOVQ    src_base+24(FP), DX
+	SUBQ    $0x00000003, CX
+	JL      expAVX512_block_done
 
 expAVX512_block_loop:
 	VMOVUPS     (DX), Z0
 	VMOVUPS     64(DX), Z4
 	VMOVUPS     128(DX), Z8
-	VMOVUPS     nl_explo<>+0(SB), Z1
+	VMOVUPS     Z12, Z1
 	VMAXPS      Z0, Z1, Z0
-	VMOVUPS     nl_exphi<>+0(SB), Z1
+	VMOVUPS     Z13, Z1
 	VMINPS      Z0, Z1, Z0
-	VMULPS      nl_log2e<>+0(SB), Z0, Z1
-	VADDPS      nl_magic<>+0(SB), Z1, Z1
-	VSUBPS      nl_magic<>+0(SB), Z1, Z2
-	VPSUBD      nl_magicbits<>+0(SB), Z1, Z3
-	VFMADD231PS nl_negc1<>+0(SB), Z2, Z0
-	VFMADD231PS nl_negc2<>+0(SB), Z2, Z0
-	VMOVUPS     nl_expp0<>+0(SB), Z2
-	VFMADD213PS nl_expp1<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp2<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp3<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp4<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp5<>+0(SB), Z0, Z2
+	VMULPS      Z14, Z0, Z1
+	VADDPS      Z15, Z1, Z1
+	VSUBPS      Z15, Z1, Z2
+	VPSUBD      Z16, Z1, Z3
+	VFMADD231PS Z17, Z2, Z0
+	VFMADD231PS Z18, Z2, Z0
+	VMOVUPS     Z19, Z2
+	VFMADD213PS Z20, Z0, Z2
+	VFMADD213PS Z21, Z0, Z2
+	VFMADD213PS Z22, Z0, Z2
+	VFMADD213PS Z23, Z0, Z2
+	VFMADD213PS Z24, Z0, Z2
 	VMULPS      Z0, Z0, Z1
 	VFMADD213PS Z0, Z1, Z2
-	VADDPS      nl_one<>+0(SB), Z2, Z2
+	VADDPS      Z25, Z2, Z2
 	VPSRAD      $0x01, Z3, Z1
 	VPSUBD      Z1, Z3, Z3
-	VPADDD      nl_bias<>+0(SB), Z1, Z1
-	VPADDD      nl_bias<>+0(SB), Z3, Z3
+	VPADDD      Z26, Z1, Z1
+	VPADDD      Z26, Z3, Z3
 	VPSLLD      $0x17, Z1, Z1
 	VPSLLD      $0x17, Z3, Z3
 	VMULPS      Z1, Z2, Z2
 	VMULPS      Z3, Z2, Z0
-	VMOVUPS     nl_explo<>+0(SB), Z5
+	VMOVUPS     Z12, Z5
 	VMAXPS      Z4, Z5, Z4
-	VMOVUPS     nl_exphi<>+0(SB), Z5
+	VMOVUPS     Z13, Z5
 	VMINPS      Z4, Z5, Z4
-	VMULPS      nl_log2e<>+0(SB), Z4, Z5
-	VADDPS      nl_magic<>+0(SB), Z5, Z5
-	VSUBPS      nl_magic<>+0(SB), Z5, Z6
-	VPSUBD      nl_magicbits<>+0(SB), Z5, Z7
-	VFMADD231PS nl_negc1<>+0(SB), Z6, Z4
-	VFMADD231PS nl_negc2<>+0(SB), Z6, Z4
-	VMOVUPS     nl_expp0<>+0(SB), Z6
-	VFMADD213PS nl_expp1<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp2<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp3<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp4<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp5<>+0(SB), Z4, Z6
+	VMULPS      Z14, Z4, Z5
+	VADDPS      Z15, Z5, Z5
+	VSUBPS      Z15, Z5, Z6
+	VPSUBD      Z16, Z5, Z7
+	VFMADD231PS Z17, Z6, Z4
+	VFMADD231PS Z18, Z6, Z4
+	VMOVUPS     Z19, Z6
+	VFMADD213PS Z20, Z4, Z6
+	VFMADD213PS Z21, Z4, Z6
+	VFMADD213PS Z22, Z4, Z6
+	VFMADD213PS Z23, Z4, Z6
+	VFMADD213PS Z24, Z4, Z6
 	VMULPS      Z4, Z4, Z5
 	VFMADD213PS Z4, Z5, Z6
-	VADDPS      nl_one<>+0(SB), Z6, Z6
+	VADDPS      Z25, Z6, Z6
 	VPSRAD      $0x01, Z7, Z5
 	VPSUBD      Z5, Z7, Z7
-	VPADDD      nl_bias<>+0(SB), Z5, Z5
-	VPADDD      nl_bias<>+0(SB), Z7, Z7
+	VPADDD      Z26, Z5, Z5
+	VPADDD      Z26, Z7, Z7
 	VPSLLD      $0x17, Z5, Z5
 	VPSLLD      $0x17, Z7, Z7
 	VMULPS      Z5, Z6, Z6
 	VMULPS      Z7, Z6, Z4
-	VMOVUPS     nl_explo<>+0(SB), Z9
+	VMOVUPS     Z12, Z9
 	VMAXPS      Z8, Z9, Z8
-	VMOVUPS     nl_exphi<>+0(SB), Z9
+	VMOVUPS     Z13, Z9
 	VMINPS      Z8, Z9, Z8
-	VMULPS      nl_log2e<>+0(SB), Z8, Z9
-	VADDPS      nl_magic<>+0(SB), Z9, Z9
-	VSUBPS      nl_magic<>+0(SB), Z9, Z10
-	VPSUBD      nl_magicbits<>+0(SB), Z9, Z11
-	VFMADD231PS nl_negc1<>+0(SB), Z10, Z8
-	VFMADD231PS nl_negc2<>+0(SB), Z10, Z8
-	VMOVUPS     nl_expp0<>+0(SB), Z10
-	VFMADD213PS nl_expp1<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp2<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp3<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp4<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp5<>+0(SB), Z8, Z10
+	VMULPS      Z14, Z8, Z9
+	VADDPS      Z15, Z9, Z9
+	VSUBPS      Z15, Z9, Z10
+	VPSUBD      Z16, Z9, Z11
+	VFMADD231PS Z17, Z10, Z8
+	VFMADD231PS Z18, Z10, Z8
+	VMOVUPS     Z19, Z10
+	VFMADD213PS Z20, Z8, Z10
+	VFMADD213PS Z21, Z8, Z10
+	VFMADD213PS Z22, Z8, Z10
+	VFMADD213PS Z23, Z8, Z10
+	VFMADD213PS Z24, Z8, Z10
 	VMULPS      Z8, Z8, Z9
 	VFMADD213PS Z8, Z9, Z10
-	VADDPS      nl_one<>+0(SB), Z10, Z10
+	VADDPS      Z25, Z10, Z10
 	VPSRAD      $0x01, Z11, Z9
 	VPSUBD      Z9, Z11, Z11
-	VPADDD      nl_bias<>+0(SB), Z9, Z9
-	VPADDD      nl_bias<>+0(SB), Z11, Z11
+	VPADDD      Z26, Z9, Z9
+	VPADDD      Z26, Z11, Z11
 	VPSLLD      $0x17, Z9, Z9
 	VPSLLD      $0x17, Z11, Z11
 	VMULPS      Z9, Z10, Z10
@@ -1890,29 +1931,29 @@ expAVX512_block_done:
 
 expAVX512_vec_loop:
 	VMOVUPS     (DX), Z0
-	VMOVUPS     nl_explo<>+0(SB), Z1
+	VMOVUPS     Z12, Z1
 	VMAXPS      Z0, Z1, Z0
-	VMOVUPS     nl_exphi<>+0(SB), Z1
+	VMOVUPS     Z13, Z1
 	VMINPS      Z0, Z1, Z0
-	VMULPS      nl_log2e<>+0(SB), Z0, Z1
-	VADDPS      nl_magic<>+0(SB), Z1, Z1
-	VSUBPS      nl_magic<>+0(SB), Z1, Z2
-	VPSUBD      nl_magicbits<>+0(SB), Z1, Z3
-	VFMADD231PS nl_negc1<>+0(SB), Z2, Z0
-	VFMADD231PS nl_negc2<>+0(SB), Z2, Z0
-	VMOVUPS     nl_expp0<>+0(SB), Z2
-	VFMADD213PS nl_expp1<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp2<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp3<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp4<>+0(SB), Z0, Z2
-	VFMADD213PS nl_expp5<>+0(SB), Z0, Z2
+	VMULPS      Z14, Z0, Z1
+	VADDPS      Z15, Z1, Z1
+	VSUBPS      Z15, Z1, Z2
+	VPSUBD      Z16, Z1, Z3
+	VFMADD231PS Z17, Z2, Z0
+	VFMADD231PS Z18, Z2, Z0
+	VMOVUPS     Z19, Z2
+	VFMADD213PS Z20, Z0, Z2
+	VFMADD213PS Z21, Z0, Z2
+	VFMADD213PS Z22, Z0, Z2
+	VFMADD213PS Z23, Z0, Z2
+	VFMADD213PS Z24, Z0, Z2
 	VMULPS      Z0, Z0, Z1
 	VFMADD213PS Z0, Z1, Z2
-	VADDPS      nl_one<>+0(SB), Z2, Z2
+	VADDPS      Z25, Z2, Z2
 	VPSRAD      $0x01, Z3, Z1
 	VPSUBD      Z1, Z3, Z3
-	VPADDD      nl_bias<>+0(SB), Z1, Z1
-	VPADDD      nl_bias<>+0(SB), Z3, Z3
+	VPADDD      Z26, Z1, Z1
+	VPADDD      Z26, Z3, Z3
 	VPSLLD      $0x17, Z1, Z1
 	VPSLLD      $0x17, Z3, Z3
 	VMULPS      Z1, Z2, Z2
@@ -1931,69 +1972,82 @@ expAVX512_vec_done:
 // func fastExpAVX512(dst []float32, src []float32)
 // Requires: AVX, AVX512F
 TEXT ·fastExpAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x04, CX
-	MOVQ src_base+24(FP), DX
-	SUBQ $0x00000003, CX
-	JL   fastExpAVX512_block_done
+	VMOVUPS nl_fexplo<>+0(SB), Z12
+	VMOVUPS nl_fexphi<>+0(SB), Z13
+	VMOVUPS nl_log2e<>+0(SB), Z14
+	VMOVUPS nl_magic<>+0(SB), Z15
+	VMOVUPS nl_magicbits<>+0(SB), Z16
+	VMOVUPS nl_negc1<>+0(SB), Z17
+	VMOVUPS nl_negc2<>+0(SB), Z18
+	VMOVUPS nl_fexpq0<>+0(SB), Z19
+	VMOVUPS nl_fexpq1<>+0(SB), Z20
+	VMOVUPS nl_fexpq2<>+0(SB), Z21
+	VMOVUPS nl_fexpq3<>+0(SB), Z22
+	VMOVUPS nl_fexpq4<>+0(SB), Z23
+	VMOVUPS nl_bias<>+0(SB), Z24
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x04, CX
+	MOVQ    src_base+24(FP), DX
+	SUBQ    $0x00000003, CX
+	JL      fastExpAVX512_block_done
 
 fastExpAVX512_block_loop:
 	VMOVUPS     (DX), Z0
 	VMOVUPS     64(DX), Z4
 	VMOVUPS     128(DX), Z8
-	VMOVUPS     nl_fexplo<>+0(SB), Z1
+	VMOVUPS     Z12, Z1
 	VMAXPS      Z0, Z1, Z0
-	VMOVUPS     nl_fexphi<>+0(SB), Z1
+	VMOVUPS     Z13, Z1
 	VMINPS      Z0, Z1, Z0
-	VMULPS      nl_log2e<>+0(SB), Z0, Z1
-	VADDPS      nl_magic<>+0(SB), Z1, Z1
-	VSUBPS      nl_magic<>+0(SB), Z1, Z2
-	VPSUBD      nl_magicbits<>+0(SB), Z1, Z3
-	VFMADD231PS nl_negc1<>+0(SB), Z2, Z0
-	VFMADD231PS nl_negc2<>+0(SB), Z2, Z0
-	VMOVUPS     nl_fexpq4<>+0(SB), Z2
-	VFMADD213PS nl_fexpq3<>+0(SB), Z0, Z2
-	VFMADD213PS nl_fexpq2<>+0(SB), Z0, Z2
-	VFMADD213PS nl_fexpq1<>+0(SB), Z0, Z2
-	VFMADD213PS nl_fexpq0<>+0(SB), Z0, Z2
-	VPADDD      nl_bias<>+0(SB), Z3, Z3
+	VMULPS      Z14, Z0, Z1
+	VADDPS      Z15, Z1, Z1
+	VSUBPS      Z15, Z1, Z2
+	VPSUBD      Z16, Z1, Z3
+	VFMADD231PS Z17, Z2, Z0
+	VFMADD231PS Z18, Z2, Z0
+	VMOVUPS     Z23, Z2
+	VFMADD213PS Z22, Z0, Z2
+	VFMADD213PS Z21, Z0, Z2
+	VFMADD213PS Z20, Z0, Z2
+	VFMADD213PS Z19, Z0, Z2
+	VPADDD      Z24, Z3, Z3
 	VPSLLD      $0x17, Z3, Z3
 	VMULPS      Z3, Z2, Z0
-	VMOVUPS     nl_fexplo<>+0(SB), Z5
+	VMOVUPS     Z12, Z5
 	VMAXPS      Z4, Z5, Z4
-	VMOVUPS     nl_fexphi<>+0(SB), Z5
+	VMOVUPS     Z13, Z5
 	VMINPS      Z4, Z5, Z4
-	VMULPS      nl_log2e<>+0(SB), Z4, Z5
-	VADDPS      nl_magic<>+0(SB), Z5, Z5
-	VSUBPS      nl_magic<>+0(SB), Z5, Z6
-	VPSUBD      nl_magicbits<>+0(SB), Z5, Z7
-	VFMADD231PS nl_negc1<>+0(SB), Z6, Z4
-	VFMADD231PS nl_negc2<>+0(SB), Z6, Z4
-	VMOVUPS     nl_fexpq4<>+0(SB), Z6
-	VFMADD213PS nl_fexpq3<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq2<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq1<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq0<>+0(SB), Z4, Z6
-	VPADDD      nl_bias<>+0(SB), Z7, Z7
+	VMULPS      Z14, Z4, Z5
+	VADDPS      Z15, Z5, Z5
+	VSUBPS      Z15, Z5, Z6
+	VPSUBD      Z16, Z5, Z7
+	VFMADD231PS Z17, Z6, Z4
+	VFMADD231PS Z18, Z6, Z4
+	VMOVUPS     Z23, Z6
+	VFMADD213PS Z22, Z4, Z6
+	VFMADD213PS Z21, Z4, Z6
+	VFMADD213PS Z20, Z4, Z6
+	VFMADD213PS Z19, Z4, Z6
+	VPADDD      Z24, Z7, Z7
 	VPSLLD      $0x17, Z7, Z7
 	VMULPS      Z7, Z6, Z4
-	VMOVUPS     nl_fexplo<>+0(SB), Z9
+	VMOVUPS     Z12, Z9
 	VMAXPS      Z8, Z9, Z8
-	VMOVUPS     nl_fexphi<>+0(SB), Z9
+	VMOVUPS     Z13, Z9
 	VMINPS      Z8, Z9, Z8
-	VMULPS      nl_log2e<>+0(SB), Z8, Z9
-	VADDPS      nl_magic<>+0(SB), Z9, Z9
-	VSUBPS      nl_magic<>+0(SB), Z9, Z10
-	VPSUBD      nl_magicbits<>+0(SB), Z9, Z11
-	VFMADD231PS nl_negc1<>+0(SB), Z10, Z8
-	VFMADD231PS nl_negc2<>+0(SB), Z10, Z8
-	VMOVUPS     nl_fexpq4<>+0(SB), Z10
-	VFMADD213PS nl_fexpq3<>+0(SB), Z8, Z10
-	VFMADD213PS nl_fexpq2<>+0(SB), Z8, Z10
-	VFMADD213PS nl_fexpq1<>+0(SB), Z8, Z10
-	VFMADD213PS nl_fexpq0<>+0(SB), Z8, Z10
-	VPADDD      nl_bias<>+0(SB), Z11, Z11
+	VMULPS      Z14, Z8, Z9
+	VADDPS      Z15, Z9, Z9
+	VSUBPS      Z15, Z9, Z10
+	VPSUBD      Z16, Z9, Z11
+	VFMADD231PS Z17, Z10, Z8
+	VFMADD231PS Z18, Z10, Z8
+	VMOVUPS     Z23, Z10
+	VFMADD213PS Z22, Z8, Z10
+	VFMADD213PS Z21, Z8, Z10
+	VFMADD213PS Z20, Z8, Z10
+	VFMADD213PS Z19, Z8, Z10
+	VPADDD      Z24, Z11, Z11
 	VPSLLD      $0x17, Z11, Z11
 	VMULPS      Z11, Z10, Z8
 	VMOVUPS     Z0, (AX)
@@ -2011,22 +2065,22 @@ fastExpAVX512_block_done:
 
 fastExpAVX512_vec_loop:
 	VMOVUPS     (DX), Z0
-	VMOVUPS     nl_fexplo<>+0(SB), Z1
+	VMOVUPS     Z12, Z1
 	VMAXPS      Z0, Z1, Z0
-	VMOVUPS     nl_fexphi<>+0(SB), Z1
+	VMOVUPS     Z13, Z1
 	VMINPS      Z0, Z1, Z0
-	VMULPS      nl_log2e<>+0(SB), Z0, Z1
-	VADDPS      nl_magic<>+0(SB), Z1, Z1
-	VSUBPS      nl_magic<>+0(SB), Z1, Z2
-	VPSUBD      nl_magicbits<>+0(SB), Z1, Z3
-	VFMADD231PS nl_negc1<>+0(SB), Z2, Z0
-	VFMADD231PS nl_negc2<>+0(SB), Z2, Z0
-	VMOVUPS     nl_fexpq4<>+0(SB), Z2
-	VFMADD213PS nl_fexpq3<>+0(SB), Z0, Z2
-	VFMADD213PS nl_fexpq2<>+0(SB), Z0, Z2
-	VFMADD213PS nl_fexpq1<>+0(SB), Z0, Z2
-	VFMADD213PS nl_fexpq0<>+0(SB), Z0, Z2
-	VPADDD      nl_bias<>+0(SB), Z3, Z3
+	VMULPS      Z14, Z0, Z1
+	VADDPS      Z15, Z1, Z1
+	VSUBPS      Z15, Z1, Z2
+	VPSUBD      Z16, Z1, Z3
+	VFMADD231PS Z17, Z2, Z0
+	VFMADD231PS Z18, Z2, Z0
+	VMOVUPS     Z23, Z2
+	VFMADD213PS Z22, Z0, Z2
+	VFMADD213PS Z21, Z0, Z2
+	VFMADD213PS Z20, Z0, Z2
+	VFMADD213PS Z19, Z0, Z2
+	VPADDD      Z24, Z3, Z3
 	VPSLLD      $0x17, Z3, Z3
 	VMULPS      Z3, Z2, Z0
 	VMOVUPS     Z0, (AX)
@@ -2043,88 +2097,106 @@ fastExpAVX512_vec_done:
 // func siluAVX512(dst []float32, x []float32)
 // Requires: AVX, AVX512F
 TEXT ·siluAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x04, CX
-	MOVQ x_base+24(FP), DX
-	SUBQ $0x00000002, CX
-	JL   siluAVX512_block_done
+	VMOVUPS nl_explo<>+0(SB), Z12
+	VMOVUPS nl_exphi<>+0(SB), Z13
+	VMOVUPS nl_log2e<>+0(SB), Z14
+	VMOVUPS nl_magic<>+0(SB), Z15
+	VMOVUPS nl_magicbits<>+0(SB), Z16
+	VMOVUPS nl_negc1<>+0(SB), Z17
+	VMOVUPS nl_negc2<>+0(SB), Z18
+	VMOVUPS nl_expp0<>+0(SB), Z19
+	VMOVUPS nl_expp1<>+0(SB), Z20
+	VMOVUPS nl_expp2<>+0(SB), Z21
+	VMOVUPS nl_expp3<>+0(SB), Z22
+	VMOVUPS nl_expp4<>+0(SB), Z23
+	VMOVUPS nl_expp5<>+0(SB), Z24
+	VMOVUPS nl_one<>+0(SB), Z25
+	VMOVUPS nl_bias<>+0(SB), Z26
+	VMOVUPS nl_sign<>+0(SB), Z27
+	VMOVUPS nl_step<>+0(SB), Z28
+	VMOVUPS nl_zero<>+0(SB), Z29
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x04, CX
+	MOVQ    x_base+24(FP), DX
+	SUBQ    $0x00000002, CX
+	JL      siluAVX512_block_done
 
 siluAVX512_block_loop:
 	VMOVUPS     (DX), Z0
 	VMOVUPS     64(DX), Z6
-	VPORD       nl_sign<>+0(SB), Z0, Z1
-	VMOVUPS     nl_explo<>+0(SB), Z2
+	VPORD       Z27, Z0, Z1
+	VMOVUPS     Z12, Z2
 	VMAXPS      Z1, Z2, Z1
-	VMOVUPS     nl_exphi<>+0(SB), Z2
+	VMOVUPS     Z13, Z2
 	VMINPS      Z1, Z2, Z1
-	VMULPS      nl_log2e<>+0(SB), Z1, Z2
-	VADDPS      nl_magic<>+0(SB), Z2, Z2
-	VSUBPS      nl_magic<>+0(SB), Z2, Z3
-	VPSUBD      nl_magicbits<>+0(SB), Z2, Z4
-	VFMADD231PS nl_negc1<>+0(SB), Z3, Z1
-	VFMADD231PS nl_negc2<>+0(SB), Z3, Z1
-	VMOVUPS     nl_expp0<>+0(SB), Z3
-	VFMADD213PS nl_expp1<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp2<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp3<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp4<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp5<>+0(SB), Z1, Z3
+	VMULPS      Z14, Z1, Z2
+	VADDPS      Z15, Z2, Z2
+	VSUBPS      Z15, Z2, Z3
+	VPSUBD      Z16, Z2, Z4
+	VFMADD231PS Z17, Z3, Z1
+	VFMADD231PS Z18, Z3, Z1
+	VMOVUPS     Z19, Z3
+	VFMADD213PS Z20, Z1, Z3
+	VFMADD213PS Z21, Z1, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
 	VMULPS      Z1, Z1, Z2
 	VFMADD213PS Z1, Z2, Z3
-	VADDPS      nl_one<>+0(SB), Z3, Z3
+	VADDPS      Z25, Z3, Z3
 	VPSRAD      $0x01, Z4, Z2
 	VPSUBD      Z2, Z4, Z4
-	VPADDD      nl_bias<>+0(SB), Z2, Z2
-	VPADDD      nl_bias<>+0(SB), Z4, Z4
+	VPADDD      Z26, Z2, Z2
+	VPADDD      Z26, Z4, Z4
 	VPSLLD      $0x17, Z2, Z2
 	VPSLLD      $0x17, Z4, Z4
 	VMULPS      Z2, Z3, Z3
 	VMULPS      Z4, Z3, Z1
-	VMULPS      nl_step<>+0(SB), Z0, Z5
-	VMOVUPS     nl_zero<>+0(SB), Z2
+	VMULPS      Z28, Z0, Z5
+	VMOVUPS     Z29, Z2
 	VMAXPS      Z5, Z2, Z5
-	VMOVUPS     nl_one<>+0(SB), Z2
+	VMOVUPS     Z25, Z2
 	VMINPS      Z5, Z2, Z5
 	VMAXPS      Z1, Z5, Z5
-	VADDPS      nl_one<>+0(SB), Z1, Z1
+	VADDPS      Z25, Z1, Z1
 	VMULPS      Z5, Z0, Z5
 	VDIVPS      Z1, Z5, Z0
-	VPORD       nl_sign<>+0(SB), Z6, Z7
-	VMOVUPS     nl_explo<>+0(SB), Z8
+	VPORD       Z27, Z6, Z7
+	VMOVUPS     Z12, Z8
 	VMAXPS      Z7, Z8, Z7
-	VMOVUPS     nl_exphi<>+0(SB), Z8
+	VMOVUPS     Z13, Z8
 	VMINPS      Z7, Z8, Z7
-	VMULPS      nl_log2e<>+0(SB), Z7, Z8
-	VADDPS      nl_magic<>+0(SB), Z8, Z8
-	VSUBPS      nl_magic<>+0(SB), Z8, Z9
-	VPSUBD      nl_magicbits<>+0(SB), Z8, Z10
-	VFMADD231PS nl_negc1<>+0(SB), Z9, Z7
-	VFMADD231PS nl_negc2<>+0(SB), Z9, Z7
-	VMOVUPS     nl_expp0<>+0(SB), Z9
-	VFMADD213PS nl_expp1<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp2<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp3<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp4<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp5<>+0(SB), Z7, Z9
+	VMULPS      Z14, Z7, Z8
+	VADDPS      Z15, Z8, Z8
+	VSUBPS      Z15, Z8, Z9
+	VPSUBD      Z16, Z8, Z10
+	VFMADD231PS Z17, Z9, Z7
+	VFMADD231PS Z18, Z9, Z7
+	VMOVUPS     Z19, Z9
+	VFMADD213PS Z20, Z7, Z9
+	VFMADD213PS Z21, Z7, Z9
+	VFMADD213PS Z22, Z7, Z9
+	VFMADD213PS Z23, Z7, Z9
+	VFMADD213PS Z24, Z7, Z9
 	VMULPS      Z7, Z7, Z8
 	VFMADD213PS Z7, Z8, Z9
-	VADDPS      nl_one<>+0(SB), Z9, Z9
+	VADDPS      Z25, Z9, Z9
 	VPSRAD      $0x01, Z10, Z8
 	VPSUBD      Z8, Z10, Z10
-	VPADDD      nl_bias<>+0(SB), Z8, Z8
-	VPADDD      nl_bias<>+0(SB), Z10, Z10
+	VPADDD      Z26, Z8, Z8
+	VPADDD      Z26, Z10, Z10
 	VPSLLD      $0x17, Z8, Z8
 	VPSLLD      $0x17, Z10, Z10
 	VMULPS      Z8, Z9, Z9
 	VMULPS      Z10, Z9, Z7
-	VMULPS      nl_step<>+0(SB), Z6, Z11
-	VMOVUPS     nl_zero<>+0(SB), Z8
+	VMULPS      Z28, Z6, Z11
+	VMOVUPS     Z29, Z8
 	VMAXPS      Z11, Z8, Z11
-	VMOVUPS     nl_one<>+0(SB), Z8
+	VMOVUPS     Z25, Z8
 	VMINPS      Z11, Z8, Z11
 	VMAXPS      Z7, Z11, Z11
-	VADDPS      nl_one<>+0(SB), Z7, Z7
+	VADDPS      Z25, Z7, Z7
 	VMULPS      Z11, Z6, Z11
 	VDIVPS      Z7, Z11, Z6
 	VMOVUPS     Z0, (AX)
@@ -2141,41 +2213,41 @@ siluAVX512_block_done:
 
 siluAVX512_vec_loop:
 	VMOVUPS     (DX), Z0
-	VPORD       nl_sign<>+0(SB), Z0, Z1
-	VMOVUPS     nl_explo<>+0(SB), Z2
+	VPORD       Z27, Z0, Z1
+	VMOVUPS     Z12, Z2
 	VMAXPS      Z1, Z2, Z1
-	VMOVUPS     nl_exphi<>+0(SB), Z2
+	VMOVUPS     Z13, Z2
 	VMINPS      Z1, Z2, Z1
-	VMULPS      nl_log2e<>+0(SB), Z1, Z2
-	VADDPS      nl_magic<>+0(SB), Z2, Z2
-	VSUBPS      nl_magic<>+0(SB), Z2, Z3
-	VPSUBD      nl_magicbits<>+0(SB), Z2, Z4
-	VFMADD231PS nl_negc1<>+0(SB), Z3, Z1
-	VFMADD231PS nl_negc2<>+0(SB), Z3, Z1
-	VMOVUPS     nl_expp0<>+0(SB), Z3
-	VFMADD213PS nl_expp1<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp2<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp3<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp4<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp5<>+0(SB), Z1, Z3
+	VMULPS      Z14, Z1, Z2
+	VADDPS      Z15, Z2, Z2
+	VSUBPS      Z15, Z2, Z3
+	VPSUBD      Z16, Z2, Z4
+	VFMADD231PS Z17, Z3, Z1
+	VFMADD231PS Z18, Z3, Z1
+	VMOVUPS     Z19, Z3
+	VFMADD213PS Z20, Z1, Z3
+	VFMADD213PS Z21, Z1, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
 	VMULPS      Z1, Z1, Z2
 	VFMADD213PS Z1, Z2, Z3
-	VADDPS      nl_one<>+0(SB), Z3, Z3
+	VADDPS      Z25, Z3, Z3
 	VPSRAD      $0x01, Z4, Z2
 	VPSUBD      Z2, Z4, Z4
-	VPADDD      nl_bias<>+0(SB), Z2, Z2
-	VPADDD      nl_bias<>+0(SB), Z4, Z4
+	VPADDD      Z26, Z2, Z2
+	VPADDD      Z26, Z4, Z4
 	VPSLLD      $0x17, Z2, Z2
 	VPSLLD      $0x17, Z4, Z4
 	VMULPS      Z2, Z3, Z3
 	VMULPS      Z4, Z3, Z1
-	VMULPS      nl_step<>+0(SB), Z0, Z5
-	VMOVUPS     nl_zero<>+0(SB), Z2
+	VMULPS      Z28, Z0, Z5
+	VMOVUPS     Z29, Z2
 	VMAXPS      Z5, Z2, Z5
-	VMOVUPS     nl_one<>+0(SB), Z2
+	VMOVUPS     Z25, Z2
 	VMINPS      Z5, Z2, Z5
 	VMAXPS      Z1, Z5, Z5
-	VADDPS      nl_one<>+0(SB), Z1, Z1
+	VADDPS      Z25, Z1, Z1
 	VMULPS      Z5, Z0, Z5
 	VDIVPS      Z1, Z5, Z0
 	VMOVUPS     Z0, (AX)
@@ -2192,12 +2264,30 @@ siluAVX512_vec_done:
 // func geluTanhAVX512(dst []float32, x []float32)
 // Requires: AVX, AVX512F
 TEXT ·geluTanhAVX512(SB), NOSPLIT, $0-48
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x04, CX
-	MOVQ x_base+24(FP), DX
-	SUBQ $0x00000002, CX
-	JL   geluTanhAVX512_block_done
+	VMOVUPS nl_explo<>+0(SB), Z14
+	VMOVUPS nl_exphi<>+0(SB), Z15
+	VMOVUPS nl_log2e<>+0(SB), Z16
+	VMOVUPS nl_magic<>+0(SB), Z17
+	VMOVUPS nl_magicbits<>+0(SB), Z18
+	VMOVUPS nl_negc1<>+0(SB), Z19
+	VMOVUPS nl_negc2<>+0(SB), Z20
+	VMOVUPS nl_expp0<>+0(SB), Z21
+	VMOVUPS nl_expp1<>+0(SB), Z22
+	VMOVUPS nl_expp2<>+0(SB), Z23
+	VMOVUPS nl_expp3<>+0(SB), Z24
+	VMOVUPS nl_expp4<>+0(SB), Z25
+	VMOVUPS nl_expp5<>+0(SB), Z26
+	VMOVUPS nl_one<>+0(SB), Z27
+	VMOVUPS nl_bias<>+0(SB), Z28
+	VMOVUPS nl_sign<>+0(SB), Z29
+	VMOVUPS nl_step<>+0(SB), Z30
+	VMOVUPS nl_zero<>+0(SB), Z31
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x04, CX
+	MOVQ    x_base+24(FP), DX
+	SUBQ    $0x00000002, CX
+	JL      geluTanhAVX512_block_done
 
 geluTanhAVX512_block_loop:
 	VMOVUPS     (DX), Z0
@@ -2206,82 +2296,82 @@ geluTanhAVX512_block_loop:
 	VMOVUPS     nl_gelub<>+0(SB), Z1
 	VFMADD213PS nl_gelua<>+0(SB), Z1, Z6
 	VMULPS      Z0, Z6, Z6
-	VPORD       nl_sign<>+0(SB), Z6, Z1
-	VMOVUPS     nl_explo<>+0(SB), Z2
+	VPORD       Z29, Z6, Z1
+	VMOVUPS     Z14, Z2
 	VMAXPS      Z1, Z2, Z1
-	VMOVUPS     nl_exphi<>+0(SB), Z2
+	VMOVUPS     Z15, Z2
 	VMINPS      Z1, Z2, Z1
-	VMULPS      nl_log2e<>+0(SB), Z1, Z2
-	VADDPS      nl_magic<>+0(SB), Z2, Z2
-	VSUBPS      nl_magic<>+0(SB), Z2, Z3
-	VPSUBD      nl_magicbits<>+0(SB), Z2, Z4
-	VFMADD231PS nl_negc1<>+0(SB), Z3, Z1
-	VFMADD231PS nl_negc2<>+0(SB), Z3, Z1
-	VMOVUPS     nl_expp0<>+0(SB), Z3
-	VFMADD213PS nl_expp1<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp2<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp3<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp4<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp5<>+0(SB), Z1, Z3
+	VMULPS      Z16, Z1, Z2
+	VADDPS      Z17, Z2, Z2
+	VSUBPS      Z17, Z2, Z3
+	VPSUBD      Z18, Z2, Z4
+	VFMADD231PS Z19, Z3, Z1
+	VFMADD231PS Z20, Z3, Z1
+	VMOVUPS     Z21, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
+	VFMADD213PS Z25, Z1, Z3
+	VFMADD213PS Z26, Z1, Z3
 	VMULPS      Z1, Z1, Z2
 	VFMADD213PS Z1, Z2, Z3
-	VADDPS      nl_one<>+0(SB), Z3, Z3
+	VADDPS      Z27, Z3, Z3
 	VPSRAD      $0x01, Z4, Z2
 	VPSUBD      Z2, Z4, Z4
-	VPADDD      nl_bias<>+0(SB), Z2, Z2
-	VPADDD      nl_bias<>+0(SB), Z4, Z4
+	VPADDD      Z28, Z2, Z2
+	VPADDD      Z28, Z4, Z4
 	VPSLLD      $0x17, Z2, Z2
 	VPSLLD      $0x17, Z4, Z4
 	VMULPS      Z2, Z3, Z3
 	VMULPS      Z4, Z3, Z1
-	VMULPS      nl_step<>+0(SB), Z6, Z5
-	VMOVUPS     nl_zero<>+0(SB), Z2
+	VMULPS      Z30, Z6, Z5
+	VMOVUPS     Z31, Z2
 	VMAXPS      Z5, Z2, Z5
-	VMOVUPS     nl_one<>+0(SB), Z2
+	VMOVUPS     Z27, Z2
 	VMINPS      Z5, Z2, Z5
 	VMAXPS      Z1, Z5, Z5
-	VADDPS      nl_one<>+0(SB), Z1, Z1
+	VADDPS      Z27, Z1, Z1
 	VMULPS      Z5, Z0, Z5
 	VDIVPS      Z1, Z5, Z0
 	VMULPS      Z7, Z7, Z13
 	VMOVUPS     nl_gelub<>+0(SB), Z8
 	VFMADD213PS nl_gelua<>+0(SB), Z8, Z13
 	VMULPS      Z7, Z13, Z13
-	VPORD       nl_sign<>+0(SB), Z13, Z8
-	VMOVUPS     nl_explo<>+0(SB), Z9
+	VPORD       Z29, Z13, Z8
+	VMOVUPS     Z14, Z9
 	VMAXPS      Z8, Z9, Z8
-	VMOVUPS     nl_exphi<>+0(SB), Z9
+	VMOVUPS     Z15, Z9
 	VMINPS      Z8, Z9, Z8
-	VMULPS      nl_log2e<>+0(SB), Z8, Z9
-	VADDPS      nl_magic<>+0(SB), Z9, Z9
-	VSUBPS      nl_magic<>+0(SB), Z9, Z10
-	VPSUBD      nl_magicbits<>+0(SB), Z9, Z11
-	VFMADD231PS nl_negc1<>+0(SB), Z10, Z8
-	VFMADD231PS nl_negc2<>+0(SB), Z10, Z8
-	VMOVUPS     nl_expp0<>+0(SB), Z10
-	VFMADD213PS nl_expp1<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp2<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp3<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp4<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp5<>+0(SB), Z8, Z10
+	VMULPS      Z16, Z8, Z9
+	VADDPS      Z17, Z9, Z9
+	VSUBPS      Z17, Z9, Z10
+	VPSUBD      Z18, Z9, Z11
+	VFMADD231PS Z19, Z10, Z8
+	VFMADD231PS Z20, Z10, Z8
+	VMOVUPS     Z21, Z10
+	VFMADD213PS Z22, Z8, Z10
+	VFMADD213PS Z23, Z8, Z10
+	VFMADD213PS Z24, Z8, Z10
+	VFMADD213PS Z25, Z8, Z10
+	VFMADD213PS Z26, Z8, Z10
 	VMULPS      Z8, Z8, Z9
 	VFMADD213PS Z8, Z9, Z10
-	VADDPS      nl_one<>+0(SB), Z10, Z10
+	VADDPS      Z27, Z10, Z10
 	VPSRAD      $0x01, Z11, Z9
 	VPSUBD      Z9, Z11, Z11
-	VPADDD      nl_bias<>+0(SB), Z9, Z9
-	VPADDD      nl_bias<>+0(SB), Z11, Z11
+	VPADDD      Z28, Z9, Z9
+	VPADDD      Z28, Z11, Z11
 	VPSLLD      $0x17, Z9, Z9
 	VPSLLD      $0x17, Z11, Z11
 	VMULPS      Z9, Z10, Z10
 	VMULPS      Z11, Z10, Z8
-	VMULPS      nl_step<>+0(SB), Z13, Z12
-	VMOVUPS     nl_zero<>+0(SB), Z9
+	VMULPS      Z30, Z13, Z12
+	VMOVUPS     Z31, Z9
 	VMAXPS      Z12, Z9, Z12
-	VMOVUPS     nl_one<>+0(SB), Z9
+	VMOVUPS     Z27, Z9
 	VMINPS      Z12, Z9, Z12
 	VMAXPS      Z8, Z12, Z12
-	VADDPS      nl_one<>+0(SB), Z8, Z8
+	VADDPS      Z27, Z8, Z8
 	VMULPS      Z12, Z7, Z12
 	VDIVPS      Z8, Z12, Z7
 	VMOVUPS     Z0, (AX)
@@ -2302,41 +2392,41 @@ geluTanhAVX512_vec_loop:
 	VMOVUPS     nl_gelub<>+0(SB), Z1
 	VFMADD213PS nl_gelua<>+0(SB), Z1, Z6
 	VMULPS      Z0, Z6, Z6
-	VPORD       nl_sign<>+0(SB), Z6, Z1
-	VMOVUPS     nl_explo<>+0(SB), Z2
+	VPORD       Z29, Z6, Z1
+	VMOVUPS     Z14, Z2
 	VMAXPS      Z1, Z2, Z1
-	VMOVUPS     nl_exphi<>+0(SB), Z2
+	VMOVUPS     Z15, Z2
 	VMINPS      Z1, Z2, Z1
-	VMULPS      nl_log2e<>+0(SB), Z1, Z2
-	VADDPS      nl_magic<>+0(SB), Z2, Z2
-	VSUBPS      nl_magic<>+0(SB), Z2, Z3
-	VPSUBD      nl_magicbits<>+0(SB), Z2, Z4
-	VFMADD231PS nl_negc1<>+0(SB), Z3, Z1
-	VFMADD231PS nl_negc2<>+0(SB), Z3, Z1
-	VMOVUPS     nl_expp0<>+0(SB), Z3
-	VFMADD213PS nl_expp1<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp2<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp3<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp4<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp5<>+0(SB), Z1, Z3
+	VMULPS      Z16, Z1, Z2
+	VADDPS      Z17, Z2, Z2
+	VSUBPS      Z17, Z2, Z3
+	VPSUBD      Z18, Z2, Z4
+	VFMADD231PS Z19, Z3, Z1
+	VFMADD231PS Z20, Z3, Z1
+	VMOVUPS     Z21, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
+	VFMADD213PS Z25, Z1, Z3
+	VFMADD213PS Z26, Z1, Z3
 	VMULPS      Z1, Z1, Z2
 	VFMADD213PS Z1, Z2, Z3
-	VADDPS      nl_one<>+0(SB), Z3, Z3
+	VADDPS      Z27, Z3, Z3
 	VPSRAD      $0x01, Z4, Z2
 	VPSUBD      Z2, Z4, Z4
-	VPADDD      nl_bias<>+0(SB), Z2, Z2
-	VPADDD      nl_bias<>+0(SB), Z4, Z4
+	VPADDD      Z28, Z2, Z2
+	VPADDD      Z28, Z4, Z4
 	VPSLLD      $0x17, Z2, Z2
 	VPSLLD      $0x17, Z4, Z4
 	VMULPS      Z2, Z3, Z3
 	VMULPS      Z4, Z3, Z1
-	VMULPS      nl_step<>+0(SB), Z6, Z5
-	VMOVUPS     nl_zero<>+0(SB), Z2
+	VMULPS      Z30, Z6, Z5
+	VMOVUPS     Z31, Z2
 	VMAXPS      Z5, Z2, Z5
-	VMOVUPS     nl_one<>+0(SB), Z2
+	VMOVUPS     Z27, Z2
 	VMINPS      Z5, Z2, Z5
 	VMAXPS      Z1, Z5, Z5
-	VADDPS      nl_one<>+0(SB), Z1, Z1
+	VADDPS      Z27, Z1, Z1
 	VMULPS      Z5, Z0, Z5
 	VDIVPS      Z1, Z5, Z0
 	VMOVUPS     Z0, (AX)
@@ -2353,90 +2443,108 @@ geluTanhAVX512_vec_done:
 // func siluMulAVX512(dst []float32, gate []float32, up []float32)
 // Requires: AVX, AVX512F
 TEXT ·siluMulAVX512(SB), NOSPLIT, $0-72
-	MOVQ dst_base+0(FP), AX
-	MOVQ dst_len+8(FP), CX
-	SHRQ $0x04, CX
-	MOVQ gate_base+24(FP), DX
-	MOVQ up_base+48(FP), BX
-	SUBQ $0x00000002, CX
-	JL   siluMulAVX512_block_done
+	MOVQ    dst_base+0(FP), AX
+	MOVQ    dst_len+8(FP), CX
+	SHRQ    $0x04, CX
+	MOVQ    gate_base+24(FP), DX
+	MOVQ    up_base+48(FP), BX
+	VMOVUPS nl_explo<>+0(SB), Z12
+	VMOVUPS nl_exphi<>+0(SB), Z13
+	VMOVUPS nl_log2e<>+0(SB), Z14
+	VMOVUPS nl_magic<>+0(SB), Z15
+	VMOVUPS nl_magicbits<>+0(SB), Z16
+	VMOVUPS nl_negc1<>+0(SB), Z17
+	VMOVUPS nl_negc2<>+0(SB), Z18
+	VMOVUPS nl_expp0<>+0(SB), Z19
+	VMOVUPS nl_expp1<>+0(SB), Z20
+	VMOVUPS nl_expp2<>+0(SB), Z21
+	VMOVUPS nl_expp3<>+0(SB), Z22
+	VMOVUPS nl_expp4<>+0(SB), Z23
+	VMOVUPS nl_expp5<>+0(SB), Z24
+	VMOVUPS nl_one<>+0(SB), Z25
+	VMOVUPS nl_bias<>+0(SB), Z26
+	VMOVUPS nl_sign<>+0(SB), Z27
+	VMOVUPS nl_step<>+0(SB), Z28
+	VMOVUPS nl_zero<>+0(SB), Z29
+	SUBQ    $0x00000002, CX
+	JL      siluMulAVX512_block_done
 
 siluMulAVX512_block_loop:
 	VMOVUPS     (DX), Z0
 	VMOVUPS     64(DX), Z6
-	VPORD       nl_sign<>+0(SB), Z0, Z1
-	VMOVUPS     nl_explo<>+0(SB), Z2
+	VPORD       Z27, Z0, Z1
+	VMOVUPS     Z12, Z2
 	VMAXPS      Z1, Z2, Z1
-	VMOVUPS     nl_exphi<>+0(SB), Z2
+	VMOVUPS     Z13, Z2
 	VMINPS      Z1, Z2, Z1
-	VMULPS      nl_log2e<>+0(SB), Z1, Z2
-	VADDPS      nl_magic<>+0(SB), Z2, Z2
-	VSUBPS      nl_magic<>+0(SB), Z2, Z3
-	VPSUBD      nl_magicbits<>+0(SB), Z2, Z4
-	VFMADD231PS nl_negc1<>+0(SB), Z3, Z1
-	VFMADD231PS nl_negc2<>+0(SB), Z3, Z1
-	VMOVUPS     nl_expp0<>+0(SB), Z3
-	VFMADD213PS nl_expp1<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp2<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp3<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp4<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp5<>+0(SB), Z1, Z3
+	VMULPS      Z14, Z1, Z2
+	VADDPS      Z15, Z2, Z2
+	VSUBPS      Z15, Z2, Z3
+	VPSUBD      Z16, Z2, Z4
+	VFMADD231PS Z17, Z3, Z1
+	VFMADD231PS Z18, Z3, Z1
+	VMOVUPS     Z19, Z3
+	VFMADD213PS Z20, Z1, Z3
+	VFMADD213PS Z21, Z1, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
 	VMULPS      Z1, Z1, Z2
 	VFMADD213PS Z1, Z2, Z3
-	VADDPS      nl_one<>+0(SB), Z3, Z3
+	VADDPS      Z25, Z3, Z3
 	VPSRAD      $0x01, Z4, Z2
 	VPSUBD      Z2, Z4, Z4
-	VPADDD      nl_bias<>+0(SB), Z2, Z2
-	VPADDD      nl_bias<>+0(SB), Z4, Z4
+	VPADDD      Z26, Z2, Z2
+	VPADDD      Z26, Z4, Z4
 	VPSLLD      $0x17, Z2, Z2
 	VPSLLD      $0x17, Z4, Z4
 	VMULPS      Z2, Z3, Z3
 	VMULPS      Z4, Z3, Z1
-	VMULPS      nl_step<>+0(SB), Z0, Z5
-	VMOVUPS     nl_zero<>+0(SB), Z2
+	VMULPS      Z28, Z0, Z5
+	VMOVUPS     Z29, Z2
 	VMAXPS      Z5, Z2, Z5
-	VMOVUPS     nl_one<>+0(SB), Z2
+	VMOVUPS     Z25, Z2
 	VMINPS      Z5, Z2, Z5
 	VMAXPS      Z1, Z5, Z5
-	VADDPS      nl_one<>+0(SB), Z1, Z1
+	VADDPS      Z25, Z1, Z1
 	VMULPS      Z5, Z0, Z5
 	VDIVPS      Z1, Z5, Z0
 	VMULPS      (BX), Z0, Z0
-	VPORD       nl_sign<>+0(SB), Z6, Z7
-	VMOVUPS     nl_explo<>+0(SB), Z8
+	VPORD       Z27, Z6, Z7
+	VMOVUPS     Z12, Z8
 	VMAXPS      Z7, Z8, Z7
-	VMOVUPS     nl_exphi<>+0(SB), Z8
+	VMOVUPS     Z13, Z8
 	VMINPS      Z7, Z8, Z7
-	VMULPS      nl_log2e<>+0(SB), Z7, Z8
-	VADDPS      nl_magic<>+0(SB), Z8, Z8
-	VSUBPS      nl_magic<>+0(SB), Z8, Z9
-	VPSUBD      nl_magicbits<>+0(SB), Z8, Z10
-	VFMADD231PS nl_negc1<>+0(SB), Z9, Z7
-	VFMADD231PS nl_negc2<>+0(SB), Z9, Z7
-	VMOVUPS     nl_expp0<>+0(SB), Z9
-	VFMADD213PS nl_expp1<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp2<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp3<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp4<>+0(SB), Z7, Z9
-	VFMADD213PS nl_expp5<>+0(SB), Z7, Z9
+	VMULPS      Z14, Z7, Z8
+	VADDPS      Z15, Z8, Z8
+	VSUBPS      Z15, Z8, Z9
+	VPSUBD      Z16, Z8, Z10
+	VFMADD231PS Z17, Z9, Z7
+	VFMADD231PS Z18, Z9, Z7
+	VMOVUPS     Z19, Z9
+	VFMADD213PS Z20, Z7, Z9
+	VFMADD213PS Z21, Z7, Z9
+	VFMADD213PS Z22, Z7, Z9
+	VFMADD213PS Z23, Z7, Z9
+	VFMADD213PS Z24, Z7, Z9
 	VMULPS      Z7, Z7, Z8
 	VFMADD213PS Z7, Z8, Z9
-	VADDPS      nl_one<>+0(SB), Z9, Z9
+	VADDPS      Z25, Z9, Z9
 	VPSRAD      $0x01, Z10, Z8
 	VPSUBD      Z8, Z10, Z10
-	VPADDD      nl_bias<>+0(SB), Z8, Z8
-	VPADDD      nl_bias<>+0(SB), Z10, Z10
+	VPADDD      Z26, Z8, Z8
+	VPADDD      Z26, Z10, Z10
 	VPSLLD      $0x17, Z8, Z8
 	VPSLLD      $0x17, Z10, Z10
 	VMULPS      Z8, Z9, Z9
 	VMULPS      Z10, Z9, Z7
-	VMULPS      nl_step<>+0(SB), Z6, Z11
-	VMOVUPS     nl_zero<>+0(SB), Z8
+	VMULPS      Z28, Z6, Z11
+	VMOVUPS     Z29, Z8
 	VMAXPS      Z11, Z8, Z11
-	VMOVUPS     nl_one<>+0(SB), Z8
+	VMOVUPS     Z25, Z8
 	VMINPS      Z11, Z8, Z11
 	VMAXPS      Z7, Z11, Z11
-	VADDPS      nl_one<>+0(SB), Z7, Z7
+	VADDPS      Z25, Z7, Z7
 	VMULPS      Z11, Z6, Z11
 	VDIVPS      Z7, Z11, Z6
 	VMULPS      64(BX), Z6, Z6
@@ -2455,41 +2563,41 @@ siluMulAVX512_block_done:
 
 siluMulAVX512_vec_loop:
 	VMOVUPS     (DX), Z0
-	VPORD       nl_sign<>+0(SB), Z0, Z1
-	VMOVUPS     nl_explo<>+0(SB), Z2
+	VPORD       Z27, Z0, Z1
+	VMOVUPS     Z12, Z2
 	VMAXPS      Z1, Z2, Z1
-	VMOVUPS     nl_exphi<>+0(SB), Z2
+	VMOVUPS     Z13, Z2
 	VMINPS      Z1, Z2, Z1
-	VMULPS      nl_log2e<>+0(SB), Z1, Z2
-	VADDPS      nl_magic<>+0(SB), Z2, Z2
-	VSUBPS      nl_magic<>+0(SB), Z2, Z3
-	VPSUBD      nl_magicbits<>+0(SB), Z2, Z4
-	VFMADD231PS nl_negc1<>+0(SB), Z3, Z1
-	VFMADD231PS nl_negc2<>+0(SB), Z3, Z1
-	VMOVUPS     nl_expp0<>+0(SB), Z3
-	VFMADD213PS nl_expp1<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp2<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp3<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp4<>+0(SB), Z1, Z3
-	VFMADD213PS nl_expp5<>+0(SB), Z1, Z3
+	VMULPS      Z14, Z1, Z2
+	VADDPS      Z15, Z2, Z2
+	VSUBPS      Z15, Z2, Z3
+	VPSUBD      Z16, Z2, Z4
+	VFMADD231PS Z17, Z3, Z1
+	VFMADD231PS Z18, Z3, Z1
+	VMOVUPS     Z19, Z3
+	VFMADD213PS Z20, Z1, Z3
+	VFMADD213PS Z21, Z1, Z3
+	VFMADD213PS Z22, Z1, Z3
+	VFMADD213PS Z23, Z1, Z3
+	VFMADD213PS Z24, Z1, Z3
 	VMULPS      Z1, Z1, Z2
 	VFMADD213PS Z1, Z2, Z3
-	VADDPS      nl_one<>+0(SB), Z3, Z3
+	VADDPS      Z25, Z3, Z3
 	VPSRAD      $0x01, Z4, Z2
 	VPSUBD      Z2, Z4, Z4
-	VPADDD      nl_bias<>+0(SB), Z2, Z2
-	VPADDD      nl_bias<>+0(SB), Z4, Z4
+	VPADDD      Z26, Z2, Z2
+	VPADDD      Z26, Z4, Z4
 	VPSLLD      $0x17, Z2, Z2
 	VPSLLD      $0x17, Z4, Z4
 	VMULPS      Z2, Z3, Z3
 	VMULPS      Z4, Z3, Z1
-	VMULPS      nl_step<>+0(SB), Z0, Z5
-	VMOVUPS     nl_zero<>+0(SB), Z2
+	VMULPS      Z28, Z0, Z5
+	VMOVUPS     Z29, Z2
 	VMAXPS      Z5, Z2, Z5
-	VMOVUPS     nl_one<>+0(SB), Z2
+	VMOVUPS     Z25, Z2
 	VMINPS      Z5, Z2, Z5
 	VMAXPS      Z1, Z5, Z5
-	VADDPS      nl_one<>+0(SB), Z1, Z1
+	VADDPS      Z25, Z1, Z1
 	VMULPS      Z5, Z0, Z5
 	VDIVPS      Z1, Z5, Z0
 	VMULPS      (BX), Z0, Z0
@@ -2563,6 +2671,21 @@ maxAVX512_vec_done:
 // func expSubSumAVX512(dst []float32, src []float32, m float32) float32
 // Requires: AVX, AVX512F, SSE
 TEXT ·expSubSumAVX512(SB), NOSPLIT, $0-60
+	VMOVUPS      nl_explo<>+0(SB), Z12
+	VMOVUPS      nl_exphi<>+0(SB), Z13
+	VMOVUPS      nl_log2e<>+0(SB), Z14
+	VMOVUPS      nl_magic<>+0(SB), Z15
+	VMOVUPS      nl_magicbits<>+0(SB), Z16
+	VMOVUPS      nl_negc1<>+0(SB), Z17
+	VMOVUPS      nl_negc2<>+0(SB), Z18
+	VMOVUPS      nl_expp0<>+0(SB), Z19
+	VMOVUPS      nl_expp1<>+0(SB), Z20
+	VMOVUPS      nl_expp2<>+0(SB), Z21
+	VMOVUPS      nl_expp3<>+0(SB), Z22
+	VMOVUPS      nl_expp4<>+0(SB), Z23
+	VMOVUPS      nl_expp5<>+0(SB), Z24
+	VMOVUPS      nl_one<>+0(SB), Z25
+	VMOVUPS      nl_bias<>+0(SB), Z26
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         dst_len+8(FP), CX
 	SHRQ         $0x04, CX
@@ -2576,29 +2699,29 @@ TEXT ·expSubSumAVX512(SB), NOSPLIT, $0-60
 expSubSumAVX512_block_loop:
 	VMOVUPS     (DX), Z4
 	VSUBPS      Z2, Z4, Z4
-	VMOVUPS     nl_explo<>+0(SB), Z5
+	VMOVUPS     Z12, Z5
 	VMAXPS      Z4, Z5, Z4
-	VMOVUPS     nl_exphi<>+0(SB), Z5
+	VMOVUPS     Z13, Z5
 	VMINPS      Z4, Z5, Z4
-	VMULPS      nl_log2e<>+0(SB), Z4, Z5
-	VADDPS      nl_magic<>+0(SB), Z5, Z5
-	VSUBPS      nl_magic<>+0(SB), Z5, Z6
-	VPSUBD      nl_magicbits<>+0(SB), Z5, Z7
-	VFMADD231PS nl_negc1<>+0(SB), Z6, Z4
-	VFMADD231PS nl_negc2<>+0(SB), Z6, Z4
-	VMOVUPS     nl_expp0<>+0(SB), Z6
-	VFMADD213PS nl_expp1<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp2<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp3<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp4<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp5<>+0(SB), Z4, Z6
+	VMULPS      Z14, Z4, Z5
+	VADDPS      Z15, Z5, Z5
+	VSUBPS      Z15, Z5, Z6
+	VPSUBD      Z16, Z5, Z7
+	VFMADD231PS Z17, Z6, Z4
+	VFMADD231PS Z18, Z6, Z4
+	VMOVUPS     Z19, Z6
+	VFMADD213PS Z20, Z4, Z6
+	VFMADD213PS Z21, Z4, Z6
+	VFMADD213PS Z22, Z4, Z6
+	VFMADD213PS Z23, Z4, Z6
+	VFMADD213PS Z24, Z4, Z6
 	VMULPS      Z4, Z4, Z5
 	VFMADD213PS Z4, Z5, Z6
-	VADDPS      nl_one<>+0(SB), Z6, Z6
+	VADDPS      Z25, Z6, Z6
 	VPSRAD      $0x01, Z7, Z5
 	VPSUBD      Z5, Z7, Z7
-	VPADDD      nl_bias<>+0(SB), Z5, Z5
-	VPADDD      nl_bias<>+0(SB), Z7, Z7
+	VPADDD      Z26, Z5, Z5
+	VPADDD      Z26, Z7, Z7
 	VPSLLD      $0x17, Z5, Z5
 	VPSLLD      $0x17, Z7, Z7
 	VMULPS      Z5, Z6, Z6
@@ -2607,29 +2730,29 @@ expSubSumAVX512_block_loop:
 	VADDPS      Z4, Z0, Z0
 	VMOVUPS     64(DX), Z8
 	VSUBPS      Z2, Z8, Z8
-	VMOVUPS     nl_explo<>+0(SB), Z9
+	VMOVUPS     Z12, Z9
 	VMAXPS      Z8, Z9, Z8
-	VMOVUPS     nl_exphi<>+0(SB), Z9
+	VMOVUPS     Z13, Z9
 	VMINPS      Z8, Z9, Z8
-	VMULPS      nl_log2e<>+0(SB), Z8, Z9
-	VADDPS      nl_magic<>+0(SB), Z9, Z9
-	VSUBPS      nl_magic<>+0(SB), Z9, Z10
-	VPSUBD      nl_magicbits<>+0(SB), Z9, Z11
-	VFMADD231PS nl_negc1<>+0(SB), Z10, Z8
-	VFMADD231PS nl_negc2<>+0(SB), Z10, Z8
-	VMOVUPS     nl_expp0<>+0(SB), Z10
-	VFMADD213PS nl_expp1<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp2<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp3<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp4<>+0(SB), Z8, Z10
-	VFMADD213PS nl_expp5<>+0(SB), Z8, Z10
+	VMULPS      Z14, Z8, Z9
+	VADDPS      Z15, Z9, Z9
+	VSUBPS      Z15, Z9, Z10
+	VPSUBD      Z16, Z9, Z11
+	VFMADD231PS Z17, Z10, Z8
+	VFMADD231PS Z18, Z10, Z8
+	VMOVUPS     Z19, Z10
+	VFMADD213PS Z20, Z8, Z10
+	VFMADD213PS Z21, Z8, Z10
+	VFMADD213PS Z22, Z8, Z10
+	VFMADD213PS Z23, Z8, Z10
+	VFMADD213PS Z24, Z8, Z10
 	VMULPS      Z8, Z8, Z9
 	VFMADD213PS Z8, Z9, Z10
-	VADDPS      nl_one<>+0(SB), Z10, Z10
+	VADDPS      Z25, Z10, Z10
 	VPSRAD      $0x01, Z11, Z9
 	VPSUBD      Z9, Z11, Z11
-	VPADDD      nl_bias<>+0(SB), Z9, Z9
-	VPADDD      nl_bias<>+0(SB), Z11, Z11
+	VPADDD      Z26, Z9, Z9
+	VPADDD      Z26, Z11, Z11
 	VPSLLD      $0x17, Z9, Z9
 	VPSLLD      $0x17, Z11, Z11
 	VMULPS      Z9, Z10, Z10
@@ -2649,29 +2772,29 @@ expSubSumAVX512_block_done:
 expSubSumAVX512_vec_loop:
 	VMOVUPS     (DX), Z4
 	VSUBPS      Z2, Z4, Z4
-	VMOVUPS     nl_explo<>+0(SB), Z5
+	VMOVUPS     Z12, Z5
 	VMAXPS      Z4, Z5, Z4
-	VMOVUPS     nl_exphi<>+0(SB), Z5
+	VMOVUPS     Z13, Z5
 	VMINPS      Z4, Z5, Z4
-	VMULPS      nl_log2e<>+0(SB), Z4, Z5
-	VADDPS      nl_magic<>+0(SB), Z5, Z5
-	VSUBPS      nl_magic<>+0(SB), Z5, Z6
-	VPSUBD      nl_magicbits<>+0(SB), Z5, Z7
-	VFMADD231PS nl_negc1<>+0(SB), Z6, Z4
-	VFMADD231PS nl_negc2<>+0(SB), Z6, Z4
-	VMOVUPS     nl_expp0<>+0(SB), Z6
-	VFMADD213PS nl_expp1<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp2<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp3<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp4<>+0(SB), Z4, Z6
-	VFMADD213PS nl_expp5<>+0(SB), Z4, Z6
+	VMULPS      Z14, Z4, Z5
+	VADDPS      Z15, Z5, Z5
+	VSUBPS      Z15, Z5, Z6
+	VPSUBD      Z16, Z5, Z7
+	VFMADD231PS Z17, Z6, Z4
+	VFMADD231PS Z18, Z6, Z4
+	VMOVUPS     Z19, Z6
+	VFMADD213PS Z20, Z4, Z6
+	VFMADD213PS Z21, Z4, Z6
+	VFMADD213PS Z22, Z4, Z6
+	VFMADD213PS Z23, Z4, Z6
+	VFMADD213PS Z24, Z4, Z6
 	VMULPS      Z4, Z4, Z5
 	VFMADD213PS Z4, Z5, Z6
-	VADDPS      nl_one<>+0(SB), Z6, Z6
+	VADDPS      Z25, Z6, Z6
 	VPSRAD      $0x01, Z7, Z5
 	VPSUBD      Z5, Z7, Z7
-	VPADDD      nl_bias<>+0(SB), Z5, Z5
-	VPADDD      nl_bias<>+0(SB), Z7, Z7
+	VPADDD      Z26, Z5, Z5
+	VPADDD      Z26, Z7, Z7
 	VPSLLD      $0x17, Z5, Z5
 	VPSLLD      $0x17, Z7, Z7
 	VMULPS      Z5, Z6, Z6
@@ -2701,6 +2824,19 @@ expSubSumAVX512_vec_done:
 // func fastExpSubSumAVX512(dst []float32, src []float32, m float32) float32
 // Requires: AVX, AVX512F, SSE
 TEXT ·fastExpSubSumAVX512(SB), NOSPLIT, $0-60
+	VMOVUPS      nl_fexplo<>+0(SB), Z12
+	VMOVUPS      nl_fexphi<>+0(SB), Z13
+	VMOVUPS      nl_log2e<>+0(SB), Z14
+	VMOVUPS      nl_magic<>+0(SB), Z15
+	VMOVUPS      nl_magicbits<>+0(SB), Z16
+	VMOVUPS      nl_negc1<>+0(SB), Z17
+	VMOVUPS      nl_negc2<>+0(SB), Z18
+	VMOVUPS      nl_fexpq0<>+0(SB), Z19
+	VMOVUPS      nl_fexpq1<>+0(SB), Z20
+	VMOVUPS      nl_fexpq2<>+0(SB), Z21
+	VMOVUPS      nl_fexpq3<>+0(SB), Z22
+	VMOVUPS      nl_fexpq4<>+0(SB), Z23
+	VMOVUPS      nl_bias<>+0(SB), Z24
 	MOVQ         dst_base+0(FP), AX
 	MOVQ         dst_len+8(FP), CX
 	SHRQ         $0x04, CX
@@ -2714,44 +2850,44 @@ TEXT ·fastExpSubSumAVX512(SB), NOSPLIT, $0-60
 fastExpSubSumAVX512_block_loop:
 	VMOVUPS     (DX), Z4
 	VSUBPS      Z2, Z4, Z4
-	VMOVUPS     nl_fexplo<>+0(SB), Z5
+	VMOVUPS     Z12, Z5
 	VMAXPS      Z4, Z5, Z4
-	VMOVUPS     nl_fexphi<>+0(SB), Z5
+	VMOVUPS     Z13, Z5
 	VMINPS      Z4, Z5, Z4
-	VMULPS      nl_log2e<>+0(SB), Z4, Z5
-	VADDPS      nl_magic<>+0(SB), Z5, Z5
-	VSUBPS      nl_magic<>+0(SB), Z5, Z6
-	VPSUBD      nl_magicbits<>+0(SB), Z5, Z7
-	VFMADD231PS nl_negc1<>+0(SB), Z6, Z4
-	VFMADD231PS nl_negc2<>+0(SB), Z6, Z4
-	VMOVUPS     nl_fexpq4<>+0(SB), Z6
-	VFMADD213PS nl_fexpq3<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq2<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq1<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq0<>+0(SB), Z4, Z6
-	VPADDD      nl_bias<>+0(SB), Z7, Z7
+	VMULPS      Z14, Z4, Z5
+	VADDPS      Z15, Z5, Z5
+	VSUBPS      Z15, Z5, Z6
+	VPSUBD      Z16, Z5, Z7
+	VFMADD231PS Z17, Z6, Z4
+	VFMADD231PS Z18, Z6, Z4
+	VMOVUPS     Z23, Z6
+	VFMADD213PS Z22, Z4, Z6
+	VFMADD213PS Z21, Z4, Z6
+	VFMADD213PS Z20, Z4, Z6
+	VFMADD213PS Z19, Z4, Z6
+	VPADDD      Z24, Z7, Z7
 	VPSLLD      $0x17, Z7, Z7
 	VMULPS      Z7, Z6, Z4
 	VMOVUPS     Z4, (AX)
 	VADDPS      Z4, Z0, Z0
 	VMOVUPS     64(DX), Z8
 	VSUBPS      Z2, Z8, Z8
-	VMOVUPS     nl_fexplo<>+0(SB), Z9
+	VMOVUPS     Z12, Z9
 	VMAXPS      Z8, Z9, Z8
-	VMOVUPS     nl_fexphi<>+0(SB), Z9
+	VMOVUPS     Z13, Z9
 	VMINPS      Z8, Z9, Z8
-	VMULPS      nl_log2e<>+0(SB), Z8, Z9
-	VADDPS      nl_magic<>+0(SB), Z9, Z9
-	VSUBPS      nl_magic<>+0(SB), Z9, Z10
-	VPSUBD      nl_magicbits<>+0(SB), Z9, Z11
-	VFMADD231PS nl_negc1<>+0(SB), Z10, Z8
-	VFMADD231PS nl_negc2<>+0(SB), Z10, Z8
-	VMOVUPS     nl_fexpq4<>+0(SB), Z10
-	VFMADD213PS nl_fexpq3<>+0(SB), Z8, Z10
-	VFMADD213PS nl_fexpq2<>+0(SB), Z8, Z10
-	VFMADD213PS nl_fexpq1<>+0(SB), Z8, Z10
-	VFMADD213PS nl_fexpq0<>+0(SB), Z8, Z10
-	VPADDD      nl_bias<>+0(SB), Z11, Z11
+	VMULPS      Z14, Z8, Z9
+	VADDPS      Z15, Z9, Z9
+	VSUBPS      Z15, Z9, Z10
+	VPSUBD      Z16, Z9, Z11
+	VFMADD231PS Z17, Z10, Z8
+	VFMADD231PS Z18, Z10, Z8
+	VMOVUPS     Z23, Z10
+	VFMADD213PS Z22, Z8, Z10
+	VFMADD213PS Z21, Z8, Z10
+	VFMADD213PS Z20, Z8, Z10
+	VFMADD213PS Z19, Z8, Z10
+	VPADDD      Z24, Z11, Z11
 	VPSLLD      $0x17, Z11, Z11
 	VMULPS      Z11, Z10, Z8
 	VMOVUPS     Z8, 64(AX)
@@ -2769,22 +2905,22 @@ fastExpSubSumAVX512_block_done:
 fastExpSubSumAVX512_vec_loop:
 	VMOVUPS     (DX), Z4
 	VSUBPS      Z2, Z4, Z4
-	VMOVUPS     nl_fexplo<>+0(SB), Z5
+	VMOVUPS     Z12, Z5
 	VMAXPS      Z4, Z5, Z4
-	VMOVUPS     nl_fexphi<>+0(SB), Z5
+	VMOVUPS     Z13, Z5
 	VMINPS      Z4, Z5, Z4
-	VMULPS      nl_log2e<>+0(SB), Z4, Z5
-	VADDPS      nl_magic<>+0(SB), Z5, Z5
-	VSUBPS      nl_magic<>+0(SB), Z5, Z6
-	VPSUBD      nl_magicbits<>+0(SB), Z5, Z7
-	VFMADD231PS nl_negc1<>+0(SB), Z6, Z4
-	VFMADD231PS nl_negc2<>+0(SB), Z6, Z4
-	VMOVUPS     nl_fexpq4<>+0(SB), Z6
-	VFMADD213PS nl_fexpq3<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq2<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq1<>+0(SB), Z4, Z6
-	VFMADD213PS nl_fexpq0<>+0(SB), Z4, Z6
-	VPADDD      nl_bias<>+0(SB), Z7, Z7
+	VMULPS      Z14, Z4, Z5
+	VADDPS      Z15, Z5, Z5
+	VSUBPS      Z15, Z5, Z6
+	VPSUBD      Z16, Z5, Z7
+	VFMADD231PS Z17, Z6, Z4
+	VFMADD231PS Z18, Z6, Z4
+	VMOVUPS     Z23, Z6
+	VFMADD213PS Z22, Z4, Z6
+	VFMADD213PS Z21, Z4, Z6
+	VFMADD213PS Z20, Z4, Z6
+	VFMADD213PS Z19, Z4, Z6
+	VPADDD      Z24, Z7, Z7
 	VPSLLD      $0x17, Z7, Z7
 	VMULPS      Z7, Z6, Z4
 	VMOVUPS     Z4, (AX)
