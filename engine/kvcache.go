@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/cpubench/bench/internal/hugepage"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 )
@@ -442,7 +443,7 @@ func NewKVWriter(be gemm.Backend, kvHeads, headDim, maxSeq int) (*KVWriter, erro
 	}
 	w := &KVWriter{lay: newKVLayout(be, kvHeads, headDim, maxSeq, true)}
 	nk, nv := w.lay.floats()
-	w.kc, w.vc = make([]float32, nk), make([]float32, nv)
+	w.kc, w.vc = hugepage.Make[float32](nk), hugepage.Make[float32](nv) // as Batch.allocKV
 	for _, c := range [][]float32{w.kc, w.vc} {
 		for i := 0; i < len(c); i += 1024 { // one store per 4 KiB page
 			c[i] = 0
