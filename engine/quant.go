@@ -66,6 +66,9 @@ func (m *Model) quantSetup(o *Options, fs map[string]int64) error {
 		}
 		path = fmt.Sprintf("%s below %d rows, from %d rows (prefill) %d×32 tiles on W up-converted per call to column order", gemv, mm, mm, be.PrefillTileM)
 	}
+	if u := be.ColumnUpconvert(quant.Format(qf)); u != "" {
+		path += "; " + u
+	}
 	m.Notes = append(m.Notes, fmt.Sprintf("%s weights, kernels/quant backend %s (%s); activations quantized to int8 per 32-element block as llama.cpp does (linear weights: %s)",
 		qf, be.Name, path, strings.Join(parts, ", ")))
 	return nil

@@ -90,6 +90,11 @@ func Kernels() []KernelInfo {
 		}
 		if cf := b.ColumnFormats(); len(cf) > 0 {
 			detail += fmt.Sprintf("; column-order layout (groups of %d rows, W repacked at load) for %s, lane order for the rest", quant.ColRows, strings.Join(formatNames(cf), ", "))
+			for _, f := range cf {
+				if u := b.ColumnUpconvert(f); u != "" {
+					detail += "; " + u
+				}
+			}
 		}
 		if b.PrefillTileM > 0 {
 			detail += fmt.Sprintf("; prefill %d×32 tiles from M %d (K-quants %d)", b.PrefillTileM, quant.PrefillMinM, quant.PrefillMinMK)
