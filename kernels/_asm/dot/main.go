@@ -399,7 +399,13 @@ const axpyPanelsPFDist = 6144
 // FMAs), so the bf16 kernel streams half fp32's bytes a second: 115-120
 // GB/s against 223-227 at 512 KiB. Tried there and left out: four sets
 // of accumulators instead of two (no change), and FMAs with an embedded
-// broadcast of x in place of VBROADCASTSS (slower: fp32 156 GB/s). A bf16
+// broadcast of x in place of VBROADCASTSS (slower: fp32 156 GB/s); a
+// timing probe without the broadcasts (wrong sums) ran fp32 6% faster and
+// bf16 no faster, so bf16's two VPMOVZXWD a row share the bound with its
+// FMAs: VDPBF16PS on bf16-rounded queries and probabilities (two products
+// an instruction; llama.cpp's CPU flash attention also rounds Q to bf16
+// for a bf16 K cache, its vec_dot_type) is what would lift it, at the AMX
+// path's precision. A bf16
 // cache's decode attention is therefore bound by its FMAs where the KV
 // sits in L3 (bench attention --kv-dtype bf16, 2 threads: 52-71% of the
 // read kernel over the same bytes at context 1024, 84-102% at 4096 where
