@@ -402,10 +402,17 @@ const axpyPanelsPFDist = 6144
 // broadcast of x in place of VBROADCASTSS (slower: fp32 156 GB/s); a
 // timing probe without the broadcasts (wrong sums) ran fp32 6% faster and
 // bf16 no faster, so bf16's two VPMOVZXWD a row share the bound with its
-// FMAs: VDPBF16PS on bf16-rounded queries and probabilities (two products
-// an instruction; llama.cpp's CPU flash attention also rounds Q to bf16
-// for a bf16 K cache, its vec_dot_type) is what would lift it, at the AMX
-// path's precision. A bf16
+// FMAs. Tried and not kept (2026-11-27): a VDPBF16PS kernel on
+// bf16-rounded queries and probabilities (two panel rows interleaved by
+// VPUNPCKLWD/VPUNPCKHWD, two products an instruction; llama.cpp's CPU
+// flash attention also rounds Q to bf16 for a bf16 K cache), with an
+// AVX-512 pair packer: 1.7× this kernel in L1/L2 (164-184 against 98-108
+// GB/s), but bench attention's bf16 decode on 2 threads moved only 3-7%
+// (context 1024, batch 1: 0.025 against 0.026 ms; 4096: 0.099-0.105
+// against 0.107-0.109, 69-73% of the read kernel against 67-69%) while
+// its output error against the cache's own K and V rose from 4e-8 to
+// 1.7e-4: the per-job costs and the L3 stream, not the FMAs, bound it
+// there. A bf16
 // cache's decode attention is therefore bound by its FMAs where the KV
 // sits in L3 (bench attention --kv-dtype bf16, 2 threads: 52-71% of the
 // read kernel over the same bytes at context 1024, 84-102% at 4096 where
