@@ -34,15 +34,19 @@ var vnniColKerns = map[Format][]kern{
 // (kernColI1MVNNIm*, 1.4× slower on the Zen 5 VM: genLow in
 // kernels/_asm/quantcol).
 func vnniColI1() []kern {
-	if cpu.X86.HasGFNI {
+	vnniColI1GFNI = cpu.X86.HasGFNI
+	if vnniColI1GFNI {
 		return []kern{kernColI1VNNIm1, kernColI1VNNIm2, kernColI1VNNIm3, kernColI1VNNIm4}
 	}
 	return vnniColI1Mask
 }
 
+// vnniColI1GFNI records vnniColI1's choice.
+var vnniColI1GFNI bool
+
 // vnniColI1Note says which int1 tiles vnniColI1 chose.
 func vnniColI1Note() string {
-	if cpu.X86.HasGFNI {
+	if vnniColI1GFNI {
 		return "int1 bit planes up-converted by VGF2P8AFFINEQB (GFNI)"
 	}
 	return "int1 bit planes up-converted by VPTESTMB and a zero-masked move (no GFNI: 1.4× slower than VGF2P8AFFINEQB on a Zen 5 core)"

@@ -48,7 +48,7 @@ func TestColumnUpconvertNote(t *testing.T) {
 		t.Skipf("avx512vnni: %v %s", err, be.Unavailable)
 	}
 	want := "VPTESTMB"
-	if cpu.X86.HasGFNI {
+	if vnniColI1GFNI {
 		want = "VGF2P8AFFINEQB"
 	}
 	if got := be.ColumnUpconvert(Int1); !strings.Contains(got, want) {
