@@ -16,12 +16,15 @@
 //
 // Only registers 0..15 are used; the AVX-512 functions need AVX512F only (no
 // compare into mask registers, no blends, no DQ instructions: selects are
-// done with VMAXPS/VMINPS, the RoPE sign flip with VPXORD). Constants live in 64-byte RODATA vectors used as
-// memory operands (ymm reads the first 32 bytes).
+// done with VMAXPS/VMINPS, the RoPE sign flip with VPXORD). Constants live in 64-byte RODATA vectors, loaded
+// into the vector registers a kernel's streams leave (inRegisters), the rest
+// used as memory operands (ymm reads the first 32 bytes).
 package main
 
 import (
 	"math"
+
+	"github.com/cpubench/bench/kernels/_asm/internal/asmutil"
 
 	. "github.com/mmcloughlin/avo/build"
 	. "github.com/mmcloughlin/avo/operand"
@@ -68,9 +71,8 @@ var (
 	ymm = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
 	zmm = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15}
 
-	avx2   = isa{Name: "AVX2", Vec: ymm, Bytes: 32, All: ymm}
-	avx512 = isa{Name: "AVX512", Vec: zmm, Bytes: 64, All: append(append([]VecPhysical{}, zmm...),
-		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31)}
+	avx2   = isa{Name: "AVX2", Vec: ymm, Bytes: 32, All: asmutil.Ymm}
+	avx512 = isa{Name: "AVX512", Vec: zmm, Bytes: 64, All: asmutil.Zmm}
 )
 
 // Constants: 16 copies each. The values are those of nonlinear_go.go.
@@ -331,7 +333,7 @@ func geluBody(v isa, r []VecPhysical) {
 
 // genUnary emits fn(dst, src []float32) over whole vectors: a block of u
 // vectors (each through body with its own per registers), then single
-// vectors; on AVX-512 the constants cs in the registers the streams leave
+// vectors; the constants cs in the registers the streams leave
 // (inRegisters).
 func genUnary(v isa, name, in string, u, per int, cs []*Op, body func(r []VecPhysical)) {
 	fn := name + v.Name

@@ -524,7 +524,7 @@ func i1Consts(gfni bool, regs []VecPhysical) {
 // c16 (16 in every byte).
 func i1Plane(gfni bool, c, w, u, c16 VecPhysical, kr Register) {
 	if gfni {
-		asmutil.VGF2P8AFFINEQB(0, c, w, u, false)
+		asmutil.VGF2P8AFFINEQB(0, c, w, u)
 		return
 	}
 	VPTESTMB(c, w, kr)

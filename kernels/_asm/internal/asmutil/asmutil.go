@@ -254,14 +254,9 @@ func StoreZRows(acc [][NR]VecPhysical, tmp VecPhysical, c, ldc Register) {
 	}
 }
 
-// VGF2P8AFFINEQB emits VGF2P8AFFINEQB in Go operand order: imm, the
-// matrices a (register, or memory with bcst: a 64-bit operand broadcast
-// {1to8}), x, dst: each byte of x times its quadword's 8×8 bit matrix
-// over GF(2), XOR imm.
-func VGF2P8AFFINEQB(imm uint8, a Op, x, dst Register, bcst bool) {
-	in := &ir.Instruction{Opcode: "VGF2P8AFFINEQB", Operands: []Op{U8(imm), a, x, dst}}
-	if bcst {
-		in.Suffixes = []string{"BCST"}
-	}
-	Instruction(in)
+// VGF2P8AFFINEQB emits VGF2P8AFFINEQB (GFNI), which avo lacks, in Go
+// operand order: imm, the matrices a (register or memory), x, dst: each
+// byte of x times its quadword's 8×8 bit matrix over GF(2), XOR imm.
+func VGF2P8AFFINEQB(imm uint8, a Op, x, dst Register) {
+	Instruction(&ir.Instruction{Opcode: "VGF2P8AFFINEQB", Operands: []Op{U8(imm), a, x, dst}})
 }
