@@ -37,7 +37,10 @@ func (e *LockedError) Error() string {
 // LockDir). Where flock is not available (not unix) it locks nothing.
 func LockDir(dir, name string) (*DirLock, error) {
 	path := dir + string(os.PathSeparator) + name
-	for range 10 {
+	// Each retry means another process took and released the lock between
+	// our open and our check; 10 tries were used up by 8 goroutines
+	// contending on a loaded 2-core machine (TestLockDirRace).
+	for range lockTries {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return nil, fmt.Errorf("lock %s: %w", path, UnwrapPath(err))
@@ -73,6 +76,9 @@ func LockDir(dir, name string) (*DirLock, error) {
 	}
 	return nil, fmt.Errorf("lock %s: the lock file keeps being replaced", path)
 }
+
+// lockTries bounds LockDir's retries on a lock file replaced under it.
+const lockTries = 1000
 
 // Unlock removes the lock file and releases the lock. It may be called
 // more than once.
