@@ -10,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/opbench"
 	"github.com/cpubench/bench/probes"
@@ -184,7 +185,8 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	}
 	defer b.Close()
 	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * c.Arch.KVHeads * c.Arch.HeadDim * 4)}
-	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: sz.LLCBytes}
+	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: sz.LLCBytes,
+		place: noise.NewPlacementGuard(c.Profile.Placement)}
 	shapes := Design(threads, c.Quick, sz)
 	r := &Report{Profile: c.ProfileName, Threads: threads, Target: Target}
 	if llcNote != "" {
@@ -234,6 +236,9 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 				slow++
 			}
 		}
+	}
+	if w := ms.place.Waited(); w > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("placement: the host moved the CPUs away from the profile's placement (core-to-core round trips, profile.placement) during the run; shapes on more than one CPU waited %.1f s in all (at most %.0f s) for them to come back", w.Seconds(), noise.PlacementWaitBudget.Seconds()))
 	}
 	if slow > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d shapes marked noisy after the run: the reference loop beside them took more than %.2f× its best time in the whole run (a host slowdown)", slow, results.NoiseMaxCanary))

@@ -41,6 +41,9 @@ type measurer struct {
 	evict map[int]func(m *kpool.Master) error
 	// canary is the reference loop timed beside every shape (measure).
 	canary opbench.Canary
+	// place holds the shapes on more than one CPU to the placement of the
+	// profile (nil: none; noise.PlacementGuard).
+	place *noise.PlacementGuard
 	// kv is the kv_write shapes' caches, per width, built once
 	// (kvWriteRows).
 	kv map[int]*opbench.KVWriter
@@ -104,7 +107,12 @@ const (
 func (ms *measurer) measure(ctx context.Context, s Shape) (results.Stat, map[int]float64, error) {
 	var best results.Stat
 	var bestTimes map[int]float64
+	cpus := ms.cfg.CPUs[:min(max(s.Threads, 1), len(ms.cfg.CPUs))]
 	for a := 1; a <= maxAttempts; a++ {
+		placeBefore, err := ms.place.Before(ctx, cpus)
+		if err != nil {
+			return results.Stat{}, nil, err
+		}
 		before, err := ms.canaryCheck(s.Threads)
 		if err != nil {
 			return results.Stat{}, nil, err
@@ -114,6 +122,10 @@ func (ms *measurer) measure(ctx context.Context, s Shape) (results.Stat, map[int
 			return results.Stat{}, nil, err
 		}
 		after, err := ms.canaryCheck(s.Threads)
+		if err != nil {
+			return results.Stat{}, nil, err
+		}
+		placeAfter, err := ms.place.After(ctx, cpus)
 		if err != nil {
 			return results.Stat{}, nil, err
 		}
@@ -133,6 +145,12 @@ func (ms *measurer) measure(ctx context.Context, s Shape) (results.Stat, map[int
 			// the judgement below is this attempt's.
 			n := *st.Noise
 			st.Noise = &n
+		}
+		if placeBefore != nil || placeAfter != nil {
+			ms.place.Record(st.Noise, placeBefore, placeAfter)
+			if noise.Moved(*st.Noise) && !st.Noise.Noisy {
+				noise.Judge(st.Noise, st.Noise.CPUFraction > 0)
+			}
 		}
 		r := ms.canary.Ratio(after)
 		opbench.JudgeCanary(st.Noise, r)

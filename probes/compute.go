@@ -95,7 +95,7 @@ func (r *runner) measureClock(ctx context.Context) (float64, string, error) {
 	}}
 	w := r.pool.workers[0]
 	d := max(r.cfg.RepDuration, freqMinRep)
-	if _, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, d, r.cfg.Reps); err != nil {
+	if _, err := measureGroups(ctx, r.place, [][]*worker{{w}}, []task{t}, d, r.cfg.Reps); err != nil {
 		return 0, "", fmt.Errorf("compute clock: %w", err)
 	}
 	pin := "pinned"
@@ -142,7 +142,7 @@ func (r *runner) computeSection(ctx context.Context) (*results.Compute, error) {
 // measurePeak measures k on the given workers; hz is the clock for the
 // theoretical rate (0: unknown).
 func (r *runner) measurePeak(ctx context.Context, k peak.Kernel, ws []*worker, hz float64) (results.ComputePeak, error) {
-	m, err := measureGroups(ctx, [][]*worker{ws}, []task{computeTask(k)}, r.cfg.RepDuration, r.cfg.Reps)
+	m, err := measureGroups(ctx, r.place, [][]*worker{ws}, []task{computeTask(k)}, r.cfg.RepDuration, r.cfg.Reps)
 	if err != nil {
 		return results.ComputePeak{}, fmt.Errorf("compute %s threads=%d: %w", k.Name, len(ws), err)
 	}

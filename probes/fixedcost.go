@@ -45,7 +45,7 @@ func (r *runner) dispatchSection(ctx context.Context) (*results.Dispatch, error)
 			"wake = one Pool.Do running one such call after an idle gap of %d× the spin, so every worker parked (median of %d)",
 			kpool.DefaultSpin, dispatchSamples, dispatchBatch, wakeGapFactor, wakeSamples)}
 	for _, t := range r.dispatchThreads() {
-		pt, err := measureDispatch(ctx, cpusOf(workers[:t]))
+		pt, err := measureDispatch(ctx, r.place, cpusOf(workers[:t]))
 		if err != nil {
 			return nil, fmt.Errorf("dispatch threads=%d: %w", t, err)
 		}
@@ -117,7 +117,7 @@ func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdV
 	if err != nil {
 		return cv, err
 	}
-	cv.Seconds = dispatchStat(secs)
+	cv.Seconds = dispatchStat(secs, nil, nil, nil)
 	cv.SecondsPerLine = cv.Seconds.Median / float64(cv.Bytes/64)
 	return cv, nil
 }
@@ -127,12 +127,19 @@ func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdV
 // --only dispatch` runs it per thread count. Errors: the pool's (no CPU,
 // closed) or ctx's.
 func MeasureDispatch(ctx context.Context, cpus []int) (results.DispatchPoint, error) {
-	return measureDispatch(ctx, cpus)
+	return measureDispatch(ctx, nil, cpus)
 }
 
-func measureDispatch(ctx context.Context, cpus []int) (results.DispatchPoint, error) {
+// guard (nil: none) waits for the placement the probe began with and
+// records the round trips before and after in both figures' noise: the
+// fork-join's cost is core-to-core traffic.
+func measureDispatch(ctx context.Context, guard *noise.PlacementGuard, cpus []int) (results.DispatchPoint, error) {
 	if len(cpus) == 0 {
 		return results.DispatchPoint{}, fmt.Errorf("no CPU to run on")
+	}
+	placeBefore, err := guard.Before(ctx, cpus)
+	if err != nil {
+		return results.DispatchPoint{}, err
 	}
 	p, err := kpool.New(kpool.Options{CPUs: cpus})
 	if err != nil {
@@ -183,16 +190,22 @@ func measureDispatch(ctx context.Context, cpus []int) (results.DispatchPoint, er
 			wake = append(wake, time.Since(st).Seconds())
 		}
 	}
-	pt.CallSeconds = dispatchStat(call)
-	pt.WakeSeconds = dispatchStat(wake)
+	placeAfter, err := guard.After(ctx, cpus)
+	if err != nil {
+		return results.DispatchPoint{}, err
+	}
+	pt.CallSeconds = dispatchStat(call, guard, placeBefore, placeAfter)
+	pt.WakeSeconds = dispatchStat(wake, guard, placeBefore, placeAfter)
 	return pt, nil
 }
 
 // dispatchStat summarizes fixed-cost samples with a noise record (cv and
-// load; no CPU fraction: the pool's workers park between calls).
-func dispatchStat(s []float64) results.Stat {
+// load; no CPU fraction: the pool's workers park between calls), with the
+// round trips measured before and after them (guard.record; nil: none).
+func dispatchStat(s []float64, guard *noise.PlacementGuard, before, after *results.Placement) results.Stat {
 	st := results.Summarize(s)
 	n := results.Noise{CV: st.CV, LoadAvg1: noise.LoadAvg1(), Attempts: 1}
+	guard.Record(&n, before, after)
 	noise.Judge(&n, false)
 	st.Noise = &n
 	return st

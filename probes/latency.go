@@ -62,7 +62,7 @@ func (r *runner) measureLatency(ctx context.Context, w *worker, ws int64, node i
 	if d < 10*time.Millisecond {
 		d = 10 * time.Millisecond
 	}
-	m, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, d, r.cfg.Reps)
+	m, err := measureGroups(ctx, r.place, [][]*worker{{w}}, []task{t}, d, r.cfg.Reps)
 	if err != nil {
 		return results.LatencyPoint{}, err
 	}

@@ -217,6 +217,9 @@ type GEMMBench struct {
 	Reps        int
 	RepDuration time.Duration
 	inputs      map[[2]int][]float32
+	// place (the probe's matrix section) holds figures on more than one
+	// CPU to the placement the probe began with (noise.PlacementGuard).
+	place *noise.PlacementGuard
 }
 
 // GEMMCPUs is the order GEMM threads are placed on CPUs, as in the other
@@ -298,6 +301,10 @@ func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 	for attempt := 1; ; attempt++ {
 		var c callRates
 		cpus := b.Pool.CPUs()
+		placeBefore, err := b.place.Before(ctx, cpus)
+		if err != nil {
+			return callRates{}, err
+		}
 		steal0, total0, ticksOK := noise.CPUTicks(cpus)
 		for rep := 0; rep <= b.Reps; rep++ {
 			rate, err := b.timeOnce(ctx, call, rep == 0)
@@ -313,6 +320,11 @@ func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 		}
 		c.noise.LoadAvg1 = noise.LoadAvg1()
 		c.noise.CV = results.Summarize(c.rates).CV
+		placeAfter, err := b.place.After(ctx, cpus)
+		if err != nil {
+			return callRates{}, err
+		}
+		b.place.Record(&c.noise, placeBefore, placeAfter)
 		noise.Judge(&c.noise, false)
 		if attempt == 1 || noisier(best.noise, c.noise) {
 			best = c
@@ -839,6 +851,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		return nil, err
 	}
 	defer b.Close()
+	b.place = r.place
 	run, skipped := matrixBackends(r.cfg.Quick)
 	out := &results.Matrix{GEMM: []results.GEMMResult{}, GEMV: []results.GEMMResult{}, Unavailable: skipped}
 	out.Method = fmt.Sprintf("Y = X·Wᵀ on packed W (packed once, pack time recorded apart) through kernels/pool: "+

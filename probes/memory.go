@@ -217,7 +217,7 @@ func (r *runner) measureOn(ctx context.Context, ws0 []*worker, k memKernel, ws i
 	threads := len(ws0)
 	n := elemsPerArray(ws, threads, k)
 	t := memTask(r.impl, k, n, node)
-	m, err := measureGroups(ctx, [][]*worker{ws0}, []task{t}, d, r.cfg.Reps)
+	m, err := measureGroups(ctx, r.place, [][]*worker{ws0}, []task{t}, d, r.cfg.Reps)
 	if err != nil {
 		return results.Bandwidth{}, fmt.Errorf("memory %s ws=%d threads=%d: %w", k.name, ws, threads, err)
 	}
@@ -461,6 +461,7 @@ func dramNoise(ns []results.Noise, cv float64) *results.Noise {
 		out.CPUFraction = min(out.CPUFraction, n.CPUFraction)
 		out.StealFraction = max(out.StealFraction, n.StealFraction)
 		out.LoadAvg1 = max(out.LoadAvg1, n.LoadAvg1)
+		noise.MergePlacement(&out, n)
 	}
 	if !cpuOK {
 		out.CPUFraction = 0
@@ -520,7 +521,7 @@ func (r *runner) measureDRAM(ctx context.Context, c dramCandidate, ws int64, thr
 	if c.kernel == "read_pf" {
 		t = readPFTask(t, n)
 	}
-	mm, err := measureGroups(ctx, [][]*worker{ws0}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
+	mm, err := measureGroups(ctx, r.place, [][]*worker{ws0}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
 	if err != nil {
 		return results.Bandwidth{}, fmt.Errorf("memory dram %s %s ws=%d threads=%d: %w", c.kernel, c.pages, ws, threads, err)
 	}

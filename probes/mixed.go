@@ -131,13 +131,13 @@ func (r *runner) mixedPair(ctx context.Context, kind string, groups [][]*worker,
 	exp := results.MixedExperiment{Kind: kind}
 	alone := make([]results.Stat, len(groups))
 	for gi, g := range groups {
-		m, err := measureGroups(ctx, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
+		m, err := measureGroups(ctx, r.place, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
 		if err != nil {
 			return exp, fmt.Errorf("mixed %s %s alone: %w", kind, kernels[gi], err)
 		}
 		alone[gi] = m.stat(0)
 	}
-	m, err := measureGroups(ctx, groups, tasks, d, r.cfg.Reps)
+	m, err := measureGroups(ctx, r.place, groups, tasks, d, r.cfg.Reps)
 	if err != nil {
 		return exp, fmt.Errorf("mixed %s together: %w", kind, err)
 	}

@@ -28,7 +28,7 @@ func TestMeasureGroupsRecordsNoise(t *testing.T) {
 		}
 		return 8000, s
 	}}
-	m, err := measureGroups(context.Background(), [][]*worker{p.workers}, []task{spin}, 2*time.Millisecond, 5)
+	m, err := measureGroups(context.Background(), nil, [][]*worker{p.workers}, []task{spin}, 2*time.Millisecond, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

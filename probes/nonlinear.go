@@ -158,7 +158,7 @@ func (r *runner) measureNonlinear(ctx context.Context, w *worker, spec nlSpec, i
 			return nil
 		},
 	}
-	m, err := measureGroups(ctx, [][]*worker{{w}}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
+	m, err := measureGroups(ctx, r.place, [][]*worker{{w}}, []task{t}, r.cfg.RepDuration, r.cfg.Reps)
 	if err != nil {
 		return results.NonlinearPoint{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/internal/memlimit"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/internal/topology"
 	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/results"
@@ -142,6 +143,9 @@ type runner struct {
 	// (results.Machine.Hypervisor not ""): its vCPUs may each sit on a
 	// host LLC instance the guest's topology does not show (dramMinWS).
 	virtual bool
+	// place holds figures on more than one CPU to the placement the run
+	// began with (nil: fewer than 2 CPUs, or not measured).
+	place *noise.PlacementGuard
 }
 
 func (r *runner) step(desc string) { r.prog.Step(desc) }
@@ -254,6 +258,21 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		p.Notes = append(p.Notes, "threads could not be pinned: "+r.pool.pinErr.Error()+"; figures say pinned=false")
 	}
 
+	// Where the host put the CPUs as the run begins: the reference of every
+	// figure on more than one CPU (issue #16 part 3).
+	if len(order) >= 2 && r.pool.pinErr == nil {
+		pl, err := noise.MeasurePlacement(ctx, order)
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err != nil:
+			p.Notes = append(p.Notes, "placement: core-to-core round trips not measured: "+err.Error()+"; figures on more than one CPU are not checked against the host moving the CPUs")
+		default:
+			p.Placement = pl
+			r.place = noise.NewPlacementGuard(pl)
+		}
+	}
+
 	prog.Start(r.total(sections))
 	defer prog.Finish()
 	if has(results.SectionMemory) {
@@ -300,6 +319,9 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		if p.Dispatch, err = r.dispatchSection(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if g := r.place; g != nil && g.Waited() > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("placement: the host moved the CPUs during the run (core-to-core round trips away from the placement at its start, Profile.Placement); the probe waited %.1f s in all (at most %.0f s) for them to come back before measuring figures on more than one CPU", g.Waited().Seconds(), noise.PlacementWaitBudget.Seconds()))
 	}
 	// A last-level cache CPUID and sysfs hide (a VM), from the knee of the
 	// read bandwidth curves (knee.go).

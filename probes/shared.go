@@ -35,13 +35,13 @@ func (r *runner) sharedSection(ctx context.Context) (*results.SharedBandwidth, e
 		for gi, g := range groups {
 			n := elemsPerArray(spec.wsPerThread*int64(len(g)), len(g), spec.k)
 			tasks[gi] = memTask(r.impl, spec.k, n, -1)
-			m, err := measureGroups(ctx, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
+			m, err := measureGroups(ctx, r.place, [][]*worker{g}, []task{tasks[gi]}, d, r.cfg.Reps)
 			if err != nil {
 				return nil, fmt.Errorf("shared %s group %d alone: %w", spec.name, gi, err)
 			}
 			alone[gi] = m.stat(0)
 		}
-		m, err := measureGroups(ctx, groups, tasks, d, r.cfg.Reps)
+		m, err := measureGroups(ctx, r.place, groups, tasks, d, r.cfg.Reps)
 		if err != nil {
 			return nil, fmt.Errorf("shared %s together: %w", spec.name, err)
 		}

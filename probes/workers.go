@@ -296,10 +296,15 @@ const noiseRetries = 2
 // CPUs or whose repetitions spread more than results.NoiseMaxCV is measured
 // again, at most noiseRetries more times, and the least noisy attempt is
 // kept, still marked noisy if it fails a threshold.
-func measureGroups(ctx context.Context, groups [][]*worker, tasks []task, d time.Duration, reps int) (measured, error) {
+//
+// On more than one CPU, guard (nil: none) waits for the host to put the
+// CPUs where the probe began before each attempt, and records the
+// round trips beside it: an attempt the host moved the CPUs during is
+// noisy too.
+func measureGroups(ctx context.Context, guard *noise.PlacementGuard, groups [][]*worker, tasks []task, d time.Duration, reps int) (measured, error) {
 	var best measured
 	for attempt := 1; ; attempt++ {
-		m, err := measureOnce(ctx, groups, tasks, d, reps)
+		m, err := measureOnce(ctx, guard, groups, tasks, d, reps)
 		if err != nil {
 			return measured{}, err
 		}
@@ -324,15 +329,19 @@ func noisier(a, b results.Noise) bool {
 }
 
 // measureOnce is one attempt of measureGroups.
-func measureOnce(ctx context.Context, groups [][]*worker, tasks []task, d time.Duration, reps int) (measured, error) {
-	if _, err := runGroups(ctx, groups, tasks, d/2, true); err != nil {
-		return measured{}, err
-	}
+func measureOnce(ctx context.Context, guard *noise.PlacementGuard, groups [][]*worker, tasks []task, d time.Duration, reps int) (measured, error) {
 	var cpus []int
 	for _, g := range groups {
 		for _, w := range g {
 			cpus = append(cpus, w.cpu)
 		}
+	}
+	placeBefore, err := guard.Before(ctx, cpus)
+	if err != nil {
+		return measured{}, err
+	}
+	if _, err := runGroups(ctx, groups, tasks, d/2, true); err != nil {
+		return measured{}, err
 	}
 	steal0, total0, ticksOK := noise.CPUTicks(cpus)
 	m := measured{samples: make([][]float64, len(groups)), sums: make([]float64, len(groups))}
@@ -365,6 +374,11 @@ func measureOnce(ctx context.Context, groups [][]*worker, tasks []task, d time.D
 	for _, s := range m.samples {
 		n.CV = max(n.CV, results.Summarize(s).CV)
 	}
+	placeAfter, err := guard.After(ctx, cpus)
+	if err != nil {
+		return measured{}, err
+	}
+	guard.Record(n, placeBefore, placeAfter)
 	noise.Judge(n, cpuOK)
 	return m, nil
 }

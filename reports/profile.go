@@ -151,6 +151,18 @@ func ProfileMarkdown(w io.Writer, p *results.Profile, plots []Plot) error {
 		writeTree(&b, t.Tree, 0)
 		b.WriteString("```\n\n")
 	}
+	if pl := p.Placement; pl != nil && len(pl.RoundTrips) > 0 {
+		b.WriteString("## Placement: core-to-core round trips\n\n")
+		fmt.Fprintf(&b, "Where the host put the CPUs as the probe began; every figure on more than one CPU is checked against it (a ratio of %.1f× either way marks it noisy: the host moved the CPUs). Method: %s.\n\n", results.NoisePlacementRatio, pl.Method)
+		var rows [][]string
+		for _, rt := range pl.RoundTrips {
+			rows = append(rows, []string{strconv.Itoa(rt.A), strconv.Itoa(rt.B), FormatStat(rt.NS, 0)})
+		}
+		if err := MarkdownTable(&b, []string{"CPU", "CPU", "round trip (ns)"}, rows); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
 	if m := p.Memory; m != nil {
 		b.WriteString("## Memory bandwidth\n\n")
 		fmt.Fprintf(&b, "Kernels in %s. Bytes: %s.\n\n", m.ISA, m.ByteCounting)

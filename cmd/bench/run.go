@@ -442,6 +442,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// 0, the argmax inside each call on every worker, so no worker parks
 	// between calls; issue #16) and metered for the noise record.
 	meter := noise.NewMeter(m.CPUs(), m.Threads)
+	hostPlace := runPlacementCheck(machine != nil, o.Profile, m.CPUs())
+	if err := hostPlace.Sample(ctx, "before prefill"); err != nil {
+		return err
+	}
 	ctr.Begin("prefill")
 	var prefill float64
 	prefills := make([]float64, 0, B)
@@ -466,6 +470,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	ctr.End()
 	if G > 0 {
+		if err := hostPlace.Sample(ctx, "before decode"); err != nil {
+			return err
+		}
 		ctr.Begin("decode")
 	}
 	var decode float64
@@ -497,6 +504,14 @@ func runRun(ctx context.Context, o *runOptions) error {
 			be = m.Matrix.Name
 		}
 		notes = append(notes, checkHost(ctx, o.Profile, be, m.Threads, &nz)...)
+		if err := hostPlace.Sample(ctx, "after"); err != nil {
+			return err
+		}
+		hostPlace.Record(&nz)
+		noise.Judge(&nz, nz.CPUFraction > 0)
+		if n := hostPlace.Note(); n != "" {
+			notes = append(notes, n)
+		}
 	}
 	numaPl, err := m.NUMAPlacement(0) // while b's caches and buffers are live
 	if err != nil {
@@ -843,6 +858,21 @@ func driftFidelity(res *runResult, machine *roofline.Machine, nz results.Noise, 
 	d.Fidelity.Counted = false
 	d.Fidelity.Why = "a diagnostic at the host's drift, never counted"
 	return d, nil
+}
+
+// runPlacementCheck is the check of a run's CPUs against the placement of
+// the profile at path (a probe's profile.json; withProfile: the run
+// predicts from one); nil (checking nothing) without one, or where the
+// profile has no placement (fewer than 2 CPUs, a profile from before it).
+func runPlacementCheck(withProfile bool, path string, cpus []int) *noise.PlacementCheck {
+	if !withProfile {
+		return nil
+	}
+	p, err := results.ReadProfile(path)
+	if err != nil {
+		return nil
+	}
+	return noise.NewPlacementCheck(p.Placement, cpus)
 }
 
 // checkHost re-measures, right after the timed phases, what the profile

@@ -45,7 +45,7 @@ var rules = map[string]rule{
 	"internal/deps":         {only: none},
 	"internal/hugepage":     {only: none},
 	"internal/memlimit":     {only: none},
-	"internal/noise":        {only: []string{"results"}, deny: []string{"probes", "engine", "reports", "kernels/...", "roofline", "models"}},
+	"internal/noise":        {only: []string{"internal/affinity", "results"}, deny: []string{"probes", "engine", "reports", "kernels/...", "roofline", "models"}},
 	"internal/numa":         {only: none},
 	"internal/perfcount":    {only: []string{"results"}, deny: []string{"probes", "reports", "kernels/...", "engine", "roofline", "models"}},
 	"internal/qemutest":     {only: none},

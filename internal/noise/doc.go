@@ -8,7 +8,14 @@
 // thresholds (Judge) into a results.Noise. Off Linux the clocks and files
 // are unavailable and only the cv can mark a figure.
 //
-// It imports results (the Noise record and its thresholds) and nothing
-// else of bench; it must not import probes, engine, reports, kernels,
+// It also measures where the host put a set of CPUs (MeasurePlacement:
+// core-to-core round trips between pinned threads) and records in a Noise
+// when that moved from a reference (RecordPlacement): a VM's host moving
+// its vCPUs between dies changes the bandwidth of every figure on more
+// than one CPU, which no other of these measures shows.
+//
+// It imports results (the Noise record and its thresholds) and
+// internal/affinity (pinning the round trip's threads), and nothing else
+// of bench; it must not import probes, engine, reports, kernels,
 // roofline, models or a command.
 package noise

@@ -15,8 +15,10 @@ import (
 // results.NoiseMaxCV, or a DRAM read roof re-measured beside it
 // (DRAMNowGBps) differs from the profile's by more than
 // results.NoiseMaxRoofDrift, or the attained GEMM rate re-measured beside
-// it moved as far (GEMMRatio); steal above 1% is named among the reasons of
-// a noisy figure but is not one by itself.
+// it moved as far (GEMMRatio), or the host moved its CPUs (Moved: a
+// core-to-core round trip results.NoisePlacementRatio or more from the
+// reference's, RecordPlacement); steal above 1% is named among the
+// reasons of a noisy figure but is not one by itself.
 func Judge(n *results.Noise, cpuOK bool) {
 	var why []string
 	if cpuOK && n.CPUFraction < results.NoiseMinCPUFraction {
@@ -34,10 +36,15 @@ func Judge(n *results.Noise, cpuOK bool) {
 	if gemmDrift {
 		why = append(why, fmt.Sprintf("attained GEMM (%s) now %.2f× the profile's (> ±%.0f%%)", n.GEMMBackend, n.GEMMRatio, 100*results.NoiseMaxRoofDrift))
 	}
+	moved := Moved(*n)
+	if moved {
+		why = append(why, fmt.Sprintf("the host moved the CPUs: core-to-core round trip %d↔%d %.0f ns, %.0f ns in the reference (≥ %.1f× apart)",
+			n.RoundTripCPUs[0], n.RoundTripCPUs[1], n.RoundTripNs, n.RoundTripRefNs, results.NoisePlacementRatio))
+	}
 	if n.StealFraction > 0.01 {
 		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))
 	}
-	n.Noisy = len(why) > 0 && (drift || gemmDrift || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
+	n.Noisy = len(why) > 0 && (drift || gemmDrift || moved || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
 	n.Why = ""
 	if n.Noisy {
 		n.Why = strings.Join(why, ", ")

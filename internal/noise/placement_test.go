@@ -1,0 +1,93 @@
+package noise
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/results"
+)
+
+func placementOf(ns ...float64) *results.Placement {
+	p := &results.Placement{Method: PlacementMethod}
+	for i, v := range ns {
+		p.RoundTrips = append(p.RoundTrips, results.RoundTrip{A: 0, B: i + 1, NS: results.Stat{Median: v, N: 9}})
+	}
+	return p
+}
+
+func TestRecordPlacement(t *testing.T) {
+	ref := placementOf(140, 150)
+	for _, c := range []struct {
+		now   *results.Placement
+		noisy bool
+		cpus  []int
+	}{
+		{placementOf(160, 130), false, nil},
+		{placementOf(430, 150), true, []int{0, 1}},
+		{placementOf(140, 50), true, []int{0, 2}}, // faster counts too
+		{nil, false, nil},
+	} {
+		var n results.Noise
+		RecordPlacement(&n, ref, c.now)
+		Judge(&n, false)
+		if n.Noisy != c.noisy || (c.cpus != nil && (len(n.RoundTripCPUs) != 2 || n.RoundTripCPUs[1] != c.cpus[1])) {
+			t.Errorf("now %v: noisy %v cpus %v %q, want %v %v", c.now, n.Noisy, n.RoundTripCPUs, n.Why, c.noisy, c.cpus)
+		}
+		if c.noisy && !strings.Contains(n.Why, "the host moved the CPUs") {
+			t.Errorf("why %q does not say the host moved the CPUs", n.Why)
+		}
+	}
+	// Before and after: the one further from the reference is kept.
+	var n results.Noise
+	RecordPlacement(&n, ref, placementOf(420, 150))
+	RecordPlacement(&n, ref, placementOf(150, 150))
+	if n.RoundTripNs != 420 || n.RoundTripRefNs != 140 {
+		t.Errorf("kept %v against %v, want 420 against 140", n.RoundTripNs, n.RoundTripRefNs)
+	}
+	// A record without its pair (an older or hand-written file) is not judged.
+	if Moved(results.Noise{RoundTripNs: 500, RoundTripRefNs: 100}) {
+		t.Error("Moved without RoundTripCPUs")
+	}
+}
+
+func TestPlacementOf(t *testing.T) {
+	ref := placementOf(140, 150, 160)
+	got := PlacementOf(ref, []int{0, 2})
+	if len(got) != 1 || got[0].B != 2 {
+		t.Errorf("PlacementOf(0..3, [0 2]) = %v, want the pair 0↔2", got)
+	}
+	if PlacementOf(nil, []int{0, 1}) != nil {
+		t.Error("PlacementOf(nil) not nil")
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) < 2 || runtime.GOOS != "linux" {
+		t.Skip("needs 2 allowed CPUs on Linux")
+	}
+	p, err := MeasurePlacement(context.Background(), cpus[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.RoundTrips) != 1 || p.RoundTrips[0].NS.N != roundTripBursts || !(p.RoundTrips[0].NS.Median > 0) {
+		t.Fatalf("placement %+v, want one pair of %d bursts with a positive median", p, roundTripBursts)
+	}
+	if _, err := RoundTrip(context.Background(), cpus[0], cpus[0]); err == nil {
+		t.Error("a round trip of a CPU with itself did not fail")
+	}
+	if _, err := RoundTrip(context.Background(), cpus[0], 1<<20); err == nil || !strings.Contains(err.Error(), "1048576") {
+		t.Errorf("a CPU out of range: %v, want an error naming it", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := RoundTrip(ctx, cpus[0], cpus[1]); err == nil {
+		t.Error("a cancelled round trip did not fail")
+	}
+	if p, err := MeasurePlacement(context.Background(), cpus[:1]); p != nil || err != nil {
+		t.Errorf("one CPU: %v %v, want nil nil", p, err)
+	}
+}
