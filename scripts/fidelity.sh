@@ -10,9 +10,15 @@
 # PLACEMENTS (cores matrix), prefill of PROMPTS (128 512 2048) tokens and
 # decode of GEN (8) tokens at BATCHES (1 4) sequences, on every allowed CPU.
 # Each run is one `bench run --json=FILE`; the files stay in OUTDIR.
+# Each run first waits up to WAIT_PLACEMENT (60s) for the host to put the
+# CPUs where the profile's placement had them (bench run
+# --wait-placement: a VM's host moving its vCPUs between dies moves the
+# bandwidth of every figure on 2 threads); a run the host moved during is
+# noisy all the same.
 # Runs that bench marks noisy (noise.noisy in its JSON: threads short of
-# their CPUs, spread, or a DRAM read roof or attained GEMM rate
-# re-measured after the run more than 10% from the profile's) are listed
+# their CPUs, spread, a DRAM read roof or attained GEMM rate re-measured
+# after the run more than 10% from the profile's, or core-to-core round
+# trips 2.5× from the profile's placement) are listed
 # with why and not counted; where a run's checks measured the host's
 # drift, its operators predicted at that drift (bench run's "drift":
 # DRAM and compute scaled as re-measured) are summed on a diagnostic line
@@ -32,6 +38,7 @@ PLACEMENTS=${PLACEMENTS:-"cores matrix"}
 PROMPTS=${PROMPTS:-"128 512 2048"}
 BATCHES=${BATCHES:-"1 4"}
 GEN=${GEN:-8}
+WAIT_PLACEMENT=${WAIT_PLACEMENT:-60s}
 
 # What the predictions come from: the calibration section (its schema and
 # classes; v2 keys them by level), the attained-GEMM table the linear
@@ -52,7 +59,8 @@ for l in $LAYERS; do
 				f="$out/run-l$l-$p-t$t-b$b.json"
 				echo "fidelity: layers $l, placement $p, prompt $t, batch $b" >&2
 				"$B" run --model qwen3-0.6b --weights synthetic --layers "$l" --placement "$p" \
-					--prompt-tokens "$t" --gen-tokens "$GEN" --batch "$b" --profile "$prof" --json="$f" >/dev/null
+					--prompt-tokens "$t" --gen-tokens "$GEN" --batch "$b" --profile "$prof" \
+					--wait-placement "$WAIT_PLACEMENT" --json="$f" >/dev/null
 			done
 		done
 	done

@@ -64,6 +64,10 @@ type runOptions struct {
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
+	// WaitPlacement is how long the run may wait, before its timed
+	// phases, for the host to put its CPUs where the profile's placement
+	// had them (--wait-placement; 0: not at all).
+	WaitPlacement time.Duration
 }
 
 func newRunCmd(streams IO) *cobra.Command { return newCmdRun(streams, nil) }
@@ -176,6 +180,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.KVDType, "kv-dtype", "fp32", "KV cache element type: "+strings.Join(engine.KVDTypes, ", ")+" (bf16: the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; with matrix = amx-bf16 (placements matrix, mixed, auto) the panels take the AMX tile layout and prefill's QKᵀ and P·V run on the tile unit on them in place; not with --ablate kv-packing)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
+	f.DurationVar(&opts.WaitPlacement, "wait-placement", 0, "with a profile that records where the host put its CPUs (profile.placement: core-to-core round trips) and 2 or more threads: before the timed phases, wait up to this long (e.g. 60s) for the host to put the run's CPUs back there; a VM's host that moves its vCPUs between dies changes the bandwidth of every figure (0: do not wait; the run is checked and marked noisy either way)")
 	addJSONFlag(cmd, &opts.JSON, "the run (one object)")
 	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
 	f.BoolVar(&opts.CountersOps, "counters-ops", false, "with the counters: also per operator class within each phase (linear, attention, nonlinear, elementwise, between operators; Sandwich Fig. 1 per operator), read at every operator's end, which adds one read(2) per thread and counter group to each operator (outside its timer); implies --counters")
@@ -209,6 +214,8 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("run: --batch %d: must be ≥ 1", o.Batch)
 	case o.Threads < 0:
 		return fmt.Errorf("run: --threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
+	case o.WaitPlacement < 0:
+		return fmt.Errorf("run: --wait-placement %v: must be ≥ 0 (0: do not wait)", o.WaitPlacement)
 	case o.CountersPlot != "" && perfcount.CheckPlotPath(o.CountersPlot) != nil:
 		return fmt.Errorf("run: --counters-plot: %w", perfcount.CheckPlotPath(o.CountersPlot))
 	}
@@ -443,6 +450,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// between calls; issue #16) and metered for the noise record.
 	meter := noise.NewMeter(m.CPUs(), m.Threads)
 	hostPlace := runPlacementCheck(machine != nil, o.Profile, m.CPUs())
+	if waited, back, err := hostPlace.Await(ctx, o.WaitPlacement); err != nil {
+		return err
+	} else if waited > 0 {
+		if back {
+			notes = append(notes, fmt.Sprintf("placement: waited %.1f s (--wait-placement %v) for the host to put the CPUs back where the profile's placement had them", waited.Seconds(), o.WaitPlacement))
+		} else {
+			notes = append(notes, fmt.Sprintf("placement: the host did not put the CPUs back where the profile's placement had them within --wait-placement %v", o.WaitPlacement))
+		}
+	}
 	if err := hostPlace.Sample(ctx, "before prefill"); err != nil {
 		return err
 	}

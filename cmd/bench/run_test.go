@@ -104,6 +104,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--weights", stories, "--profile", "no-such-machine"}, "--profile no-such-machine"},
 		{[]string{"run", "--weights", stories, "--batch", "0"}, "run: --batch 0: must be ≥ 1"},
 		{[]string{"run", "--weights", stories, "--threads", "-1"}, "run: --threads -1"},
+		{[]string{"run", "--weights", stories, "--wait-placement", "-1s"}, "run: --wait-placement -1s: must be ≥ 0"},
+		{[]string{"run", "--weights", stories, "--wait-placement", "soon"}, `invalid argument "soon" for "--wait-placement"`},
 		{[]string{"run", "--weights", stories, "--placement", "gpu"}, `placement "gpu"`},
 		{[]string{"run", "--weights", stories, "--placement", "auto"}, "--placement auto: needs --profile"},
 		{[]string{"run", "--weights", stories, "--ablate", "speed"}, `--ablate "speed"`},

@@ -372,3 +372,36 @@ func (c *PlacementCheck) Note() string {
 	}
 	return b.String()
 }
+
+// Await waits, polling every 250 ms, at most within, until the round
+// trips between the check's CPUs are within results.NoisePlacementRatio of
+// the reference's, and returns how long it waited and whether they are
+// (true at once for a nil check or within ≤ 0; a failed measurement ends
+// the wait with false). Its samples are not recorded (Sample is). Errors:
+// ctx's.
+func (c *PlacementCheck) Await(ctx context.Context, within time.Duration) (time.Duration, bool, error) {
+	if c == nil || within <= 0 {
+		return 0, true, nil
+	}
+	start := time.Now()
+	for {
+		time.Sleep(poolSettle)
+		now, err := MeasureLike(ctx, c.ref, c.cpus)
+		if err != nil {
+			return time.Since(start), false, ctx.Err()
+		}
+		var n results.Noise
+		RecordPlacement(&n, c.ref, now)
+		if !Moved(n) {
+			return time.Since(start), true, nil
+		}
+		if time.Since(start) >= within {
+			return time.Since(start), false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start), false, ctx.Err()
+		case <-time.After(placementPoll):
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cpubench/bench/internal/affinity"
 	"github.com/cpubench/bench/results"
@@ -86,6 +87,22 @@ func TestRoundTrip(t *testing.T) {
 	cancel()
 	if _, err := RoundTrip(ctx, cpus[0], cpus[1]); err == nil {
 		t.Error("a cancelled round trip did not fail")
+	}
+	// The placement just measured: Await sees it (a ratio of 2.5 within
+	// a second is no host move) or, at worst, gives up after 1 ms.
+	c := NewPlacementCheck(p, cpus[:2])
+	if c == nil {
+		t.Fatal("no check for the pair just measured")
+	}
+	if _, _, err := c.Await(context.Background(), time.Millisecond); err != nil {
+		t.Errorf("Await: %v", err)
+	}
+	if err := c.Sample(context.Background(), "now"); err != nil || !strings.Contains(c.Note(), "now") {
+		t.Errorf("Sample: %v, note %q", err, c.Note())
+	}
+	var nilCheck *PlacementCheck
+	if w, back, err := nilCheck.Await(context.Background(), time.Second); w != 0 || !back || err != nil || nilCheck.Note() != "" {
+		t.Errorf("a nil check waited %v, back %v, err %v", w, back, err)
 	}
 	if p, err := MeasurePlacement(context.Background(), cpus[:1]); p != nil || err != nil {
 		t.Errorf("one CPU: %v %v, want nil nil", p, err)
