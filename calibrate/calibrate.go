@@ -45,6 +45,11 @@ type Config struct {
 	Backends *opbench.Backends
 	// Progress, when set, is told each shape as it is measured.
 	Progress func(string)
+	// PlacementWait bounds the time the run waits in all, before shapes
+	// on 2 or more CPUs, for the host to put the CPUs where the profile's
+	// placement had them (noise.PlacementGuard; 0: no waiting, such shapes
+	// are checked and marked all the same).
+	PlacementWait time.Duration
 
 	// Arch is Model's shape (set by Run).
 	Arch roofline.Arch
@@ -186,7 +191,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 	defer b.Close()
 	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * c.Arch.KVHeads * c.Arch.HeadDim * 4)}
 	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: sz.LLCBytes,
-		place: noise.NewPlacementGuard(c.Profile.Placement)}
+		place: noise.NewPlacementGuard(c.Profile.Placement, c.PlacementWait)}
 	shapes := Design(threads, c.Quick, sz)
 	r := &Report{Profile: c.ProfileName, Threads: threads, Target: Target}
 	if llcNote != "" {
@@ -238,7 +243,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		}
 	}
 	if w := ms.place.Waited(); w > 0 {
-		r.Notes = append(r.Notes, fmt.Sprintf("placement: the host moved the CPUs away from the profile's placement (core-to-core round trips, profile.placement) during the run; shapes on more than one CPU waited %.1f s in all (at most %.0f s) for them to come back", w.Seconds(), noise.PlacementWaitBudget.Seconds()))
+		r.Notes = append(r.Notes, fmt.Sprintf("placement: the host moved the CPUs away from the profile's placement (core-to-core round trips, profile.placement) during the run; shapes on more than one CPU waited %.1f s in all (at most %v) for them to come back", w.Seconds(), c.PlacementWait))
 	}
 	if slow > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d shapes marked noisy after the run: the reference loop beside them took more than %.2f× its best time in the whole run (a host slowdown)", slow, results.NoiseMaxCanary))

@@ -295,13 +295,14 @@ func (b *GEMMBench) cpusPinned(g *kpool.Group) ([]int, bool) {
 }
 
 // timeCalls runs a warm-up and b.Reps timed repetitions of call (timeOnce)
-// and returns the calls per second of each timed one.
-func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) error) (callRates, error) {
+// on group g and returns the calls per second of each timed one (g's CPUs
+// are the ones the placement guard checks).
+func (b *GEMMBench) timeCalls(ctx context.Context, g *kpool.Group, call func(m *kpool.Master) error) (callRates, error) {
 	var best callRates
 	for attempt := 1; ; attempt++ {
 		var c callRates
 		cpus := b.Pool.CPUs()
-		placeBefore, err := b.place.Before(ctx, cpus)
+		placeBefore, err := b.place.Before(ctx, g.CPUs())
 		if err != nil {
 			return callRates{}, err
 		}
@@ -320,7 +321,7 @@ func (b *GEMMBench) timeCalls(ctx context.Context, call func(m *kpool.Master) er
 		}
 		c.noise.LoadAvg1 = noise.LoadAvg1()
 		c.noise.CV = results.Summarize(c.rates).CV
-		placeAfter, err := b.place.After(ctx, cpus)
+		placeAfter, err := b.place.After(ctx, g.CPUs())
 		if err != nil {
 			return callRates{}, err
 		}
@@ -370,7 +371,7 @@ func (b *GEMMBench) Measure(ctx context.Context, w *GEMMWeights, m, threads int,
 			return gemm.RunUnpacked(mm, g, w.Backend, gemm.Blocking{}, y, x, w.Raw, m, w.N, w.K, scr)
 		}
 	}
-	rates, err := b.timeCalls(ctx, call)
+	rates, err := b.timeCalls(ctx, g, call)
 	if err != nil {
 		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Backend.Name, m, threads, err)
 	}
@@ -585,7 +586,7 @@ func (b *GEMMBench) alone(ctx context.Context, w *GEMMWeights, g *kpool.Group, m
 	x := b.input(m, w.K)
 	y := make([]float32, m*w.N)
 	scr := gemm.NewScratches(b.Pool.Size(), w.Packed, gemm.Blocking{})
-	rates, err := b.timeCalls(ctx, func(mm *kpool.Master) error { return w.Packed.Run(mm, g, y, x, m, scr) })
+	rates, err := b.timeCalls(ctx, g, func(mm *kpool.Master) error { return w.Packed.Run(mm, g, y, x, m, scr) })
 	if err != nil {
 		return 0, fmt.Errorf("gemm %s alone on %d threads: %w", w.Backend.Name, g.Size(), err)
 	}

@@ -72,6 +72,11 @@ type Config struct {
 	// quick 5); RepDuration the length of one (default 20 ms, quick 6 ms).
 	Reps        int
 	RepDuration time.Duration
+	// PlacementWait bounds the time the run waits in all, before figures
+	// on 2 or more CPUs, for the host to put the CPUs back where they were
+	// when it began (Profile.Placement; noise.PlacementGuard); 0: no
+	// waiting (such figures are checked and marked all the same).
+	PlacementWait time.Duration
 	// Roots are where /sys and /proc are read from.
 	Roots    topology.Roots
 	Progress Progress
@@ -269,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 			p.Notes = append(p.Notes, "placement: core-to-core round trips not measured: "+err.Error()+"; figures on more than one CPU are not checked against the host moving the CPUs")
 		default:
 			p.Placement = pl
-			r.place = noise.NewPlacementGuard(pl)
+			r.place = noise.NewPlacementGuard(pl, cfg.PlacementWait)
 		}
 	}
 
@@ -321,7 +326,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		}
 	}
 	if g := r.place; g != nil && g.Waited() > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("placement: the host moved the CPUs during the run (core-to-core round trips away from the placement at its start, Profile.Placement); the probe waited %.1f s in all (at most %.0f s) for them to come back before measuring figures on more than one CPU", g.Waited().Seconds(), noise.PlacementWaitBudget.Seconds()))
+		p.Notes = append(p.Notes, fmt.Sprintf("placement: the host moved the CPUs during the run (core-to-core round trips away from the placement at its start, Profile.Placement); the probe waited %.1f s in all (at most %v, --wait-placement) for them to come back before measuring figures on more than one CPU", g.Waited().Seconds(), cfg.PlacementWait))
 	}
 	// A last-level cache CPUID and sysfs hide (a VM), from the knee of the
 	// read bandwidth curves (knee.go).

@@ -81,7 +81,7 @@ func (b *GEMMBench) MeasureQuant(ctx context.Context, w *QuantWeights, m, thread
 			return quant.Mul(w.Backend, w.W, &act, y, w.N, n0, n1)
 		})
 	}
-	rates, err := b.timeCalls(ctx, call)
+	rates, err := b.timeCalls(ctx, g, call)
 	if err != nil {
 		return results.GEMMResult{}, fmt.Errorf("gemm %s M=%d threads=%d: %w", w.Name(), m, threads, err)
 	}

@@ -193,7 +193,11 @@ type Options struct {
 	validated bool
 	grid      workloads.Grid
 	machine   *roofline.Machine // the loaded --profile; nil without one
-	ctx       context.Context   // Run's, for the engines
+	// placement is the --profile's (a probe's profile.json) record of where
+	// the host put its CPUs; nil without one. Each cell is checked
+	// against it (noise.PlacementCheck).
+	placement *results.Placement
+	ctx       context.Context // Run's, for the engines
 }
 
 // Validate checks the settings and builds the grid; it reads no files
@@ -360,6 +364,9 @@ func (o *Options) prepare() error {
 		}
 		if o.machine, err = o.LoadMachine(o.Profile); err != nil {
 			return fmt.Errorf("sweep: %w", err)
+		}
+		if p, err := results.ReadProfile(o.Profile); err == nil {
+			o.placement = p.Placement
 		}
 	}
 	if NewCellEngine == nil {
@@ -608,9 +615,14 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 		return err
 	}
 	var meter *noise.Meter
+	var place *noise.PlacementCheck
 	if c, ok := eng.(engineNoise); ok {
 		cpus, threads := c.CPUs()
 		meter = noise.NewMeter(cpus, threads)
+		place = noise.NewPlacementCheck(o.placement, cpus)
+		if err := place.Sample(ctx, "before"); err != nil {
+			return nil, "", err
+		}
 		meter.Start()
 	}
 	if h, ok := eng.(engineHold); ok {
@@ -623,12 +635,20 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 	}
 	if meter != nil {
 		meter.Stop()
+		if err := place.Sample(ctx, "after"); err != nil {
+			return nil, "", err
+		}
 	}
 	sc := sweepCellRecord(o, cell, tr, res, eng, host)
 	if meter != nil {
 		steps, keys, prefills := eng.(engineNoise).Steps()
 		nz := ReplayNoise(meter, steps, keys, prefills)
+		place.Record(&nz)
+		noise.MarkMoved(&nz)
 		sc.Noise = &nz
+		if n := place.Note(); n != "" {
+			sc.Notes = append(sc.Notes, n)
+		}
 	}
 	sc.Notes = append([]string{fmt.Sprintf("timed after one untimed warm-up request (prefill of %d tokens + 1 decode step)", warm)}, sc.Notes...)
 	return sc, "", nil

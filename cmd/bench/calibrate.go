@@ -27,6 +27,9 @@ type calibrateOptions struct {
 	Threads             int
 	Reps, RepMS         int
 	Model, CoresBackend string
+	// WaitPlacement bounds the waits for the host to put the CPUs where
+	// the profile's placement had them (--wait-placement).
+	WaitPlacement time.Duration
 }
 
 func newCalibrateCmd(streams IO) *cobra.Command {
@@ -80,6 +83,7 @@ same thread count and bounding level; others stay uncalibrated.`,
 	f.IntVar(&o.Threads, "threads", 0, "all-thread count (0: every allowed CPU); shapes run at 1 and at this many threads")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions per shape after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 20, "minimum duration of one repetition in ms")
+	f.DurationVar(&o.WaitPlacement, "wait-placement", 3*time.Minute, "how long the run may wait in all, before shapes on 2 or more CPUs, for the host to put the CPUs where the profile's placement had them (profile.placement: core-to-core round trips); a shape measured while they were moved is marked noisy either way (0: do not wait)")
 	f.StringVar(&o.Model, "model", "qwen3-0.6b", "model config of the attention's heads, KV heads and head dim ("+strings.Join(models.Names(), ", ")+")")
 	f.StringVar(&o.CoresBackend, "cores-backend", "", coresBackendHelp)
 	return cmd
@@ -94,6 +98,9 @@ func calibrateRun(ctx context.Context, o *calibrateOptions) error {
 	}
 	if o.RepMS < 1 || o.RepMS > 1e6 {
 		return fmt.Errorf("calibrate: --rep-ms %d: must be between 1 and 1000000", o.RepMS)
+	}
+	if o.WaitPlacement < 0 {
+		return fmt.Errorf("calibrate: --wait-placement %v: must be ≥ 0 (0: do not wait)", o.WaitPlacement)
 	}
 	if o.Quick {
 		o.Reps, o.RepMS = min(o.Reps, 3), min(o.RepMS, 2)
@@ -137,7 +144,7 @@ func calibrateRun(ctx context.Context, o *calibrateOptions) error {
 		}
 	}()
 	r, err := calibrate.Run(ctx, calibrate.Config{Profile: p, ProfileName: path, CPUs: cpus, Quick: o.Quick, Reps: o.Reps,
-		RepDuration: time.Duration(o.RepMS) * time.Millisecond, Model: o.Model, Backends: &bk,
+		RepDuration: time.Duration(o.RepMS) * time.Millisecond, Model: o.Model, Backends: &bk, PlacementWait: o.WaitPlacement,
 		Progress: func(s string) { fmt.Fprintln(o.IO.Err, s) }})
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ func TestCalibrateBadInput(t *testing.T) {
 		{[]string{"calibrate", "--profile", fix, "--out", "x.json", "--write"}, "bench calibrate: --out and --write: give one"},
 		{[]string{"calibrate", "--profile", fix, "--reps", "0"}, "bench calibrate: --reps 0"},
 		{[]string{"calibrate", "--profile", fix, "--rep-ms", "0"}, "bench calibrate: --rep-ms 0"},
+		{[]string{"calibrate", "--profile", fix, "--wait-placement", "-1m"}, "bench calibrate: --wait-placement -1m0s: must be ≥ 0"},
 		{[]string{"calibrate", "--profile", "/nonexistent/profile.json"}, "bench calibrate: --profile: "},
 		{[]string{"calibrate", "--profile", fix, "--out", "/nonexistent/dir/p.json"}, "bench calibrate: /nonexistent/dir/p.json: "},
 		{[]string{"calibrate", "--profile", fix, "--threads", "999"}, "bench calibrate: --threads 999"},

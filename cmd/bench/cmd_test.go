@@ -50,6 +50,7 @@ func TestProbeFlagErrors(t *testing.T) {
 		{[]string{"probe", "--threads", "x"}, "--threads"},
 		{[]string{"probe", "--threads", strconv.Itoa(runtime.NumCPU() + 1), "--only", "memory", "--json", "-"}, "must be between 1 and"},
 		{[]string{"probe", "--reps", "2"}, "--reps 2"},
+		{[]string{"probe", "--wait-placement", "-5s"}, "probe: --wait-placement -5s: must be ≥ 0"},
 		{[]string{"probe", "--max-ws", "lots"}, `--max-ws "lots"`},
 		{[]string{"probe", "--isa", "mmx", "--only", "memory", "--json", "-"}, "--isa mmx"},
 		{[]string{"probe", "extra"}, "unknown command"},

@@ -25,25 +25,24 @@ type PlacementGuard struct {
 	waited time.Duration
 }
 
-// PlacementWaitBudget bounds the time one run of measurements waits for
-// the host to put its CPUs back; placementPoll is the interval between
-// checks.
+// placementPoll is the interval between checks of a guard or a run
+// waiting for the host to put the CPUs back.
 const (
-	PlacementWaitBudget = 90 * time.Second
-	placementPoll       = 250 * time.Millisecond
+	placementPoll = 250 * time.Millisecond
 	// poolSettle lets the workers of an engine pool (kernels/pool) stop
 	// spinning (pool.DefaultSpin, 200 µs) before a round trip is timed
 	// on their CPUs.
 	poolSettle = time.Millisecond
 )
 
-// NewPlacementGuard returns a guard against ref with PlacementWaitBudget
-// to wait; nil (checking nothing) for a nil ref.
-func NewPlacementGuard(ref *results.Placement) *PlacementGuard {
+// NewPlacementGuard returns a guard against ref that may wait budget in
+// all (0: never waits, only records); nil (checking nothing) for a nil
+// ref.
+func NewPlacementGuard(ref *results.Placement, budget time.Duration) *PlacementGuard {
 	if ref == nil {
 		return nil
 	}
-	return &PlacementGuard{ref: ref, waitLeft: PlacementWaitBudget}
+	return &PlacementGuard{ref: ref, waitLeft: budget}
 }
 
 // Waited is the time the guard has spent waiting for the host so far.

@@ -38,8 +38,7 @@ func Judge(n *results.Noise, cpuOK bool) {
 	}
 	moved := Moved(*n)
 	if moved {
-		why = append(why, fmt.Sprintf("the host moved the CPUs: core-to-core round trip %d↔%d %.0f ns, %.0f ns in the reference (≥ %.1f× apart)",
-			n.RoundTripCPUs[0], n.RoundTripCPUs[1], n.RoundTripNs, n.RoundTripRefNs, results.NoisePlacementRatio))
+		why = append(why, movedWhy(*n))
 	}
 	if n.StealFraction > 0.01 {
 		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))

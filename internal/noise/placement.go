@@ -405,3 +405,27 @@ func (c *PlacementCheck) Await(ctx context.Context, within time.Duration) (time.
 		}
 	}
 }
+
+// MarkMoved marks n noisy, with the reason Judge gives, where its recorded
+// round trip moved (Moved), leaving its other verdicts as they are: for
+// records judged on fewer tests than Judge's (a sweep cell's replay).
+func MarkMoved(n *results.Noise) {
+	if !Moved(*n) {
+		return
+	}
+	why := movedWhy(*n)
+	if strings.Contains(n.Why, why) {
+		return
+	}
+	n.Noisy = true
+	if n.Why != "" {
+		n.Why += ", "
+	}
+	n.Why += why
+}
+
+// movedWhy is the reason a moved placement gives (Judge, MarkMoved).
+func movedWhy(n results.Noise) string {
+	return fmt.Sprintf("the host moved the CPUs: core-to-core round trip %d↔%d %.0f ns, %.0f ns in the reference (≥ %.1f× apart)",
+		n.RoundTripCPUs[0], n.RoundTripCPUs[1], n.RoundTripNs, n.RoundTripRefNs, results.NoisePlacementRatio)
+}

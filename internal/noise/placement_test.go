@@ -108,3 +108,24 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("one CPU: %v %v, want nil nil", p, err)
 	}
 }
+
+func TestMarkMoved(t *testing.T) {
+	// A sweep cell's record: cv not judged, CPU share fine.
+	n := results.Noise{CPUFraction: 0.99, CV: 0.3}
+	RecordPlacement(&n, placementOf(80), placementOf(390))
+	MarkMoved(&n)
+	if !n.Noisy || !strings.Contains(n.Why, "the host moved the CPUs") || strings.Contains(n.Why, "cv") {
+		t.Errorf("MarkMoved: noisy %v %q, want noisy for the move alone", n.Noisy, n.Why)
+	}
+	why := n.Why
+	MarkMoved(&n)
+	if n.Why != why {
+		t.Errorf("MarkMoved twice: %q, want the reason once", n.Why)
+	}
+	quiet := results.Noise{CPUFraction: 0.99}
+	RecordPlacement(&quiet, placementOf(80), placementOf(95))
+	MarkMoved(&quiet)
+	if quiet.Noisy {
+		t.Errorf("MarkMoved on 80 → 95 ns: %q", quiet.Why)
+	}
+}
