@@ -69,17 +69,27 @@ func RoundTrip(ctx context.Context, a, b int) (results.Stat, error) {
 		}
 		return true
 	}
-	// The answering side (CPU b): returns without UnlockOSThread, so the
-	// pinned thread is discarded (internal/affinity).
-	go func() {
+	// ready locks the calling goroutine's thread and pins it to cpu,
+	// reports the pin on pinned (and a failure on res), and waits for go1;
+	// false where the pin failed. Each side then returns without
+	// UnlockOSThread, so its pinned thread is discarded
+	// (internal/affinity).
+	ready := func(cpu int) bool {
 		runtime.LockOSThread()
-		err := affinity.Pin(b)
+		err := affinity.Pin(cpu)
 		pinned <- err
 		if err != nil {
 			res <- out{err: err}
-			return
+			return false
 		}
 		<-go1
+		return true
+	}
+	// The answering side (CPU b).
+	go func() {
+		if !ready(b) {
+			return
+		}
 		for i := range int64(total * roundTripTrips) {
 			if !wait(2*i + 1) {
 				break
@@ -90,14 +100,9 @@ func RoundTrip(ctx context.Context, a, b int) (results.Stat, error) {
 	}()
 	// The timing side (CPU a).
 	go func() {
-		runtime.LockOSThread()
-		err := affinity.Pin(a)
-		pinned <- err
-		if err != nil {
-			res <- out{err: err}
+		if !ready(a) {
 			return
 		}
-		<-go1
 		var ns []float64
 		i := int64(0)
 		for burst := range total {
