@@ -41,8 +41,9 @@ const (
 // CheckGEMM re-measures the attained-GEMM table of profile p
 // (matrix.gemm_shapes) for backend at threads threads, the way the probe
 // measured it (probes.GEMMBench.Measure: the profile's CPU order, pinned
-// workers, packed weights, a warm-up then 5 repetitions of at least 20 ms,
-// median): the gemmCheckPoints table points of that backend and thread
+// workers, packed weights, the point's ring of cold outputs where it
+// records one (output_bytes), a warm-up then 5 repetitions of at least
+// 20 ms, median): the gemmCheckPoints table points of that backend and thread
 // count with the most FLOPs per call up to gemmCheckMaxFlops. It is the
 // compute twin of CheckDRAMRoof (issue #16 part 3): a guest's compute rate
 // moves with its host's other guests by 25% within an hour on the 2-core
@@ -95,6 +96,7 @@ func CheckGEMM(ctx context.Context, p *results.Profile, backend string, threads 
 		if err != nil {
 			return GEMMCheck{}, err
 		}
+		b.OutputRing = pt.OutputBytes // as the profile measured it
 		g, err := b.Measure(ctx, w, pt.M, threads, false)
 		if err != nil {
 			return GEMMCheck{}, err

@@ -233,6 +233,36 @@ func TestGEMMBenchCatchesWrongWeights(t *testing.T) {
 	}
 }
 
+// With an output ring, each call writes the next output; the last one is
+// the one checked against the float64 reference, and the figure records
+// the ring's bytes.
+func TestGEMMBenchOutputRing(t *testing.T) {
+	b, err := NewGEMMBench([]int{0}, 1, time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	be, err := gemm.Best(gemm.FP32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewGEMMWeights(be, 40, 24, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.OutputRing = 1 << 16
+	g, err := b.Measure(context.Background(), w, 5, 1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.OutputBytes < 1<<16 || g.OutputBytes%(5*40*4) != 0 || !(g.GFLOPS.Median > 0) {
+		t.Errorf("output ring %d bytes (want ≥ 65536, whole 5×40 outputs), %v GFLOP/s", g.OutputBytes, g.GFLOPS.Median)
+	}
+	if ColdOutputRing(32<<20) != 128<<20 || ColdOutputRing(0) != 128<<20 || ColdOutputRing(256<<20) != 1<<30 {
+		t.Errorf("ColdOutputRing: %d %d %d", ColdOutputRing(32<<20), ColdOutputRing(0), ColdOutputRing(256<<20))
+	}
+}
+
 // TestMatrixSectionTiming times the section at its real shapes with the
 // probe's real plan (BENCH_MATRIX_TIMING=1; seconds, not for CI).
 func TestMatrixSectionTiming(t *testing.T) {

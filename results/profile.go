@@ -629,6 +629,13 @@ type GEMMResult struct {
 	// percent on a VM; the kernel's fraction of it much less). Absent:
 	// not measured.
 	RoofNowGBps float64 `json:"roof_now_gbps,omitempty"`
+	// OutputBytes (the attained-GEMM table, matrix.gemm_shapes; added
+	// within v1) is the size of the ring of M×N outputs the calls wrote in
+	// turn, one per call, at least 4× the last-level cache: each call's
+	// output comes from memory, as a forward pass's does (its buffers are
+	// reused once per layer, and the layer's weights stream through the
+	// cache between uses). Absent: one output, hot in the caches.
+	OutputBytes int64 `json:"output_bytes,omitempty"`
 	// PackSeconds is the one-time cost of packing W (never on the per-call path).
 	PackSeconds float64 `json:"pack_seconds"`
 	Checksum    float64 `json:"checksum"`
