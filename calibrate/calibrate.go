@@ -189,9 +189,17 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	defer b.Close()
+	// GEMMs write their outputs as the profile's attained-GEMM table did
+	// (a ring of cold outputs since output_bytes), so that a linear's
+	// fitted efficiency is over the rate the prediction starts from.
+	if mx := c.Profile.Matrix; mx != nil {
+		for _, g := range mx.GEMMShapes {
+			b.OutputRing = max(b.OutputRing, g.OutputBytes)
+		}
+	}
 	sz := Sizes{LLCBytes: m.LastLevelBytes(), KVBytesPerPos: int64(2 * c.Arch.KVHeads * c.Arch.HeadDim * 4)}
 	ms := &measurer{cfg: &c, bench: b, pair: *bk, weight: map[[2]int][]*probes.GEMMWeights{}, llc: sz.LLCBytes,
-		place: noise.NewPlacementGuard(c.Profile.Placement, c.PlacementWait)}
+		place: noise.NewPlacementGuard(c.Profile.Placement, c.PlacementWait, 0)}
 	shapes := Design(threads, c.Quick, sz)
 	r := &Report{Profile: c.ProfileName, Threads: threads, Target: Target}
 	if llcNote != "" {

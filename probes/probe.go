@@ -17,6 +17,11 @@ import (
 	"github.com/cpubench/bench/results"
 )
 
+// placementAdoptAfter is how long the probe waits, before one figure on
+// more than one CPU, for the host to put the CPUs back before it takes
+// the host's new placement as its reference (noise.PlacementGuard).
+const placementAdoptAfter = 15 * time.Second
+
 // Sections lists every section of `bench probe`, in run order.
 var Sections = []string{
 	results.SectionMachine, results.SectionTopology, results.SectionMemory,
@@ -274,7 +279,7 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 			p.Notes = append(p.Notes, "placement: core-to-core round trips not measured: "+err.Error()+"; figures on more than one CPU are not checked against the host moving the CPUs")
 		default:
 			p.Placement = pl
-			r.place = noise.NewPlacementGuard(pl, cfg.PlacementWait)
+			r.place = noise.NewPlacementGuard(pl, cfg.PlacementWait, placementAdoptAfter)
 		}
 	}
 
@@ -325,8 +330,16 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 			return nil, err
 		}
 	}
-	if g := r.place; g != nil && g.Waited() > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("placement: the host moved the CPUs during the run (core-to-core round trips away from the placement at its start, Profile.Placement); the probe waited %.1f s in all (at most %v, --wait-placement) for them to come back before measuring figures on more than one CPU", g.Waited().Seconds(), cfg.PlacementWait))
+	if g := r.place; g != nil {
+		if g.Waited() > 0 || g.Adopted() > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("placement: the host moved the CPUs during the run (core-to-core round trips away from the placement in force); the probe waited %.1f s in all (at most %v, --wait-placement) for them to come back before figures on more than one CPU, and took the host's new placement as its reference %d times (after %v of waiting for one figure)",
+				g.Waited().Seconds(), cfg.PlacementWait, g.Adopted(), placementAdoptAfter))
+		}
+		if at, away, changed := noise.Rereference(p); changed {
+			p.Notes = append(p.Notes, fmt.Sprintf("placement: %d of %d figures on more than one CPU were measured away from the placement the probe began with: profile.placement is now theirs, and the %d measured in the first are marked noisy", away, at+away, at))
+		} else if away > 0 {
+			p.Notes = append(p.Notes, fmt.Sprintf("placement: %d of %d figures on more than one CPU were measured away from profile.placement and are marked noisy", away, at+away))
+		}
 	}
 	// A last-level cache CPUID and sysfs hide (a VM), from the knee of the
 	// read bandwidth curves (knee.go).

@@ -103,3 +103,9 @@ func join(path, name string) string {
 	}
 	return path + "." + name
 }
+
+// WalkStats calls f on every Stat of p (by reflection over the profile's
+// sections) with its JSON path, e.g. "memory.levels[2].gbps".
+func (p *Profile) WalkStats(f func(path string, st *Stat)) {
+	walkStats(reflect.ValueOf(p), "", f)
+}

@@ -129,3 +129,60 @@ func TestMarkMoved(t *testing.T) {
 		t.Errorf("MarkMoved on 80 → 95 ns: %q", quiet.Why)
 	}
 }
+
+// A profile whose figures were mostly measured away from the placement it
+// began with takes their placement; each figure is judged again.
+func TestRereference(t *testing.T) {
+	fig := func(rt float64) results.Bandwidth {
+		n := &results.Noise{CPUFraction: 0.99, CV: 0.01, RoundTripNs: rt, RoundTripRefNs: 360, RoundTripCPUs: []int{0, 1}}
+		Judge(n, true)
+		return results.Bandwidth{GBps: results.Stat{Median: 50, Noise: n}}
+	}
+	p := &results.Profile{Placement: placementOf(360), Memory: &results.Memory{
+		WorkingSet: []results.Bandwidth{fig(370), fig(80), fig(75), fig(85), {GBps: results.Stat{Median: 40}}},
+	}}
+	at, away, changed := Rereference(p)
+	if at != 1 || away != 3 || !changed {
+		t.Fatalf("at %d away %d changed %v, want 1 3 true", at, away, changed)
+	}
+	if got := p.Placement.RoundTrips[0].NS.Median; got != 80 {
+		t.Errorf("placement now %v ns, want the median of the far figures, 80", got)
+	}
+	ws := p.Memory.WorkingSet
+	if !ws[0].GBps.Noise.Noisy || ws[1].GBps.Noise.Noisy || ws[2].GBps.Noise.Noisy || ws[1].GBps.Noise.RoundTripRefNs != 80 {
+		t.Errorf("judged again: %+v %+v", *ws[0].GBps.Noise, *ws[1].GBps.Noise)
+	}
+	// Most figures where it began: the placement stays.
+	q := &results.Profile{Placement: placementOf(360), Memory: &results.Memory{WorkingSet: []results.Bandwidth{fig(370), fig(350), fig(80)}}}
+	if at, away, changed := Rereference(q); at != 2 || away != 1 || changed || !q.Memory.WorkingSet[2].GBps.Noise.Noisy {
+		t.Errorf("at %d away %d changed %v, want 2 1 false and the far figure noisy", at, away, changed)
+	}
+}
+
+// A guard that may adopt takes the host's placement after waiting; one
+// that may not keeps its reference (and the profile's is never changed).
+func TestGuardAdopts(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) < 2 || runtime.GOOS != "linux" {
+		t.Skip("needs 2 allowed CPUs on Linux")
+	}
+	// A reference no host gives: a 1 ns round trip.
+	ref := &results.Placement{Method: PlacementMethod, RoundTrips: []results.RoundTrip{{A: cpus[0], B: cpus[1], NS: results.Stat{Median: 1}}}}
+	g := NewPlacementGuard(ref, time.Second, time.Millisecond)
+	now, err := g.Before(context.Background(), cpus[:2])
+	if err != nil || now == nil || g.Adopted() != 1 {
+		t.Fatalf("Before: %v %v, adopted %d", now, err, g.Adopted())
+	}
+	if ref.RoundTrips[0].NS.Median != 1 {
+		t.Error("the guard changed the placement it was given")
+	}
+	var n results.Noise
+	g.Record(&n, now, nil)
+	if Moved(n) {
+		t.Errorf("after adopting, the placement measured is the reference: %+v", n)
+	}
+	h := NewPlacementGuard(ref, 0, 0)
+	if _, err := h.Before(context.Background(), cpus[:2]); err != nil || h.Adopted() != 0 || h.Waited() != 0 {
+		t.Errorf("a guard without budget or adoption waited %v, adopted %d (%v)", h.Waited(), h.Adopted(), err)
+	}
+}
