@@ -20,7 +20,7 @@
 # after the run more than 10% from the profile's, or core-to-core round
 # trips 2.5× from the profile's placement) are listed
 # with why and not counted; where a run's checks measured the host's
-# drift, its operators predicted at that drift (bench run's "drift":
+# drift (any, within the noise threshold too), its operators predicted at that drift (bench run's "drift":
 # DRAM and compute scaled as re-measured) are summed on a diagnostic line
 # that tells the model's error apart from the host's. Needs
 # jq (Debian's package).
@@ -87,7 +87,7 @@ jq -s -r '
       | [ $dr[] | .operators[] | select(.predicted_at_drift_s != null and .predicted_at_drift_s > 0) | {m: .measured_s, p: .predicted_at_drift_s} ] as $drows
       | ($drows | map(select(within))) as $din
       | if ($dr | length) > 0 then
-          "at the drift of the host (a diagnostic over the \($dr | length) run(s) whose checks measured one, noisy ones included; never counted: each predicted with DRAM and compute scaled as re-measured after it): rows \($din | length) of \($drows | length) = \(100 * ($din | length) / ([$drows | length, 1] | max) | floor)%, time \(100 * ($din | map(.m) | add // 0) / ([$drows | map(.m) | add // 0, 1e-12] | max) | floor)%"
+          "at the drift of the host (a diagnostic over the \($dr | length) run(s) whose checks ran, noisy ones included; never counted: each predicted with DRAM and compute scaled as re-measured after it): rows \($din | length) of \($drows | length) = \(100 * ($din | length) / ([$drows | length, 1] | max) | floor)%, time \(100 * ($din | map(.m) | add // 0) / ([$drows | map(.m) | add // 0, 1e-12] | max) | floor)%"
         else empty end ),
     "worst operators (measured/predicted, share of measured time):",
     ( $rows | group_by(.ph + " " + .op) | map({k: (.[0].ph + " " + .[0].op), r: ((map(.m) | add) / (map(.p) | add)), s: ((map(.m) | add) / $tot)})
