@@ -331,6 +331,9 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		}
 	}
 	if g := r.place; g != nil {
+		if err := g.Err(); err != nil {
+			p.Notes = append(p.Notes, "placement: the checks stopped at a failed core-to-core round trip ("+err.Error()+"); later figures on more than one CPU are not checked against the host moving the CPUs")
+		}
 		if g.Waited() > 0 || g.Adopted() > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("placement: the host moved the CPUs during the run (core-to-core round trips away from the placement in force); the probe waited %.1f s in all (at most %v, --wait-placement) for them to come back before figures on more than one CPU, and took the host's new placement as its reference %d times (after %v of waiting for one figure)",
 				g.Waited().Seconds(), cfg.PlacementWait, g.Adopted(), placementAdoptAfter))

@@ -22,7 +22,8 @@ import (
 // figure has waited adoptAfter for the old one: the host kept the 2-vCPU
 // guest's vCPUs where it had moved them for minutes; Rereference then
 // settles the profile's placement on the one most figures were measured
-// in. A nil guard checks nothing.
+// in. A failed round trip (a machine whose CPUs are busy with other work)
+// turns the guard off (Err). A nil guard checks nothing.
 type PlacementGuard struct {
 	ref *results.Placement // a copy: adopting changes it
 	// waitLeft is what is left of the run's budget for waiting.
@@ -34,6 +35,18 @@ type PlacementGuard struct {
 	// adoptAfter is how long one figure waits before its guard adopts
 	// the host's placement (0: never).
 	adoptAfter time.Duration
+	// err is the first failed measurement, after which the guard checks
+	// nothing more (Err): a machine whose CPUs are too busy for a round
+	// trip would otherwise cost every figure the timeout.
+	err error
+}
+
+// Err is the failed measurement that turned the guard off (nil: none).
+func (g *PlacementGuard) Err() error {
+	if g == nil {
+		return nil
+	}
+	return g.err
 }
 
 // placementPoll is the interval between checks of a guard or a run
@@ -84,7 +97,7 @@ func (g *PlacementGuard) Waited() time.Duration {
 // failed measurement is not fatal: it returns nil, and the figure goes
 // unchecked; ctx's error is returned.
 func (g *PlacementGuard) Before(ctx context.Context, cpus []int) (*results.Placement, error) {
-	if g == nil || len(PlacementOf(g.ref, cpus)) == 0 {
+	if g == nil || g.err != nil || len(PlacementOf(g.ref, cpus)) == 0 {
 		return nil, nil
 	}
 	var waited time.Duration
@@ -92,6 +105,9 @@ func (g *PlacementGuard) Before(ctx context.Context, cpus []int) (*results.Place
 		time.Sleep(poolSettle)
 		now, err := MeasureLike(ctx, g.ref, cpus)
 		if err != nil {
+			if ctx.Err() == nil {
+				g.err = err
+			}
 			return nil, ctx.Err()
 		}
 		var n results.Noise
@@ -133,12 +149,15 @@ func (g *PlacementGuard) adopt(now *results.Placement) {
 
 // After measures the round trips between cpus again (nil as Before does).
 func (g *PlacementGuard) After(ctx context.Context, cpus []int) (*results.Placement, error) {
-	if g == nil || len(PlacementOf(g.ref, cpus)) == 0 {
+	if g == nil || g.err != nil || len(PlacementOf(g.ref, cpus)) == 0 {
 		return nil, nil
 	}
 	time.Sleep(poolSettle)
 	now, err := MeasureLike(ctx, g.ref, cpus)
 	if err != nil {
+		if ctx.Err() == nil {
+			g.err = err
+		}
 		return nil, ctx.Err()
 	}
 	return now, nil

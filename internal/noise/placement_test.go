@@ -2,6 +2,7 @@ package noise
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -71,6 +72,9 @@ func TestRoundTrip(t *testing.T) {
 		t.Skip("needs 2 allowed CPUs on Linux")
 	}
 	p, err := MeasurePlacement(context.Background(), cpus[:2])
+	if errors.Is(err, ErrRoundTripTimeout) {
+		t.Skipf("the CPUs are busy with other work: %v", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +101,9 @@ func TestRoundTrip(t *testing.T) {
 	if _, _, err := c.Await(context.Background(), time.Millisecond); err != nil {
 		t.Errorf("Await: %v", err)
 	}
-	if err := c.Sample(context.Background(), "now"); err != nil || !strings.Contains(c.Note(), "now") {
+	if err := c.Sample(context.Background(), "now"); errors.Is(c.err, ErrRoundTripTimeout) {
+		t.Skipf("the CPUs are busy with other work: %v", c.err)
+	} else if err != nil || !strings.Contains(c.Note(), "now") {
 		t.Errorf("Sample: %v, note %q", err, c.Note())
 	}
 	var nilCheck *PlacementCheck
@@ -170,6 +176,9 @@ func TestGuardAdopts(t *testing.T) {
 	ref := &results.Placement{Method: PlacementMethod, RoundTrips: []results.RoundTrip{{A: cpus[0], B: cpus[1], NS: results.Stat{Median: 1}}}}
 	g := NewPlacementGuard(ref, time.Second, time.Millisecond)
 	now, err := g.Before(context.Background(), cpus[:2])
+	if errors.Is(g.Err(), ErrRoundTripTimeout) {
+		t.Skipf("the CPUs are busy with other work: %v", g.Err())
+	}
 	if err != nil || now == nil || g.Adopted() != 1 {
 		t.Fatalf("Before: %v %v, adopted %d", now, err, g.Adopted())
 	}
