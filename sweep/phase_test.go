@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/internal/affinity"
@@ -129,6 +130,13 @@ func TestValidatePhases(t *testing.T) {
 	}
 	if a := strings.Join(o.args(false), " "); !strings.Contains(a, "--prefill-config all --decode-config remove(1,core)") || strings.Contains(a, "--threads") {
 		t.Errorf("job flags %q: want the configurations and no --threads", a)
+	}
+	if a := strings.Join(o.args(false), " "); strings.Contains(a, "--wait-placement") {
+		t.Errorf("job flags %q: --wait-placement without one", a)
+	}
+	o.WaitPlacement = time.Minute
+	if a := strings.Join(o.args(false), " "); !strings.Contains(a, "--wait-placement 1m0s") {
+		t.Errorf("job flags %q: want --wait-placement 1m0s (each job waits as the sweep would)", a)
 	}
 	for _, c := range []struct {
 		set  func(*Options)

@@ -151,9 +151,13 @@ type Options struct {
 	SLOTTFT     float64 // seconds
 	SLOTPOT     float64 // seconds
 	Profile     string
-	Seed        uint64
-	Out         string
-	EmitJobs    string
+	// WaitPlacement is how long each cell may wait, before its replay,
+	// for the host to put its CPUs where the profile's placement had them
+	// (--wait-placement; 0: not at all).
+	WaitPlacement time.Duration
+	Seed          uint64
+	Out           string
+	EmitJobs      string
 	DryRun      bool
 	Cell        int
 	Quiet       bool
@@ -292,6 +296,9 @@ func (o *Options) Validate() error {
 		if !(s.v >= 0) || math.IsInf(s.v, 0) {
 			return fmt.Errorf("sweep: %s %v: must be a number of seconds ≥ 0 (0: no target)", s.flag, s.v)
 		}
+	}
+	if o.WaitPlacement < 0 {
+		return fmt.Errorf("sweep: --wait-placement %v: must be ≥ 0 (0: do not wait)", o.WaitPlacement)
 	}
 	switch {
 	case o.EmitJobs != "" && o.EmitJobs != "slurm":
@@ -616,10 +623,21 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 	}
 	var meter *noise.Meter
 	var place *noise.PlacementCheck
+	var waitNote string
 	if c, ok := eng.(engineNoise); ok {
 		cpus, threads := c.CPUs()
 		meter = noise.NewMeter(cpus, threads)
 		place = noise.NewPlacementCheck(o.placement, cpus)
+		waited, back, err := place.Await(ctx, o.WaitPlacement)
+		if err != nil {
+			return nil, "", err
+		}
+		if waited > 0 {
+			waitNote = fmt.Sprintf("placement: waited %.1f s (--wait-placement %v) for the host to put the CPUs where the profile's placement had them", waited.Seconds(), o.WaitPlacement)
+			if !back {
+				waitNote = fmt.Sprintf("placement: the host did not put the CPUs where the profile's placement had them within --wait-placement %v", o.WaitPlacement)
+			}
+		}
 		if err := place.Sample(ctx, "before"); err != nil {
 			return nil, "", err
 		}
@@ -646,8 +664,10 @@ func runSweepCell(ctx context.Context, o *Options, cell workloads.Cell, tr *work
 		place.Record(&nz)
 		noise.MarkMoved(&nz)
 		sc.Noise = &nz
-		if n := place.Note(); n != "" {
-			sc.Notes = append(sc.Notes, n)
+		for _, n := range []string{waitNote, place.Note()} {
+			if n != "" {
+				sc.Notes = append(sc.Notes, n)
+			}
 		}
 	}
 	sc.Notes = append([]string{fmt.Sprintf("timed after one untimed warm-up request (prefill of %d tokens + 1 decode step)", warm)}, sc.Notes...)
@@ -886,6 +906,9 @@ func (o *Options) args(abs bool) []string {
 	}
 	if g.MatrixBackend != "" {
 		a = append(a, "--matrix-backend", g.MatrixBackend)
+	}
+	if o.WaitPlacement > 0 {
+		a = append(a, "--wait-placement", o.WaitPlacement.String())
 	}
 	return a
 }

@@ -141,6 +141,7 @@ index and key). --dry-run lists the cells.`,
 	f.StringVar(&o.Arrival, "arrival", "closed", "arrival processes, comma-separated: closed or poisson:RATE (requests/s) each; several Poisson rates make a rate sweep (serving curves and goodput in bench report)")
 	f.Float64Var(&o.SLOTTFT, "slo-ttft", sweep.DefaultSLOTTFT, "TTFT target of the SLO, seconds (0: none)")
 	f.Float64Var(&o.SLOTPOT, "slo-tpot", sweep.DefaultSLOTPOT, "TPOT target of the SLO, seconds (0: none)")
+	f.DurationVar(&o.WaitPlacement, "wait-placement", 0, "with a profile that records where the host put its CPUs (profile.placement) and 2 or more threads: before each cell's replay, wait up to this long (e.g. 60s) for the host to put the cell's CPUs back there (0: do not wait; each cell is checked and marked noisy either way)")
 	f.StringVar(&o.Profile, "profile", "", "machine for predicted times and placement auto: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the traces, the synthetic weights and the prompts' token ids")
 	f.StringVar(&o.Out, "out", "", "output directory (default results/sweep-<host>-<yyyymmdd>)")

@@ -38,6 +38,7 @@ func TestSweepFlagErrors(t *testing.T) {
 		{[]string{"--cell", "99", "--dry-run"}, "--cell 99: the grid has 16 cells (0..15)"},
 		{[]string{"--slo-ttft", "-1"}, "--slo-ttft -1"},
 		{[]string{"--requests", "0"}, "--requests 0"},
+		{[]string{"--wait-placement", "-2s"}, "sweep: --wait-placement -2s: must be ≥ 0"},
 		{[]string{"--profile", "/no/profile.json", "--dry-run"}, "--profile /no/profile.json"},
 		{[]string{"extra"}, "unknown command"},
 	}
