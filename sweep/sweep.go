@@ -158,11 +158,11 @@ type Options struct {
 	Seed          uint64
 	Out           string
 	EmitJobs      string
-	DryRun      bool
-	Cell        int
-	Quiet       bool
-	IsTerminal  func() bool      // whether Stderr is a terminal (a progress bar then); nil: never
-	Now         func() time.Time // clock of dates and file stamps; nil: time.Now
+	DryRun        bool
+	Cell          int
+	Quiet         bool
+	IsTerminal    func() bool      // whether Stderr is a terminal (a progress bar then); nil: never
+	Now           func() time.Time // clock of dates and file stamps; nil: time.Now
 
 	// The placements' backends by name ("": chosen by capability).
 	CoresBackend, MatrixBackend string
