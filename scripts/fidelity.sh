@@ -81,8 +81,8 @@ jq -s -r '
     ( $noisy[] | "  noisy: \(.layers) layers, \(.placement), prompt \(.prompt_tokens), batch \(.batch): \(.noise.why)" ),
     "operator rows within ±10%: \($in | length) of \($rows | length) = \(100 * ($in | length) / ([$rows | length, 1] | max) | floor)% (target ≥ 80%)",
     "operator time within ±10%: \(100 * $intime / ([$tot, 1e-12] | max) | floor)% of \($tot * 1000 | floor) ms measured (target ≥ 90%)",
-    "TTFT measured/predicted: \($ttft | map(. * 100 | round / 100) | join(" ")) (target 0.90–1.10)",
-    "TPOT measured/predicted: \($tpot | map(. * 100 | round / 100) | join(" ")) (target 0.90–1.10)",
+    "TTFT measured/predicted: \($ttft | map(. * 100 | round / 100) | join(" ")) (\($ttft | map(select(. >= 0.9 and . <= 1.1)) | length) of \($ttft | length) within the target 0.90–1.10)",
+    "TPOT measured/predicted: \($tpot | map(. * 100 | round / 100) | join(" ")) (\($tpot | map(select(. >= 0.9 and . <= 1.1)) | length) of \($tpot | length) within the target 0.90–1.10)",
     ( [ .[] | select(.drift != null) ] as $dr
       | [ $dr[] | .operators[] | select(.predicted_at_drift_s != null and .predicted_at_drift_s > 0) | {m: .measured_s, p: .predicted_at_drift_s} ] as $drows
       | ($drows | map(select(within))) as $din
