@@ -139,10 +139,10 @@ const (
 	// this project alternates every 10 s to minutes between two
 	// placements: medians of 71–165 ns with a 2-thread DRAM read roof of
 	// 50–58 GB/s (both vCPUs on one host die: one L3, one link to
-	// memory), and 334–427 ns with 82–108 GB/s (two dies; the attained
+	// memory), and 342–475 ns with 82–108 GB/s (two dies; the attained
 	// 2-thread GEMM 0.88–0.98 of the first's, the 1-thread roof 42–44 in
 	// both). Within a placement medians move by up to 2.3×, between the
-	// two by 2.1–6×: at 2.5 no move within a placement is taken for one
+	// two by 2.1–6.7×: at 2.5 no move within a placement is taken for one
 	// between, and a move this misses from a reference at the top of its
 	// placement's range still shows in the DRAM roof check.
 	NoisePlacementRatio = 2.5
