@@ -204,14 +204,15 @@ func TestGEMMFraction(t *testing.T) {
 	}
 }
 
-// A weight matrix computed by the wrong backend's numbers fails the
-// measurement's check instead of being recorded.
-func TestGEMMBenchCatchesWrongWeights(t *testing.T) {
+// smallGEMMBench is a one-worker bench (closed with the test), the best
+// fp32 backend and a 40×24 weight matrix of it.
+func smallGEMMBench(t *testing.T) (*GEMMBench, gemm.Backend, *GEMMWeights) {
+	t.Helper()
 	b, err := NewGEMMBench([]int{0}, 1, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(b.Close)
 	be, err := gemm.Best(gemm.FP32)
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +221,13 @@ func TestGEMMBenchCatchesWrongWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, be, w
+}
+
+// A weight matrix computed by the wrong backend's numbers fails the
+// measurement's check instead of being recorded.
+func TestGEMMBenchCatchesWrongWeights(t *testing.T) {
+	b, be, w := smallGEMMBench(t)
 	if _, err := b.Measure(context.Background(), w, 5, 1, false); err != nil {
 		t.Fatal(err)
 	}
@@ -237,19 +245,7 @@ func TestGEMMBenchCatchesWrongWeights(t *testing.T) {
 // the one checked against the float64 reference, and the figure records
 // the ring's bytes.
 func TestGEMMBenchOutputRing(t *testing.T) {
-	b, err := NewGEMMBench([]int{0}, 1, time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	be, err := gemm.Best(gemm.FP32)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewGEMMWeights(be, 40, 24, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _, w := smallGEMMBench(t)
 	b.OutputRing = 1 << 16
 	g, err := b.Measure(context.Background(), w, 5, 1, false)
 	if err != nil {

@@ -448,7 +448,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// 0, the argmax inside each call on every worker, so no worker parks
 	// between calls; issue #16) and metered for the noise record.
 	meter := noise.NewMeter(m.CPUs(), m.Threads)
-	hostPlace := runPlacementCheck(machine != nil, o.Profile, m.CPUs())
+	// The probe's profile.json behind machine, read once for the host
+	// checks (nil: no profile, or a machine file or published profile).
+	var hostProf *results.Profile
+	if machine != nil {
+		hostProf, _ = results.ReadProfile(o.Profile)
+	}
+	hostPlace := runPlacementCheck(hostProf, m.CPUs())
 	if waited, back, err := hostPlace.Await(ctx, o.WaitPlacement); err != nil {
 		return err
 	} else if waited > 0 {
@@ -518,7 +524,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if m.Placement == engine.PlaceMatrix && m.Matrix != nil {
 			be = m.Matrix.Name
 		}
-		notes = append(notes, checkHost(ctx, o.Profile, be, m.Threads, &nz)...)
+		notes = append(notes, checkHost(ctx, hostProf, be, m.Threads, &nz)...)
 		if err := hostPlace.Sample(ctx, "after"); err != nil {
 			return err
 		}
@@ -878,29 +884,23 @@ func driftFidelity(res *runResult, machine *roofline.Machine, nz results.Noise, 
 }
 
 // runPlacementCheck is the check of a run's CPUs against the placement of
-// the profile at path (a probe's profile.json; withProfile: the run
-// predicts from one); nil (checking nothing) without one, or where the
-// profile has no placement (fewer than 2 CPUs, a profile from before it).
-func runPlacementCheck(withProfile bool, path string, cpus []int) *noise.PlacementCheck {
-	if !withProfile {
-		return nil
-	}
-	p, err := results.ReadProfile(path)
-	if err != nil {
+// p (a probe's profile); nil (checking nothing) without one, or where p
+// has no placement (fewer than 2 CPUs, a profile from before it).
+func runPlacementCheck(p *results.Profile, cpus []int) *noise.PlacementCheck {
+	if p == nil {
 		return nil
 	}
 	return noise.NewPlacementCheck(p.Placement, cpus)
 }
 
-// checkHost re-measures, right after the timed phases, what the profile
-// path (a probe's profile.json) says the host can do at threads: its DRAM
+// checkHost re-measures, right after the timed phases, what profile p (a
+// probe's profile.json; nil: none) says the host can do at threads: its DRAM
 // read roof (probes.CheckDRAMRoof) and its attained GEMM rate on backend
 // (probes.CheckGEMM); it records both in nz, judges nz again (a drift
 // beyond results.NoiseMaxRoofDrift marks the run noisy) and returns the
 // run's notes saying what each found, or why it did not run.
-func checkHost(ctx context.Context, path, backend string, threads int, nz *results.Noise) []string {
-	p, err := results.ReadProfile(path)
-	if err != nil {
+func checkHost(ctx context.Context, p *results.Profile, backend string, threads int, nz *results.Noise) []string {
+	if p == nil {
 		return []string{"DRAM roof and GEMM checks: not run (the profile is not a probe's profile.json)"}
 	}
 	var notes []string

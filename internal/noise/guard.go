@@ -102,18 +102,9 @@ func (g *PlacementGuard) Before(ctx context.Context, cpus []int) (*results.Place
 	}
 	var waited time.Duration
 	for {
-		time.Sleep(poolSettle)
-		now, err := MeasureLike(ctx, g.ref, cpus)
-		if err != nil {
-			if ctx.Err() == nil {
-				g.err = err
-			}
-			return nil, ctx.Err()
-		}
-		var n results.Noise
-		RecordPlacement(&n, g.ref, now)
-		if !Moved(n) {
-			return now, nil
+		now, moved, err := g.sample(ctx, cpus)
+		if now == nil || !moved {
+			return now, err
 		}
 		if g.adoptAfter > 0 && waited >= g.adoptAfter {
 			g.adopt(now)
@@ -152,15 +143,22 @@ func (g *PlacementGuard) After(ctx context.Context, cpus []int) (*results.Placem
 	if g == nil || g.err != nil || len(PlacementOf(g.ref, cpus)) == 0 {
 		return nil, nil
 	}
-	time.Sleep(poolSettle)
-	now, err := MeasureLike(ctx, g.ref, cpus)
+	now, _, err := g.sample(ctx, cpus)
+	return now, err
+}
+
+// sample is the package's sample against the guard's reference; a failed
+// one (not ctx's) turns the guard off, and only ctx's error is returned
+// (nil, nil otherwise).
+func (g *PlacementGuard) sample(ctx context.Context, cpus []int) (*results.Placement, bool, error) {
+	now, moved, err := sample(ctx, g.ref, cpus)
 	if err != nil {
 		if ctx.Err() == nil {
 			g.err = err
 		}
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
-	return now, nil
+	return now, moved, nil
 }
 
 // Record puts the placements measured before and after a figure into n

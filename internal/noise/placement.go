@@ -249,6 +249,20 @@ func MeasureLike(ctx context.Context, ref *results.Placement, cpus []int) (*resu
 	return p, nil
 }
 
+// sample measures the pairs of ref within cpus again (MeasureLike), after
+// poolSettle for an engine pool's workers to stop spinning, and reports
+// whether they moved from ref (Moved). Errors are MeasureLike's.
+func sample(ctx context.Context, ref *results.Placement, cpus []int) (*results.Placement, bool, error) {
+	time.Sleep(poolSettle)
+	now, err := MeasureLike(ctx, ref, cpus)
+	if err != nil {
+		return nil, false, err
+	}
+	var n results.Noise
+	RecordPlacement(&n, ref, now)
+	return now, Moved(n), nil
+}
+
 // moveRatio is how far now's round trip is from ref's, as a ratio ≥ 1.
 func moveRatio(now, ref float64) float64 {
 	if !(now > 0) || !(ref > 0) {
@@ -328,8 +342,7 @@ func (c *PlacementCheck) Sample(ctx context.Context, point string) error {
 	if c == nil {
 		return nil
 	}
-	time.Sleep(poolSettle)
-	p, err := MeasureLike(ctx, c.ref, c.cpus)
+	p, _, err := sample(ctx, c.ref, c.cpus)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -397,14 +410,11 @@ func (c *PlacementCheck) Await(ctx context.Context, within time.Duration) (time.
 	}
 	start := time.Now()
 	for {
-		time.Sleep(poolSettle)
-		now, err := MeasureLike(ctx, c.ref, c.cpus)
+		_, moved, err := sample(ctx, c.ref, c.cpus)
 		if err != nil {
 			return time.Since(start), false, ctx.Err()
 		}
-		var n results.Noise
-		RecordPlacement(&n, c.ref, now)
-		if !Moved(n) {
+		if !moved {
 			return time.Since(start), true, nil
 		}
 		if time.Since(start) >= within {
