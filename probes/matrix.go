@@ -50,7 +50,8 @@ var matrixShapes = map[bool][3]int{
 // (133 GFLOP a pass per backend and thread count, 6 passes with the
 // warm-up) at the 2-core VM's attained 176 and 372 GFLOP/s, about 14 s for
 // fp32 and bf16 at 1 and 2 threads, more where a noisy figure is
-// measured again. Quick takes M 16 and 512 at the two qwen3-0.6b classes
+// measured again; bf16's DRAM class (gemmTableClass) is twice the 4096×4096
+// class on a 32 MiB L3, about 4 s more. Quick takes M 16 and 512 at the two qwen3-0.6b classes
 // 1024×1024 and 3072×1024 (4.4 GFLOP a pass, a thirtieth of the full
 // table's; larger M are read at M 512's rate, clamped).
 var gemmShapeTable = map[bool]struct {
@@ -59,6 +60,34 @@ var gemmShapeTable = map[bool]struct {
 }{
 	false: {Ms: []int{2, 4, 8, 16, 64, 256, 512, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096}}},
 	true:  {Ms: []int{16, 512}, NK: [][2]int{{1024, 1024}, {3072, 1024}}},
+}
+
+// gemmTableDRAMNK is the size in elements (N·K) from which a class of
+// gemmShapeTable is the table's DRAM class: the one whose weights stream
+// from memory, from which roofline.FewRowsWeightFactor reads how a batched
+// decode's few rows slow the GEMV's weight stream.
+const gemmTableDRAMNK = 4096 * 4096
+
+// gemmTableClass returns class nk of the attained-GEMM table as measured
+// in dtype dt on a machine whose last-level cache holds llc bytes: a DRAM
+// class (N·K ≥ gemmTableDRAMNK) has its N doubled until its weights are at
+// least twice llc, so that no cache holds them in any dtype; other classes
+// are returned as they are. Measured on 2026-11-27's Zen 5 VM (32 MiB L3,
+// 2 threads): the 4096×4096 bf16 class (32 MiB) ran at M 2 at 74 GB/s of
+// weights, above the 55 GB/s DRAM read roof (part of it in L3), so
+// FewRowsWeightFactor found no DRAM class for bf16 and gave 1 where the
+// lm_head's bf16 GEMM (151936×1024) streamed 53.7 GB/s at M 1, 45.1 at
+// M 4 (0.84) and 40.1 at M 8 (`bench gemm --m 1,2,4,8 --n 151936 --k 1024
+// --dtype fp32,bf16 --threads 2`); the engine's batch-4 decode linears on
+// bf16 ran at 1.31–1.33 of their prediction.
+func gemmTableClass(nk [2]int, dt gemm.DType, llc int64) [2]int {
+	if nk[0]*nk[1] < gemmTableDRAMNK || llc <= 0 || gemm.WeightBytes(dt, 1, 1) <= 0 {
+		return nk
+	}
+	for gemm.WeightBytes(dt, nk[0], nk[1]) < 2*llc {
+		nk[0] *= 2
+	}
+	return nk
 }
 
 // gemmTableDTypes are the dtypes of the attained-GEMM table.
@@ -97,6 +126,7 @@ func (r *runner) gemmTable(ctx context.Context, b *GEMMBench, compute *results.C
 	for _, be := range gemmTableBackends() {
 		ws := make([]*GEMMWeights, 0, len(sh.NK))
 		for _, nk := range sh.NK {
+			nk = gemmTableClass(nk, be.DType, llc)
 			w, err := NewGEMMWeights(be, nk[0], nk[1], 3)
 			if err != nil {
 				return nil, err
@@ -905,7 +935,7 @@ func (r *runner) matrixSection(ctx context.Context, compute *results.Compute, me
 		"warm-up then %d reps of ≥ %v (≥ 1 call each); GFLOP/s = 2MNK/s; every figure checks %d elements of Y "+
 		"against a float64 reference. GEMM at M=%d N=%d K=%d per backend (M=%d, N and K halved for the portable go backends); GEMV (M=1) at K=%d with N sized so W is %s in each dtype "+
 		"(≥ 4× LLC and ≥ 512 MiB in a full probe of default working sets), weight GB/s = N·K·bytes/s (quantized formats: kernels/quant, activations quantized inside every call, the packed bytes, on pages advised huge as the DRAM read roof's buffers; fp32, bf16, int8: Go heap pages); "+
-		"gemm_shapes: M %v × N×K %v per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop's marginal cost between two cache-resident one-tile panels (K and 4·K) gives γ (cycles per 32 B; the intercept is the per-call cost), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
+		"gemm_shapes: M %v × N×K %v (a class of ≥ 4096×4096 has N doubled until its weights are ≥ 2× the LLC in the dtype: the DRAM class) per dtype's best backend (%s) at every thread count, %d reps of ≥ %v (the attained-GEMM table the roofline interpolates); quant_ebw: the up-convert-and-compute loop's marginal cost between two cache-resident one-tile panels (K and 4·K) gives γ (cycles per 32 B; the intercept is the per-call cost), ebw = min(β, 32/γ) per core (low-bit GEMV paper Eq. 3); mixed: one GEMM cut by Eq. 1 between two backends on the two halves of the cores",
 		r.cfg.Reps, r.cfg.RepDuration, gemmSamples, m, n, k, min(m, goM), gemvK, sizeText(r.plan.dramWS),
 		gemmShapeTable[r.cfg.Quick].Ms, gemmShapeTable[r.cfg.Quick].NK, tableBackendNames(), gemmTableReps, min(r.cfg.RepDuration, gemmTableRep))
 

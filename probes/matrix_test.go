@@ -259,6 +259,31 @@ func TestGEMMBenchOutputRing(t *testing.T) {
 	}
 }
 
+// The table's DRAM class is sized per dtype so no cache holds its weights:
+// 4096×4096 stays in fp32 (64 MiB against a 32 MiB LLC) and doubles its N
+// in bf16; the model-sized classes and unknown dtypes stay as they are.
+func TestGEMMTableClass(t *testing.T) {
+	const llc = 32 << 20
+	for _, c := range []struct {
+		nk   [2]int
+		dt   gemm.DType
+		want [2]int
+	}{
+		{[2]int{4096, 4096}, gemm.FP32, [2]int{4096, 4096}},
+		{[2]int{4096, 4096}, gemm.BF16, [2]int{8192, 4096}},
+		{[2]int{4096, 4096}, gemm.Int8, [2]int{16384, 4096}},
+		{[2]int{3072, 1024}, gemm.BF16, [2]int{3072, 1024}},
+		{[2]int{4096, 4096}, gemm.DType("nope"), [2]int{4096, 4096}},
+	} {
+		if got := gemmTableClass(c.nk, c.dt, llc); got != c.want {
+			t.Errorf("gemmTableClass(%v, %s, 32 MiB) = %v, want %v", c.nk, c.dt, got, c.want)
+		}
+		if got := gemmTableClass(c.nk, c.dt, 0); got != c.nk {
+			t.Errorf("gemmTableClass(%v, %s, 0) = %v, want it unchanged", c.nk, c.dt, got)
+		}
+	}
+}
+
 // TestMatrixSectionTiming times the section at its real shapes with the
 // probe's real plan (BENCH_MATRIX_TIMING=1; seconds, not for CI).
 func TestMatrixSectionTiming(t *testing.T) {
