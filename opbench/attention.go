@@ -71,6 +71,11 @@ type AttentionConfig struct {
 	// between the probe and the run.
 	RoofNow bool
 	Timing  Timing
+	// WaitPlacement is how long, in all, the figures may wait for the
+	// host to put the CPUs back where the reference placement had them
+	// (Watch.Wait; 0: no waiting, a moved figure is marked noisy either
+	// way).
+	WaitPlacement time.Duration
 	// Machine gives the roofline prediction (nil: none); Profile the
 	// ceilings of the fractions (nil: none).
 	Machine *roofline.Machine
@@ -147,6 +152,10 @@ type AttentionPoint struct {
 	// MaxRelError is the largest error of the sampled outputs relative
 	// to Σ p|v| against a float64 reference.
 	MaxRelError float64 `json:"max_rel_error"`
+	// Noise is the figure's noise record (Watch.Measure): CPU share,
+	// steal, load, cv and the core-to-core round trip that moved most
+	// from the reference placement; Noisy with Why where a test failed.
+	Noise *results.Noise `json:"noise,omitempty"`
 }
 
 // AttentionReport is RunAttention's result.
@@ -167,9 +176,14 @@ type AttentionReport struct {
 	RepSeconds  float64 `json:"rep_seconds"`
 	Machine     string  `json:"machine,omitempty"`
 	// Skipped are the placements that do not apply, with the reason.
-	Skipped []string         `json:"skipped,omitempty"`
-	Notes   []string         `json:"notes,omitempty"`
-	Points  []AttentionPoint `json:"points"`
+	Skipped []string `json:"skipped,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+	// Placement is the reference the figures' round trips were checked
+	// against (Watch.Ref; absent: not checked), PlacementFrom where it came
+	// from.
+	Placement     *results.Placement `json:"placement,omitempty"`
+	PlacementFrom string             `json:"placement_from,omitempty"`
+	Points        []AttentionPoint   `json:"points"`
 }
 
 // Validate checks the sweep's values; errors are one line naming the flag
@@ -343,6 +357,11 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		r.Notes = append(r.Notes, "workers not pinned: "+pe.Error())
 	}
 	all := p.All()
+	watch, err := NewWatch(ctx, c.Profile, all.CPUs(), c.WaitPlacement)
+	if err != nil {
+		return nil, err
+	}
+	r.Placement, r.PlacementFrom = watch.Ref, watch.RefFrom
 	// The pipeline's groups: the vector group the first threads −
 	// threads/2 workers, the matrix group the others (as the engine and
 	// the mixed placement cut them); a pair's matrix worker runs its
@@ -394,7 +413,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 				if sched == SchedulePipelined {
 					call = func(m *kpool.Master) error { return a.PrefillPipelined(ctx, m, vecG, matG, T) }
 				}
-				if pt.Seconds, err = c.Timing.SecondsPerCall(ctx, p, call); err != nil {
+				if pt.Seconds, pt.Noise, err = watch.Measure(ctx, pt.CPUs, func() (results.Stat, error) { return c.Timing.SecondsPerCall(ctx, p, call) }); err != nil {
 					return nil, fmt.Errorf("attention %s prefill context %d %s: %w", pl, T, sched, err)
 				}
 				for _, row := range []int{0, T / 2, T - 1} {
@@ -450,14 +469,15 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
 				}
 			}
-			if c.ColdKVBytes > 0 {
-				if evict == nil {
-					evict = Evictor(all, c.ColdKVBytes)
-				}
-				pt.Seconds, err = c.Timing.SecondsPerColdCall(ctx, p, evict, call)
-			} else {
-				pt.Seconds, err = c.Timing.SecondsPerCall(ctx, p, call)
+			if c.ColdKVBytes > 0 && evict == nil {
+				evict = Evictor(all, c.ColdKVBytes)
 			}
+			pt.Seconds, pt.Noise, err = watch.Measure(ctx, pt.CPUs, func() (results.Stat, error) {
+				if c.ColdKVBytes > 0 {
+					return c.Timing.SecondsPerColdCall(ctx, p, evict, call)
+				}
+				return c.Timing.SecondsPerCall(ctx, p, call)
+			})
 			if err != nil {
 				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
 			}
@@ -486,6 +506,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 	if len(r.Points) == 0 {
 		return nil, fmt.Errorf("attention: no placement applies: %s", joinSemi(r.Skipped))
 	}
+	r.Notes = append(r.Notes, watch.Line())
 	return r, nil
 }
 

@@ -15,8 +15,12 @@
 // against a float64 reference (engine.AttentionBench.CheckOutput) and the
 // GEMMs' against theirs (probes.GEMMBench).
 //
+// Each attention figure carries its noise record (Watch: CPU share,
+// steal, load, cv, and the core-to-core round trips before and after it
+// against the profile's placement), marked noisy where a test fails.
+//
 // opbench measures through engine (the attention kernel), probes (the
-// GEMM measurement) and kernels/gemm and kernels/pool, predicts with
-// roofline and reads profiles with results; it must not import reports
+// GEMM measurement) and kernels/gemm and kernels/pool, records noise with
+// internal/noise, predicts with roofline and reads profiles with results; it must not import reports
 // (the commands draw its figures) or cmd.
 package opbench

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cpubench/bench/internal/memlimit"
 	"github.com/cpubench/bench/kernels/gemm"
@@ -30,6 +31,9 @@ type GEMMSweepConfig struct {
 	Machine    *roofline.Machine
 	Profile    *results.Profile
 	Progress   func(string)
+	// WaitPlacement is AttentionConfig.WaitPlacement for the sweep's
+	// figures.
+	WaitPlacement time.Duration
 }
 
 // GEMMSweepPoint is one measured figure.
@@ -61,21 +65,29 @@ type GEMMSweepPoint struct {
 	Fraction   float64 `json:"fraction,omitempty"`
 	FractionOf string  `json:"fraction_of"`
 	Note       string  `json:"note,omitempty"`
+	// Noise is the figure's noise record (probes.GEMMBench's: CPU share,
+	// steal, load, cv of the rates) with the core-to-core round trip
+	// before and after it that moved most from the reference placement
+	// (Watch); Noisy with Why where a test failed.
+	Noise *results.Noise `json:"noise,omitempty"`
 }
 
 // GEMMSweepReport is RunGEMMSweep's result.
 type GEMMSweepReport struct {
-	Schema      string           `json:"schema"`
-	Model       string           `json:"model"`
-	Threads     int              `json:"threads"`
-	CoresLabel  string           `json:"cores"`
-	MatrixLabel string           `json:"matrix"`
-	Reps        int              `json:"reps"`
-	RepSeconds  float64          `json:"rep_seconds"`
-	Machine     string           `json:"machine,omitempty"`
-	Skipped     []string         `json:"skipped,omitempty"`
-	Notes       []string         `json:"notes,omitempty"`
-	Points      []GEMMSweepPoint `json:"points"`
+	Schema      string   `json:"schema"`
+	Model       string   `json:"model"`
+	Threads     int      `json:"threads"`
+	CoresLabel  string   `json:"cores"`
+	MatrixLabel string   `json:"matrix"`
+	Reps        int      `json:"reps"`
+	RepSeconds  float64  `json:"rep_seconds"`
+	Machine     string   `json:"machine,omitempty"`
+	Skipped     []string `json:"skipped,omitempty"`
+	Notes       []string `json:"notes,omitempty"`
+	// Placement and PlacementFrom are AttentionReport's.
+	Placement     *results.Placement `json:"placement,omitempty"`
+	PlacementFrom string             `json:"placement_from,omitempty"`
+	Points        []GEMMSweepPoint   `json:"points"`
 }
 
 // ffnShapes are the sweep's weight shapes: name, N, K.
@@ -165,6 +177,11 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 		return nil, err
 	}
 	defer b.Close()
+	watch, err := NewWatch(ctx, c.Profile, c.CPUs, c.WaitPlacement)
+	if err != nil {
+		return nil, err
+	}
+	r.Placement, r.PlacementFrom = watch.Ref, watch.RefFrom
 	pair := c.Backends.Pair
 	places := c.Placements
 	if threads < 2 {
@@ -225,10 +242,20 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 					if p == PlaceMatrix {
 						w = wm
 					}
-					g, err := b.Measure(ctx, w, pm.m, threads, false)
+					var g results.GEMMResult
+					chk, err := watch.Check(ctx, c.CPUs, func() error {
+						var err error
+						g, err = b.Measure(ctx, w, pm.m, threads, false)
+						return err
+					})
 					if err != nil {
 						return nil, err
 					}
+					if g.GFLOPS.Noise == nil {
+						g.GFLOPS.Noise = &results.Noise{CV: g.GFLOPS.CV, Attempts: 1}
+					}
+					watch.Record(chk, g.GFLOPS.Noise)
+					pt.Noise = g.GFLOPS.Noise
 					pt.Backends, pt.DType, pt.GFLOPS = g.Backend, g.DType, g.GFLOPS
 					if c.Profile != nil {
 						if why := probes.GEMMFraction(&g, c.Profile.Compute, c.Profile.Memory, c.Profile.Matrix); why != "" {
@@ -243,10 +270,20 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 					}
 				case PlaceMixed:
 					ct, mt := groupSizes(threads)
-					sp, err := b.Split(ctx, wc, wm, pm.m, ct, mt)
+					var sp results.MatrixSplit
+					chk, err := watch.Check(ctx, c.CPUs, func() error {
+						var err error
+						sp, err = b.Split(ctx, wc, wm, pm.m, ct, mt)
+						return err
+					})
 					if err != nil {
 						return nil, err
 					}
+					pt.Noise = &results.Noise{CV: sp.GFLOPS.CV, Attempts: 1}
+					if sp.GFLOPS.Noise != nil {
+						pt.Noise = sp.GFLOPS.Noise
+					}
+					watch.Record(chk, pt.Noise)
 					pt.Backends = wc.Backend.Name + "+" + wm.Backend.Name
 					pt.DType = string(wc.Backend.DType) + "+" + string(wm.Backend.DType)
 					pt.GFLOPS = sp.GFLOPS
@@ -267,6 +304,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 	if len(r.Points) == 0 {
 		return nil, fmt.Errorf("gemm --sweep: no placement applies: %s", joinSemi(r.Skipped))
 	}
+	r.Notes = append(r.Notes, watch.Line())
 	return r, nil
 }
 

@@ -3,6 +3,7 @@ package opbench
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +104,12 @@ func TestRunAttention(t *testing.T) {
 			if want := b.CoresBackend + "+" + b.MatrixBackend; p.Placement == PlaceMixed && p.Backends != want && b.CoresBackend != b.MatrixBackend {
 				t.Errorf("mixed backends %q", p.Backends)
 			}
+			if p.Noise == nil || p.Noise.CV != p.Seconds.CV || p.Noise.Attempts != 1 {
+				t.Errorf("%s %s context %d batch %d: noise %+v (cv of the seconds %v)", p.Phase, p.Placement, p.Context, p.Batch, p.Noise, p.Seconds.CV)
+			}
+		}
+		if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "noise: ") }) {
+			t.Errorf("notes %q: want the noise line", r.Notes)
 		}
 		if s := r.Series("context"); len(s) != 12 || !s[1].Predicted || len(s[0].X) != 2 || !strings.Contains(s[0].Label, "pipelined") || !strings.Contains(s[2].Label, "serial") {
 			t.Errorf("prefill series: %+v", s)

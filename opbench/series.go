@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cpubench/bench/results"
 )
 
 // Series is one line of a sweep's plot: a placement's medians with their
@@ -128,7 +130,7 @@ func f2(x float64) string {
 // prediction columns refer to ([n]).
 func (r *AttentionReport) Table() (header []string, rows [][]string, notes []string) {
 	ref := footnotes(&notes)
-	header = []string{"phase", "placement", "schedule", "kernels", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "pred. matrix stage ms", "pred. vector stage ms", "measured/predicted", "fraction", "max rel. error"}
+	header = []string{"phase", "placement", "schedule", "kernels", "backends", "threads", "context", "batch", "width", "ms median", "min", "max", "cv", "GFLOP/s", "KV GB/s", "predicted ms", "pred. matrix stage ms", "pred. vector stage ms", "measured/predicted", "fraction", "max rel. error", "noise"}
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 {
@@ -137,9 +139,24 @@ func (r *AttentionReport) Table() (header []string, rows [][]string, notes []str
 		rows = append(rows, []string{p.Phase, p.Placement, p.Schedule, p.Kernels, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
 			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
 			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ms(p.PredictedMatrixSeconds), ms(p.PredictedVectorSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
-			fmt.Sprintf("%.1e", p.MaxRelError)})
+			fmt.Sprintf("%.1e", p.MaxRelError), noiseCell(p.Noise, ref)})
 	}
 	return header, rows, notes
+}
+
+// noiseCell is a figure's noise column: "ok", "NOISY" with its reason as
+// a note (ref), or "—" where it was not recorded.
+func noiseCell(n *results.Noise, ref func(string) string) string {
+	switch {
+	case n == nil:
+		return "—"
+	case n.Noisy:
+		return "NOISY " + ref(n.Why)
+	}
+	if n.RoundTripNs > 0 {
+		return fmt.Sprintf("ok (round trip %.0f ns)", n.RoundTripNs)
+	}
+	return "ok"
 }
 
 // footnotes returns a function numbering distinct notes into *notes.
@@ -207,7 +224,7 @@ func (r *GEMMSweepReport) Ops() []string {
 // Table is every point as a row, with its footnotes.
 func (r *GEMMSweepReport) Table() (header []string, rows [][]string, notes []string) {
 	ref := footnotes(&notes)
-	header = []string{"op", "phase", "M", "N", "K", "placement", "backends", "dtype", "threads", "GFLOP/s median", "min", "max", "cv", "predicted GFLOP/s", "measured/predicted time", "fraction", "note"}
+	header = []string{"op", "phase", "M", "N", "K", "placement", "backends", "dtype", "threads", "GFLOP/s median", "min", "max", "cv", "predicted GFLOP/s", "measured/predicted time", "fraction", "note", "noise"}
 	for _, p := range r.Points {
 		ratio := "— " + ref(p.PredictionNote)
 		if p.PredictedSeconds > 0 && p.Seconds > 0 {
@@ -215,7 +232,7 @@ func (r *GEMMSweepReport) Table() (header []string, rows [][]string, notes []str
 		}
 		rows = append(rows, []string{p.Op, p.Phase, strconv.Itoa(p.M), strconv.Itoa(p.N), strconv.Itoa(p.K), p.Placement, p.Backends, p.DType, strconv.Itoa(p.Threads),
 			f2(p.GFLOPS.Median), f2(p.GFLOPS.Min), f2(p.GFLOPS.Max), fmt.Sprintf("%.1f%%", 100*p.GFLOPS.CV),
-			f2(p.PredictedGFLOPS), ratio, pct(p.Fraction, 0) + " " + ref(p.FractionOf), p.Note})
+			f2(p.PredictedGFLOPS), ratio, pct(p.Fraction, 0) + " " + ref(p.FractionOf), p.Note, noiseCell(p.Noise, ref)})
 	}
 	return header, rows, notes
 }

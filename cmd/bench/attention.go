@@ -38,6 +38,7 @@ type attentionOptions struct {
 	Reps, RepMS                 int
 	Profile                     string
 	RoofNow                     bool
+	WaitPlacement               time.Duration
 	Out                         string
 	Fig                         figureFlags
 }
@@ -105,8 +106,18 @@ bytes on the same threads, measured right before and after the figure
 well inside each level, while a batch's KV may sit at a level's edge,
 and a VM's host moves between the probe and the run; --roof-now=false:
 the profile's roof of the smallest level that holds the KV). Sampled outputs
-are checked against a float64 reference. Writes attention.png (prefill and
-decode panels), attention.md and attention.json to --out.`,
+are checked against a float64 reference.
+
+Each figure records its noise (the noise column and JSON's noise): the
+share of the CPUs its threads got, steal, load, cv, and the core-to-core
+round trips right before and after it against the profile's placement
+(else one measured as the run begins). A VM's host may move its vCPUs
+between dies: the L3 a batch's KV fits in and the DRAM bandwidth move with
+them. A figure that fails a test is marked NOISY with the reason and kept;
+--wait-placement waits for the placement before each figure.
+
+Writes attention.png (prefill and decode panels), attention.md and
+attention.json to --out.`,
 		Example: `  bench attention
   bench attention --contexts 1024,2048,4096,8192 --batches 1,4,16 --decode-context 4096
   bench attention --matrix-backend go-fp32 --placement cores,matrix,mixed
@@ -131,6 +142,7 @@ decode panels), attention.md and attention.json to --out.`,
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.BoolVar(&o.RoofNow, "roof-now", true, "decode steps of one token: measure the read kernel over the same KV bytes on the same threads right before and after each figure and take the fraction of their mean (false: of the profile's roof of the level holding the KV)")
 	f.StringVar(&o.Profile, "profile", "", "profile.json of 'bench probe' (or a machine file, a published profile) for the prediction and the fractions (default: this host's newest complete probe profile; none: no predictions)")
+	f.DurationVar(&o.WaitPlacement, "wait-placement", 0, "with 2 or more threads: before each figure, wait (up to this long in all, e.g. 60s) for the host to put the CPUs back where the reference placement had them (the profile's core-to-core round trips, else those measured as the run begins); a figure measured while they were moved is marked noisy either way (0: do not wait)")
 	f.StringVar(&o.Out, "out", "", "output directory (default results/attention-<host>-<yyyymmdd-hhmmss>)")
 	o.Fig.register(cmd, false)
 	return cmd
@@ -235,7 +247,10 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	}
 	c := opbench.AttentionConfig{Arch: arch, Contexts: o.Contexts, DecodeContext: o.DecodeContext, Batches: o.Batches, Widths: o.Widths,
 		Placements: placements, Backends: bk, CPUs: cpus, KVPackPerCall: kvPack, KVDType: o.KVDType, NoPipeline: noPipe, RoofNow: o.RoofNow,
-		Timing: opbench.Timing{Reps: o.Reps, RepDuration: time.Duration(o.RepMS) * time.Millisecond}}
+		Timing: opbench.Timing{Reps: o.Reps, RepDuration: time.Duration(o.RepMS) * time.Millisecond}, WaitPlacement: o.WaitPlacement}
+	if o.WaitPlacement < 0 {
+		return fmt.Errorf("attention: --wait-placement %v: must be ≥ 0 (0: do not wait)", o.WaitPlacement)
+	}
 	if o.RepMS < 1 || o.RepMS > 1e6 {
 		return fmt.Errorf("attention: --rep-ms %d: must be between 1 and 1000000", o.RepMS)
 	}
@@ -297,6 +312,11 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 			verdict := "meets"
 			if p.Fraction < p.Target {
 				verdict = "below"
+			}
+			if p.Noise != nil && p.Noise.Noisy {
+				verdict += "; NOISY: " + p.Noise.Why
+			} else if p.Noise != nil && p.Noise.RoundTripNs > 0 {
+				verdict += fmt.Sprintf("; round trip %.0f ns", p.Noise.RoundTripNs)
 			}
 			fmt.Fprintf(out, "%s %s context %d batch %d: %.0f%% %s (target %.0f%%: %s)\n", p.Phase, p.Placement, p.Context, p.Batch, 100*p.Fraction, what, 100*p.Target, verdict)
 		}
