@@ -3,6 +3,7 @@ package probes
 import (
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,5 +45,27 @@ func TestMeasureGroupsRecordsNoise(t *testing.T) {
 	}
 	if runtime.GOOS == "linux" && (st.Noise.CPUFraction <= 0 || st.Noise.CPUFraction > 1.05) {
 		t.Fatalf("CPU fraction %v: the thread clock was not read", st.Noise.CPUFraction)
+	}
+}
+
+// MovedSections names, in run order, the sections holding a figure whose
+// recorded round trip is NoisePlacementRatio or more from its reference,
+// and counts those figures; figures within it, or without a round trip,
+// do not count.
+func TestMovedSections(t *testing.T) {
+	moved := &results.Noise{RoundTripNs: 400, RoundTripRefNs: 80, RoundTripCPUs: []int{0, 1}}
+	within := &results.Noise{RoundTripNs: 90, RoundTripRefNs: 80, RoundTripCPUs: []int{0, 1}}
+	p := &results.Profile{
+		Memory: &results.Memory{DRAM: []results.DRAMRoof{{Threads: 2, GBps: results.Stat{Median: 50, Noise: moved}}, {Threads: 1, GBps: results.Stat{Median: 40}}}},
+		Matrix: &results.Matrix{GEMV: []results.GEMMResult{{Threads: 2, GFLOPS: results.Stat{Median: 20, Noise: within}}},
+			GEMMShapes: []results.GEMMResult{{Threads: 2, GFLOPS: results.Stat{Median: 400, Noise: moved}}, {Threads: 2, GFLOPS: results.Stat{Median: 400, Noise: moved}}}},
+		Compute: &results.Compute{},
+	}
+	got, n := MovedSections(p)
+	if !slices.Equal(got, []string{results.SectionMemory, results.SectionMatrix}) || n != 3 {
+		t.Errorf("MovedSections = %v, %d figures; want [memory matrix], 3", got, n)
+	}
+	if got, n := MovedSections(&results.Profile{}); len(got) != 0 || n != 0 {
+		t.Errorf("empty profile: %v, %d", got, n)
 	}
 }

@@ -283,51 +283,37 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		}
 	}
 
+	run := func(section string) error {
+		var err error
+		switch section {
+		case results.SectionMemory:
+			p.Memory, err = r.memorySection(ctx)
+		case results.SectionLatency:
+			p.Latency, err = r.latencySection(ctx)
+		case results.SectionShared:
+			p.Shared, err = r.sharedSection(ctx)
+		case results.SectionNUMA:
+			p.NUMA, err = r.numaSection(ctx)
+		case results.SectionCompute:
+			p.Compute, err = r.computeSection(ctx)
+		case results.SectionMixed:
+			p.Mixed, err = r.mixedSection(ctx)
+		case results.SectionNonlinear:
+			p.Nonlinear, err = r.nonlinearSection(ctx)
+		case results.SectionMatrix:
+			p.Matrix, err = r.matrixSection(ctx, p.Compute, p.Memory)
+		case results.SectionDispatch:
+			p.Dispatch, err = r.dispatchSection(ctx)
+		}
+		return err
+	}
 	prog.Start(r.total(sections))
 	defer prog.Finish()
-	if has(results.SectionMemory) {
-		if p.Memory, err = r.memorySection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionLatency) {
-		if p.Latency, err = r.latencySection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionShared) {
-		if p.Shared, err = r.sharedSection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionNUMA) {
-		if p.NUMA, err = r.numaSection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionCompute) {
-		if p.Compute, err = r.computeSection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionMixed) {
-		if p.Mixed, err = r.mixedSection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionNonlinear) {
-		if p.Nonlinear, err = r.nonlinearSection(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionMatrix) {
-		if p.Matrix, err = r.matrixSection(ctx, p.Compute, p.Memory); err != nil {
-			return nil, err
-		}
-	}
-	if has(results.SectionDispatch) {
-		if p.Dispatch, err = r.dispatchSection(ctx); err != nil {
-			return nil, err
+	for _, s := range Sections {
+		if has(s) {
+			if err := run(s); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if g := r.place; g != nil {
@@ -343,6 +329,23 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		} else if away > 0 {
 			p.Notes = append(p.Notes, fmt.Sprintf("placement: %d of %d figures on more than one CPU were measured away from profile.placement and are marked noisy", away, at+away))
 		}
+		// The sections with figures measured in the other placement are
+		// measured again, waiting for profile.placement (never adopting
+		// another): a profile whose DRAM roof was measured in one
+		// placement and its GEMVs in the other predicts neither.
+		if redo, moved := MovedSections(p); len(redo) > 0 && cfg.PlacementWait > 0 && g.Err() == nil {
+			r.place = noise.NewPlacementGuard(p.Placement, cfg.PlacementWait, 0)
+			prog.Finish()
+			prog.Start(r.total(redo))
+			for _, s := range redo {
+				if err := run(s); err != nil {
+					return nil, err
+				}
+			}
+			at, away, _ := noise.Rereference(p)
+			p.Notes = append(p.Notes, fmt.Sprintf("placement: measured again, waiting for profile.placement (%.1f s of at most %v, --wait-placement): the sections %s, which had %d figures measured in the other placement; now %d of %d figures on more than one CPU were measured away from it (marked noisy)",
+				r.place.Waited().Seconds(), cfg.PlacementWait, strings.Join(redo, ", "), moved, away, at+away))
+		}
 	}
 	// A last-level cache CPUID and sysfs hide (a VM), from the knee of the
 	// read bandwidth curves (knee.go).
@@ -351,6 +354,27 @@ func Run(ctx context.Context, cfg Config) (*results.Profile, error) {
 		p = q
 	}
 	return p, nil
+}
+
+// MovedSections returns the sections of profile p (in run order) with
+// figures measured away from p.Placement (a recorded round trip
+// results.NoisePlacementRatio or more from the reference's: noise.Moved),
+// and how many such figures there are.
+func MovedSections(p *results.Profile) (sections []string, figures int) {
+	seen := map[string]bool{}
+	p.WalkStats(func(path string, st *results.Stat) {
+		if st.Noise == nil || !noise.Moved(*st.Noise) {
+			return
+		}
+		figures++
+		seen[strings.FieldsFunc(path, func(r rune) bool { return r == '.' || r == '[' })[0]] = true
+	})
+	for _, s := range Sections {
+		if seen[s] {
+			sections = append(sections, s)
+		}
+	}
+	return sections, figures
 }
 
 func threadCounts(steps []memStep, cfg []int) []int {
