@@ -76,10 +76,10 @@ type Point struct {
 	// re-measured at most 15 s before it over the profile's (0: none):
 	// Seconds are then scaled by it to the profile's compute rate.
 	GEMMRatio float64 `json:"gemm_ratio,omitempty"`
-	// QueryRows is an attention's query rows over its heads
-	// (roofline.Operator.QueryRows; 0 for other classes), what the
-	// attention class's per-row cost multiplies.
-	QueryRows int `json:"query_rows,omitempty"`
+	// CalibrationRows is what the class's per-row cost multiplies
+	// (roofline.CalibrationRows: an attention's query rows over its
+	// heads, a vector operator's rows; 0 for the linears).
+	CalibrationRows int `json:"calibration_rows,omitempty"`
 	// Level is what bounds the uncalibrated prediction (roofline's
 	// Placed.Bound: "L1", "L2", "L3", "DRAM", or "compute/" and the
 	// activations' level; an attention's, its QKᵀ's): the point's class
@@ -211,7 +211,7 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", s.Key(), err)
 		}
-		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level, QueryRows: rows})
+		r.Points = append(r.Points, Point{Shape: s, Predicted: pred, Calibrated: pred, Level: level, CalibrationRows: rows})
 		keys[i] = r.Points[i].CalibrationKey()
 	}
 	for i, h := range Split(keys) {
@@ -397,11 +397,11 @@ func (r *Report) fit() {
 				}
 				if p.HeldOut {
 					ph, mh = append(ph, p.Predicted), append(mh, p.Seconds.Median)
-					rh = append(rh, p.QueryRows)
+					rh = append(rh, p.CalibrationRows)
 					hi = append(hi, i)
 				} else {
 					pf, mf = append(pf, p.Predicted), append(mf, p.Seconds.Median)
-					rf = append(rf, p.QueryRows)
+					rf = append(rf, p.CalibrationRows)
 				}
 			}
 		}
@@ -438,7 +438,7 @@ func (r *Report) fit() {
 		}
 		for i := range r.Points {
 			if p := &r.Points[i]; p.CalibrationKey() == g && !p.HeldOut && p.Predicted > 0 {
-				p.Calibrated = params.Apply(p.Predicted, p.QueryRows, true)
+				p.Calibrated = params.Apply(p.Predicted, p.CalibrationRows, true)
 			}
 		}
 		before, after := RelErrors(ph, mh), RelErrors(cal, mh)
@@ -526,7 +526,7 @@ func Replay(p *results.Profile, name string, r *Report, model string) (*Report, 
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", pt.Shape.Key(), err)
 		}
-		pt.Predicted, pt.Calibrated, pt.Level, pt.QueryRows = pred, pred, level, rows
+		pt.Predicted, pt.Calibrated, pt.Level, pt.CalibrationRows = pred, pred, level, rows
 		pt.Counted = false
 		out.Points = append(out.Points, pt)
 	}

@@ -478,7 +478,7 @@ func TestReplay(t *testing.T) {
 		}
 		// "Measured" 1.3× the prediction plus 1 µs, quiet.
 		st := results.Stat{Median: 1.3*pred + 1e-6, Min: pred, Max: 2 * pred, N: 3, Noise: &results.Noise{}}
-		rec.Points = append(rec.Points, Point{Shape: s, Seconds: st, Predicted: pred, Level: level, QueryRows: rows})
+		rec.Points = append(rec.Points, Point{Shape: s, Seconds: st, Predicted: pred, Level: level, CalibrationRows: rows})
 		keys[i] = rec.Points[i].CalibrationKey()
 	}
 	for i, h := range Split(keys) {

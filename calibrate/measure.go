@@ -570,8 +570,12 @@ func predictOp(s Shape) (roofline.Operator, error) {
 	case roofline.ClassGEMM, roofline.ClassGEMV:
 		return roofline.LinearOp(s.Op, s.M, s.N, s.K), nil
 	case roofline.ClassRoPE:
-		// The catalog counts RoPE by rows of one head.
-		return roofline.VectorOp(s.Op, s.Rows*max(s.Width/ropeHeadDim, 1), min(s.Width, ropeHeadDim))
+		// The catalog counts RoPE by rows of one head; the kernel runs
+		// once per row of the shape (measure's rowFn, as the engine
+		// rotates each token's q and k rows).
+		o, err := roofline.VectorOp(s.Op, s.Rows*max(s.Width/ropeHeadDim, 1), min(s.Width, ropeHeadDim))
+		o.RowCalls = s.Rows
+		return o, err
 	case roofline.ClassKVWrite:
 		// Rows positions of Width = KV heads · head dim floats of K and of
 		// V: the catalog's rows of one head, K's and V's.
@@ -592,9 +596,9 @@ func inDRAM(s Shape) bool { return s.Class == roofline.ClassKVWrite }
 // also keys its softmax and P·V by); attention is the sum of the
 // catalog's qk, softmax and pv as Place times them (the parts the
 // attention class's parameters apply to; roofline.PredictAttention's
-// rescale term is not part of it and stays uncalibrated); rows is the
-// attention's query rows over its heads (its QKᵀ's
-// roofline.Operator.QueryRows; 0 for every other shape).
+// rescale term is not part of it and stays uncalibrated); rows is what
+// the class's per-row cost multiplies (roofline.CalibrationRows: the
+// attention's query rows over its heads, a vector operator's rows).
 func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level string, rows int, err error) {
 	mt := m.AtThreads(s.Threads)
 	if s.Class == roofline.ClassAttention {
@@ -655,7 +659,7 @@ func placeSum(m *roofline.Machine, ops []roofline.Operator, resident float64) (f
 	t, rows := 0.0, 0
 	for _, p := range ps {
 		t += p.Time
-		rows += p.QueryRows
+		rows += roofline.CalibrationRows(p.Operator)
 	}
 	if len(ps) == 0 {
 		return 0, "", 0, fmt.Errorf("no operator to predict")

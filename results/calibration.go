@@ -66,11 +66,13 @@ type CalibrationClass struct {
 	Efficiency float64 `json:"efficiency"`
 	// FixedSeconds is the per-call fixed cost added, in seconds (≥ 0).
 	FixedSeconds float64 `json:"fixed_seconds"`
-	// RowSeconds (the attention class only; added within v2, absent = 0)
-	// is the cost per query row and head, seconds (≥ 0), added once per
-	// row (roofline.Operator.QueryRows = B·H·T): prefill's per-row work
+	// RowSeconds (added within v2, absent = 0) is the cost per row,
+	// seconds (≥ 0), added once per row (roofline.CalibrationRows): an
+	// attention's per query row and head (B·H·T; prefill's per-row work
 	// around the tiles, decode's per-job setup, neither growing with the
-	// context as the roofline time does.
+	// context as the roofline time does), a row-wise vector operator's
+	// per row (the per-row work its rows × width roofline time spreads
+	// over the width).
 	RowSeconds float64 `json:"row_seconds,omitempty"`
 	// FitShapes and HeldOutShapes count the shapes of each half.
 	FitShapes     int `json:"fit_shapes"`

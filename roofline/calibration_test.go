@@ -126,3 +126,28 @@ func TestCalibrationQueryRows(t *testing.T) {
 		}
 	}
 }
+
+// The rows a calibration's per-row cost multiplies: an attention's query
+// rows on its QKᵀ, a vector operator's rows, RoPE's row-kernel calls (one
+// per token's q row and k row), none for a linear or the attention's
+// softmax and P·V.
+func TestCalibrationRows(t *testing.T) {
+	arch := Arch{Name: "t", Layers: 1, Dim: 256, Heads: 4, KVHeads: 2, HeadDim: 64, Intermediate: 512, Vocab: 1000, QKNorm: true}
+	r := Request{Phase: Prefill, Batch: 2, Tokens: 16, Context: 16, Weight: "fp32", Act: "fp32", KV: "fp32", Routing: Routing{Kind: "uniform"}}
+	cat, err := BuildCatalog(arch, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const M = 2 * 16
+	want := map[string]int{OpAttnNorm: M, OpQKNorm: M * (4 + 2), OpRoPE: 2 * M, OpKVWrite: M * 2 * 2, OpQK: 2 * 4 * 16, OpSoftmax: 0, OpPV: 0,
+		OpQProj: 0, OpAttnResidual: M, OpFFNNorm: M, OpSiLUMul: M, OpDownProj: 0, OpFFNResidual: M}
+	for _, o := range cat.Layers[0].Ops {
+		if w, ok := want[o.Name]; ok && CalibrationRows(o) != w {
+			t.Errorf("%s: calibration rows %d, want %d", o.Name, CalibrationRows(o), w)
+		}
+	}
+	c := ClassParams{Efficiency: 0.5, FixedSeconds: 1e-6, RowSeconds: 1e-8}
+	if got := c.Apply(1e-6, 100, true); !nearRel(got, 2e-6+1e-6+1e-6) {
+		t.Errorf("Apply: %v s, want 4e-6", got)
+	}
+}

@@ -277,6 +277,12 @@ type Operator struct {
 	// operator on the caller alone when it is small (Threads).
 	Rows  int `json:"rows,omitempty"`
 	Width int `json:"width,omitempty"`
+	// RowCalls, where not 0, is how many calls of its row kernel a
+	// vector operator makes when that is not Rows: RoPE rotates each
+	// token's q row and its k row in one call each, over all their heads
+	// (engine/batch.go), 2·M calls for its M·(H+Hkv) rows of one head.
+	// The calibration's per-row cost multiplies it (CalibrationRows).
+	RowCalls int `json:"row_calls,omitempty"`
 	// QueryRows is, on an attention's QKᵀ (the operator that carries its
 	// call), the query rows over all heads, B·H·T: on the tiled prefill
 	// path Q is packed and scaled per row before the tiles and the output
@@ -484,6 +490,7 @@ func BuildCatalog(arch Arch, r Request) (*Catalog, error) {
 			ops = append(ops, qn)
 		}
 		rope := vector(OpRoPE, KindNonlinear, M*(H+Hkv), d, ropeFLOPs, 1, a)
+		rope.RowCalls = 2 * M
 		ops = append(ops, rope)
 		kvw := vector(OpKVWrite, KindElementwise, M*2*Hkv, d, 0, 1, a)
 		kvw.Bytes.ActOut, kvw.Bytes.KVWrite = 0, kvw.Elems*kvb
