@@ -414,9 +414,20 @@ func (r *Report) fit() {
 				r.Notes = append(r.Notes, fmt.Sprintf("%s: fewer than 2 quiet fit shapes or no quiet held-out shape: its noisy shapes are fitted and counted too", keyText(g)))
 			}
 		}
+		// A key left uncalibrated is predicted by the roofline alone, and
+		// so its held-out shapes count at their uncalibrated error: the
+		// held-out error is what a user of the calibrated profile gets.
+		countUncalibrated := func() {
+			e := RelErrors(ph, mh)
+			allB, allA = append(allB, e...), append(allA, e...)
+			for _, i := range hi {
+				r.Points[i].Counted = true
+			}
+		}
 		if len(pf) < 2 {
 			// One shape fixes no line: the key stays uncalibrated.
 			uncal = append(uncal, fmt.Sprintf("%s (%d shape(s))", keyText(g), len(pf)+len(ph)))
+			countUncalibrated()
 			continue
 		}
 		cc := results.CalibrationClass{Class: g.Class, Threads: g.Threads, Level: g.Level, FitShapes: len(pf), HeldOutShapes: len(ph)}
@@ -427,6 +438,7 @@ func (r *Report) fit() {
 		params, err := fit()
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: not calibrated: %v", keyText(g), err))
+			countUncalibrated()
 			continue
 		}
 		cc.Efficiency, cc.FixedSeconds, cc.RowSeconds = params.Efficiency, params.FixedSeconds, params.RowSeconds
@@ -447,7 +459,7 @@ func (r *Report) fit() {
 		r.Classes = append(r.Classes, cc)
 	}
 	if len(uncal) > 0 {
-		r.Notes = append(r.Notes, "uncalibrated (fewer than 2 fit shapes; operators of these keys are predicted by the roofline alone): "+strings.Join(uncal, ", "))
+		r.Notes = append(r.Notes, "uncalibrated (fewer than 2 fit shapes; operators of these keys are predicted by the roofline alone, and their held-out shapes count at that error): "+strings.Join(uncal, ", "))
 	}
 	r.Notes = append(r.Notes, "classes are keyed by the level that bounds an operator's prediction (L1, L2, L3, DRAM: the memory level holding most of its bytes; compute/LEVEL: the FLOP ceiling or non-linear rate, with the level holding its activations): an operator whose class has no entry at its level is predicted uncalibrated")
 	r.Before, r.After = Summarize(allB), Summarize(allA)

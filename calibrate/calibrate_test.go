@@ -605,3 +605,30 @@ func TestFitCold(t *testing.T) {
 		t.Errorf("Fit: %+v, %v: want the efficiency alone", f, err)
 	}
 }
+
+// A key with one fit shape stays uncalibrated, and its held-out shapes
+// count at their uncalibrated error: the held-out error is what a user of
+// the calibrated profile gets, not only that of the keys that were fitted.
+func TestUncalibratedKeyCounted(t *testing.T) {
+	quiet := func(s float64) results.Stat {
+		return results.Stat{Median: s, Min: s, Max: s, N: 3, Noise: &results.Noise{}}
+	}
+	pt := func(class string, rows int, held bool, pred, meas float64) Point {
+		return Point{Shape: Shape{Class: class, Op: roofline.OpAttnResidual, Threads: 1, Rows: rows, Width: 64}, Seconds: quiet(meas),
+			Predicted: pred, Calibrated: pred, Level: "L2", HeldOut: held}
+	}
+	r := &Report{Threads: []int{1}, Points: []Point{
+		// residual@L2: 3 fit, 1 held out, exactly 2× → calibrated exactly.
+		pt(roofline.ClassResidual, 1, false, 1e-6, 2e-6), pt(roofline.ClassResidual, 2, false, 2e-6, 4e-6),
+		pt(roofline.ClassResidual, 4, false, 4e-6, 8e-6), pt(roofline.ClassResidual, 8, true, 8e-6, 16e-6),
+		// norm@L2: 1 fit, 1 held out at 1.5× its prediction: uncalibrated.
+		pt(roofline.ClassNorm, 1, false, 1e-6, 1.5e-6), pt(roofline.ClassNorm, 2, true, 2e-6, 3e-6),
+	}}
+	r.fit()
+	if r.After.N != 2 || !r.Points[5].Counted || r.Points[5].Calibrated != 2e-6 {
+		t.Fatalf("after: %+v; norm's held-out point counted %v, calibrated %v", r.After, r.Points[5].Counted, r.Points[5].Calibrated)
+	}
+	if want := 1.0 / 3; math.Abs(r.After.Max-want) > 1e-9 || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "norm") && strings.Contains(n, "uncalibrated") }) {
+		t.Errorf("after max %v (want %v: the uncalibrated norm's), notes %q", r.After.Max, want, r.Notes)
+	}
+}
