@@ -111,7 +111,11 @@ func Design(threads []int, quick bool, sz Sizes) []Shape {
 	// per-row term beside its efficiency and fixed cost (FitRows), which
 	// needs at least 4 fit shapes per thread count to be tested.
 	ctxs := []int{64, 96, 128, 192, 256, 384, 512, 768}
-	decCtx := []int{128, 256, 512, 1024, 2048, 4096}
+	// Decode contexts from a few µs of work (the vector path's per-call
+	// and per-job costs, keyed apart from prefill's: CalibrationLevel) to
+	// the L3's edge, half an octave apart below 256 so that each small
+	// decode key has at least 2 fit shapes at every thread count.
+	decCtx := []int{64, 96, 128, 192, 256, 512, 1024, 2048, 4096}
 	// Decode attention with its KV evicted before each call (Shape.Cold),
 	// at batch 1 and 4: the engine's decode steps of a model larger than
 	// the LLC, from a few µs of work, where the per-call and per-job costs

@@ -80,6 +80,8 @@ func TestLastLevelBytes(t *testing.T) {
 func TestCalibrationLevel(t *testing.T) {
 	for _, c := range []struct{ class, bound, want string }{
 		{ClassAttention, "compute/DRAM", BoundCompute},
+		{ClassAttention, "compute/L2", BoundCompute},
+		{ClassAttention, "compute/L1", "compute/L1"},
 		{ClassAttention, "DRAM", "DRAM"},
 		{ClassGEMM, "compute/L3", "compute/L3"},
 		{ClassResidual, "L1", "L1"},
