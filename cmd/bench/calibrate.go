@@ -49,15 +49,20 @@ The design spans the memory levels: GEMVs and vector operators whose bytes
 lie in L1, L2, the L3 and DRAM (4× to 8× the last-level cache; where CPUID
 and sysfs report no L3, its size is taken from the knee of the profile's
 read bandwidth curves, and the profile written carries it), decode
-attention over DRAM-sized KV, and prefill-sized GEMMs (M 512, 2048).
+attention from 64 positions to DRAM-sized KV (the DRAM-sized and a decode
+step's timed with the KV evicted), a decode step's vector operators
+timed cold, and prefill-sized GEMMs (M 512, 2048).
 
 Each shape's key is its operator class, the thread count that runs it and
 what bounds its roofline prediction (the level holding most of its bytes:
 L1, L2, L3, DRAM; or compute/ and the level holding its activations). The
 shapes are split into a fit half and a held-out half, alternating per key;
-per key, t = fixed + t_roofline / efficiency is fitted on the fit half
+per key, t = fixed + t_roofline / efficiency (+ a cost per row for the
+attention and the row-wise vector operators, where it predicts the fit
+shapes better left out one at a time) is fitted on the fit half
 (weighted least squares on the relative error; a key with fewer than 2
-fit shapes stays uncalibrated), and the held-out half's relative error
+fit shapes stays uncalibrated, its held-out shapes counted at their
+uncalibrated error), and the held-out half's relative error
 |pred−meas|/meas before and after is reported per key (p50, p90, max;
 calibration.md, a CDF in calibration-cdf.png, calibration.json in
 --report-dir), with the target line: held-out p90 ≤ 15%, and the model's
