@@ -168,7 +168,15 @@ type AttentionReport struct {
 	Precision string `json:"precision"`
 	// KVCache is "producer-packed" or "row-major, packed per call
 	// (kv-packing ablation)".
-	KVCache     string  `json:"kv_cache"`
+	KVCache string `json:"kv_cache"`
+	SweepRun
+	Points []AttentionPoint `json:"points"`
+}
+
+// SweepRun is what an operator sweep's report (AttentionReport,
+// GEMMSweepReport) states of how it ran, its keys at the report's top
+// level in JSON.
+type SweepRun struct {
 	Threads     int     `json:"threads"`
 	CoresLabel  string  `json:"cores"`
 	MatrixLabel string  `json:"matrix"`
@@ -183,7 +191,12 @@ type AttentionReport struct {
 	// from.
 	Placement     *results.Placement `json:"placement,omitempty"`
 	PlacementFrom string             `json:"placement_from,omitempty"`
-	Points        []AttentionPoint   `json:"points"`
+}
+
+// sweepRun is the SweepRun of a sweep on threads threads with backends b
+// timed by t.
+func sweepRun(threads int, b Backends, t Timing) SweepRun {
+	return SweepRun{Threads: threads, CoresLabel: b.CoresLabel, MatrixLabel: b.MatrixLabel, Reps: t.Reps, RepSeconds: t.RepDuration.Seconds()}
 }
 
 // Validate checks the sweep's values; errors are one line naming the flag
@@ -331,8 +344,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 	threads := len(c.CPUs)
 	r := &AttentionReport{Schema: AttentionSchema, Model: c.Arch.Name, Heads: c.Arch.Heads, KVHeads: c.Arch.KVHeads,
 		HeadDim: c.Arch.HeadDim, Precision: "fp32 (queries, KV cache, scores and accumulation)", KVCache: "producer-packed (SMEPilot §4.3)",
-		Threads: threads, CoresLabel: c.Backends.CoresLabel, MatrixLabel: c.Backends.MatrixLabel,
-		Reps: c.Timing.Reps, RepSeconds: c.Timing.RepDuration.Seconds(), Points: []AttentionPoint{}}
+		SweepRun: sweepRun(threads, c.Backends, c.Timing), Points: []AttentionPoint{}}
 	if c.KVPackPerCall {
 		r.KVCache = "row-major, every tile packed inside each call (--ablate kv-packing)"
 	}

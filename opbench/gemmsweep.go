@@ -74,20 +74,10 @@ type GEMMSweepPoint struct {
 
 // GEMMSweepReport is RunGEMMSweep's result.
 type GEMMSweepReport struct {
-	Schema      string   `json:"schema"`
-	Model       string   `json:"model"`
-	Threads     int      `json:"threads"`
-	CoresLabel  string   `json:"cores"`
-	MatrixLabel string   `json:"matrix"`
-	Reps        int      `json:"reps"`
-	RepSeconds  float64  `json:"rep_seconds"`
-	Machine     string   `json:"machine,omitempty"`
-	Skipped     []string `json:"skipped,omitempty"`
-	Notes       []string `json:"notes,omitempty"`
-	// Placement and PlacementFrom are AttentionReport's.
-	Placement     *results.Placement `json:"placement,omitempty"`
-	PlacementFrom string             `json:"placement_from,omitempty"`
-	Points        []GEMMSweepPoint   `json:"points"`
+	Schema string `json:"schema"`
+	Model  string `json:"model"`
+	SweepRun
+	Points []GEMMSweepPoint `json:"points"`
 }
 
 // ffnShapes are the sweep's weight shapes: name, N, K.
@@ -159,9 +149,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 		return nil, err
 	}
 	threads := len(c.CPUs)
-	r := &GEMMSweepReport{Schema: GEMMSweepSchema, Model: c.Arch.Name, Threads: threads,
-		CoresLabel: c.Backends.CoresLabel, MatrixLabel: c.Backends.MatrixLabel,
-		Reps: c.Timing.Reps, RepSeconds: c.Timing.RepDuration.Seconds(), Points: []GEMMSweepPoint{}}
+	r := &GEMMSweepReport{Schema: GEMMSweepSchema, Model: c.Arch.Name, SweepRun: sweepRun(threads, c.Backends, c.Timing), Points: []GEMMSweepPoint{}}
 	if c.Machine != nil {
 		r.Machine = c.Machine.Name
 	} else {
