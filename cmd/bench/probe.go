@@ -144,7 +144,7 @@ is given).`,
 	f.IntVar(&opts.Reps, "reps", 0, "timed repetitions per figure, at least 5 (default 7, quick 5)")
 	f.IntVar(&opts.RepMS, "rep-ms", 0, "minimum duration of one repetition in ms (default 20, quick 6)")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
-	f.DurationVar(&opts.WaitPlacement, "wait-placement", defaultProbePlacementWait, "how long the probe may wait in all, before figures on 2 or more CPUs, for the host to put the CPUs back where they were when it began (core-to-core round trips, profile.placement): a VM's host that moves its vCPUs between dies moves the bandwidth of every such figure; a figure measured while they were moved is marked noisy either way (default 3m, 0 with --quick)")
+	f.DurationVar(&opts.WaitPlacement, "wait-placement", defaultProbePlacementWait, "how long the probe may wait in all, before figures on 2 or more CPUs, for the host to put the CPUs back where they were when it began (core-to-core round trips, profile.placement): a VM's host that moves its vCPUs between dies moves the bandwidth of every such figure; a figure measured while they were moved is marked noisy either way; at the end, the sections with figures measured in another placement than profile.placement's are measured again, waiting up to this long again (default 3m, 0 with --quick: neither)")
 	f.BoolVar(&opts.List, "list", false, "list the kernels compiled in, and why those this CPU cannot run are unavailable")
 	f.StringVar(&opts.RootSys, "sysfs", "/sys", "root of sysfs to read the topology from (for testing on snapshots)")
 	f.StringVar(&opts.RootPrc, "procfs", "/proc", "root of procfs")
