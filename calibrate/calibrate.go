@@ -226,7 +226,9 @@ func Run(ctx context.Context, c Config) (*Report, error) {
 		ms.roofNow = 0
 		ratio := 0.0
 		if strings.HasPrefix(p.Level, roofline.BoundCompute) {
-			ratio = ms.computeRatio(ctx, p.RunThreads())
+			if ratio, err = ms.computeRatio(ctx, p.RunThreads()); err != nil {
+				return nil, fmt.Errorf("calibrate: %s: %w", p.Shape.Key(), err)
+			}
 		}
 		if p.Seconds, canary[i], err = ms.measure(ctx, p.Shape); err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", p.Shape.Key(), err)

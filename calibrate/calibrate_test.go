@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/models"
 	"github.com/cpubench/bench/opbench"
 	"github.com/cpubench/bench/probes"
@@ -630,5 +632,37 @@ func TestUncalibratedKeyCounted(t *testing.T) {
 	}
 	if want := 1.0 / 3; math.Abs(r.After.Max-want) > 1e-9 || !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "norm") && strings.Contains(n, "uncalibrated") }) {
 		t.Errorf("after max %v (want %v: the uncalibrated norm's), notes %q", r.After.Max, want, r.Notes)
+	}
+}
+
+// A compute check measured while the CPUs were away from the profile's
+// placement scales nothing and is not kept for the next shapes; one
+// without a table point to check against is kept (not tried again).
+func TestComputeRatioPlacement(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	ms := testMeasurer(t)
+	ms.cfg.CPUs = cpus[:2]
+	ms.cfg.Profile = &results.Profile{}
+	ref := &results.Placement{RoundTrips: []results.RoundTrip{{A: cpus[0], B: cpus[1], NS: results.Stat{Median: 1e7}}}}
+	ms.place = noise.NewPlacementGuard(ref, 0, 0)
+	r, err := ms.computeRatio(context.Background(), 2)
+	if err != nil || r != 0 {
+		t.Fatalf("ratio %v, %v", r, err)
+	}
+	if ms.place.Err() != nil {
+		t.Skip("round trip not measured (CPUs busy with other work)")
+	}
+	if _, kept := ms.gemmNow[2]; kept {
+		t.Error("a check measured away from the profile's placement was kept")
+	}
+	ms.place = nil // no placement to check: the profile's missing table point is kept
+	if r, err := ms.computeRatio(context.Background(), 2); err != nil || r != 0 {
+		t.Fatalf("ratio %v, %v", r, err)
+	}
+	if c, kept := ms.gemmNow[2]; !kept || time.Until(c.at) < 30*time.Minute {
+		t.Errorf("check %+v: want kept, not tried again for an hour", c)
 	}
 }
