@@ -231,7 +231,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 						w = wm
 					}
 					var g results.GEMMResult
-					chk, err := watch.Check(ctx, c.CPUs, func() error {
+					record, err := watch.Check(ctx, c.CPUs, func() error {
 						var err error
 						g, err = b.Measure(ctx, w, pm.m, threads, false)
 						return err
@@ -242,7 +242,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 					if g.GFLOPS.Noise == nil {
 						g.GFLOPS.Noise = &results.Noise{CV: g.GFLOPS.CV, Attempts: 1}
 					}
-					watch.Record(chk, g.GFLOPS.Noise)
+					record(g.GFLOPS.Noise)
 					pt.Noise = g.GFLOPS.Noise
 					pt.Backends, pt.DType, pt.GFLOPS = g.Backend, g.DType, g.GFLOPS
 					if c.Profile != nil {
@@ -259,7 +259,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 				case PlaceMixed:
 					ct, mt := groupSizes(threads)
 					var sp results.MatrixSplit
-					chk, err := watch.Check(ctx, c.CPUs, func() error {
+					record, err := watch.Check(ctx, c.CPUs, func() error {
 						var err error
 						sp, err = b.Split(ctx, wc, wm, pm.m, ct, mt)
 						return err
@@ -271,7 +271,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 					if sp.GFLOPS.Noise != nil {
 						pt.Noise = sp.GFLOPS.Noise
 					}
-					watch.Record(chk, pt.Noise)
+					record(pt.Noise)
 					pt.Backends = wc.Backend.Name + "+" + wm.Backend.Name
 					pt.DType = string(wc.Backend.DType) + "+" + string(wm.Backend.DType)
 					pt.GFLOPS = sp.GFLOPS

@@ -14,10 +14,11 @@ import (
 // and `bench run` do: the share of the CPUs the figure's threads got and
 // the steal time (/proc/stat, noise.Meter), the load average, the spread
 // of its repetitions, and where the host put its CPUs (core-to-core round
-// trips before and after it, noise.PlacementCheck, against Ref): on a VM
-// whose host moves its vCPUs between dies, the L3 a batch's KV cache
-// fits in and the DRAM bandwidth move with them. A figure that fails a
-// test is marked noisy (results.Noise.Noisy, Why) and kept.
+// trips before and after it against Ref, through a noise.PlacementGuard
+// that never adopts another placement): on a VM whose host moves its
+// vCPUs between dies, the L3 a batch's KV cache fits in and the DRAM
+// bandwidth move with them. A figure that fails a test is marked noisy
+// (results.Noise.Noisy, Why) and kept.
 type Watch struct {
 	// Ref is the placement the figures are checked against (nil: none,
 	// e.g. one CPU); RefFrom says where it came from.
@@ -26,8 +27,8 @@ type Watch struct {
 	// Wait is how long, in all, the figures may wait for the host to put
 	// their CPUs back where Ref had them before each is measured (0: no
 	// waiting; a moved figure is marked either way).
-	Wait   time.Duration
-	waited time.Duration
+	Wait  time.Duration
+	guard *noise.PlacementGuard
 }
 
 // NewWatch returns the Watch of figures on cpus: Ref is profile p's
@@ -43,17 +44,18 @@ func NewWatch(ctx context.Context, p *results.Profile, cpus []int, wait time.Dur
 		return w, nil
 	case p != nil && len(noise.PlacementOf(p.Placement, cpus)) > 0:
 		w.Ref, w.RefFrom = p.Placement, "the profile's (profile.placement)"
-		return w, nil
-	}
-	ref, err := noise.MeasurePlacement(ctx, cpus)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	default:
+		ref, err := noise.MeasurePlacement(ctx, cpus)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			w.RefFrom = "not measured: " + err.Error()
+			return w, nil
 		}
-		w.RefFrom = "not measured: " + err.Error()
-		return w, nil
+		w.Ref, w.RefFrom = ref, "measured as this run began (the profile has none for these CPUs)"
 	}
-	w.Ref, w.RefFrom = ref, "measured as this run began (the profile has none for these CPUs)"
+	w.guard = noise.NewPlacementGuard(w.Ref, wait, 0)
 	return w, nil
 }
 
@@ -65,7 +67,7 @@ func NewWatch(ctx context.Context, p *results.Profile, cpus []int, wait time.Dur
 func (w *Watch) Measure(ctx context.Context, cpus []int, measure func() (results.Stat, error)) (results.Stat, *results.Noise, error) {
 	var st results.Stat
 	m := noise.NewMeter(cpus, len(cpus))
-	chk, err := w.Check(ctx, cpus, func() error {
+	rec, err := w.Check(ctx, cpus, func() error {
 		m.Start()
 		defer m.Stop()
 		var err error
@@ -76,47 +78,39 @@ func (w *Watch) Measure(ctx context.Context, cpus []int, measure func() (results
 		return results.Stat{}, nil, err
 	}
 	n := m.Noise(st.CV)
-	w.Record(chk, &n)
+	rec(&n)
 	return st, &n, nil
 }
 
 // Check runs f, which measures one figure on cpus, between a placement
-// sample before and one after (noise.PlacementCheck against Ref; nil
-// without a pair of Ref within cpus), first waiting what is left of
-// w.Wait for the CPUs to be back where Ref had them. Errors: f's, ctx's.
-func (w *Watch) Check(ctx context.Context, cpus []int, f func() error) (*noise.PlacementCheck, error) {
-	chk := noise.NewPlacementCheck(w.Ref, cpus)
-	if left := w.Wait - w.waited; left > 0 {
-		d, _, err := chk.Await(ctx, left)
-		w.waited += d
-		if err != nil {
-			return nil, err
-		}
-	}
-	if err := chk.Sample(ctx, "before"); err != nil {
+// sample before and one after (PlacementGuard.Before, which first waits
+// what is left of w.Wait for the CPUs to be back where Ref had them, and
+// After), and returns the function that records them in the figure's
+// noise record (the round trip that moved most from Ref) and marks it
+// noisy where they moved (noise.MarkMoved). Errors: f's, ctx's.
+func (w *Watch) Check(ctx context.Context, cpus []int, f func() error) (record func(*results.Noise), err error) {
+	before, err := w.guard.Before(ctx, cpus)
+	if err != nil {
 		return nil, err
 	}
 	if err := f(); err != nil {
 		return nil, err
 	}
-	if err := chk.Sample(ctx, "after"); err != nil {
+	after, err := w.guard.After(ctx, cpus)
+	if err != nil {
 		return nil, err
 	}
-	return chk, nil
-}
-
-// Record puts the round trip of chk's samples that moved most from Ref
-// into n and marks n noisy where it moved (noise.MarkMoved).
-func (w *Watch) Record(chk *noise.PlacementCheck, n *results.Noise) {
-	if n == nil {
-		return
-	}
-	chk.Record(n)
-	noise.MarkMoved(n)
+	return func(n *results.Noise) {
+		if n == nil {
+			return
+		}
+		w.guard.Record(n, before, after)
+		noise.MarkMoved(n)
+	}, nil
 }
 
 // Waited is how long the figures waited for the placement in all.
-func (w *Watch) Waited() time.Duration { return w.waited }
+func (w *Watch) Waited() time.Duration { return w.guard.Waited() }
 
 // Line says what the watch checked, for a report's context lines.
 func (w *Watch) Line() string {
@@ -129,7 +123,7 @@ func (w *Watch) Line() string {
 	}
 	s += fmt.Sprintf(" (≥ %.1f× apart either way: the host moved the CPUs, the figure is marked noisy)", results.NoisePlacementRatio)
 	if w.Wait > 0 {
-		s += fmt.Sprintf("; waited %.1f s of --wait-placement %v for the placement", w.waited.Seconds(), w.Wait)
+		s += fmt.Sprintf("; waited %.1f s of --wait-placement %v for the placement", w.guard.Waited().Seconds(), w.Wait)
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cpubench/bench/internal/affinity"
+	"github.com/cpubench/bench/internal/noise"
 	"github.com/cpubench/bench/results"
 )
 
@@ -20,7 +21,7 @@ func TestWatchMarksMovedPlacement(t *testing.T) {
 	}
 	cpus = cpus[:2]
 	ref := &results.Placement{RoundTrips: []results.RoundTrip{{A: cpus[0], B: cpus[1], NS: results.Stat{Median: 1e7}}}}
-	w := &Watch{Ref: ref, RefFrom: "a test's"}
+	w := &Watch{Ref: ref, RefFrom: "a test's", guard: noise.NewPlacementGuard(ref, 0, 0)}
 	want := results.Summarize([]float64{1, 2, 3})
 	st, n, err := w.Measure(context.Background(), cpus, func() (results.Stat, error) { return want, nil })
 	if err != nil {
