@@ -659,9 +659,7 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level
 
 // coldEvictBytes is what each cold call's eviction reads over all
 // workers: max(64 MiB, 4× the LLC), as the probe's cold-line figure.
-func coldEvictBytes(llc int64) int64 {
-	return max(64<<20, 4*llc)
-}
+func coldEvictBytes(llc int64) int64 { return opbench.ColdEvictBytes(llc) }
 
 // placeSum is the sum of ops' placed times, the bound of the first (the
 // call's: QKᵀ of an attention) and the sum of their query rows; resident

@@ -54,21 +54,25 @@ type AttentionConfig struct {
 	// schedule, side by side).
 	NoPipeline bool
 	// ColdKVBytes, when > 0, times each decode call alone after every
-	// worker read its share of ColdKVBytes of other memory (Evictor): the
-	// KV cache comes from DRAM, as in the engine's decode steps, where the
-	// step's weights stream through the caches between one layer's
-	// attention calls (0: calls back to back, the KV as warm as it fits).
+	// worker read its share of ColdKVBytes of other memory (Evictor,
+	// ColdEvictBytes): the KV cache comes from DRAM, as in the engine's
+	// decode steps, where the step's weights stream through the caches
+	// between one layer's attention calls (0: calls back to back, the KV
+	// as warm as it fits).
 	ColdKVBytes int64
-	// RoofNow, for decode steps of one token with the KV as warm as it
-	// fits (ColdKVBytes 0), measures the probe's read kernel over the same
-	// bytes as the step's KV cache on as many threads (at most its work
-	// units: sequences × KV heads) right before and
-	// right after each figure (probes.Bandwidth), and takes the fraction
-	// of their mean (AttentionPoint.RoofNowGBps): the profile's level
-	// roofs were measured at working sets well inside each level, while a
-	// batch's KV may sit at a level's edge, where the read rate falls
-	// between two roofs, and on a VM the host's caches and bandwidth move
-	// between the probe and the run.
+	// RoofNow, for decode steps of one token, measures the probe's read
+	// kernel over the same bytes as the step's KV cache on as many threads
+	// (at most its work units: sequences × KV heads) right before and
+	// right after each figure, and takes the fraction of their mean
+	// (AttentionPoint.RoofNowGBps): with the KV as warm as it fits,
+	// repeated as the probe repeats it (probes.Bandwidth): the profile's
+	// level roofs were measured at working sets well inside each level,
+	// while a batch's KV may sit at a level's edge, where the read rate
+	// falls between two roofs, and on a VM the host's caches and bandwidth
+	// move between the probe and the run; with ColdKVBytes, each read
+	// timed alone after the same eviction as the step's calls (the DRAM
+	// rate of those bytes in those shares, ramp-up included, by the
+	// faster of the DRAM roof's read kernels, coldRead).
 	RoofNow bool
 	Timing  Timing
 	// WaitPlacement is how long, in all, the figures may wait for the
@@ -112,8 +116,13 @@ type AttentionPoint struct {
 	// bytes read per call (decode: 2·context·KV heads·head dim·4 per
 	// sequence; prefill: each KV position once per query block is not
 	// counted, 0).
-	FLOPs   float64      `json:"flops"`
-	KVBytes float64      `json:"kv_bytes,omitempty"`
+	FLOPs   float64 `json:"flops"`
+	KVBytes float64 `json:"kv_bytes,omitempty"`
+	// KVCold: the decode call was timed alone after the caches were
+	// evicted (AttentionConfig.ColdKVBytes), its KV read from DRAM as in
+	// an engine's decode step; false: calls back to back, the KV as warm
+	// as it fits.
+	KVCold  bool         `json:"kv_cold,omitempty"`
 	Seconds results.Stat `json:"seconds"`
 	GFLOPS  results.Stat `json:"gflops"`
 	KVGBps  float64      `json:"kv_gbps,omitempty"`
@@ -330,7 +339,19 @@ func (c *AttentionConfig) CheckMemory() error {
 		}
 	}
 	if len(c.Batches) > 0 || len(c.Widths) > 0 {
-		return checkSize("attention: decode KV caches and queries", engine.AttentionBenchBytes(c.benchOptions(ws, "decode")))
+		need := engine.AttentionBenchBytes(c.benchOptions(ws, "decode"))
+		what := "attention: decode KV caches and queries"
+		if c.ColdKVBytes > 0 {
+			// The eviction buffer and the cold read's copy of the
+			// largest step's KV bytes (--cold-kv).
+			kv := 0.0
+			for _, B := range append([]int{1}, c.Batches...) {
+				kv = max(kv, c.benchOptions(ws, "decode").DecodeKVBytes(c.DecodeContext, B))
+			}
+			need = need.Plus(memlimit.Of(uint64(c.ColdKVBytes))).Plus(memlimit.Of(uint64(kv)))
+			what += ", the eviction buffer and the cold read's buffer (--cold-kv)"
+		}
+		return checkSize(what, need)
 	}
 	return nil
 }
@@ -466,23 +487,30 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 			pt := base
 			pt.Phase, pt.Axis, pt.Context, pt.Batch, pt.Width, pt.FLOPs, pt.Target = "decode", st.axis, C, B, W, o.DecodeFLOPs(C, B, W), DecodeTarget
 			pt.Schedule = ScheduleSerial
-			pt.KVBytes = o.DecodeKVBytes(C, B)
+			pt.KVBytes, pt.KVCold = o.DecodeKVBytes(C, B), c.ColdKVBytes > 0
 			if c.Progress != nil {
 				c.Progress(fmt.Sprintf("attention %s decode context %d batch %d width %d", pl, C, B, W))
 			}
 			call := func(m *kpool.Master) error { return a.Decode(ctx, m, all, C, B, W) }
-			roofNow := c.RoofNow && W == 1 && c.ColdKVBytes == 0
-			// The read kernel on as many threads as the step has work units
-			// (one sequence's KV head each), at most all of them: a batch
-			// of one sequence of 8 KV heads busies 8 of 16 workers.
-			if roofNow {
-				pt.RoofNowThreads = min(threads, B*c.Arch.KVHeads)
-				if pt.RoofNowBeforeGBps, err = readRoofNow(ctx, pt.KVBytes, pt.RoofNowThreads); err != nil {
-					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
-				}
-			}
+			roofNow := c.RoofNow && W == 1
 			if c.ColdKVBytes > 0 && evict == nil {
 				evict = Evictor(all, c.ColdKVBytes)
+			}
+			// The read kernel on as many threads as the step has work units
+			// (one sequence's KV head each), at most all of them: a batch
+			// of one sequence of 8 KV heads busies 8 of 16 workers; after
+			// the same eviction as the step where its KV is cold.
+			var roof func() (float64, error)
+			if roofNow {
+				pt.RoofNowThreads = min(threads, B*c.Arch.KVHeads)
+				roof = func() (float64, error) { return readRoofNow(ctx, pt.KVBytes, pt.RoofNowThreads) }
+				if c.ColdKVBytes > 0 {
+					cold := newColdRead(pt.KVBytes, pt.RoofNowThreads)
+					roof = func() (float64, error) { return cold.gbps(ctx, c.Timing, p, all, evict) }
+				}
+				if pt.RoofNowBeforeGBps, err = roof(); err != nil {
+					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
+				}
 			}
 			pt.Seconds, pt.Noise, err = watch.Measure(ctx, pt.CPUs, func() (results.Stat, error) {
 				if c.ColdKVBytes > 0 {
@@ -494,7 +522,7 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 				return nil, fmt.Errorf("attention %s decode batch %d width %d: %w", pl, B, W, err)
 			}
 			if roofNow {
-				if pt.RoofNowAfterGBps, err = readRoofNow(ctx, pt.KVBytes, pt.RoofNowThreads); err != nil {
+				if pt.RoofNowAfterGBps, err = roof(); err != nil {
 					return nil, fmt.Errorf("attention %s decode batch %d: read roof beside it: %w", pl, B, err)
 				}
 				pt.RoofNowGBps = (pt.RoofNowBeforeGBps + pt.RoofNowAfterGBps) / 2
@@ -617,6 +645,9 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 		pt.Fraction = pt.KVGBps / ref
 		pt.FractionOf = fmt.Sprintf("the read kernel over the same %s at %d threads (the step's %d work units on %d workers), measured right before and after the figure: %.1f GB/s (%.1f, %.1f)",
 			memlimit.FormatBytes(pt.KVBytes), pt.RoofNowThreads, pt.Batch*c.Arch.KVHeads, pt.Threads, ref, pt.RoofNowBeforeGBps, pt.RoofNowAfterGBps)
+		if pt.KVCold {
+			pt.FractionOf += fmt.Sprintf("; both cold: each call timed alone after every worker read its share of %s of other memory", memlimit.FormatBytes(float64(c.ColdKVBytes)))
+		}
 		if d := math.Abs(pt.RoofNowBeforeGBps-pt.RoofNowAfterGBps) / ref; d > results.NoiseMaxRoofDrift {
 			pt.FractionOf += fmt.Sprintf("; they differ by %.0f%% (> %.0f%%): the host moved during the figure", 100*d, 100*results.NoiseMaxRoofDrift)
 		}

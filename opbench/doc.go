@@ -19,8 +19,16 @@
 // steal, load, cv, and the core-to-core round trips before and after it
 // against the profile's placement), marked noisy where a test fails.
 //
+// A decode figure's fraction is of the read kernel over the same KV bytes
+// measured beside it: repeated as the probe repeats it, or, with
+// AttentionConfig.ColdKVBytes (`bench attention --cold-kv`), each call of
+// the step and of the DRAM roof's read kernels timed alone after the same
+// eviction, as an engine's decode step finds its KV.
+//
 // opbench measures through engine (the attention kernel), probes (the
-// GEMM measurement) and kernels/gemm and kernels/pool, records noise with
-// internal/noise, predicts with roofline and reads profiles with results; it must not import reports
+// GEMM measurement), kernels (the read kernels), kernels/gemm and
+// kernels/pool, reads the cache sizes with internal/topology, records
+// noise with internal/noise, predicts with roofline and reads profiles
+// with results; it must not import reports
 // (the commands draw its figures) or cmd.
 package opbench

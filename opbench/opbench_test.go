@@ -137,25 +137,37 @@ func TestRunAttention(t *testing.T) {
 
 // TestAttentionRoofNow: with RoofNow, a decode step of one token gets the
 // fraction of the read kernel measured right before and after it over
-// the same bytes, the two figures kept; wider steps measure none.
+// the same bytes, the two figures kept; wider steps measure none. With
+// ColdKVBytes (--cold-kv) the step and the read are both timed after the
+// eviction, and the point and its fraction say so.
 func TestAttentionRoofNow(t *testing.T) {
 	b, err := ChooseBackends("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := AttentionConfig{Arch: testArch, DecodeContext: 50, Batches: []int{2}, Widths: []int{2}, Placements: []string{PlaceCores}, Backends: b,
-		CPUs: testCPUs(t, 2), RoofNow: true, Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
-	r, err := RunAttention(context.Background(), c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range r.Points {
-		now := p.RoofNowBeforeGBps > 0 && p.RoofNowAfterGBps > 0 && p.RoofNowGBps == (p.RoofNowBeforeGBps+p.RoofNowAfterGBps)/2
-		switch {
-		case p.Width == 1 && (!now || math.Abs(p.Fraction-p.KVGBps/p.RoofNowGBps) > 1e-12 || !strings.Contains(p.FractionOf, "read kernel over the same")):
-			t.Errorf("batch %d: roof now %v (%v, %v), fraction %v of %q", p.Batch, p.RoofNowGBps, p.RoofNowBeforeGBps, p.RoofNowAfterGBps, p.Fraction, p.FractionOf)
-		case p.Width > 1 && p.RoofNowGBps != 0:
-			t.Errorf("width %d: roof now %v", p.Width, p.RoofNowGBps)
+	for _, cold := range []int64{0, 1 << 20} {
+		c := AttentionConfig{Arch: testArch, DecodeContext: 50, Batches: []int{2}, Widths: []int{2}, Placements: []string{PlaceCores}, Backends: b,
+			CPUs: testCPUs(t, 2), RoofNow: true, ColdKVBytes: cold, Timing: Timing{Reps: 1, RepDuration: time.Millisecond}, Machine: testMachine(), Profile: testProfile()}
+		if err := c.CheckMemory(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := RunAttention(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range r.Points {
+			now := p.RoofNowBeforeGBps > 0 && p.RoofNowAfterGBps > 0 && p.RoofNowGBps == (p.RoofNowBeforeGBps+p.RoofNowAfterGBps)/2
+			switch {
+			case p.Width == 1 && (!now || math.Abs(p.Fraction-p.KVGBps/p.RoofNowGBps) > 1e-12 || !strings.Contains(p.FractionOf, "read kernel over the same")):
+				t.Errorf("cold %d batch %d: roof now %v (%v, %v), fraction %v of %q", cold, p.Batch, p.RoofNowGBps, p.RoofNowBeforeGBps, p.RoofNowAfterGBps, p.Fraction, p.FractionOf)
+			case p.Width > 1 && p.RoofNowGBps != 0:
+				t.Errorf("cold %d width %d: roof now %v", cold, p.Width, p.RoofNowGBps)
+			case p.KVCold != (cold > 0) || (p.Width == 1 && strings.Contains(p.FractionOf, "both cold") != (cold > 0)):
+				t.Errorf("cold %d batch %d width %d: kv_cold %v, fraction of %q", cold, p.Batch, p.Width, p.KVCold, p.FractionOf)
+			}
+		}
+		if _, rows, _ := r.Table(); cold > 0 && len(rows) > 0 && rows[0][0] != "decode (KV cold)" {
+			t.Errorf("cold: table phase %q", rows[0][0])
 		}
 	}
 }

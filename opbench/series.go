@@ -136,7 +136,11 @@ func (r *AttentionReport) Table() (header []string, rows [][]string, notes []str
 		if p.PredictedSeconds > 0 {
 			ratio = strings.TrimSpace(fmt.Sprintf("%.2f %s", p.Seconds.Median/p.PredictedSeconds, ref(p.PredictionNote)))
 		}
-		rows = append(rows, []string{p.Phase, p.Placement, p.Schedule, p.Kernels, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
+		phase := p.Phase
+		if p.KVCold {
+			phase += " (KV cold)"
+		}
+		rows = append(rows, []string{phase, p.Placement, p.Schedule, p.Kernels, p.Backends, strconv.Itoa(p.Threads), strconv.Itoa(p.Context), strconv.Itoa(p.Batch), strconv.Itoa(p.Width),
 			ms(p.Seconds.Median), ms(p.Seconds.Min), ms(p.Seconds.Max), fmt.Sprintf("%.1f%%", 100*p.Seconds.CV),
 			f2(p.GFLOPS.Median), f2(p.KVGBps), ms(p.PredictedSeconds), ms(p.PredictedMatrixSeconds), ms(p.PredictedVectorSeconds), ratio, pct(p.Fraction, p.Target) + " " + ref(p.FractionOf),
 			fmt.Sprintf("%.1e", p.MaxRelError), noiseCell(p.Noise, ref)})

@@ -6,9 +6,13 @@ import (
 	"time"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/internal/memlimit"
+	"github.com/cpubench/bench/internal/topology"
+	"github.com/cpubench/bench/kernels"
 	"github.com/cpubench/bench/kernels/gemm"
 	kpool "github.com/cpubench/bench/kernels/pool"
 	"github.com/cpubench/bench/results"
+	"github.com/cpubench/bench/roofline"
 )
 
 // Timing is how a sweep times one figure: Reps ≥ 1 repetitions of at
@@ -149,4 +153,84 @@ type KVWriter = engine.KVWriter
 // kv_write alone (bench calibrate).
 func NewKVWriter(be gemm.Backend, kvHeads, headDim, maxSeq int) (*KVWriter, error) {
 	return engine.NewKVWriter(be, kvHeads, headDim, maxSeq)
+}
+
+// ColdEvictBytes is the other memory a cold figure's workers read before
+// each call (Evictor) so that its data comes from DRAM: 4× the last
+// cache level (llc bytes), at least 64 MiB.
+func ColdEvictBytes(llc int64) int64 {
+	return max(64<<20, 4*llc)
+}
+
+// LLCBytes is the last cache level's capacity in bytes: m's level roofs'
+// (roofline.Machine.LastLevelBytes) where m has them, else this host's
+// (internal/topology); 0 where neither says.
+func LLCBytes(m *roofline.Machine) int64 {
+	if m != nil {
+		if n := m.LastLevelBytes(); n > 0 {
+			return n
+		}
+	}
+	if t, err := topology.ReadTopology(topology.LiveRoots()); err == nil {
+		return t.LLCBytes
+	}
+	return 0
+}
+
+// coldRead is the read kernels of the probe's DRAM roof (the memory
+// section's read, kernels.BestMem().Read, and kernels.ReadPF, its loads
+// with software prefetch ahead of them) over a buffer of a figure's bytes
+// cut into one contiguous share per thread: the roof of a cold figure,
+// timed as it is.
+type coldRead struct {
+	buf     []float64
+	threads int
+	sinks   []float64
+}
+
+// newColdRead allocates and touches a buffer of bytes (whole 64-byte
+// lines, at least one per thread) read by threads workers.
+func newColdRead(bytes float64, threads int) *coldRead {
+	threads = max(threads, 1)
+	n := max(int(bytes)/64, threads) * 8
+	r := &coldRead{buf: make([]float64, n), threads: threads, sinks: make([]float64, 8*threads)}
+	for i := range r.buf {
+		r.buf[i] = 1
+	}
+	return r
+}
+
+// gbps times the read of the whole buffer by the first r.threads workers
+// of g with each of the DRAM roof's read kernels, each call after evict
+// (Timing.SecondsPerColdCall), and returns the faster kernel's bytes over
+// its median seconds per call, in GB/s (1e9 B/s), as the probe takes the
+// best of its kernels for the DRAM roof.
+func (r *coldRead) gbps(ctx context.Context, t Timing, p *kpool.Pool, g *kpool.Group, evict func(*kpool.Master) error) (float64, error) {
+	if g.Size() < r.threads {
+		return 0, fmt.Errorf("cold read on %d threads: the pool has %d", r.threads, g.Size())
+	}
+	best := 0.0
+	for _, read := range []func([]float64) float64{kernels.BestMem().Read, kernels.ReadPF} {
+		call := func(m *kpool.Master) error {
+			return m.Run(g, func(local, _ int) error {
+				if local < r.threads {
+					lines := len(r.buf) / 8
+					lo, hi := lines*local/r.threads*8, lines*(local+1)/r.threads*8
+					r.sinks[8*local] = read(r.buf[lo:hi])
+				}
+				return nil
+			})
+		}
+		st, err := t.SecondsPerColdCall(ctx, p, evict, call)
+		if err != nil {
+			return 0, err
+		}
+		if st.Median > 0 {
+			best = max(best, float64(8*len(r.buf))/st.Median/1e9)
+		}
+	}
+	if best == 0 {
+		return 0, fmt.Errorf("cold read over %s: no time measured", memlimit.FormatBytes(float64(8*len(r.buf))))
+	}
+	return best, nil
 }

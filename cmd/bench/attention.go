@@ -38,6 +38,7 @@ type attentionOptions struct {
 	Reps, RepMS                 int
 	Profile                     string
 	RoofNow                     bool
+	ColdKV                      bool
 	WaitPlacement               time.Duration
 	Out                         string
 	Fig                         figureFlags
@@ -141,6 +142,7 @@ attention.json to --out.`,
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.BoolVar(&o.RoofNow, "roof-now", true, "decode steps of one token: measure the read kernel over the same KV bytes on the same threads right before and after each figure and take the fraction of their mean (false: of the profile's roof of the level holding the KV)")
+	f.BoolVar(&o.ColdKV, "cold-kv", false, "decode: time each call alone after every worker read its share of 4× the last cache level (at least 64 MiB) of other memory, so that the KV cache comes from DRAM as in an engine's decode step, whose weights stream through the caches between one layer's attention and the next; with --roof-now the read kernel over the same bytes is timed the same way (false: calls back to back, the KV as warm as it fits)")
 	f.StringVar(&o.Profile, "profile", "", "profile.json of 'bench probe' (or a machine file, a published profile) for the prediction and the fractions (default: this host's newest complete probe profile; none: no predictions)")
 	f.DurationVar(&o.WaitPlacement, "wait-placement", 0, "with 2 or more threads: before each figure, wait (up to this long in all, e.g. 60s) for the host to put the CPUs back where the reference placement had them (the profile's core-to-core round trips, else those measured as the run begins); a figure measured while they were moved is marked noisy either way (0: do not wait)")
 	f.StringVar(&o.Out, "out", "", "output directory (default results/attention-<host>-<yyyymmdd-hhmmss>)")
@@ -263,6 +265,12 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	if c.Machine, c.Profile, o.Profile, err = opProfile(o.Profile, o.IO, "attention"); err != nil {
 		return fmt.Errorf("attention: %w", err)
 	}
+	if o.ColdKV {
+		c.ColdKVBytes = opbench.ColdEvictBytes(opbench.LLCBytes(c.Machine))
+		if err := c.CheckMemory(); err != nil {
+			return fmt.Errorf("attention: %w", err)
+		}
+	}
 	dir, undo, err := opOutDir(o.Out, "attention")
 	if err != nil {
 		return fmt.Errorf("attention: %w", err)
@@ -304,6 +312,8 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 		if p.Fraction > 0 {
 			what := "of the probed fp32 GEMM ceiling"
 			switch {
+			case p.Phase == "decode" && p.RoofNowGBps > 0 && p.KVCold:
+				what = fmt.Sprintf("of the read kernel over its %s of KV bytes measured beside it, both from DRAM after the same eviction (%.1f GB/s)", memlimit.FormatBytes(p.KVBytes), p.RoofNowGBps)
 			case p.Phase == "decode" && p.RoofNowGBps > 0:
 				what = fmt.Sprintf("of the read kernel over its %s of KV bytes measured beside it (%.1f GB/s)", memlimit.FormatBytes(p.KVBytes), p.RoofNowGBps)
 			case p.Phase == "decode":

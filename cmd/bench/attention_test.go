@@ -40,6 +40,22 @@ func TestAttentionCommand(t *testing.T) {
 	}
 }
 
+// TestAttentionColdKV: --cold-kv times the decode steps and the read
+// kernel beside them after an eviction, and every output says so.
+func TestAttentionColdKV(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	code, out, errs := run(t, "attention", "--profile", "none", "--out", dir, "--contexts", "16", "--batches", "2", "--cold-kv",
+		"--decode-context", "24", "--widths", "2", "--reps", "1", "--rep-ms", "1", "--placement", "cores", "--threads", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"decode (KV cold)", "both from DRAM after the same eviction", "both cold: each call timed alone after every worker read its share of"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestAttentionBadInput(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"--placement gpu", `--placement "gpu"`},
