@@ -716,7 +716,7 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 	if !ok {
 		return 0, 0, 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, place)
 	}
-	s.Target = target
+	s.Target, s.ColdKV = target, pt.KVCold
 	st, err := roofline.PredictAttention(c.Machine, c.Arch, req, "fp32", s)
 	if err != nil {
 		return 0, 0, 0, err.Error()

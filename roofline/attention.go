@@ -40,6 +40,12 @@ type AttentionSchedule struct {
 	// With PanelN > 0 (Tiled) the time is of the work the tiles do
 	// (TiledWork, tiled.go); else of the catalog's causal count.
 	TileM, PanelN, Pad, VecRows int
+	// ColdKV places the vector (decode) schedule's stages with their KV in
+	// DRAM (PlaceCall with every resident byte there): a KV cache evicted
+	// before each call, as in an engine's decode step, whose weights
+	// stream through the caches between one layer's attention and the
+	// next; false: Place's footprint (the KV as warm as it fits).
+	ColdKV bool
 }
 
 // AttentionStages is the time model of one layer's attention under
@@ -115,7 +121,7 @@ func PredictAttention(m *Machine, arch Arch, r Request, prec string, s Attention
 	if s.Tiled() && !s.Vector(*ops[0].Attn) && m.callModel() {
 		return predictTiled(m, ops, prec, s)
 	}
-	if st.Matrix, st.Softmax, err = placeStages(m, ops, prec, s.Target); err != nil {
+	if st.Matrix, st.Softmax, err = placeStages(m, ops, prec, s.Target, s.ColdKV); err != nil {
 		return st, err
 	}
 	// The rescale: per job (Rows query rows of one sequence and KV head,
@@ -183,7 +189,7 @@ func predictTiled(m *Machine, ops []Operator, prec string, s AttentionSchedule) 
 	// The softmax's time is the whole vector stage (callTime), calibrated
 	// with the attention class where the profile has one.
 	var err error
-	if st.Matrix, st.Vector, err = placeStages(&mc, ops, prec, s.Target); err != nil {
+	if st.Matrix, st.Vector, err = placeStages(&mc, ops, prec, s.Target, s.ColdKV); err != nil {
 		return st, err
 	}
 	st.RescaleElems = w.RescaleElems
@@ -213,8 +219,13 @@ func (s AttentionSchedule) pipelined(matrix, vector, tiles float64) float64 {
 // placeStages places an attention's qk, softmax and pv on m: the matrix
 // stage is qk's and pv's times on target, the vector stage the softmax's
 // (on the cores).
-func placeStages(m *Machine, ops []Operator, prec, target string) (matrix, vector float64, err error) {
-	placed, err := Place(m, prec, ops)
+func placeStages(m *Machine, ops []Operator, prec, target string, cold bool) (matrix, vector float64, err error) {
+	t := Sum(ops)
+	resident := t.Bytes.Weights + t.Bytes.KVRead // Place's
+	if cold {
+		resident = math.Inf(1)
+	}
+	placed, err := PlaceCall(m, prec, ops, resident)
 	if err != nil {
 		return 0, 0, err
 	}

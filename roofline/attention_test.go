@@ -87,3 +87,36 @@ func TestPredictAttention(t *testing.T) {
 		}
 	}
 }
+
+// TestPredictAttentionColdKV: a decode attention whose KV fits a cache
+// level is predicted at that level's roof, and with ColdKV (the KV
+// evicted before each call, as in an engine's decode step) at DRAM's:
+// slower by about the two roofs' ratio; a KV larger than every level
+// reads DRAM either way.
+func TestPredictAttentionColdKV(t *testing.T) {
+	m := callMachine()
+	arch := Arch{Name: "qwen3-0.6b-like", Dim: 1024, Intermediate: 3072, Layers: 1, Heads: 16, KVHeads: 8, HeadDim: 128, Vocab: 1000}
+	s := AttentionSchedule{Target: "cores", MatrixShare: 1, VectorShare: 1, Tile: 128, Rows: 1}
+	for _, c := range []struct {
+		ctx      int
+		minRatio float64
+	}{
+		{ctx: 64, minRatio: 3},   // 512 KiB of KV: L2 at 100 GB/s against DRAM's 20
+		{ctx: 4096, minRatio: 1}, // 32 MiB: DRAM either way
+	} {
+		req := Request{Phase: Decode, Batch: 1, Tokens: 1, Context: c.ctx, Weight: "fp32", Act: "fp32", KV: "fp32", Routing: Routing{Kind: "uniform"}}
+		warm, err := PredictAttention(m, arch, req, "fp32", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.ColdKV = true
+		cold, err := PredictAttention(m, arch, req, "fp32", s)
+		s.ColdKV = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := cold.Serial / warm.Serial; r < c.minRatio || (c.minRatio == 1 && math.Abs(r-1) > 1e-9) {
+			t.Errorf("context %d: cold %v / warm %v = %v, want ≥ %v (1: equal)", c.ctx, cold.Serial, warm.Serial, r, c.minRatio)
+		}
+	}
+}
