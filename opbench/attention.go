@@ -544,21 +544,10 @@ func RunAttention(ctx context.Context, c AttentionConfig) (*AttentionReport, err
 		}
 	}
 	if len(r.Points) == 0 {
-		return nil, fmt.Errorf("attention: no placement applies: %s", joinSemi(r.Skipped))
+		return nil, fmt.Errorf("attention: no placement applies: %s", joinNotes(r.Skipped...))
 	}
 	r.Notes = append(r.Notes, watch.Line())
 	return r, nil
-}
-
-func joinSemi(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += "; "
-		}
-		out += x
-	}
-	return out
 }
 
 // maxAttentionError is the largest relative output error accepted: far
@@ -717,7 +706,9 @@ func (c *AttentionConfig) predictAttention(pt *AttentionPoint, ws []gemm.Backend
 		return 0, 0, 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, place)
 	}
 	s.Target, s.ColdKV = target, pt.KVCold
-	st, err := roofline.PredictAttention(c.Machine, c.Arch, req, "fp32", s)
+	m, tnote := threadsMachine(c.Machine, pt.Threads, target)
+	note = joinNotes(note, tnote)
+	st, err := roofline.PredictAttention(m, c.Arch, req, "fp32", s)
 	if err != nil {
 		return 0, 0, 0, err.Error()
 	}

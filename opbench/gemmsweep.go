@@ -290,7 +290,7 @@ func RunGEMMSweep(ctx context.Context, c GEMMSweepConfig) (*GEMMSweepReport, err
 		}
 	}
 	if len(r.Points) == 0 {
-		return nil, fmt.Errorf("gemm --sweep: no placement applies: %s", joinSemi(r.Skipped))
+		return nil, fmt.Errorf("gemm --sweep: no placement applies: %s", joinNotes(r.Skipped...))
 	}
 	r.Notes = append(r.Notes, watch.Line())
 	return r, nil
@@ -320,13 +320,15 @@ func (c *GEMMSweepConfig) predictLinear(pt *GEMMSweepPoint, pair gemm.Pair) (flo
 	if c.Machine.HasCeilings(wdt) {
 		prec = wdt
 	}
-	placed, err := roofline.Place(c.Machine, prec, []roofline.Operator{op})
-	if err != nil {
-		return 0, err.Error()
-	}
 	target, note, ok := predictionTarget(c.Machine, pt.Placement, pair)
 	if !ok {
 		return 0, fmt.Sprintf("the machine %s has no %s target", c.Machine.Name, pt.Placement)
+	}
+	m, tnote := threadsMachine(c.Machine, pt.Threads, target)
+	note = joinNotes(note, tnote)
+	placed, err := roofline.Place(m, prec, []roofline.Operator{op})
+	if err != nil {
+		return 0, err.Error()
 	}
 	t, ok := placed[0].Times[target]
 	if !ok {

@@ -321,3 +321,25 @@ func TestSecondsPerColdCall(t *testing.T) {
 		t.Errorf("figure %+v: want 2 samples of at least 100 µs a call", st)
 	}
 }
+
+// TestThreadsMachine: a figure on fewer threads than the profile's cores
+// workers is predicted on that many (ceilings scaled, with a note); one
+// on the profile's workers on the machine itself; a matrix unit's figure
+// on the machine's targets, with a note saying so.
+func TestThreadsMachine(t *testing.T) {
+	m := testMachine()
+	m.Targets[0].Workers = 4
+	if got, note := threadsMachine(m, 4, PlaceCores); got != m || note != "" {
+		t.Errorf("4 of 4 threads: %p (want %p), note %q", got, m, note)
+	}
+	got, note := threadsMachine(m, 1, PlaceCores)
+	if c, _ := got.Target(PlaceCores); c.CeilingsGFLOPS["fp32"] != 25 || c.Workers != 1 || !strings.Contains(note, "1 of the profile's 4") {
+		t.Errorf("1 of 4 threads on the cores: ceiling %v on %d workers, note %q; want 25 on 1", c.CeilingsGFLOPS["fp32"], c.Workers, note)
+	}
+	if got, note := threadsMachine(m, 1, PlaceMatrix); got != m || !strings.Contains(note, "not scaled by threads") {
+		t.Errorf("1 of 4 threads on the matrix unit: %p (want %p), note %q", got, m, note)
+	}
+	if s := joinNotes("", "a", "", "b"); s != "a; b" {
+		t.Errorf("joinNotes: %q", s)
+	}
+}

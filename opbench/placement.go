@@ -81,3 +81,31 @@ func predictionTarget(m *roofline.Machine, placement string, pair gemm.Pair) (na
 	}
 	return "", "", false
 }
+
+// threadsMachine is m for a figure that ran on threads workers: m itself
+// where its cores target has that many; else, for a figure predicted on
+// the cores target, m.AtThreads(threads) (ceilings and the non-linear
+// rate scaled to the threads, level roofs and fixed costs at that thread
+// count), with a note; a matrix unit's figure stays on m's targets, and
+// the note says the prediction is for m's workers.
+func threadsMachine(m *roofline.Machine, threads int, target string) (*roofline.Machine, string) {
+	w := m.CoresWorkers()
+	switch {
+	case threads < 1 || threads == w:
+		return m, ""
+	case target == PlaceCores:
+		return m.AtThreads(threads), fmt.Sprintf("predicted on %d of the profile's %d cores workers", threads, w)
+	}
+	return m, fmt.Sprintf("predicted for the profile's %d workers, not the %d threads that ran (the %s target is not scaled by threads)", w, threads, target)
+}
+
+// joinNotes joins the non-empty notes with "; ".
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
+}
