@@ -343,13 +343,13 @@ func (c *AttentionConfig) CheckMemory() error {
 		what := "attention: decode KV caches and queries"
 		if c.ColdKVBytes > 0 {
 			// The eviction buffer and the cold read's copy of the
-			// largest step's KV bytes (--cold-kv).
+			// largest step's KV bytes (--kv-state cold).
 			kv := 0.0
 			for _, B := range append([]int{1}, c.Batches...) {
 				kv = max(kv, c.benchOptions(ws, "decode").DecodeKVBytes(c.DecodeContext, B))
 			}
 			need = need.Plus(memlimit.Of(uint64(c.ColdKVBytes))).Plus(memlimit.Of(uint64(kv)))
-			what += ", the eviction buffer and the cold read's buffer (--cold-kv)"
+			what += ", the eviction buffer and the cold read's buffer (--kv-state cold)"
 		}
 		return checkSize(what, need)
 	}

@@ -21,9 +21,10 @@
 //
 // A decode figure's fraction is of the read kernel over the same KV bytes
 // measured beside it: repeated as the probe repeats it, or, with
-// AttentionConfig.ColdKVBytes (`bench attention --cold-kv`), each call of
-// the step and of the DRAM roof's read kernels timed alone after the same
-// eviction, as an engine's decode step finds its KV.
+// AttentionConfig.ColdKVBytes (`bench attention --kv-state cold`, the
+// command's default), each call of the step and of the DRAM roof's read
+// kernels timed alone after the same eviction, as an engine's decode step
+// finds its KV.
 //
 // opbench measures through engine (the attention kernel), probes (the
 // GEMM measurement), kernels (the read kernels), kernels/gemm and

@@ -138,7 +138,7 @@ func TestRunAttention(t *testing.T) {
 // TestAttentionRoofNow: with RoofNow, a decode step of one token gets the
 // fraction of the read kernel measured right before and after it over
 // the same bytes, the two figures kept; wider steps measure none. With
-// ColdKVBytes (--cold-kv) the step and the read are both timed after the
+// ColdKVBytes (--kv-state cold) the step and the read are both timed after the
 // eviction, and the point and its fraction say so.
 func TestAttentionRoofNow(t *testing.T) {
 	b, err := ChooseBackends("", "")

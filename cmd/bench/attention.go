@@ -38,7 +38,7 @@ type attentionOptions struct {
 	Reps, RepMS                 int
 	Profile                     string
 	RoofNow                     bool
-	ColdKV                      bool
+	KVState                     string
 	WaitPlacement               time.Duration
 	Out                         string
 	Fig                         figureFlags
@@ -106,8 +106,14 @@ bytes on the same threads, measured right before and after the figure
 (--roof-now; target 80%: the profile's level roofs hold for working sets
 well inside each level, while a batch's KV may sit at a level's edge,
 and a VM's host moves between the probe and the run; --roof-now=false:
-the profile's roof of the smallest level that holds the KV). Sampled outputs
-are checked against a float64 reference.
+the profile's roof of the smallest level that holds the KV). Decode is
+measured as an engine's decode step finds its KV cache: cold (--kv-state
+cold, the default), each call timed alone after every worker read its
+share of 4× the last cache level of other memory, the read kernels beside
+it timed the same way and the prediction with the KV in DRAM; --kv-state
+warm repeats the calls back to back, the KV as warm as it fits (a batch
+whose KV sits at the L3's edge then reads part of it from each).
+Sampled outputs are checked against a float64 reference.
 
 Each figure records its noise (the noise column and JSON's noise): the
 share of the CPUs its threads got, steal, load, cv, and the core-to-core
@@ -123,7 +129,8 @@ attention.json to --out.`,
   bench attention --contexts 1024,2048,4096,8192 --batches 1,4,16 --decode-context 4096
   bench attention --matrix-backend go-fp32 --placement cores,matrix,mixed
   bench attention --ablate kv-packing --out results/attention-ablation
-  bench attention --ablate pipeline --contexts 2048`,
+  bench attention --ablate pipeline --contexts 2048
+  bench attention --kv-state warm --batches 1,2,4,8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return attentionRun(cmd.Context(), o) },
 	}
@@ -142,7 +149,7 @@ attention.json to --out.`,
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions after one warm-up, at least 1")
 	f.IntVar(&o.RepMS, "rep-ms", 50, "minimum duration of one repetition in ms (at least one call)")
 	f.BoolVar(&o.RoofNow, "roof-now", true, "decode steps of one token: measure the read kernel over the same KV bytes on the same threads right before and after each figure and take the fraction of their mean (false: of the profile's roof of the level holding the KV)")
-	f.BoolVar(&o.ColdKV, "cold-kv", false, "decode: time each call alone after every worker read its share of 4× the last cache level (at least 64 MiB) of other memory, so that the KV cache comes from DRAM as in an engine's decode step, whose weights stream through the caches between one layer's attention and the next; with --roof-now the read kernel over the same bytes is timed the same way (false: calls back to back, the KV as warm as it fits)")
+	f.StringVar(&o.KVState, "kv-state", "cold", "decode: cold (each call timed alone after every worker read its share of 4× the last cache level, at least 64 MiB, of other memory: the KV cache comes from DRAM, as in an engine's decode step, whose weights and other layers stream through the caches between one layer's attention and the next; with --roof-now the read kernels over the same bytes are timed the same way) or warm (calls back to back, the KV as warm as it fits: a cache-resident KV)")
 	f.StringVar(&o.Profile, "profile", "", "profile.json of 'bench probe' (or a machine file, a published profile) for the prediction and the fractions (default: this host's newest complete probe profile; none: no predictions)")
 	f.DurationVar(&o.WaitPlacement, "wait-placement", 0, "with 2 or more threads: before each figure, wait (up to this long in all, e.g. 60s) for the host to put the CPUs back where the reference placement had them (the profile's core-to-core round trips, else those measured as the run begins); a figure measured while they were moved is marked noisy either way (0: do not wait)")
 	f.StringVar(&o.Out, "out", "", "output directory (default results/attention-<host>-<yyyymmdd-hhmmss>)")
@@ -256,6 +263,9 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	if o.RepMS < 1 || o.RepMS > 1e6 {
 		return fmt.Errorf("attention: --rep-ms %d: must be between 1 and 1000000", o.RepMS)
 	}
+	if o.KVState != "cold" && o.KVState != "warm" {
+		return fmt.Errorf("attention: --kv-state %q: want cold or warm", o.KVState)
+	}
 	if err := c.Validate(); err != nil {
 		return fmt.Errorf("attention: %w", err)
 	}
@@ -265,7 +275,7 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 	if c.Machine, c.Profile, o.Profile, err = opProfile(o.Profile, o.IO, "attention"); err != nil {
 		return fmt.Errorf("attention: %w", err)
 	}
-	if o.ColdKV {
+	if o.KVState == "cold" {
 		c.ColdKVBytes = opbench.ColdEvictBytes(opbench.LLCBytes(c.Machine))
 		if err := c.CheckMemory(); err != nil {
 			return fmt.Errorf("attention: %w", err)

@@ -40,18 +40,25 @@ func TestAttentionCommand(t *testing.T) {
 	}
 }
 
-// TestAttentionColdKV: --cold-kv times the decode steps and the read
-// kernel beside them after an eviction, and every output says so.
+// TestAttentionColdKV: --kv-state cold (the default) times the decode
+// steps and the read kernels beside them after an eviction, and every
+// output says so; warm says nothing of it.
 func TestAttentionColdKV(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "out")
-	code, out, errs := run(t, "attention", "--profile", "none", "--out", dir, "--contexts", "16", "--batches", "2", "--cold-kv",
-		"--decode-context", "24", "--widths", "2", "--reps", "1", "--rep-ms", "1", "--placement", "cores", "--threads", "1")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	for _, want := range []string{"decode (KV cold)", "both from DRAM after the same eviction", "both cold: each call timed alone after every worker read its share of"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
+	for _, state := range []string{"", "warm"} {
+		dir := filepath.Join(t.TempDir(), "out")
+		args := []string{"attention", "--profile", "none", "--out", dir, "--contexts", "16", "--batches", "2",
+			"--decode-context", "24", "--widths", "2", "--reps", "1", "--rep-ms", "1", "--placement", "cores", "--threads", "1"}
+		if state != "" {
+			args = append(args, "--kv-state", state)
+		}
+		code, out, errs := run(t, args...)
+		if code != 0 {
+			t.Fatalf("--kv-state %q: exit %d: %s", state, code, errs)
+		}
+		for _, want := range []string{"decode (KV cold)", "both from DRAM after the same eviction", "both cold: each call timed alone after every worker read its share of"} {
+			if strings.Contains(out, want) != (state == "") {
+				t.Errorf("--kv-state %q: output has %q: %v, want %v:\n%s", state, want, !(state == ""), state == "", out)
+			}
 		}
 	}
 }
@@ -59,6 +66,7 @@ func TestAttentionColdKV(t *testing.T) {
 func TestAttentionBadInput(t *testing.T) {
 	for _, c := range []struct{ args, want string }{
 		{"--placement gpu", `--placement "gpu"`},
+		{"--kv-state hot", `--kv-state "hot"`},
 		{"--contexts 0", "--contexts 0"},
 		{"--decode-context -1", "--decode-context -1"},
 		{"--batches 0", "--batches 0"},
