@@ -54,12 +54,23 @@ var matrixShapes = map[bool][3]int{
 // class on a 32 MiB L3, about 4 s more. Quick takes M 16 and 512 at the two qwen3-0.6b classes
 // 1024×1024 and 3072×1024 (4.4 GFLOP a pass, a thirtieth of the full
 // table's; larger M are read at M 512's rate, clamped).
+//
+// A DRAM class is also measured at M 1 (its GEMV: the baseline of
+// roofline.FewRowsWeightFactor), and FewRowsNK are DRAM classes measured
+// at FewRowsMs only: a reduction depth of 1024 (the 0.6–1.7B models'
+// hidden size, and every model's lm_head at that size), at which a few
+// rows slow the weight stream more than at 4096 (bf16 on the Zen 5 VM, 2
+// threads: M 4 at 0.86 of M 1's weight GB/s at K 1024, 0.91 at K 4096);
+// about 2 s more for both dtypes at 1 and 2 threads.
 var gemmShapeTable = map[bool]struct {
-	Ms []int
-	NK [][2]int
+	Ms        []int
+	NK        [][2]int
+	FewRowsMs []int
+	FewRowsNK [][2]int
 }{
-	false: {Ms: []int{2, 4, 8, 16, 64, 256, 512, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096}}},
-	true:  {Ms: []int{16, 512}, NK: [][2]int{{1024, 1024}, {3072, 1024}}},
+	false: {Ms: []int{2, 4, 8, 16, 64, 256, 512, 2048}, NK: [][2]int{{1024, 1024}, {3072, 1024}, {1024, 3072}, {4096, 4096}},
+		FewRowsMs: []int{1, 2, 4, 8, 16}, FewRowsNK: [][2]int{{16384, 1024}}},
+	true: {Ms: []int{16, 512}, NK: [][2]int{{1024, 1024}, {3072, 1024}}},
 }
 
 // gemmTableDRAMNK is the size in elements (N·K) from which a class of
@@ -124,18 +135,30 @@ func (r *runner) gemmTable(ctx context.Context, b *GEMMBench, compute *results.C
 	sh := gemmShapeTable[r.cfg.Quick]
 	out := []results.GEMMResult{}
 	for _, be := range gemmTableBackends() {
-		ws := make([]*GEMMWeights, 0, len(sh.NK))
-		for _, nk := range sh.NK {
+		type class struct {
+			w  *GEMMWeights
+			ms []int
+		}
+		var cs []class
+		for i, nk := range append(slices.Clone(sh.NK), sh.FewRowsNK...) {
+			ms := sh.Ms
+			if i >= len(sh.NK) {
+				ms = sh.FewRowsMs
+			}
+			if nk[0]*nk[1] >= gemmTableDRAMNK && ms[0] > 1 {
+				ms = append([]int{1}, ms...)
+			}
 			nk = gemmTableClass(nk, be.DType, llc)
 			w, err := NewGEMMWeights(be, nk[0], nk[1], 3)
 			if err != nil {
 				return nil, err
 			}
-			ws = append(ws, w)
+			cs = append(cs, class{w, ms})
 		}
 		for _, t := range r.computeThreads() {
-			for _, w := range ws {
-				for _, m := range sh.Ms {
+			for _, c := range cs {
+				w := c.w
+				for _, m := range c.ms {
 					g, err := b.Measure(ctx, w, m, t, false)
 					if err != nil {
 						return nil, err

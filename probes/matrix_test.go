@@ -25,8 +25,10 @@ func smallMatrix(t *testing.T) {
 	small := gemmShapeTable[true]
 	small.Ms, small.NK = []int{3, 13}, [][2]int{{96, 40}, {32, 64}}
 	gemmShapeTable = map[bool]struct {
-		Ms []int
-		NK [][2]int
+		Ms        []int
+		NK        [][2]int
+		FewRowsMs []int
+		FewRowsNK [][2]int
 	}{false: small, true: small}
 	t.Cleanup(func() { matrixShapes, gemmShapeTable = old, oldTable })
 }

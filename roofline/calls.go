@@ -430,7 +430,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		// batch-4 decode's lm_head 15.8 ms against the GEMV's 12.4, which
 		// the read roof had predicted at 10.4).
 		if g, used, ok := m.GEMVWeightGBps(prec, n); ok {
-			if f, why := m.FewRowsWeightFactor(prec, n, o.M); why != "" {
+			if f, why := m.FewRowsWeightFactor(prec, n, o.M, o.K); why != "" {
 				g, used = g*f, used+" "+why
 			}
 			mem = mem - cb.Weights/(cb.WeightsGBps*1e9) + o.Bytes.Weights/(g*1e9)

@@ -75,7 +75,9 @@ func (m *Machine) attainedGEMM(prec string, threads, M, N, K int, weightsLevel s
 	var pts []GEMMPoint
 	var have []int
 	for _, p := range m.GEMMTable.GEMM {
-		if p.Precision == prec && p.GFLOPS > 0 && p.M > 0 && p.N > 0 && p.K > 0 && p.Threads > 0 {
+		// M 1 points (the DRAM classes' GEMVs) are FewRowsWeightFactor's
+		// baseline, a weight stream, not a compute rate.
+		if p.Precision == prec && p.GFLOPS > 0 && p.M > 1 && p.N > 0 && p.K > 0 && p.Threads > 0 {
 			pts = append(pts, p)
 			have = append(have, p.Threads)
 		}
@@ -84,11 +86,21 @@ func (m *Machine) attainedGEMM(prec string, threads, M, N, K int, weightsLevel s
 		return 0, "", false
 	}
 	nt := nearestThreads(have, threads)
+	// A class measured at a few rows only (the probe's few-rows DRAM
+	// classes) is a candidate for M up to its largest measured M, or up to
+	// the table's largest M at nt where M is beyond every class's.
+	topM, classTop := 0, map[[2]int]int{}
+	for _, p := range pts {
+		if p.Threads == nt {
+			topM = max(topM, p.M)
+			classTop[[2]int{p.N, p.K}] = max(classTop[[2]int{p.N, p.K}], p.M)
+		}
+	}
 	nk := math.Log(float64(N) * float64(K))
 	aspect := math.Log(float64(N) / float64(K))
 	bestD, bestA, class := math.Inf(1), math.Inf(1), [2]int{}
 	for _, p := range pts {
-		if p.Threads != nt {
+		if p.Threads != nt || classTop[[2]int{p.N, p.K}] < min(M, topM) {
 			continue
 		}
 		d := math.Abs(math.Log(float64(p.N)*float64(p.K)) - nk)
@@ -269,19 +281,23 @@ func weightsIn(o Operator, prec string) bool {
 }
 
 // FewRowsWeightFactor is the fraction of the GEMV's weight bandwidth a
-// GEMM of M rows (2 ≤ M ≤ GEMVMaxRows: a batched decode step's linear;
-// more rows reuse each weight enough that the compute term bounds them) streams
-// DRAM-resident weights at, on threads threads: the attained GEMM table's
-// weight rate (GFLOP/s / 2M per weight) at M over its rate at the table's
-// smallest M, both of the DRAM-sized class of precision prec (the largest
-// N·K whose weights no cache level holds), interpolated in log M; at most
-// 1, and 1 for M at or below the smallest M, above GEMVMaxRows or without
-// such a class.
-// Measured on 2026-11-26's Zen 5 VM (fp32, 4096×4096, 2 threads): 57.4
-// GB/s of weights at M 2, 52.5 at M 4 (0.92), 46.9 at M 8; the engine's
-// batch-4 decode linears ran 7–12% slower against their prediction than
-// its batch-1 GEMVs in five fidelity matrices.
-func (m *Machine) FewRowsWeightFactor(prec string, threads, M int) (float64, string) {
+// GEMM of M rows and reduction depth K (2 ≤ M ≤ GEMVMaxRows: a batched
+// decode step's linear; more rows reuse each weight enough that the
+// compute term bounds them) streams DRAM-resident weights at, on threads
+// threads: the attained GEMM table's weight rate (GFLOP/s / 2M per
+// weight) at M over its rate at M 1 (else at the class's smallest M),
+// both of a DRAM-sized class of precision prec (one whose weights no
+// cache level holds; of several, the one whose K is nearest K, in log,
+// then the largest), interpolated in log M; at most 1, and 1 for M at or
+// below the baseline's M, above GEMVMaxRows or without such a class.
+// Measured on 2026-11-27's Zen 5 VM (2 threads, `bench gemm --m 1,2,4,8
+// --dtype bf16`), bf16 weight GB/s at M 1, 2, 4, 8: 56.6, 52.1, 48.6,
+// 40.4 at N×K 65536×1024 and 56.3, 53.4, 51.3, 46.0 at 16384×4096: M 4
+// streams 0.86 of M 1 at K 1024 and 0.91 at K 4096, and the lm_head
+// (151936×1024) in the engine's batch-4 decode 0.83–0.87 of its M 1,
+// while the table's ratio of M 4 to M 2 at 4096×4096 (0.93) had
+// predicted the batch-4 bf16 decode linears 15–35% fast.
+func (m *Machine) FewRowsWeightFactor(prec string, threads, M, K int) (float64, string) {
 	if m.GEMMTable == nil || M < 2 || M > GEMVMaxRows {
 		return 1, ""
 	}
@@ -299,13 +315,18 @@ func (m *Machine) FewRowsWeightFactor(prec string, threads, M int) (float64, str
 		return 1, ""
 	}
 	nt := nearestThreads(have, threads)
-	class := [2]int{}
+	class, bestK := [2]int{}, math.Inf(1)
 	for _, p := range m.GEMMTable.GEMM {
-		if p.Precision != prec || p.Threads != nt || p.N*p.K <= class[0]*class[1] {
+		if p.Precision != prec || p.Threads != nt || p.GFLOPS <= 0 || p.K <= 0 {
 			continue
 		}
-		if lv, ok := m.holding(float64(p.N)*float64(p.K)*eb, nt); ok && lv.Level == "DRAM" {
-			class = [2]int{p.N, p.K}
+		lv, ok := m.holding(float64(p.N)*float64(p.K)*eb, nt)
+		if !ok || lv.Level != "DRAM" {
+			continue
+		}
+		dk := math.Abs(math.Log(float64(p.K)) - math.Log(float64(max(K, 1))))
+		if dk < bestK-1e-9 || (math.Abs(dk-bestK) <= 1e-9 && p.N*p.K > class[0]*class[1]) {
+			class, bestK = [2]int{p.N, p.K}, dk
 		}
 	}
 	if class[0] == 0 {
@@ -313,7 +334,7 @@ func (m *Machine) FewRowsWeightFactor(prec string, threads, M int) (float64, str
 	}
 	rate := map[int]float64{} // weights per second ∝ GFLOP/s / M, the best backend's
 	for _, p := range m.GEMMTable.GEMM {
-		if p.Precision == prec && p.Threads == nt && p.N == class[0] && p.K == class[1] && p.GFLOPS > 0 {
+		if p.Precision == prec && p.Threads == nt && p.N == class[0] && p.K == class[1] && p.GFLOPS > 0 && p.M > 0 {
 			rate[p.M] = max(rate[p.M], p.GFLOPS/float64(p.M))
 		}
 	}

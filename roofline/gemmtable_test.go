@@ -167,8 +167,11 @@ func TestAttainedGEMMFasterLevel(t *testing.T) {
 
 // TestFewRowsWeightFactor: a batched decode's linear of M rows streams
 // DRAM-resident weights at the table's DRAM-sized class's weight rate at M
-// over its rate at the smallest M (interpolated in log M, at most 1); 1
-// for one row, beyond GEMVMaxRows, and without a DRAM-sized class.
+// over its rate at M 1, else at the class's smallest M (interpolated in
+// log M, at most 1), of the DRAM class whose K is nearest the linear's; 1
+// for one row, beyond GEMVMaxRows, and without a DRAM-sized class. The M
+// 1 points and a class measured at a few rows only are not compute rates
+// for attainedGEMM beyond those rows.
 func TestFewRowsWeightFactor(t *testing.T) {
 	p, err := results.ReadProfile("../results/testdata/profile-zen5-2core-knee.json")
 	if err != nil {
@@ -190,17 +193,41 @@ func TestFewRowsWeightFactor(t *testing.T) {
 		M    int
 		want float64
 	}{{1, 1}, {2, 1}, {4, 0.9}, {8, 0.8}, {16, 1}} {
-		if got, _ := m.FewRowsWeightFactor("fp32", 2, c.M); math.Abs(got-c.want) > 1e-12 {
+		if got, _ := m.FewRowsWeightFactor("fp32", 2, c.M, 4096); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("M %d: factor %v, want %v", c.M, got, c.want)
 		}
 	}
 	// M 3 between 2 (rate 50) and 4 (45), log-interpolated.
 	want := 50 + math.Log(1.5)/math.Log(2)*(45-50)
-	if got, _ := m.FewRowsWeightFactor("fp32", 2, 3); math.Abs(got-want/50) > 1e-12 {
+	if got, _ := m.FewRowsWeightFactor("fp32", 2, 3, 4096); math.Abs(got-want/50) > 1e-12 {
 		t.Errorf("M 3: factor %v, want %v", got, want/50)
 	}
-	m.GEMMTable.GEMM = m.GEMMTable.GEMM[3:]
-	if got, why := m.FewRowsWeightFactor("fp32", 2, 4); got != 1 || why != "" {
+	// With M 1 measured the baseline is M 1's; a K-1024 DRAM class (the
+	// probe's few-rows class, M ≤ 16) serves a linear of K 1024.
+	m.GEMMTable.GEMM = append(m.GEMMTable.GEMM, pt(1, 4096, 4096, 60), pt(2048, 4096, 4096, 400),
+		pt(1, 16384, 1024, 30), pt(2, 16384, 1024, 54), pt(4, 16384, 1024, 96), pt(8, 16384, 1024, 160), pt(16, 16384, 1024, 280))
+	for _, c := range []struct {
+		M, K int
+		want float64
+	}{{2, 4096, 50.0 / 60}, {4, 4096, 45.0 / 60}, {2, 1024, 27.0 / 30}, {4, 1024, 24.0 / 30}, {4, 3072, 45.0 / 60}} {
+		if got, why := m.FewRowsWeightFactor("fp32", 2, c.M, c.K); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("M %d K %d: factor %v (%s), want %v", c.M, c.K, got, why, c.want)
+		}
+	}
+	// attainedGEMM: M 1 is no compute rate; at M 8 the 16384×1024 class
+	// (nearest in N·K and aspect) serves, at M 64 (beyond its 16) the
+	// 4096×4096 class (between its M 8 and 2048, in log M).
+	if _, _, ok := m.AttainedGEMM("fp32", 2, 1, 16384, 1024); ok {
+		t.Error("AttainedGEMM at M 1: a rate from the M 1 points")
+	}
+	if r, used, ok := m.AttainedGEMM("fp32", 2, 8, 16384, 1024); !ok || r != 160 {
+		t.Errorf("AttainedGEMM at M 8: %v (%s), want the few-rows class's 160", r, used)
+	}
+	if r, used, ok := m.AttainedGEMM("fp32", 2, 64, 16384, 1024); !ok || math.Abs(r-350) > 1e-9 {
+		t.Errorf("AttainedGEMM at M 64: %v (%s), want 4096×4096's 350", r, used)
+	}
+	m.GEMMTable.GEMM = m.GEMMTable.GEMM[3:5]
+	if got, why := m.FewRowsWeightFactor("fp32", 2, 4, 1024); got != 1 || why != "" {
 		t.Errorf("no DRAM-sized class: factor %v (%q)", got, why)
 	}
 }
