@@ -83,7 +83,7 @@ func (ms *measurer) computeRatio(ctx context.Context, threads int) (float64, err
 	if err != nil {
 		return 0, err
 	}
-	ck, err := probes.CheckGEMM(ctx, ms.cfg.Profile, ms.pair.Pair.Cores.Name, threads)
+	ck, err := probes.CheckGEMM(ctx, ms.cfg.Profile, ms.pair.Pair.Cores.Name, threads, 0)
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}

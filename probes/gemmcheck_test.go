@@ -31,7 +31,7 @@ func TestCheckGEMM(t *testing.T) {
 		pt(be.Name, 256, 64, 64, 2, 1),      // other threads
 		pt("other-fp32", 512, 64, 64, 1, 1), // other backend
 	}}}
-	ck, err := CheckGEMM(context.Background(), p, be.Name, 1)
+	ck, err := CheckGEMM(context.Background(), p, be.Name, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +43,21 @@ func TestCheckGEMM(t *testing.T) {
 			t.Errorf("point %+v", q)
 		}
 	}
-	if _, err := CheckGEMM(context.Background(), p, "nosuch-fp32", 1); err == nil || !strings.Contains(err.Error(), "no nosuch-fp32 point at 1 threads") {
+	if ck.Rows != nil || ck.RowsRatio() != 0 {
+		t.Errorf("rows 0: rows point %+v", ck.Rows)
+	}
+	// A prefill of 1500 rows: the point at the largest M ≤ 1500 (1024) of
+	// the class with the most FLOPs within gemmCheckMaxRowsFlops (6.4
+	// GFLOP; not the 4096×4096 one, 34 GFLOP).
+	p.Matrix.GEMMShapes = append(p.Matrix.GEMMShapes, pt(be.Name, 1024, 3072, 1024, 1, 2), pt(be.Name, 1024, 1024, 1024, 1, 1),
+		pt(be.Name, 1024, 4096, 4096, 1, 1), pt(be.Name, 2048, 3072, 1024, 1, 1))
+	if ck, err := CheckGEMM(context.Background(), p, be.Name, 1, 1500); err != nil || ck.Rows == nil || ck.Rows.M != 1024 || ck.Rows.N != 3072 || ck.Rows.ProfileGFLOPS != 2 || !(ck.RowsRatio() > 0) {
+		t.Errorf("rows 1500: %+v, rows %+v (%v)", ck, ck.Rows, err)
+	}
+	if _, err := CheckGEMM(context.Background(), p, "nosuch-fp32", 1, 0); err == nil || !strings.Contains(err.Error(), "no nosuch-fp32 point at 1 threads") {
 		t.Errorf("unknown backend: err %v", err)
 	}
-	if _, err := CheckGEMM(context.Background(), &results.Profile{}, be.Name, 1); err == nil {
+	if _, err := CheckGEMM(context.Background(), &results.Profile{}, be.Name, 1, 0); err == nil {
 		t.Error("no matrix section: no error")
 	}
 }

@@ -190,6 +190,15 @@ type Noise struct {
 	// backend checked. Absent where not checked.
 	GEMMRatio   float64 `json:"gemm_ratio,omitempty"`
 	GEMMBackend string  `json:"gemm_backend,omitempty"`
+	// GEMMRowsRatio and GEMMRowsShape (engine runs with a profile whose
+	// prefill is longer than the GEMM check's points) are the same ratio
+	// at the table point of the run's prefill rows (probes.GEMMCheck.Rows,
+	// M×N×K): a long prefill's GEMM keeps its operands in the last-level
+	// cache, whose share the host's other guests move; more than
+	// NoiseMaxRoofDrift from 1 marks the run noisy. Absent where not
+	// checked.
+	GEMMRowsRatio float64 `json:"gemm_rows_ratio,omitempty"`
+	GEMMRowsShape string  `json:"gemm_rows_shape,omitempty"`
 	// Canary (bench calibrate's shapes) is the slowest time of a fixed
 	// reference loop (opbench.Canary) on the figure's CPUs, measured right
 	// before and after it, over the loop's best time on the same CPU in the

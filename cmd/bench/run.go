@@ -524,7 +524,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if m.Placement == engine.PlaceMatrix && m.Matrix != nil {
 			be = m.Matrix.Name
 		}
-		notes = append(notes, checkHost(ctx, hostProf, be, m.Threads, &nz)...)
+		notes = append(notes, checkHost(ctx, hostProf, be, m.Threads, T, &nz)...)
 		if err := hostPlace.Sample(ctx, "after"); err != nil {
 			return err
 		}
@@ -896,10 +896,12 @@ func runPlacementCheck(p *results.Profile, cpus []int) *noise.PlacementCheck {
 // checkHost re-measures, right after the timed phases, what profile p (a
 // probe's profile.json; nil: none) says the host can do at threads: its DRAM
 // read roof (probes.CheckDRAMRoof) and its attained GEMM rate on backend
-// (probes.CheckGEMM); it records both in nz, judges nz again (a drift
-// beyond results.NoiseMaxRoofDrift marks the run noisy) and returns the
-// run's notes saying what each found, or why it did not run.
-func checkHost(ctx context.Context, p *results.Profile, backend string, threads int, nz *results.Noise) []string {
+// (probes.CheckGEMM, also at the table point of rows, the run's prefill
+// length, where that is longer than the check's points); it records both
+// in nz, judges nz again (a drift beyond results.NoiseMaxRoofDrift marks
+// the run noisy) and returns the run's notes saying what each found, or
+// why it did not run.
+func checkHost(ctx context.Context, p *results.Profile, backend string, threads, rows int, nz *results.Noise) []string {
 	if p == nil {
 		return []string{"DRAM roof and GEMM checks: not run (the profile is not a probe's profile.json)"}
 	}
@@ -916,7 +918,7 @@ func checkHost(ctx context.Context, p *results.Profile, backend string, threads 
 			ck.Kernel, ck.Pages, strings.Join(wss, ", "), ck.Threads, ck.Now.Median, 100*ck.Now.CV, ck.Profile.Median,
 			100*(ck.Now.Median/ck.Profile.Median-1), 100*results.NoiseMaxRoofDrift))
 	}
-	if ck, err := probes.CheckGEMM(ctx, p, backend, threads); err != nil {
+	if ck, err := probes.CheckGEMM(ctx, p, backend, threads, rows); err != nil {
 		notes = append(notes, "GEMM check: not run: "+err.Error())
 	} else {
 		nz.GEMMRatio, nz.GEMMBackend = ck.Ratio, ck.Backend
@@ -924,8 +926,13 @@ func checkHost(ctx context.Context, p *results.Profile, backend string, threads 
 		for _, q := range ck.Points {
 			pts = append(pts, fmt.Sprintf("%d×%d×%d %.0f vs %.0f", q.M, q.N, q.K, q.NowGFLOPS, q.ProfileGFLOPS))
 		}
-		notes = append(notes, fmt.Sprintf("GEMM check: %s, %d threads, right after the timed phases, GFLOP/s now vs the profile's (M×N×K, median of 5): %s; median ratio %.2f (more than ±%.0f%% from 1 marks the run noisy)",
-			ck.Backend, ck.Threads, strings.Join(pts, ", "), ck.Ratio, 100*results.NoiseMaxRoofDrift))
+		atRows := ""
+		if q := ck.Rows; q != nil {
+			nz.GEMMRowsRatio, nz.GEMMRowsShape = ck.RowsRatio(), fmt.Sprintf("%d×%d×%d", q.M, q.N, q.K)
+			atRows = fmt.Sprintf("; at the prefill's rows %s %.0f vs %.0f, ratio %.2f", nz.GEMMRowsShape, q.NowGFLOPS, q.ProfileGFLOPS, nz.GEMMRowsRatio)
+		}
+		notes = append(notes, fmt.Sprintf("GEMM check: %s, %d threads, right after the timed phases, GFLOP/s now vs the profile's (M×N×K, median of 5): %s; median ratio %.2f%s (either more than ±%.0f%% from 1 marks the run noisy)",
+			ck.Backend, ck.Threads, strings.Join(pts, ", "), ck.Ratio, atRows, 100*results.NoiseMaxRoofDrift))
 	}
 	noise.Judge(nz, nz.CPUFraction > 0)
 	return notes

@@ -15,7 +15,8 @@ import (
 // results.NoiseMaxCV, or a DRAM read roof re-measured beside it
 // (DRAMNowGBps) differs from the profile's by more than
 // results.NoiseMaxRoofDrift, or the attained GEMM rate re-measured beside
-// it moved as far (GEMMRatio), or the host moved its CPUs (Moved: a
+// it moved as far (GEMMRatio, or GEMMRowsRatio at a long prefill's
+// rows), or the host moved its CPUs (Moved: a
 // core-to-core round trip results.NoisePlacementRatio or more from the
 // reference's, RecordPlacement); steal above 1% is named among the
 // reasons of a noisy figure but is not one by itself.
@@ -36,6 +37,10 @@ func Judge(n *results.Noise, cpuOK bool) {
 	if gemmDrift {
 		why = append(why, fmt.Sprintf("attained GEMM (%s) now %.2f× the profile's (> ±%.0f%%)", n.GEMMBackend, n.GEMMRatio, 100*results.NoiseMaxRoofDrift))
 	}
+	rowsDrift := n.GEMMRowsRatio > 0 && math.Abs(n.GEMMRowsRatio-1) > results.NoiseMaxRoofDrift
+	if rowsDrift {
+		why = append(why, fmt.Sprintf("attained GEMM (%s) at the prefill's rows (%s) now %.2f× the profile's (> ±%.0f%%)", n.GEMMBackend, n.GEMMRowsShape, n.GEMMRowsRatio, 100*results.NoiseMaxRoofDrift))
+	}
 	moved := Moved(*n)
 	if moved {
 		why = append(why, movedWhy(*n))
@@ -43,7 +48,7 @@ func Judge(n *results.Noise, cpuOK bool) {
 	if n.StealFraction > 0.01 {
 		why = append(why, fmt.Sprintf("steal %.1f%%", 100*n.StealFraction))
 	}
-	n.Noisy = len(why) > 0 && (drift || gemmDrift || moved || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
+	n.Noisy = len(why) > 0 && (drift || gemmDrift || rowsDrift || moved || n.CV > results.NoiseMaxCV || (cpuOK && n.CPUFraction < results.NoiseMinCPUFraction))
 	n.Why = ""
 	if n.Noisy {
 		n.Why = strings.Join(why, ", ")

@@ -162,5 +162,12 @@ func TestJudgeGEMMDrift(t *testing.T) {
 		if c.noisy && !strings.Contains(n.Why, "attained GEMM (avx512-fp32)") {
 			t.Errorf("ratio %v: why %q does not name the GEMM check", c.ratio, n.Why)
 		}
+		// The same ratio at a long prefill's rows alone, the small
+		// points' at 1.
+		r := results.Noise{CPUFraction: 0.99, CV: 0.02, Attempts: 1, GEMMRatio: 1, GEMMBackend: "avx512-fp32", GEMMRowsRatio: c.ratio, GEMMRowsShape: "2048×3072×1024"}
+		Judge(&r, true)
+		if r.Noisy != c.noisy || (c.noisy && !strings.Contains(r.Why, "at the prefill's rows (2048×3072×1024)")) {
+			t.Errorf("rows ratio %v: noisy %v (%q), want %v naming the shape", c.ratio, r.Noisy, r.Why, c.noisy)
+		}
 	}
 }
