@@ -647,11 +647,18 @@ func (c *AttentionConfig) finish(pt *AttentionPoint, ws []gemm.Backend) {
 		}
 	} else {
 		// The roof of the level that holds the KV bytes (a batch-1 cache
-		// that fits the L3 is read at the L3's rate, not DRAM's).
+		// that fits the L3 is read at the L3's rate, not DRAM's); DRAM's
+		// where the KV was evicted before each call.
+		held := pt.KVBytes
+		if pt.KVCold {
+			held = math.Inf(1)
+		}
 		if c.Machine != nil {
-			if r, ok := c.Machine.HoldingRoof(pt.KVBytes, pt.Threads); ok && r.GBps > 0 {
+			if r, ok := c.Machine.HoldingRoof(held, pt.Threads); ok && r.GBps > 0 {
 				ref = r.GBps
-				if r.Level == "DRAM" {
+				if r.Level == "DRAM" && pt.KVCold {
+					pt.FractionOf = fmt.Sprintf("probed DRAM read roof at %d threads, %.1f GB/s: the KV cache evicted before each call (--kv-state cold)", r.Threads, r.GBps)
+				} else if r.Level == "DRAM" {
 					pt.FractionOf = fmt.Sprintf("probed DRAM read roof at %d threads, %.1f GB/s: no cache level's capacity holds the point's %s of KV bytes", r.Threads, r.GBps, memlimit.FormatBytes(pt.KVBytes))
 				} else {
 					pt.FractionOf = fmt.Sprintf("probed %s read roof at %d threads, %.1f GB/s: the smallest level whose capacity (%s) holds the point's %s of KV bytes", r.Level, r.Threads, r.GBps, memlimit.FormatBytes(float64(r.CapacityBytes)), memlimit.FormatBytes(pt.KVBytes))

@@ -326,6 +326,8 @@ func attentionRun(ctx context.Context, o *attentionOptions) error {
 				what = fmt.Sprintf("of the read kernel over its %s of KV bytes measured beside it, both from DRAM after the same eviction (%.1f GB/s)", memlimit.FormatBytes(p.KVBytes), p.RoofNowGBps)
 			case p.Phase == "decode" && p.RoofNowGBps > 0:
 				what = fmt.Sprintf("of the read kernel over its %s of KV bytes measured beside it (%.1f GB/s)", memlimit.FormatBytes(p.KVBytes), p.RoofNowGBps)
+			case p.Phase == "decode" && p.KVCold:
+				what = "of the probed DRAM read roof (its KV evicted before each call)"
 			case p.Phase == "decode":
 				what = "of the probed read roof of the level holding its KV bytes"
 			}
