@@ -33,7 +33,7 @@ type Shape struct {
 	// it in DRAM: the engine's decode of a model larger than the LLC,
 	// whose weights stream through the caches between one layer's calls.
 	// A cold vector operator (a decode step's norm, residual, RoPE or
-	// SiLU·mul) is timed alone after every worker read coldEvictBytes of
+	// SiLU·mul) is timed alone after every worker read opbench.ColdEvictBytes of
 	// other memory, its code and data evicted as between the engine's
 	// GEMVs, and predicted with the weights in DRAM (the roofline's
 	// cold-line bound).

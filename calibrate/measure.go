@@ -37,7 +37,7 @@ type measurer struct {
 	// (computeRatio).
 	gemmNow map[int]gemmCheck
 	// evict is the cold vector shapes' eviction per thread count
-	// (opbench.Evictor over coldEvictBytes), built once.
+	// (opbench.Evictor over opbench.ColdEvictBytes), built once.
 	evict map[int]func(m *kpool.Master) error
 	// canary is the reference loop timed beside every shape (measure).
 	canary opbench.Canary
@@ -377,7 +377,7 @@ func (ms *measurer) attention(ctx context.Context, s Shape) (results.Stat, error
 		c.Contexts = []int{1}
 		c.DecodeContext, c.Batches = s.Context, []int{s.Batch}
 		if s.Cold {
-			c.ColdKVBytes = coldEvictBytes(ms.llc)
+			c.ColdKVBytes = opbench.ColdEvictBytes(ms.llc)
 		}
 	}
 	if err := c.Validate(); err != nil {
@@ -471,7 +471,7 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 // alone for n = 1 threads, else split over the first n workers as the
 // engine's par does; after (nil: none) runs at the end of each call,
 // inside its time (keep it to a counter's update). A cold shape is timed
-// call by call after every worker of its threads streamed coldEvictBytes.
+// call by call after every worker of its threads streamed opbench.ColdEvictBytes.
 func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0, r1 int), after func()) (results.Stat, error) {
 	groups, err := ms.bench.Pool.Groups(n)
 	if err != nil {
@@ -503,7 +503,7 @@ func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0
 	}
 	_ = clock
 	if s.Cold {
-		// Every worker of the shape's threads streams coldEvictBytes
+		// Every worker of the shape's threads streams opbench.ColdEvictBytes
 		// before each call, as the engine's GEMVs do between its serial
 		// decode operators.
 		evict := ms.evict[s.Threads]
@@ -512,7 +512,7 @@ func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0
 			if err != nil {
 				return results.Stat{}, err
 			}
-			evict = opbench.Evictor(all[0], coldEvictBytes(ms.llc))
+			evict = opbench.Evictor(all[0], opbench.ColdEvictBytes(ms.llc))
 			if ms.evict == nil {
 				ms.evict = map[int]func(m *kpool.Master) error{}
 			}
@@ -528,7 +528,7 @@ func (ms *measurer) timeRows(ctx context.Context, s Shape, n int, rowsFn func(r0
 const kvPanelStride = 64
 
 // kvWriteRows is a kv_write shape's rows function: rows r0..r1 of the
-// call's positions stored into a cache of at least coldEvictBytes (one per
+// call's positions stored into a cache of at least opbench.ColdEvictBytes (one per
 // width, ms.kv), each call at the positions after the last call's, from
 // the start again at the end, so that every call writes lines the cache
 // has not held since its last pass, as the engine's do.
@@ -536,7 +536,7 @@ func (ms *measurer) kvWriteRows(s Shape) (func(r0, r1 int), func(), error) {
 	kvd := s.Width
 	w := ms.kv[kvd]
 	if w == nil || w.MaxSeq() < 2*s.Rows*kvPanelStride {
-		pos := max(2*s.Rows*kvPanelStride, int(coldEvictBytes(ms.llc)/int64(8*kvd)))
+		pos := max(2*s.Rows*kvPanelStride, int(opbench.ColdEvictBytes(ms.llc)/int64(8*kvd)))
 		var err error
 		if w, err = opbench.NewKVWriter(ms.pair.Pair.Cores, max(kvd/ropeHeadDim, 1), min(kvd, ropeHeadDim), pos); err != nil {
 			return nil, nil, err
@@ -656,10 +656,6 @@ func predict(m *roofline.Machine, arch roofline.Arch, s Shape) (t float64, level
 	}
 	return placeSum(mt, []roofline.Operator{op}, resident)
 }
-
-// coldEvictBytes is what each cold call's eviction reads over all
-// workers: max(64 MiB, 4× the LLC), as the probe's cold-line figure.
-func coldEvictBytes(llc int64) int64 { return opbench.ColdEvictBytes(llc) }
 
 // placeSum is the sum of ops' placed times, the bound of the first (the
 // call's: QKᵀ of an attention) and the sum of their query rows; resident

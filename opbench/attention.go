@@ -339,14 +339,15 @@ func (c *AttentionConfig) CheckMemory() error {
 		}
 	}
 	if len(c.Batches) > 0 || len(c.Widths) > 0 {
-		need := engine.AttentionBenchBytes(c.benchOptions(ws, "decode"))
+		o := c.benchOptions(ws, "decode")
+		need := engine.AttentionBenchBytes(o)
 		what := "attention: decode KV caches and queries"
 		if c.ColdKVBytes > 0 {
 			// The eviction buffer and the cold read's copy of the
 			// largest step's KV bytes (--kv-state cold).
 			kv := 0.0
 			for _, B := range append([]int{1}, c.Batches...) {
-				kv = max(kv, c.benchOptions(ws, "decode").DecodeKVBytes(c.DecodeContext, B))
+				kv = max(kv, o.DecodeKVBytes(c.DecodeContext, B))
 			}
 			need = need.Plus(memlimit.Of(uint64(c.ColdKVBytes))).Plus(memlimit.Of(uint64(kv)))
 			what += ", the eviction buffer and the cold read's buffer (--kv-state cold)"
