@@ -459,9 +459,7 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 	}
 	norm := func(dst, src, w []float32, width int, rows int) error {
 		return b.par(ms, rows, width, func(i0, i1 int) {
-			for t := i0; t < i1; t++ {
-				kernels.RMSNorm(dst[t*width:(t+1)*width], src[t*width:(t+1)*width], w, eps)
-			}
+			kernels.RMSNormRows(dst[i0*width:i1*width], src[i0*width:i1*width], w, width, eps)
 		})
 	}
 	add := func(dst, src []float32) error {
@@ -525,10 +523,8 @@ func (b *Batch) run(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs []s
 		// (kv_write) so that each timer measures what its name says.
 		st = time.Now()
 		err := b.par(ms, T, qd+kvd, func(i0, i1 int) {
-			for t := i0; t < i1; t++ {
-				b.rope.Apply(q[t*qd:(t+1)*qd], rowPos[t], c.RoPELayout)
-				b.rope.Apply(kn[t*kvd:(t+1)*kvd], rowPos[t], c.RoPELayout)
-			}
+			b.rope.ApplyRows(q[i0*qd:i1*qd], qd, rowPos[i0:i1], c.RoPELayout)
+			b.rope.ApplyRows(kn[i0*kvd:i1*kvd], kvd, rowPos[i0:i1], c.RoPELayout)
 		})
 		if err != nil {
 			return nil, err

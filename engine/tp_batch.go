@@ -300,9 +300,7 @@ func (b *Batch) tpRun(ms *pool.Master, plan opPlan, tokens, rowPos []int, segs [
 	xb := b.xb[:R*d]
 	st = time.Now()
 	err = b.par(ms, R, d, func(i0, i1 int) {
-		for r := i0; r < i1; r++ {
-			kernels.RMSNorm(xb[r*d:(r+1)*d], x[(r0+r)*d:(r0+r+1)*d], m.finalNorm, c.RMSEps)
-		}
+		kernels.RMSNormRows(xb[i0*d:i1*d], x[(r0+i0)*d:(r0+i1)*d], m.finalNorm, d, c.RMSEps)
 	})
 	if err != nil {
 		return nil, err
@@ -369,9 +367,7 @@ func (k *tpCall) layer(li, w int) (err error) {
 	}
 	norm := func(dst, src, wt []float32, width, rows int) {
 		i0, i1 := span(rows)
-		for r := i0; r < i1; r++ {
-			kernels.RMSNorm(dst[r*width:(r+1)*width], src[r*width:(r+1)*width], wt, c.RMSEps)
-		}
+		kernels.RMSNormRows(dst[i0*width:i1*width], src[i0*width:i1*width], wt, width, c.RMSEps)
 	}
 	// gather: a global barrier (every group's partial is written), then
 	// this group's workers add the partials of every group, in group
@@ -410,10 +406,8 @@ func (k *tpCall) layer(li, w int) (err error) {
 	}
 	step(iRoPE, false, func() error {
 		i0, i1 := span(T)
-		for r := i0; r < i1; r++ {
-			b.rope.Apply(q[r*qd:(r+1)*qd], k.rowPos[r], c.RoPELayout)
-			b.rope.Apply(kn[r*kvd:(r+1)*kvd], k.rowPos[r], c.RoPELayout)
-		}
+		b.rope.ApplyRows(q[i0*qd:i1*qd], qd, k.rowPos[i0:i1], c.RoPELayout)
+		b.rope.ApplyRows(kn[i0*kvd:i1*kvd], kvd, k.rowPos[i0:i1], c.RoPELayout)
 		return nil
 	})
 	step(iKVWrite, false, func() error {

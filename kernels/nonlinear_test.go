@@ -738,3 +738,66 @@ func TestScale(t *testing.T) {
 		}
 	}
 }
+
+// RMSNormRows and RoPETable.ApplyRows equal their per-row calls bit for bit
+// (in place and out of place), and panic on lengths that do not match.
+func TestRowsEqualPerRow(t *testing.T) {
+	const width, rows = 256, 5
+	x := make([]float32, width*rows)
+	w := make([]float32, width)
+	for i := range x {
+		x[i] = float32(i%29)*0.37 - 5
+	}
+	for i := range w {
+		w[i] = 0.5 + float32(i%7)*0.1
+	}
+	want := make([]float32, len(x))
+	for r := 0; r < rows; r++ {
+		RMSNorm(want[r*width:(r+1)*width], x[r*width:(r+1)*width], w, 1e-6)
+	}
+	got := make([]float32, len(x))
+	RMSNormRows(got, x, w, width, 1e-6)
+	in := append([]float32(nil), x...)
+	RMSNormRows(in, in, w, width, 1e-6)
+	for i := range want {
+		if got[i] != want[i] || in[i] != want[i] {
+			t.Fatalf("RMSNormRows [%d] = %v (in place %v), per row %v", i, got[i], in[i], want[i])
+		}
+	}
+	tab, err := NewRoPETable(128, 1e6, 64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := []int{3, 0, 63, 17, 17}
+	for _, layout := range []RoPELayout{RoPEHalf, RoPEAdjacent} {
+		a := append([]float32(nil), x...)
+		b := append([]float32(nil), x...)
+		for r, p := range pos {
+			tab.Apply(a[r*width:(r+1)*width], p, layout)
+		}
+		tab.ApplyRows(b, width, pos, layout)
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("ApplyRows %v [%d] = %v, per row %v", layout, i, b[i], a[i])
+			}
+		}
+	}
+	for name, f := range map[string]func(){
+		"RMSNormRows width":  func() { RMSNormRows(got, x, w, 300, 1e-6) },
+		"RMSNormRows weight": func() { RMSNormRows(got, x, w[:10], width, 1e-6) },
+		"RMSNormRows dst":    func() { RMSNormRows(got[:width], x, w, width, 1e-6) },
+		"ApplyRows rows":     func() { tab.ApplyRows(x, width, pos[:2], RoPEHalf) },
+		"ApplyRows head":     func() { tab.ApplyRows(x[:100*rows], 100, pos, RoPEHalf) },
+		"ApplyRows position": func() { tab.ApplyRows(x, width, []int{0, 1, 2, 3, 64}, RoPEHalf) },
+		"ApplyRows layout":   func() { tab.ApplyRows(x, width, pos, RoPELayout(9)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
