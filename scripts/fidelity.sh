@@ -39,6 +39,14 @@ PROMPTS=${PROMPTS:-"128 512 2048"}
 BATCHES=${BATCHES:-"1 4"}
 GEN=${GEN:-8}
 WAIT_PLACEMENT=${WAIT_PLACEMENT:-60s}
+# REPEATS (1) runs each configuration that many times in a row (files
+# run-…-rN.json). With 2 or more, the summary adds the host's
+# repeatability: each counted run's operator times against the median of
+# the other counted runs of its configuration (leave one out), within
+# ±10% — the share of rows and time that a prediction, however exact,
+# could match on this host.
+REPEATS=${REPEATS:-1}
+case $REPEATS in ''|*[!0-9]*|0) echo "fidelity.sh: REPEATS=$REPEATS: want a whole number ≥ 1" >&2; exit 2 ;; esac
 
 # What the predictions come from: the calibration section (its schema and
 # classes; v2 keys them by level), the attained-GEMM table the linear
@@ -56,11 +64,16 @@ for l in $LAYERS; do
 	for p in $PLACEMENTS; do
 		for t in $PROMPTS; do
 			for b in $BATCHES; do
-				f="$out/run-l$l-$p-t$t-b$b.json"
-				echo "fidelity: layers $l, placement $p, prompt $t, batch $b" >&2
-				"$B" run --model qwen3-0.6b --weights synthetic --layers "$l" --placement "$p" \
-					--prompt-tokens "$t" --gen-tokens "$GEN" --batch "$b" --profile "$prof" \
-					--wait-placement "$WAIT_PLACEMENT" --json="$f" >/dev/null
+				for ((r = 1; r <= REPEATS; r++)); do
+					f="$out/run-l$l-$p-t$t-b$b.json" rep=""
+					if ((REPEATS > 1)); then
+						f="$out/run-l$l-$p-t$t-b$b-r$r.json" rep=", repeat $r of $REPEATS"
+					fi
+					echo "fidelity: layers $l, placement $p, prompt $t, batch $b$rep" >&2
+					"$B" run --model qwen3-0.6b --weights synthetic --layers "$l" --placement "$p" \
+						--prompt-tokens "$t" --gen-tokens "$GEN" --batch "$b" --profile "$prof" \
+						--wait-placement "$WAIT_PLACEMENT" --json="$f" >/dev/null
+				done
 			done
 		done
 	done
@@ -88,6 +101,16 @@ jq -s -r '
       | ($drows | map(select(within))) as $din
       | if ($dr | length) > 0 then
           "at the drift of the host (a diagnostic over the \($dr | length) run(s) whose checks ran, noisy ones included; never counted: each predicted with DRAM and compute scaled as re-measured after it): rows \($din | length) of \($drows | length) = \(100 * ($din | length) / ([$drows | length, 1] | max) | floor)%, time \(100 * ($din | map(.m) | add // 0) / ([$drows | map(.m) | add // 0, 1e-12] | max) | floor)%"
+        else empty end ),
+    ( [ $ok[] | {c: "\(.model) \(.layers) \(.placement) \(.prompt_tokens) \(.batch) \(.gen_tokens)", o: .operators} ]
+      | group_by(.c) | map(select(length >= 2)) as $groups
+      | [ $groups[] | . as $g | range(0; $g | length) as $i
+          | $g[$i].o[] as $r
+          | [ $g | to_entries[] | select(.key != $i) | .value.o[] | select(.phase == $r.phase and .op == $r.op) | .measured_s ] | sort as $others
+          | select($others | length > 0)
+          | {m: $r.measured_s, p: (if ($others | length) % 2 == 1 then $others[($others | length - 1) / 2] else ($others[($others | length) / 2 - 1] + $others[($others | length) / 2]) / 2 end)} ] as $rep
+      | if ($rep | length) > 0 then
+          "repeatability of this host (\($groups | length) configurations with 2 or more counted runs): every counted run against the median of the other counted runs of its configuration, operator rows \($rep | map(select(within)) | length) of \($rep | length) = \(100 * ($rep | map(select(within)) | length) / ($rep | length) | floor)%, time \(100 * ($rep | map(select(within)) | map(.m) | add // 0) / ([$rep | map(.m) | add // 0, 1e-12] | max) | floor)% within ±10% — the most any prediction could match here"
         else empty end ),
     "worst operators (measured/predicted, share of measured time):",
     ( $rows | group_by(.ph + " " + .op) | map({k: (.[0].ph + " " + .[0].op), r: ((map(.m) | add) / (map(.p) | add)), s: ((map(.m) | add) / $tot)})
