@@ -431,33 +431,42 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 		wt[i] = 1
 	}
 	var rope *kernels.RoPETable
+	var pos []int
 	if s.Class == roofline.ClassRoPE {
 		if rope, err = kernels.NewRoPETable(ropeHeadDim, 1e6, 64, nil); err != nil {
 			return results.Stat{}, err
+		}
+		pos = make([]int, s.Rows)
+		for r := range pos {
+			pos[r] = r % 64
 		}
 	}
 	rowFn := func(r int) {
 		xr, yr := x[r*s.Width:(r+1)*s.Width], y[r*s.Width:(r+1)*s.Width]
 		switch s.Class {
-		case roofline.ClassNorm:
-			kernels.RMSNorm(yr, xr, wt, 1e-6)
 		case roofline.ClassResidual:
 			// As the engine adds (engine/batch.go's add): y += 1·x on
 			// the vector kernel, not a scalar loop.
 			kernels.AxpyRows(yr, unitWeight[:], xr, 0)
-		case roofline.ClassRoPE:
-			// As the engine rotates: one call per row over all its heads
-			// (engine/batch.go: RoPETable.Apply on q's and k's rows).
-			rope.Apply(xr, r%64, kernels.RoPEHalf)
 		case roofline.ClassSoftmax:
 			kernels.Softmax(yr, xr)
 		}
 	}
-	// rowsFn runs rows [r0, r1): SiLU·mul in one call over them, as the
-	// engine does (engine/batch.go), the others row by row.
+	// rowsFn runs rows [r0, r1) as the engine does (engine/batch.go):
+	// SiLU·mul in one call over them, RMSNorm and RoPE in one call over
+	// them each (kernels.RMSNormRows, RoPETable.ApplyRows: the
+	// implementation chosen once), the others row by row.
 	rowsFn := func(r0, r1 int) {
-		if s.Class == roofline.ClassSiLUMul {
-			kernels.SiLUMul(y[r0*s.Width:r1*s.Width], x[r0*s.Width:r1*s.Width], u[r0*s.Width:r1*s.Width])
+		a, b := r0*s.Width, r1*s.Width
+		switch s.Class {
+		case roofline.ClassSiLUMul:
+			kernels.SiLUMul(y[a:b], x[a:b], u[a:b])
+			return
+		case roofline.ClassNorm:
+			kernels.RMSNormRows(y[a:b], x[a:b], wt, s.Width, 1e-6)
+			return
+		case roofline.ClassRoPE:
+			rope.ApplyRows(x[a:b], s.Width, pos[r0:r1], kernels.RoPEHalf)
 			return
 		}
 		for r := r0; r < r1; r++ {
