@@ -263,17 +263,23 @@ func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes,
 			}
 			// A write in place (the call read the same lines just before:
 			// Distance 0) finds its lines in the core's cache: no
-			// write-allocate read, only their write-back, at the level's
-			// read rate. Measured (2026-11-27, the Zen 5 VM): prefill
-			// RoPE of 2048 tokens, 25 MB of q and k read and written in
-			// place, took 354–486 µs a layer on 2 threads against 1106
-			// predicted at the write roof, 596 at this rate; replayed
-			// over a fidelity run's 24 runs (scripts/fidreplay),
-			// measured/predicted of prefill RoPE went 0.31 → 0.55,
-			// QK-norm 0.68 → 1.13, and SiLU·mul 1.30 → 1.67 (its kernel
-			// ran below the probe's SiLU rate there, which the write
-			// roof had hidden).
-			secs += p.Bytes / (r.rate(p.Write && p.Distance > 0) * 1e9)
+			// write-allocate read, and their write-back happens when the
+			// caches evict them — after the call, or overlapped with its
+			// reads — so it adds nothing to the call's time. Measured on
+			// 2026-11-27's Zen 5 VM: prefill RoPE of 2048 tokens (25 MB
+			// of q and k read and written in place) took 354–486 µs a
+			// layer on 2 threads, against 1106 predicted at the write
+			// roof and 596 with the write-back at the level's read rate;
+			// replayed (scripts/fidreplay) over four fidelity passes'
+			// 24–72 runs each, noisy ones included, charging nothing for
+			// the write-back put 34–63 more operator rows within ±10% in
+			// each (the residual adds 0.79 → 0.93 of their prediction,
+			// RoPE 0.48 → 0.94, SiLU·mul 0.72 → 1.03), more than charging
+			// it only where the operand's level is DRAM.
+			if p.Write && p.Distance == 0 {
+				continue
+			}
+			secs += p.Bytes / (r.rate(p.Write) * 1e9)
 			if p.Bytes > most {
 				most, lvl = p.Bytes, r.Level
 			}
