@@ -85,7 +85,14 @@ func main() {
 	fromChecks := flag.Bool("table-from-checks", false, "without matrix.gemm_shapes in the profile, build the GEMM table from the runs' standalone-GEMM checks")
 	withNoisy := flag.Bool("noisy", false, "also replay the runs marked noisy (a diagnostic: fidelity.sh never counts them)")
 	drift := flag.Bool("drift", false, "predict each run on the profile drifted as its checks re-measured the host after it (roofline.Machine.Drifted: DRAM by dram_now/dram_profile, compute by gemm_ratio), as fidelity.sh's diagnostic does")
+	show := flag.String("show", "", "also print each run's measured/predicted (after) of these operators, comma-separated phase/op (prefill/attn_norm,decode/rope)")
 	flag.Parse()
+	shown := map[string]bool{}
+	for _, k := range strings.Split(*show, ",") {
+		if k != "" {
+			shown[k] = true
+		}
+	}
 	if *prof == "" || flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: fidreplay -profile P [-table-from-checks] run-*.json")
 		os.Exit(2)
@@ -144,6 +151,7 @@ func main() {
 	type key struct{ ph, op string }
 	var tb, ta tally
 	group := map[key][3]float64{} // measured, before, after
+	rowsIn := map[key][2]int{}    // rows within ±10% after, rows
 	maxDiff := 0.0
 	for i, r := range runs {
 		c := full
@@ -180,6 +188,15 @@ func main() {
 					s.t.inT += o.MeasuredS
 				}
 			}
+			if shown[o.Phase+"/"+o.Op] && a > 0 {
+				fmt.Printf("  %s/%s %s: measured %.3g s, predicted %.3g, ratio %.2f\n", o.Phase, o.Op, names[i], o.MeasuredS, a, o.MeasuredS/a)
+			}
+			ri := rowsIn[key{o.Phase, o.Op}]
+			ri[1]++
+			if a > 0 && math.Abs(o.MeasuredS/a-1) <= 0.10 {
+				ri[0]++
+			}
+			rowsIn[key{o.Phase, o.Op}] = ri
 			g := group[key{o.Phase, o.Op}]
 			g[0] += o.MeasuredS
 			g[1] += b
@@ -200,10 +217,10 @@ func main() {
 		ks = append(ks, k)
 	}
 	sort.Slice(ks, func(i, j int) bool { return group[ks[i]][0] > group[ks[j]][0] })
-	fmt.Println("measured/predicted per operator (summed over the runs), before → after, share of measured time:")
+	fmt.Println("measured/predicted per operator (summed over the runs), before → after, share of measured time, rows within ±10% after:")
 	for _, k := range ks {
-		g := group[k]
-		fmt.Printf("  %-7s %-13s %5.2f → %5.2f  %4.1f%%\n", k.ph, k.op, g[0]/g[1], g[0]/g[2], 100*g[0]/ta.tot)
+		g, ri := group[k], rowsIn[k]
+		fmt.Printf("  %-7s %-13s %5.2f → %5.2f  %4.1f%%  %d of %d\n", k.ph, k.op, g[0]/g[1], g[0]/g[2], 100*g[0]/ta.tot, ri[0], ri[1])
 	}
 }
 
