@@ -666,3 +666,52 @@ func TestComputeRatioPlacement(t *testing.T) {
 		t.Errorf("check %+v: want kept, not tried again for an hour", c)
 	}
 }
+
+// The vector shapes carry the buffers their calls move, as the engine's
+// operators do: the residual add's write in place at distance 0, its
+// reads at the distance that keeps a hot shape at the level of its whole
+// footprint, +Inf when cold; a norm's weights marked as weights.
+func TestVectorShapeOperands(t *testing.T) {
+	const rows, width = 64, 1024
+	e := float64(rows*width) * 4
+	o, err := predictOp(Shape{Class: roofline.ClassResidual, Op: roofline.OpFFNResidual, Threads: 1, Rows: rows, Width: width})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads, writes int
+	for _, p := range o.Operands {
+		switch {
+		case p.Write:
+			writes++
+			if p.Distance != 0 || p.Buffer != "y" {
+				t.Errorf("residual write %+v: want y in place (distance 0)", p)
+			}
+		default:
+			reads++
+			if want := 2*e/roofline.ReuseMargin - e; p.Distance != want || p.Bytes != e {
+				t.Errorf("residual read %+v: want %v bytes at distance %v", p, e, want)
+			}
+		}
+	}
+	if reads != 2 || writes != 1 {
+		t.Errorf("residual: %d reads, %d writes, want 2 and 1", reads, writes)
+	}
+	c, err := predictOp(Shape{Class: roofline.ClassNorm, Op: roofline.OpFFNNorm, Threads: 1, Rows: rows, Width: width, Cold: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Operands {
+		if p.Weights {
+			if p.Bytes != width*4 {
+				t.Errorf("norm weights %+v: want %d bytes", p, width*4)
+			}
+			continue
+		}
+		if !math.IsInf(p.Distance, 1) {
+			t.Errorf("cold norm operand %+v: want distance +Inf", p)
+		}
+	}
+	if s, err := predictOp(Shape{Class: roofline.ClassSoftmax, Op: roofline.OpRouterTopK, Threads: 1, Rows: rows, Width: 128}); err != nil || len(s.Operands) != 0 {
+		t.Errorf("softmax: operands %v (err %v), want none", s.Operands, err)
+	}
+}

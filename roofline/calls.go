@@ -341,7 +341,7 @@ func vectorOp(o Operator) bool {
 	return (o.Kind == KindNonlinear || o.Kind == KindElementwise) && o.Name != OpSoftmax
 }
 
-// reuseMargin is the factor by which a cache level's capacity must exceed
+// ReuseMargin is the factor by which a cache level's capacity must exceed
 // an operand's reuse distance plus its bytes for the level to count as
 // still holding it. LRU stack distance assumes a fully associative LRU
 // cache of the whole capacity. Measured on 2026-11-26's 2-core KVM guest
@@ -351,13 +351,13 @@ func vectorOp(o Operator) bool {
 // RMSNorm took 25.5 µs with input and output hot, 46 µs with the output's
 // lines evicted (64 MiB read in between) and 62.7 µs with both: the lines
 // were gone.
-const reuseMargin = 2
+const ReuseMargin = 2
 
 // operandLevel is the level roof (at threads threads) of the smallest
 // level that holds operand p of an operator moving act activation bytes:
-// capacity ≥ reuseMargin × (p's distance + bytes), and ≥ act.
+// capacity ≥ ReuseMargin × (p's distance + bytes), and ≥ act.
 func (m *Machine) operandLevel(p Operand, act float64, threads int) (LevelRoof, bool) {
-	return m.holding(max(reuseMargin*(p.Distance+p.Bytes), act), threads)
+	return m.holding(max(ReuseMargin*(p.Distance+p.Bytes), act), threads)
 }
 
 // sharedLevel is whether level is one a core shares with others (L3, DRAM):

@@ -104,7 +104,7 @@ func TestReuseDistances(t *testing.T) {
 }
 
 // TestOperandLevels: a vector operator's operands are timed at the level
-// their reuse distance leaves them in (capacity ≥ reuseMargin × (distance
+// their reuse distance leaves them in (capacity ≥ ReuseMargin × (distance
 // + bytes)), a write to lines in DRAM at DRAM's write roof (in place, at
 // its read roof); a decode-sized
 // one counts cold lines only for its weights and the operands in a shared

@@ -5,7 +5,7 @@
 // calibration per class and overall, beside the recorded run's — a model
 // change's effect on issue #16's held-out p90 without measuring anything.
 //
-//	go run ./scripts/calreplay -profile P/profile.json DIR/calibration.json
+//	go run ./scripts/calreplay -profile P/profile.json [-out calibrated.json] DIR/calibration.json
 package main
 
 import (
@@ -15,6 +15,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/cpubench/bench/calibrate"
 	"github.com/cpubench/bench/results"
@@ -25,18 +26,19 @@ func main() {
 	model := flag.String("model", "qwen3-0.6b", "the calibration's --model")
 	class := flag.String("points", "", "also print every replayed point of this class (e.g. attention)")
 	worst := flag.Int("worst", 0, "also print the held-out points with the largest calibrated errors, this many")
+	out := flag.String("out", "", "also write the profile calibrated by the replayed fit to this file (for scripts/fidreplay)")
 	flag.Parse()
 	if *profile == "" || flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: calreplay -profile P/profile.json DIR/calibration.json")
 		os.Exit(2)
 	}
-	if err := run(*profile, flag.Arg(0), *model, *class, *worst); err != nil {
+	if err := run(*profile, flag.Arg(0), *model, *class, *worst, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "calreplay:", err)
 		os.Exit(1)
 	}
 }
 
-func run(profile, file, model, class string, worst int) error {
+func run(profile, file, model, class string, worst int, out string) error {
 	p, err := results.ReadProfile(profile)
 	if err != nil {
 		return err
@@ -82,5 +84,12 @@ func run(profile, file, model, class string, worst int) error {
 	}
 	fmt.Printf("all held-out: recorded p90 %.1f%% before, %.1f%% after (%d shapes); replayed p90 %.1f%% before, %.1f%% after (%d shapes)\n",
 		100*rec.Before.P90, 100*rec.After.P90, rec.After.N, 100*now.Before.P90, 100*now.After.P90, now.After.N)
-	return nil
+	if out == "" {
+		return nil
+	}
+	q, err := calibrate.Apply(p, now, time.Now())
+	if err != nil {
+		return err
+	}
+	return results.WriteProfile(out, q)
 }
