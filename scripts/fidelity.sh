@@ -41,10 +41,10 @@ GEN=${GEN:-8}
 WAIT_PLACEMENT=${WAIT_PLACEMENT:-60s}
 # REPEATS (1) runs each configuration that many times in a row (files
 # run-…-rN.json). With 2 or more, the summary adds the host's
-# repeatability: each counted run's operator times against the median of
-# the other counted runs of its configuration (leave one out), within
-# ±10% — the share of rows and time that a prediction, however exact,
-# could match on this host.
+# repeatability, over every run and over the counted ones: each run's
+# operator times against the median of the other runs of its
+# configuration (leave one out), within ±10% — about the share of rows
+# and time that a prediction, however exact, can match on this host.
 REPEATS=${REPEATS:-1}
 case $REPEATS in ''|*[!0-9]*|0) echo "fidelity.sh: REPEATS=$REPEATS: want a whole number ≥ 1" >&2; exit 2 ;; esac
 
@@ -102,7 +102,8 @@ jq -s -r '
       | if ($dr | length) > 0 then
           "at the drift of the host (a diagnostic over the \($dr | length) run(s) whose checks ran, noisy ones included; never counted: each predicted with DRAM and compute scaled as re-measured after it): rows \($din | length) of \($drows | length) = \(100 * ($din | length) / ([$drows | length, 1] | max) | floor)%, time \(100 * ($din | map(.m) | add // 0) / ([$drows | map(.m) | add // 0, 1e-12] | max) | floor)%"
         else empty end ),
-    ( [ $ok[] | {c: "\(.model) \(.layers) \(.placement) \(.prompt_tokens) \(.batch) \(.gen_tokens)", o: .operators} ]
+    ( [ [.[]], $ok ] | to_entries[] | .key as $which
+      | [ .value[] | {c: "\(.model) \(.layers) \(.placement) \(.prompt_tokens) \(.batch) \(.gen_tokens)", o: .operators} ]
       | group_by(.c) | map(select(length >= 2)) as $groups
       | [ $groups[] | . as $g | range(0; $g | length) as $i
           | $g[$i].o[] as $r
@@ -110,7 +111,7 @@ jq -s -r '
           | select($others | length > 0)
           | {m: $r.measured_s, p: (if ($others | length) % 2 == 1 then $others[($others | length - 1) / 2] else ($others[($others | length) / 2 - 1] + $others[($others | length) / 2]) / 2 end)} ] as $rep
       | if ($rep | length) > 0 then
-          "repeatability of this host (\($groups | length) configurations with 2 or more counted runs): every counted run against the median of the other counted runs of its configuration, operator rows \($rep | map(select(within)) | length) of \($rep | length) = \(100 * ($rep | map(select(within)) | length) / ($rep | length) | floor)%, time \(100 * ($rep | map(select(within)) | map(.m) | add // 0) / ([$rep | map(.m) | add // 0, 1e-12] | max) | floor)% within ±10% — the most any prediction could match here"
+          "repeatability of this host, \(if $which == 0 then "every run (noisy ones included)" else "the counted runs" end) (\($groups | length) configuration\(if ($groups | length) == 1 then "" else "s" end) run 2 or more times): each run against the median of the other runs of its configuration, operator rows \($rep | map(select(within)) | length) of \($rep | length) = \(100 * ($rep | map(select(within)) | length) / ($rep | length) | floor)%, time \(100 * ($rep | map(select(within)) | map(.m) | add // 0) / ([$rep | map(.m) | add // 0, 1e-12] | max) | floor)% within ±10%: about as much as a prediction can match here"
         else empty end ),
     "worst operators (measured/predicted, share of measured time):",
     ( $rows | group_by(.ph + " " + .op) | map({k: (.[0].ph + " " + .[0].op), r: ((map(.m) | add) / (map(.p) | add)), s: ((map(.m) | add) / $tot)})
