@@ -441,36 +441,28 @@ func (ms *measurer) vector(ctx context.Context, s Shape) (results.Stat, error) {
 			pos[r] = r % 64
 		}
 	}
-	rowFn := func(r int) {
-		xr, yr := x[r*s.Width:(r+1)*s.Width], y[r*s.Width:(r+1)*s.Width]
-		switch s.Class {
-		case roofline.ClassResidual:
-			// As the engine adds (engine/batch.go's add): y += 1·x on
-			// the vector kernel, not a scalar loop.
-			kernels.AxpyRows(yr, unitWeight[:], xr, 0)
-		case roofline.ClassSoftmax:
-			kernels.Softmax(yr, xr)
-		}
-	}
 	// rowsFn runs rows [r0, r1) as the engine does (engine/batch.go):
 	// SiLU·mul in one call over them, RMSNorm and RoPE in one call over
 	// them each (kernels.RMSNormRows, RoPETable.ApplyRows: the
-	// implementation chosen once), the others row by row.
+	// implementation chosen once), the residual add (y += 1·x on the
+	// vector kernel, not a scalar loop) and the softmax row by row.
 	rowsFn := func(r0, r1 int) {
 		a, b := r0*s.Width, r1*s.Width
 		switch s.Class {
 		case roofline.ClassSiLUMul:
 			kernels.SiLUMul(y[a:b], x[a:b], u[a:b])
-			return
 		case roofline.ClassNorm:
 			kernels.RMSNormRows(y[a:b], x[a:b], wt, s.Width, 1e-6)
-			return
 		case roofline.ClassRoPE:
 			rope.ApplyRows(x[a:b], s.Width, pos[r0:r1], kernels.RoPEHalf)
-			return
-		}
-		for r := r0; r < r1; r++ {
-			rowFn(r)
+		case roofline.ClassResidual:
+			for i := a; i < b; i += s.Width {
+				kernels.AxpyRows(y[i:i+s.Width], unitWeight[:], x[i:i+s.Width], 0)
+			}
+		case roofline.ClassSoftmax:
+			for i := a; i < b; i += s.Width {
+				kernels.Softmax(y[i:i+s.Width], x[i:i+s.Width])
+			}
 		}
 	}
 	return ms.timeRows(ctx, s, n, rowsFn, nil)
