@@ -9,7 +9,7 @@
 # Matrix: qwen3-0.6b with synthetic weights, LAYERS (2 4) decoder layers,
 # PLACEMENTS (cores matrix), prefill of PROMPTS (128 512 2048) tokens and
 # decode of GEN (8) tokens at BATCHES (1 4) sequences, on every allowed CPU.
-# Each run is one `bench run --json=FILE`; the files stay in OUTDIR.
+# Each run is one `bench run --repeats RUN_REPEATS --json=FILE`; the files stay in OUTDIR.
 # Each run first waits up to WAIT_PLACEMENT (60s) for the host to put the
 # CPUs where the profile's placement had them (bench run
 # --wait-placement: a VM's host moving its vCPUs between dies moves the
@@ -46,6 +46,11 @@ WAIT_PLACEMENT=${WAIT_PLACEMENT:-60s}
 # configuration (leave one out), within ±10% — about the share of rows
 # and time that a prediction, however exact, can match on this host.
 REPEATS=${REPEATS:-1}
+# RUN_REPEATS (3) is each run's --repeats: its timed requests, each
+# operator's time the median request's (one request's blip on a shared
+# host does not make the row).
+RUN_REPEATS=${RUN_REPEATS:-3}
+case $RUN_REPEATS in ''|*[!0-9]*|0) echo "fidelity.sh: RUN_REPEATS=$RUN_REPEATS: want a whole number ≥ 1" >&2; exit 2 ;; esac
 case $REPEATS in ''|*[!0-9]*|0) echo "fidelity.sh: REPEATS=$REPEATS: want a whole number ≥ 1" >&2; exit 2 ;; esac
 
 # What the predictions come from: the calibration section (its schema and
@@ -72,7 +77,7 @@ for l in $LAYERS; do
 					echo "fidelity: layers $l, placement $p, prompt $t, batch $b$rep" >&2
 					"$B" run --model qwen3-0.6b --weights synthetic --layers "$l" --placement "$p" \
 						--prompt-tokens "$t" --gen-tokens "$GEN" --batch "$b" --profile "$prof" \
-						--wait-placement "$WAIT_PLACEMENT" --json="$f" >/dev/null
+						--wait-placement "$WAIT_PLACEMENT" --repeats "$RUN_REPEATS" --json="$f" >/dev/null
 				done
 			done
 		done

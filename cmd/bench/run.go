@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,7 @@ type runOptions struct {
 	Ablate       []string
 	Profile      string
 	Seed         uint64
+	Repeats      int    // --repeats: timed requests, each operator's median kept
 	JSON         string // --json: "", "-" (stdout) or a file (jsonflag.go)
 	Amdahl       bool
 	Counters     bool   // --counters: hardware counters per phase
@@ -179,6 +181,7 @@ per-layer columns say what one layer costs.
 	f.StringVar(&opts.KVDType, "kv-dtype", "fp32", "KV cache element type: "+strings.Join(engine.KVDTypes, ", ")+" (bf16: the producer-packed panels in bfloat16, half the bytes; prefill attention converts each tile to fp32, decode reads the bf16 panels in place where AVX-512 runs it; with matrix = amx-bf16 (placements matrix, mixed, auto) the panels take the AMX tile layout and prefill's QKᵀ and P·V run on the tile unit on them in place; not with --ablate kv-packing)")
 	f.StringVar(&opts.Profile, "profile", "", "machine for the predicted times: profile.json, bench.machine/v1 file or published profile name (default: the newest complete results/<host>-<stamp>/profile.json of bench probe, one with the memory section; none: no predictions)")
 	f.Uint64Var(&opts.Seed, "seed", 1, "seed of the synthetic weights and the prompt's token ids")
+	f.IntVar(&opts.Repeats, "repeats", 1, "timed requests (the same prompts' prefill and decode, the KV caches reset between): each operator's time, TTFT and TPOT are the median over them, their range kept (measured_min_s, measured_max_s)")
 	f.DurationVar(&opts.WaitPlacement, "wait-placement", 0, "with a profile that records where the host put its CPUs (profile.placement: core-to-core round trips) and 2 or more threads: before the timed phases, wait up to this long (e.g. 60s) for the host to put the run's CPUs back there; a VM's host that moves its vCPUs between dies changes the bandwidth of every figure (0: do not wait; the run is checked and marked noisy either way)")
 	addJSONFlag(cmd, &opts.JSON, "the run (one object)")
 	f.BoolVar(&opts.Counters, "counters", false, "count hardware events per phase (perf_event_open, user space, every thread): IPC, LLC and dTLB loads and misses, backend stalls, bus cycles; or say why they are unavailable")
@@ -211,6 +214,10 @@ func (o *runOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("run: --gen-tokens %d: must be ≥ 0", o.GenTokens)
 	case o.Batch < 1:
 		return fmt.Errorf("run: --batch %d: must be ≥ 1", o.Batch)
+	case o.Repeats < 1:
+		return fmt.Errorf("run: --repeats %d: must be ≥ 1", o.Repeats)
+	case o.Repeats > 1 && (o.Counters || o.CountersOps || o.CountersPlot != ""):
+		return fmt.Errorf("run: --repeats %d with --counters: the counters cover one request (use --repeats 1)", o.Repeats)
 	case o.Threads < 0:
 		return fmt.Errorf("run: --threads %d: must be ≥ 0 (0: every allowed CPU)", o.Threads)
 	case o.WaitPlacement < 0:
@@ -258,8 +265,12 @@ type runOp struct {
 	PerLayer bool `json:"per_layer"`
 	// Calls is the forward calls that ran the operator (per layer).
 	Calls int `json:"calls"`
-	// MeasuredS is summed over calls and over the layers run.
+	// MeasuredS is summed over calls and over the layers run; with
+	// --repeats N, the median of the N requests' sums, whose smallest and
+	// largest are MeasuredMinS and MeasuredMaxS (left out with one).
 	MeasuredS         float64  `json:"measured_s"`
+	MeasuredMinS      *float64 `json:"measured_min_s,omitempty"`
+	MeasuredMaxS      *float64 `json:"measured_max_s,omitempty"`
 	MeasuredLayerS    float64  `json:"measured_per_layer_s,omitempty"`
 	PredictedS        *float64 `json:"predicted_s,omitempty"`
 	PredictedLayerS   *float64 `json:"predicted_per_layer_s,omitempty"`
@@ -304,6 +315,7 @@ type runResult struct {
 	Threads       int        `json:"threads"`
 	Placement     string     `json:"placement"`
 	Ablate        []string   `json:"ablate,omitempty"`
+	Repeats       int        `json:"repeats,omitempty"` // --repeats above 1
 	TTFTS         float64    `json:"ttft_s"`
 	TPOTS         float64    `json:"tpot_s,omitempty"`
 	PrefillTokS   float64    `json:"prefill_tokens_per_s"`
@@ -464,58 +476,81 @@ func runRun(ctx context.Context, o *runOptions) error {
 			notes = append(notes, fmt.Sprintf("placement: the host did not put the CPUs back where the profile's placement had them within --wait-placement %v", o.WaitPlacement))
 		}
 	}
-	if err := hostPlace.Sample(ctx, "before prefill"); err != nil {
-		return err
-	}
-	ctr.Begin("prefill")
-	var prefill float64
-	prefills := make([]float64, 0, B)
+	// The timed requests (--repeats): each the same prompts' prefill and
+	// decode from position 0; the figures below are the median request's.
+	var prefills, steps []float64 // every request's, in order
+	var stepKeys []int            // the request of each step (noise: successive steps of one request)
+	var reqPrefill, reqDecode []float64
+	var reqTimings [][]engine.Timing
 	toks := make([]int, B)
-	meter.Start()
-	err = m.Hold(func() error {
-		for i := range B {
-			start := time.Now()
-			tok, err := b.PrefillNext(i, prompts[i], nil)
-			if err != nil {
-				return fmt.Errorf("run: prefill of sequence %d: %w", i, err)
+	for r := range o.Repeats {
+		if r > 0 {
+			for i := range B {
+				if err := b.Reset(i); err != nil {
+					return fmt.Errorf("run: %w", err)
+				}
 			}
-			toks[i] = tok
-			prefills = append(prefills, time.Since(start).Seconds())
-			prefill += prefills[i]
+			b.ResetTimings()
 		}
-		return nil
-	})
-	meter.Stop()
-	if err != nil {
-		return err
-	}
-	ctr.End()
-	if G > 0 {
-		if err := hostPlace.Sample(ctx, "before decode"); err != nil {
+		if err := hostPlace.Sample(ctx, "before prefill"); err != nil {
 			return err
 		}
-		ctr.Begin("decode")
-	}
-	var decode float64
-	steps := make([]float64, 0, G)
-	meter.Start()
-	err = m.Hold(func() error {
-		for i := range G {
-			start := time.Now()
-			if err := b.DecodeNext(slots, toks, toks, nil); err != nil {
-				return fmt.Errorf("run: decode step %d: %w", i+1, err)
+		ctr.Begin("prefill")
+		var prefill float64
+		meter.Start()
+		err = m.Hold(func() error {
+			for i := range B {
+				start := time.Now()
+				tok, err := b.PrefillNext(i, prompts[i], nil)
+				if err != nil {
+					return fmt.Errorf("run: prefill of sequence %d: %w", i, err)
+				}
+				toks[i] = tok
+				s := time.Since(start).Seconds()
+				prefills = append(prefills, s)
+				prefill += s
 			}
-			steps = append(steps, time.Since(start).Seconds())
-			decode += steps[i]
+			return nil
+		})
+		meter.Stop()
+		if err != nil {
+			return err
 		}
-		return nil
-	})
-	meter.Stop()
-	if err != nil {
-		return err
+		ctr.End()
+		if G > 0 {
+			if err := hostPlace.Sample(ctx, "before decode"); err != nil {
+				return err
+			}
+			ctr.Begin("decode")
+		}
+		var decode float64
+		meter.Start()
+		err = m.Hold(func() error {
+			for i := range G {
+				start := time.Now()
+				if err := b.DecodeNext(slots, toks, toks, nil); err != nil {
+					return fmt.Errorf("run: decode step %d: %w", i+1, err)
+				}
+				s := time.Since(start).Seconds()
+				steps, stepKeys = append(steps, s), append(stepKeys, r)
+				decode += s
+			}
+			return nil
+		})
+		meter.Stop()
+		if err != nil {
+			return err
+		}
+		ctr.End()
+		reqPrefill, reqDecode = append(reqPrefill, prefill), append(reqDecode, decode)
+		reqTimings = append(reqTimings, b.Timings())
 	}
-	ctr.End()
-	nz := sweep.RunNoise(meter, steps, nil, prefills)
+	prefill, decode := median(reqPrefill), median(reqDecode)
+	timings, opRange := medianTimings(reqTimings)
+	if o.Repeats > 1 {
+		notes = append(notes, fmt.Sprintf("%d timed requests (the same prompts, the KV caches reset between): each operator's time, TTFT and TPOT are the median request's, the operators' range in measured_min_s and measured_max_s", o.Repeats))
+	}
+	nz := sweep.RunNoise(meter, steps, stepKeys, prefills)
 	if machine != nil {
 		// The host's memory bandwidth and compute rate may have moved
 		// since the probe: re-measure the profile's DRAM roof and attained
@@ -544,6 +579,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Ablate: o.Ablate, TTFTS: prefill / float64(B), PrefillTokS: float64(B*T) / prefill,
 		PackS: m.PackSeconds, WeightDType: m.WeightFormat, KVDType: o.KVDType, WeightBytes: m.WeightBytes, Notes: notes, Targets: sweep.Targets(b.Use()),
 		Counters: ctr.Report(), Noise: &nz}
+	if o.Repeats > 1 {
+		res.Repeats = o.Repeats
+	}
 	if m.Quant != nil {
 		res.QuantBackend = m.Quant.Name
 	}
@@ -597,7 +635,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 	idx := map[[2]string]int{}
 	opSum := map[roofline.Phase]float64{}
-	for _, t := range b.Timings() {
+	for _, t := range timings {
 		k := [2]string{string(t.Phase), t.Op}
 		opSum[t.Phase] += t.Seconds
 		i, ok := idx[k]
@@ -609,6 +647,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 		op := &res.Ops[i]
 		op.MeasuredS += t.Seconds
 		op.Calls = max(op.Calls, t.Calls)
+	}
+	for i := range res.Ops {
+		op := &res.Ops[i]
+		if r, ok := opRange[[2]string{string(op.Phase), op.Op}]; ok {
+			op.MeasuredMinS, op.MeasuredMaxS = &r[0], &r[1]
+		}
 	}
 	res.Phases = phases.record(m)
 	for i := range res.Ops {
@@ -666,14 +710,14 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if res.NUMA != nil {
 		res.NUMA.Placement = numaPl
 	}
-	if err := runStandaloneChecks(m, &res, b.Timings(), T, B); err != nil {
+	if err := runStandaloneChecks(m, &res, timings, T, B); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	if o.Amdahl && m.Quant != nil && G > 0 {
 		// This run's pinned workers must not compete with the reference's.
 		threads := m.PhaseThreads(roofline.Decode)
 		m.Close()
-		if a, err := measureAmdahl(ctx, c, o.Seed, threads, prompts, G, decode, b.Timings()); ctx.Err() != nil {
+		if a, err := measureAmdahl(ctx, c, o.Seed, threads, prompts, G, decode, timings); ctx.Err() != nil {
 			return ctx.Err()
 		} else if err != nil {
 			res.Notes = append(res.Notes, "Amdahl bound (Eq. 4) not measured: "+err.Error())
@@ -936,4 +980,80 @@ func checkHost(ctx context.Context, p *results.Profile, backend string, threads,
 	}
 	noise.Judge(nz, nz.CPUFraction > 0)
 	return notes
+}
+
+// median is the median of xs (the mean of the two middle values for an
+// even count; 0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// medianTimings is one list of operator timings for --repeats' requests
+// (each request's Batch.Timings, the same operators in the same order):
+// per phase and operator, the layer entries of the request whose sum over
+// the layers is the median (the mean of the two middle requests' entries
+// for an even count), so that each operator's sum is the median of the
+// requests' sums. With two or more requests, rng holds each phase and
+// operator's smallest and largest sum (nil with one).
+func medianTimings(reqs [][]engine.Timing) (ts []engine.Timing, rng map[[2]string][2]float64) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	if len(reqs) == 1 {
+		return reqs[0], nil
+	}
+	key := func(t engine.Timing) [2]string { return [2]string{string(t.Phase), t.Op} }
+	sums := make([]map[[2]string]float64, len(reqs))
+	for r, list := range reqs {
+		sums[r] = map[[2]string]float64{}
+		for _, t := range list {
+			sums[r][key(t)] += t.Seconds
+		}
+	}
+	rng = map[[2]string][2]float64{}
+	pick := map[[2]string][]int{} // the middle request(s) of each operator
+	for k := range sums[0] {
+		order := make([]int, len(reqs))
+		for r := range order {
+			order[r] = r
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sums[a][k], sums[b][k]) })
+		n := len(order)
+		rng[k] = [2]float64{sums[order[0]][k], sums[order[n-1]][k]}
+		if n%2 == 1 {
+			pick[k] = []int{order[n/2]}
+		} else {
+			pick[k] = []int{order[n/2-1], order[n/2]}
+		}
+	}
+	type entry struct {
+		k     [2]string
+		layer int
+	}
+	secs := make([]map[entry]float64, len(reqs))
+	for r, list := range reqs {
+		secs[r] = map[entry]float64{}
+		for _, t := range list {
+			secs[r][entry{key(t), t.Layer}] += t.Seconds
+		}
+	}
+	ts = slices.Clone(reqs[0])
+	for i := range ts {
+		e := entry{key(ts[i]), ts[i].Layer}
+		s := 0.0
+		for _, r := range pick[e.k] {
+			s += secs[r][e]
+		}
+		ts[i].Seconds = s / float64(len(pick[e.k]))
+	}
+	return ts, rng
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cpubench/bench/engine"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -103,6 +106,8 @@ func TestRunFlagErrors(t *testing.T) {
 		{[]string{"run", "--weights", stories, "--prompt-tokens", "500"}, "more than the model's"},
 		{[]string{"run", "--weights", stories, "--profile", "no-such-machine"}, "--profile no-such-machine"},
 		{[]string{"run", "--weights", stories, "--batch", "0"}, "run: --batch 0: must be ≥ 1"},
+		{[]string{"run", "--weights", stories, "--repeats", "0"}, "run: --repeats 0: must be ≥ 1"},
+		{[]string{"run", "--weights", stories, "--repeats", "2", "--counters"}, "run: --repeats 2 with --counters"},
 		{[]string{"run", "--weights", stories, "--threads", "-1"}, "run: --threads -1"},
 		{[]string{"run", "--weights", stories, "--wait-placement", "-1s"}, "run: --wait-placement -1s: must be ≥ 0"},
 		{[]string{"run", "--weights", stories, "--wait-placement", "soon"}, `invalid argument "soon" for "--wait-placement"`},
@@ -356,5 +361,74 @@ func TestRunPredictsAtRunThreads(t *testing.T) {
 	}
 	if !(ttft["1"] > ttft["2"]) {
 		t.Errorf("predicted TTFT at 1 thread %v, at 2 %v: want the 1-thread one longer", ttft["1"], ttft["2"])
+	}
+}
+
+// --repeats N times N requests and keeps, per operator, the median
+// request's time with the range: the median lies within the range, the
+// operators still sum to the phases, and TTFT is the median request's.
+func TestRunRepeats(t *testing.T) {
+	code, out, errs := run(t, "run", "--weights", stories, "--layers", "2", "--prompt-tokens", "4", "--gen-tokens", "2", "--repeats", "3",
+		"--profile", "../../results/testdata/profile-amd-epyc-2core-all-sections.json", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r runResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Repeats != 3 || !(r.TTFTS > 0) || !(r.TPOTS > 0) {
+		t.Errorf("repeats %d, TTFT %v, TPOT %v", r.Repeats, r.TTFTS, r.TPOTS)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "3 timed requests") }) {
+		t.Errorf("no note on the repeats: %q", r.Notes)
+	}
+	for _, op := range r.Ops {
+		if op.MeasuredMinS == nil || op.MeasuredMaxS == nil {
+			t.Errorf("%s %s: no range", op.Phase, op.Op)
+			continue
+		}
+		if !(*op.MeasuredMinS <= op.MeasuredS && op.MeasuredS <= *op.MeasuredMaxS) || !(*op.MeasuredMinS > 0) {
+			t.Errorf("%s %s: median %v outside its range [%v, %v]", op.Phase, op.Op, op.MeasuredS, *op.MeasuredMinS, *op.MeasuredMaxS)
+		}
+		if op.Calls != 1 && op.Phase == roofline.Prefill {
+			t.Errorf("%s %s: %d calls in one request's prefill", op.Phase, op.Op, op.Calls)
+		}
+	}
+}
+
+func TestMedianTimings(t *testing.T) {
+	tm := func(phase roofline.Phase, op string, layer int, s float64) engine.Timing {
+		return engine.Timing{Phase: phase, Op: op, Layer: layer, Seconds: s, Calls: 1}
+	}
+	// Three requests: q_proj's layer sums 3, 9 and 5 (median: request 2's
+	// entries); embed 4, 1, 2 (median: request 2's).
+	reqs := [][]engine.Timing{
+		{tm(roofline.Prefill, "embed", -1, 4), tm(roofline.Prefill, "q_proj", 0, 1), tm(roofline.Prefill, "q_proj", 1, 2)},
+		{tm(roofline.Prefill, "embed", -1, 1), tm(roofline.Prefill, "q_proj", 0, 4), tm(roofline.Prefill, "q_proj", 1, 5)},
+		{tm(roofline.Prefill, "embed", -1, 2), tm(roofline.Prefill, "q_proj", 1, 3), tm(roofline.Prefill, "q_proj", 0, 2)},
+	}
+	ts, rng := medianTimings(reqs)
+	got := map[string]float64{}
+	for _, x := range ts {
+		got[fmt.Sprint(x.Op, x.Layer)] = x.Seconds
+	}
+	want := map[string]float64{"embed-1": 2, "q_proj0": 2, "q_proj1": 3}
+	if !maps.Equal(got, want) {
+		t.Errorf("median request's entries %v, want %v", got, want)
+	}
+	if r := rng[[2]string{"prefill", "q_proj"}]; r != [2]float64{3, 9} {
+		t.Errorf("q_proj range %v, want [3 9]", r)
+	}
+	// Two requests: the mean of the two, entry by entry.
+	ts, _ = medianTimings(reqs[:2])
+	if ts[1].Seconds != 2.5 || ts[2].Seconds != 3.5 || ts[0].Seconds != 2.5 {
+		t.Errorf("two requests: %+v", ts)
+	}
+	if ts, rng := medianTimings(reqs[:1]); len(ts) != 3 || rng != nil {
+		t.Errorf("one request: %v, range %v", ts, rng)
+	}
+	if m := median([]float64{3, 1, 2}); m != 2 {
+		t.Errorf("median %v", m)
 	}
 }
