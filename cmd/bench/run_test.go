@@ -380,6 +380,11 @@ func TestRunRepeats(t *testing.T) {
 	if r.Repeats != 3 || !(r.TTFTS > 0) || !(r.TPOTS > 0) {
 		t.Errorf("repeats %d, TTFT %v, TPOT %v", r.Repeats, r.TTFTS, r.TPOTS)
 	}
+	for _, c := range r.Checks {
+		if c.What == "engine overhead outside operators, decode" && !(c.RefS >= 0 && c.RefS < c.MeasuredS) {
+			t.Errorf("decode time outside the operators %v of %v: want within [0, wall)", c.RefS, c.MeasuredS)
+		}
+	}
 	if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, "3 timed requests") }) {
 		t.Errorf("no note on the repeats: %q", r.Notes)
 	}
