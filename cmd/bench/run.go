@@ -561,7 +561,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		reqOverhead = append(reqOverhead, decode-inOps)
 	}
-	prefill, decode := median(reqPrefill), median(reqDecode)
+	prefill, decode := results.Summarize(reqPrefill).Median, results.Summarize(reqDecode).Median
 	notes = append(notes, fmt.Sprintf("before each timed request, one load in every 4 KiB page of the embedding table and the KV caches (%.0f MB, %.0f ms a request, untimed): pages idle since the warm-up, which a VM's host may have reclaimed, back before the timed gather and kv_write", float64(touched)/1e6, 1e3*touchS/float64(o.Repeats)))
 	timings, opRange := medianTimings(reqTimings)
 	if o.Repeats > 1 {
@@ -712,7 +712,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	}
 	if G > 0 {
 		res.Checks = append(res.Checks, runCheck{What: "engine overhead outside operators, decode",
-			MeasuredS: decode, RefS: median(reqOverhead), Ratio: median(reqOverhead) / decode,
+			MeasuredS: decode, RefS: results.Summarize(reqOverhead).Median, Ratio: results.Summarize(reqOverhead).Median / decode,
 			Detail: "ratio = (wall − Σ operator timers) / wall over the decode steps (with --repeats, the median request's); target < 0.05"})
 	}
 	if machine != nil && G > 0 {
@@ -995,21 +995,6 @@ func checkHost(ctx context.Context, p *results.Profile, backend string, threads,
 	}
 	noise.Judge(nz, nz.CPUFraction > 0)
 	return notes
-}
-
-// median is the median of xs (the mean of the two middle values for an
-// even count; 0 for none).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // medianTimings is one list of operator timings for --repeats' requests

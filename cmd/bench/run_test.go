@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cpubench/bench/engine"
+	"github.com/cpubench/bench/results"
 	"github.com/cpubench/bench/roofline"
 )
 
@@ -433,7 +434,7 @@ func TestMedianTimings(t *testing.T) {
 	if ts, rng := medianTimings(reqs[:1]); len(ts) != 3 || rng != nil {
 		t.Errorf("one request: %v, range %v", ts, rng)
 	}
-	if m := median([]float64{3, 1, 2}); m != 2 {
+	if m := results.Summarize([]float64{3, 1, 2}).Median; m != 2 {
 		t.Errorf("median %v", m)
 	}
 }
