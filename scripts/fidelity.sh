@@ -44,7 +44,10 @@ WAIT_PLACEMENT=${WAIT_PLACEMENT:-60s}
 # repeatability, over every run and over the counted ones: each run's
 # operator times against the median of the other runs of its
 # configuration (leave one out), within ±10% — about the share of rows
-# and time that a prediction, however exact, can match on this host.
+# and time that a prediction, however exact, can match on this host — and
+# the worst operators' list gives each operator's rows that so repeat
+# (every run): a miss whose rows repeat is the model's, one whose rows do
+# not is the host's as much as the model's.
 REPEATS=${REPEATS:-1}
 # RUN_REPEATS (3) is each run's --repeats: its timed requests, each
 # operator's time the median request's (one request's blip on a shared
@@ -87,6 +90,17 @@ done
 # One row per run, phase and operator with a prediction; noisy runs apart.
 jq -s -r '
   def within: (.m / .p - 1) | fabs <= 0.10;
+  # Each run of a configuration run 2 or more times against the median of
+  # the other runs of its configuration: one row per run, phase and
+  # operator ({m, p: the others median, ph, op}).
+  def reprows: [ .[] | {c: "\(.model) \(.layers) \(.placement) \(.prompt_tokens) \(.batch) \(.gen_tokens)", o: .operators} ]
+    | group_by(.c) | map(select(length >= 2)) as $groups
+    | [ $groups[] | . as $g | range(0; $g | length) as $i
+        | $g[$i].o[] as $r
+        | [ $g | to_entries[] | select(.key != $i) | .value.o[] | select(.phase == $r.phase and .op == $r.op) | .measured_s ] | sort as $others
+        | select($others | length > 0)
+        | {m: $r.measured_s, p: (if ($others | length) % 2 == 1 then $others[($others | length - 1) / 2] else ($others[($others | length) / 2 - 1] + $others[($others | length) / 2]) / 2 end), ph: $r.phase, op: $r.op} ];
+  def configs: [ .[] | "\(.model) \(.layers) \(.placement) \(.prompt_tokens) \(.batch) \(.gen_tokens)" ] | group_by(.) | map(select(length >= 2)) | length;
   [ .[] | select((.noise.noisy // false) | not) ] as $ok
   | [ .[] | select(.noise.noisy // false) ] as $noisy
   | [ $ok[] | .operators[] | select(.predicted_s != null and .predicted_s > 0) | {m: .measured_s, p: .predicted_s, ph: .phase, op: .op} ] as $rows
@@ -108,18 +122,17 @@ jq -s -r '
           "at the drift of the host (a diagnostic over the \($dr | length) run(s) whose checks ran, noisy ones included; never counted: each predicted with DRAM and compute scaled as re-measured after it): rows \($din | length) of \($drows | length) = \(100 * ($din | length) / ([$drows | length, 1] | max) | floor)%, time \(100 * ($din | map(.m) | add // 0) / ([$drows | map(.m) | add // 0, 1e-12] | max) | floor)%"
         else empty end ),
     ( [ [.[]], $ok ] | to_entries[] | .key as $which
-      | [ .value[] | {c: "\(.model) \(.layers) \(.placement) \(.prompt_tokens) \(.batch) \(.gen_tokens)", o: .operators} ]
-      | group_by(.c) | map(select(length >= 2)) as $groups
-      | [ $groups[] | . as $g | range(0; $g | length) as $i
-          | $g[$i].o[] as $r
-          | [ $g | to_entries[] | select(.key != $i) | .value.o[] | select(.phase == $r.phase and .op == $r.op) | .measured_s ] | sort as $others
-          | select($others | length > 0)
-          | {m: $r.measured_s, p: (if ($others | length) % 2 == 1 then $others[($others | length - 1) / 2] else ($others[($others | length) / 2 - 1] + $others[($others | length) / 2]) / 2 end)} ] as $rep
+      | (.value | configs) as $ngroups
+      | (.value | reprows) as $rep
       | if ($rep | length) > 0 then
-          "repeatability of this host, \(if $which == 0 then "every run (noisy ones included)" else "the counted runs" end) (\($groups | length) configuration\(if ($groups | length) == 1 then "" else "s" end) run 2 or more times): each run against the median of the other runs of its configuration, operator rows \($rep | map(select(within)) | length) of \($rep | length) = \(100 * ($rep | map(select(within)) | length) / ($rep | length) | floor)%, time \(100 * ($rep | map(select(within)) | map(.m) | add // 0) / ([$rep | map(.m) | add // 0, 1e-12] | max) | floor)% within ±10%: about as much as a prediction can match here"
+          "repeatability of this host, \(if $which == 0 then "every run (noisy ones included)" else "the counted runs" end) (\($ngroups) configuration\(if $ngroups == 1 then "" else "s" end) run 2 or more times): each run against the median of the other runs of its configuration, operator rows \($rep | map(select(within)) | length) of \($rep | length) = \(100 * ($rep | map(select(within)) | length) / ($rep | length) | floor)%, time \(100 * ($rep | map(select(within)) | map(.m) | add // 0) / ([$rep | map(.m) | add // 0, 1e-12] | max) | floor)% within ±10%: about as much as a prediction can match here"
         else empty end ),
-    "worst operators (measured/predicted, share of measured time):",
+    # Per operator, how many of its rows repeat within ±10% on this host
+    # (every run, noisy ones included): a miss that repeats is the
+    # model, one that does not is the host as much as the model.
+    ( [ .[] ] | reprows | group_by(.ph + " " + .op) | map({key: (.[0].ph + " " + .[0].op), value: "\(map(select(within)) | length) of \(length)"}) | from_entries ) as $repop
+    | "worst operators (measured/predicted, share of measured time\(if ($repop | length) > 0 then "; rows that repeat within ±10% run to run on this host" else "" end)):",
     ( $rows | group_by(.ph + " " + .op) | map({k: (.[0].ph + " " + .[0].op), r: ((map(.m) | add) / (map(.p) | add)), s: ((map(.m) | add) / $tot)})
-      | map(select((.r - 1) | fabs > 0.10)) | sort_by(-.s) | .[:12][] | "  \(.k): \(.r * 100 | round / 100), \(.s * 1000 | round / 10)%")
+      | map(select((.r - 1) | fabs > 0.10)) | sort_by(-.s) | .[:12][] | "  \(.k): \(.r * 100 | round / 100), \(.s * 1000 | round / 10)%\(if $repop[.k] then "; repeats \($repop[.k])" else "" end)")
 ' "$out"/run-*.json
 echo "runs in $out" >&2

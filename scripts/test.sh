@@ -5,7 +5,8 @@
 #
 # Installs what the tests need from Debian's packages when missing (needs root
 # or sudo): qemu-user (arm64 kernels, Arm SME under emulation),
-# qemu-system-x86 + cpio (the 2-node NUMA placement test), slurm-wlm + munge
+# qemu-system-x86 + cpio (the 2-node NUMA placement test), jq
+# (scripts/fidelity.sh's summary under test), slurm-wlm + munge
 # (scripts/slurm-test.sh) and what scripts/test-avx512-bochs.sh needs (bochs,
 # isolinux, xorriso). Then: gofmt, go vet, go test -race ./..., go test
 # -tags=purego ./..., the arm64 packages under qemu-aarch64 (and the engine's
@@ -27,6 +28,8 @@ need=()
 command -v qemu-aarch64 >/dev/null || need+=(qemu-user)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v cpio >/dev/null || need+=(cpio)
+# jq: scripts/fidelity.sh's summary, which scripts/fidreplay's test runs.
+command -v jq >/dev/null || need+=(jq)
 # GNU as and objdump check the AMX kernels' hand-encoded instructions
 # (kernels/gemm's amx tests skip without them).
 command -v objdump >/dev/null && command -v as >/dev/null || need+=(binutils)
