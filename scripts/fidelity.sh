@@ -131,7 +131,7 @@ jq -s -r '
     # (every run, noisy ones included): a miss that repeats is the
     # model, one that does not is the host as much as the model.
     ( [ .[] ] | reprows | group_by(.ph + " " + .op) | map({key: (.[0].ph + " " + .[0].op), value: "\(map(select(within)) | length) of \(length)"}) | from_entries ) as $repop
-    | "worst operators (measured/predicted, share of measured time\(if ($repop | length) > 0 then "; rows that repeat within ±10% run to run on this host" else "" end)):",
+    | "worst operators (measured/predicted, share of measured time\(if ($repop | length) > 0 then "; repeats: of its rows in every run, noisy ones included, those within ±10% of the median of the other runs of their configuration" else "" end)):",
     ( $rows | group_by(.ph + " " + .op) | map({k: (.[0].ph + " " + .[0].op), r: ((map(.m) | add) / (map(.p) | add)), s: ((map(.m) | add) / $tot)})
       | map(select((.r - 1) | fabs > 0.10)) | sort_by(-.s) | .[:12][] | "  \(.k): \(.r * 100 | round / 100), \(.s * 1000 | round / 10)%\(if $repop[.k] then "; repeats \($repop[.k])" else "" end)")
 ' "$out"/run-*.json

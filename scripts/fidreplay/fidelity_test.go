@@ -64,7 +64,7 @@ func TestFidelitySummary(t *testing.T) {
 		"TTFT measured/predicted: 1 1 (2 of 2 within",
 		"TPOT measured/predicted: 1.2 1.2 (0 of 2 within",
 		"repeatability of this host, every run (noisy ones included) (1 configuration run 2 or more times): each run against the median of the other runs of its configuration, operator rows 2 of 4 = 50%",
-		"worst operators (measured/predicted, share of measured time; rows that repeat within ±10% run to run on this host):",
+		"worst operators (measured/predicted, share of measured time; repeats: of its rows in every run, noisy ones included, those within ±10% of the median of the other runs of their configuration):",
 		"  decode embed: 3, 74.5%; repeats 0 of 2",
 	} {
 		if !strings.Contains(string(out), want) {
