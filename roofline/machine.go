@@ -163,9 +163,10 @@ type LevelRoof struct {
 	// together: one instance's size times the instances they occupy
 	// (threads placed one per core, spread over instances); 0 for DRAM.
 	CapacityBytes int64 `json:"capacity_bytes,omitempty"`
-	// WriteGBps is DRAM's write roof at Threads (the memory sweep's write
-	// kernel at its largest working set), 0 where not measured: the rate
-	// of an operator's writes to lines that left the caches.
+	// WriteGBps is DRAM's write rate at Threads (dramWriteGBps: half the
+	// memory sweep's copy kernel at its largest working set, else its
+	// write kernel), 0 where not measured: the rate of an operator's
+	// writes to lines that left the caches.
 	WriteGBps float64 `json:"write_gbps,omitempty"`
 	Source    string  `json:"source,omitempty"`
 }
