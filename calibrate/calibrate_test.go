@@ -545,6 +545,9 @@ func TestColdVectorShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if f := mq.FixedCosts; f == nil || f.ColdLineSeconds != 10e-9 || f.ColdCallSeconds != 2e-6 {
+		t.Errorf("fixed costs %+v: want the cold vector's 10 ns a line and 2 µs a call", f)
+	}
 	for _, rw := range coldVector[roofline.ClassRoPE] {
 		s := Shape{Class: roofline.ClassRoPE, Op: roofline.OpRoPE, Threads: 1, Rows: rw[0], Width: rw[1], Cold: true}
 		if _, level, _, err := predict(mq, arch, s); err != nil || level != roofline.BoundColdLines {

@@ -472,7 +472,20 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		// its data: RoPE on hot q and k took 1.9 µs a call in the engine
 		// against 0.15 hot), which the calibration's cold shapes fit
 		// under this key.
-		if c := m.coldLines(o, n) * f.ColdLineSeconds; c > t {
+		// A floor of the probe's whole cold call (ColdCallSeconds): an
+		// operator whose few cold lines alone predict less — RoPE on the
+		// hot q and k (4 cold lines of the RoPE table), a residual add
+		// whose other operand the GEMV just wrote — still pays the evicted
+		// code and translations (measured here: RoPE on hot q and k 0.13
+		// µs a call back to back, 1.1–1.3 µs after 64 MiB of other
+		// reads). Replayed (scripts/fidreplay) over five fidelity passes
+		// of 48 runs each, noisy ones included, each at its profile's own
+		// cold call (1.28–1.55 µs; 4.6 in the most contended): 14, 25,
+		// 24 and 15 more operator rows within ±10%, 6 fewer in the most
+		// contended (decode RoPE 5.65 → 1.41 of its prediction, the
+		// residual adds 1.99 and 1.68 → 1.20 and 1.04).
+		c := max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallSeconds)
+		if c > t {
 			t = c
 		}
 		cold = true
@@ -609,7 +622,8 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 	}
 	if cv := d.ColdVector; cv != nil && cv.SecondsPerLine > 0 {
 		f.ColdLineSeconds = cv.SecondsPerLine
-		f.Source += fmt.Sprintf("; a cold line %.1f ns (dispatch.cold_vector: %s)", cv.SecondsPerLine*1e9, cv.Method)
+		f.ColdCallSeconds = max(cv.Seconds.Median, 0)
+		f.Source += fmt.Sprintf("; a cold line %.1f ns, a cold call at least %.2f µs (dispatch.cold_vector: %s)", cv.SecondsPerLine*1e9, f.ColdCallSeconds*1e6, cv.Method)
 	}
 	if len(f.Points) > 0 {
 		m.FixedCosts = f

@@ -112,6 +112,14 @@ func TestCallTermsEach(t *testing.T) {
 	if p := ps[0]; p.Bound != "cold lines" || !nearRel(p.Time, 192*10e-9) {
 		t.Errorf("cold residual: bound %s time %v; want cold lines, %v", p.Bound, p.Time, 192*10e-9)
 	}
+	// A whole cold call's time is its floor, however few of its lines
+	// are cold (its code and translations were evicted too).
+	m.FixedCosts.ColdCallSeconds = 3e-6
+	ps, _ = PlaceCall(m, "fp32", []Operator{res}, 1<<30)
+	if p := ps[0]; p.Bound != BoundColdLines || !nearRel(p.Time, 3e-6) {
+		t.Errorf("cold residual, a 3 µs cold call: bound %s time %v; want cold lines, 3 µs", p.Bound, p.Time)
+	}
+	m.FixedCosts.ColdCallSeconds = 0
 	// Its bound stays "cold lines" (the calibration's cold key) when the
 	// cold lines cost less than the roofs: a tiny cold-line cost leaves
 	// the roof's time but not its label.

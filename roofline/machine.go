@@ -190,6 +190,12 @@ type FixedCosts struct {
 	// dispatch.cold_vector): a decode-sized operator run on the caller
 	// while the weights stream from DRAM takes at least its lines × this.
 	ColdLineSeconds float64 `json:"cold_line_seconds,omitempty"`
+	// ColdCallSeconds is that whole call's time (the probe's
+	// dispatch.cold_vector seconds, median): a decode-sized operator on the
+	// caller between the GEMVs takes at least this, however few of its
+	// lines are cold, since its code and address translations were
+	// evicted with its data (callTime). 0 in machine files without it.
+	ColdCallSeconds float64 `json:"cold_call_seconds,omitempty"`
 	Source          string  `json:"source,omitempty"`
 }
 
