@@ -390,7 +390,9 @@ func (m *Machine) maxRoofThreads() int {
 // model (see the package's per-call terms): fixed cost of its pool calls
 // plus max(F/π scaled to its threads, the memory time at the level roofs,
 // elems/the non-linear rate scaled to its threads for non-linear
-// operators). It fills p's Threads, Calls, FixedSeconds, Roof and Bound.
+// operators), plus, for a decode-sized operator on the caller between
+// DRAM-streaming GEMVs, its cold stall (bound "cold lines"). It fills p's
+// Threads, Calls, FixedSeconds, Roof and Bound.
 func (m *Machine) callTime(cores Target, prec string, o Operator, resident float64, p *Placed) float64 {
 	workers := max(cores.Workers, 1)
 	n, calls := OpThreads(o, workers)
@@ -459,7 +461,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 			t, p.Bound = c, compute
 		}
 	}
-	cold := false
+	cold, coldC := false, 0.0
 	if f := m.FixedCosts; f != nil && f.ColdLineSeconds > 0 && calls == 0 && n == 1 && serialAtAnyWorkers(o) && haveLevels && cb.WeightsLevel == "DRAM" &&
 		(o.Kind == KindNonlinear || o.Kind == KindElementwise) {
 		// A decode-sized operator on the caller between GEMVs that stream
@@ -484,10 +486,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		// 24 and 15 more operator rows within ±10%, 6 fewer in the most
 		// contended (decode RoPE 5.65 → 1.41 of its prediction, the
 		// residual adds 1.99 and 1.68 → 1.20 and 1.04).
-		c := max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallSeconds)
-		if c > t {
-			t = c
-		}
+		coldC = max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallSeconds)
 		cold = true
 	}
 	if g := m.nonlinearRate(o); o.Kind == KindNonlinear && g > 0 {
@@ -496,6 +495,17 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		}
 	}
 	if cold {
+		// The cold penalty comes before the work, not beside it: a call
+		// this short stalls on its evicted code, translations and lines
+		// and then computes (measured here with the probe's eviction, 64
+		// MiB read before each call, medians of 41: SiLU·mul of 3072
+		// floats 2.6–3.0 µs cold against 0.99 hot, the q/k norms of 24
+		// rows of 128 2.6 against 1.15, RoPE of q and k 2.0–2.2 against
+		// 0.57, a residual add 1.0–1.1 against 0.06). Replayed over six
+		// fidelity passes, noisy runs included: 23, 11, 28, 13 and 25 more
+		// operator rows within ±10% than the larger of the two terms, 11
+		// fewer in the most contended.
+		t += coldC
 		p.Bound = BoundColdLines
 	}
 	return p.FixedSeconds + t
