@@ -89,7 +89,12 @@ step; one step gives every sequence a token), tokens/s of both phases, and
 per operator and phase: calls, measured seconds summed over the layers run
 and per layer, and with --profile the roofline's predicted seconds for the
 same shapes (decode summed over each step's context) and measured /
-predicted. With a profile it also prints the issue's speed checks: decode
+predicted. A call that took 4× or more the median of its neighbours (the
+same operator and layer, 4 calls either side) was interrupted (the host
+took the time: a microsecond operator's call of 40–300 µs): a line lists
+such calls, and measured / predicted and the fidelity figures leave their
+time above that median out (uninterrupted_s in the JSON; measured_s keeps
+it). With a profile it also prints the issue's speed checks: decode
 step vs the memory-roof bound (weight + KV bytes / probed DRAM read
 bandwidth), each prefill GEMM vs the same GEMM run standalone on the same
 workers, and the engine's time outside its operators. With a probe's
@@ -268,10 +273,17 @@ type runOp struct {
 	// MeasuredS is summed over calls and over the layers run; with
 	// --repeats N, the median of the N requests' sums, whose smallest and
 	// largest are MeasuredMinS and MeasuredMaxS (left out with one).
-	MeasuredS         float64  `json:"measured_s"`
-	MeasuredMinS      *float64 `json:"measured_min_s,omitempty"`
-	MeasuredMaxS      *float64 `json:"measured_max_s,omitempty"`
-	MeasuredLayerS    float64  `json:"measured_per_layer_s,omitempty"`
+	MeasuredS      float64  `json:"measured_s"`
+	MeasuredMinS   *float64 `json:"measured_min_s,omitempty"`
+	MeasuredMaxS   *float64 `json:"measured_max_s,omitempty"`
+	MeasuredLayerS float64  `json:"measured_per_layer_s,omitempty"`
+	// UninterruptedS is MeasuredS less the excess of its interrupted
+	// calls (engine.Interrupted: a call ≥ 4× the median of its
+	// neighbours; the median request's), present when any call was;
+	// MeasuredPredicted and the fidelity figures compare it, and
+	// InterruptedCalls counts those calls over every request.
+	UninterruptedS    *float64 `json:"uninterrupted_s,omitempty"`
+	InterruptedCalls  int      `json:"interrupted_calls,omitempty"`
 	PredictedS        *float64 `json:"predicted_s,omitempty"`
 	PredictedLayerS   *float64 `json:"predicted_per_layer_s,omitempty"`
 	MeasuredPredicted *float64 `json:"measured_over_predicted,omitempty"`
@@ -282,6 +294,56 @@ type runOp struct {
 	// Threads is the workers that ran the operator's phase, with
 	// per-phase configurations (0, left out, without).
 	Threads int `json:"threads,omitempty"`
+}
+
+// compared is the measured time the prediction is held against: its
+// uninterrupted time where any call was interrupted, else MeasuredS.
+func (o runOp) compared() float64 {
+	if o.UninterruptedS != nil {
+		return *o.UninterruptedS
+	}
+	return o.MeasuredS
+}
+
+// interruptedLine is one line naming the operators with interrupted calls
+// ("" if none).
+func interruptedLine(ops []runOp) string {
+	var parts []string
+	for _, op := range ops {
+		if op.UninterruptedS != nil {
+			parts = append(parts, fmt.Sprintf("%s %s %d (%s of %s)", op.Phase, op.Op, op.InterruptedCalls, fmtTime(op.MeasuredS-*op.UninterruptedS), fmtTime(op.MeasuredS)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("interrupted calls (each ≥ %d× the median of its %d neighbours on either side: time the host took, which no roofline models; measured/predicted and the fidelity figures leave their excess out): %s",
+		engine.InterruptedFactor, engine.InterruptedWindow, strings.Join(parts, ", "))
+}
+
+// uninterrupted returns, per (phase, operator), the median over requests
+// of the operator's time less its interrupted calls' excess
+// (engine.Timing.Uninterrupted), and its interrupted calls over every
+// request.
+func uninterrupted(reqs [][]engine.Timing) (map[[2]string]float64, map[[2]string]int) {
+	per := map[[2]string][]float64{}
+	calls := map[[2]string]int{}
+	for _, list := range reqs {
+		sums := map[[2]string]float64{}
+		for _, t := range list {
+			k := [2]string{string(t.Phase), t.Op}
+			sums[k] += t.Uninterrupted()
+			calls[k] += t.InterruptedCalls
+		}
+		for k, v := range sums {
+			per[k] = append(per[k], v)
+		}
+	}
+	med := map[[2]string]float64{}
+	for k, v := range per {
+		med[k] = results.Summarize(v).Median
+	}
+	return med, calls
 }
 
 // runDrift is runResult.Drift.
@@ -663,10 +725,16 @@ func runRun(ctx context.Context, o *runOptions) error {
 		op.MeasuredS += t.Seconds
 		op.Calls = max(op.Calls, t.Calls)
 	}
+	unint, icalls := uninterrupted(reqTimings)
 	for i := range res.Ops {
 		op := &res.Ops[i]
-		if r, ok := opRange[[2]string{string(op.Phase), op.Op}]; ok {
+		k := [2]string{string(op.Phase), op.Op}
+		if r, ok := opRange[k]; ok {
 			op.MeasuredMinS, op.MeasuredMaxS = &r[0], &r[1]
+		}
+		if n := icalls[k]; n > 0 {
+			u := unint[k]
+			op.UninterruptedS, op.InterruptedCalls = &u, n
 		}
 	}
 	res.Phases = phases.record(m)
@@ -688,7 +756,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			op.PredictedLayerS = &pl
 		}
 		if p > 0 {
-			r := op.MeasuredS / p
+			r := op.compared() / p
 			op.MeasuredPredicted = &r
 		}
 	}
@@ -696,7 +764,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		var pairs [][2]float64
 		for _, op := range res.Ops {
 			if op.PredictedS != nil {
-				pairs = append(pairs, [2]float64{op.MeasuredS, *op.PredictedS})
+				pairs = append(pairs, [2]float64{op.compared(), *op.PredictedS})
 			}
 		}
 		f := sweep.CountFidelity(pairs, res.Noise)
@@ -869,6 +937,9 @@ func writeRun(w io.Writer, r *runResult) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if l := interruptedLine(r.Ops); l != "" {
+		fmt.Fprintf(w, "\n%s\n", l)
+	}
 	if r.Fidelity != nil {
 		fmt.Fprintf(w, "\n%s\n", r.Fidelity)
 		if r.Drift != nil && r.Drift.String() != "" {
@@ -935,7 +1006,7 @@ func driftFidelity(res *runResult, machine *roofline.Machine, nz results.Noise, 
 			continue
 		}
 		op.PredictedDriftS = &p
-		pairs = append(pairs, [2]float64{op.MeasuredS, p})
+		pairs = append(pairs, [2]float64{op.compared(), p})
 	}
 	d.Fidelity = sweep.CountFidelity(pairs, nil)
 	d.Fidelity.Counted = false

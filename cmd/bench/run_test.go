@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -436,5 +437,39 @@ func TestMedianTimings(t *testing.T) {
 	}
 	if m := results.Summarize([]float64{3, 1, 2}).Median; m != 2 {
 		t.Errorf("median %v", m)
+	}
+}
+
+// TestUninterrupted: per operator, the median over requests of its time
+// less its interrupted calls' excess, summed over layers, and its
+// interrupted calls over every request; the line names the operators that
+// had any.
+func TestUninterrupted(t *testing.T) {
+	tm := func(layer int, s, excess float64, calls int) engine.Timing {
+		return engine.Timing{Phase: roofline.Decode, Op: "attn_norm", Layer: layer, Seconds: s, Calls: 8,
+			InterruptedCalls: calls, InterruptedSeconds: excess}
+	}
+	reqs := [][]engine.Timing{
+		{tm(0, 20e-6, 0, 0), tm(1, 100e-6, 80e-6, 1)}, // 40 µs uninterrupted
+		{tm(0, 22e-6, 0, 0), tm(1, 20e-6, 0, 0)},      // 42
+		{tm(0, 90e-6, 70e-6, 2), tm(1, 24e-6, 0, 0)},  // 44
+	}
+	med, calls := uninterrupted(reqs)
+	k := [2]string{"decode", "attn_norm"}
+	if math.Abs(med[k]-42e-6) > 1e-12 || calls[k] != 3 {
+		t.Errorf("uninterrupted %v s, %d calls; want 42 µs, 3", med[k], calls[k])
+	}
+	u := med[k]
+	ops := []runOp{{Phase: roofline.Decode, Op: "attn_norm", MeasuredS: 66e-6, UninterruptedS: &u, InterruptedCalls: 3},
+		{Phase: roofline.Decode, Op: "rope", MeasuredS: 30e-6}}
+	l := interruptedLine(ops)
+	if !strings.Contains(l, "decode attn_norm 3 (24 µs of 66 µs)") || strings.Contains(l, "rope") {
+		t.Errorf("line %q; want attn_norm's 3 calls, 24 µs of 66 µs, and no rope", l)
+	}
+	if ops[0].compared() != u || ops[1].compared() != 30e-6 {
+		t.Errorf("compared %v, %v; want the uninterrupted 42 µs and rope's measured 30 µs", ops[0].compared(), ops[1].compared())
+	}
+	if interruptedLine(ops[1:]) != "" {
+		t.Errorf("a line for no interrupted call")
 	}
 }

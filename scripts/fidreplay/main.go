@@ -48,10 +48,13 @@ type runFile struct {
 	PredPrec   string `json:"predicted_precision"`
 	WeightType string `json:"weight_dtype"`
 	Operators  []struct {
-		Phase      string   `json:"phase"`
-		Op         string   `json:"op"`
-		MeasuredS  float64  `json:"measured_s"`
-		PredictedS *float64 `json:"predicted_s"`
+		Phase     string  `json:"phase"`
+		Op        string  `json:"op"`
+		MeasuredS float64 `json:"measured_s"`
+		// UninterruptedS, where bench run found interrupted calls, is
+		// what its fidelity figures compare (and so does the replay).
+		UninterruptedS *float64 `json:"uninterrupted_s"`
+		PredictedS     *float64 `json:"predicted_s"`
 	} `json:"operators"`
 	Checks []struct {
 		What   string  `json:"what"`
@@ -172,6 +175,9 @@ func main() {
 		for _, o := range r.Operators {
 			if o.PredictedS == nil || *o.PredictedS <= 0 {
 				continue
+			}
+			if o.UninterruptedS != nil {
+				o.MeasuredS = *o.UninterruptedS
 			}
 			k := [2]string{o.Phase, o.Op}
 			b, a := pb[k], pa[k]
