@@ -3,6 +3,8 @@ package probes
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cpubench/bench/internal/noise"
@@ -56,7 +58,7 @@ func (r *runner) dispatchSection(ctx context.Context) (*results.Dispatch, error)
 	if llc := r.caches.size[3]; llc > 0 {
 		evict = max(evict, 4*llc)
 	}
-	cv, err := measureColdVector(ctx, workers[0].cpu, evict)
+	cv, err := measureColdVector(ctx, workers[0].cpu, evict, coldEvictions(evict, r.plan.maxWS, r.cfg.Quick))
 	if err != nil {
 		return nil, fmt.Errorf("dispatch cold vector: %w", err)
 	}
@@ -65,51 +67,94 @@ func (r *runner) dispatchSection(ctx context.Context) (*results.Dispatch, error)
 }
 
 // Cold vector call: a residual add of coldElems floats (a small model's
-// hidden size), coldSamples times, each after an eviction read.
+// hidden size), coldSamples times, each after an eviction read; at the
+// other eviction sizes (coldEvictions) coldSamplesOther times.
 const (
-	coldElems   = 1024
-	coldSamples = 41
+	coldElems        = 1024
+	coldSamples      = 41
+	coldSamplesOther = 21
 )
+
+// coldEvictions are the eviction sizes of the cold vector call besides the
+// main one, evict: 16 MiB, 256 MiB and 1 GiB (quick: 4× evict alone),
+// each at most maxWS (the largest working set this probe may allocate) and
+// none equal to evict. A decode step streams between two calls of one
+// operator one layer's weights (tens of MB to GB) or, before the first
+// layer, the LM head's as well: the call's time grows with what streamed.
+func coldEvictions(evict, maxWS int64, quick bool) []int64 {
+	sizes := []int64{16 << 20, 256 << 20, 1 << 30}
+	if quick {
+		sizes = []int64{4 * evict}
+	}
+	var out []int64
+	for _, s := range sizes {
+		if s != evict && s <= maxWS {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 // measureColdVector times one residual add (kernels.AxpyRows, acc += v) of
 // coldElems floats on a kernels/pool worker pinned to cpu, each sample
 // right after reading evict bytes of other memory (one load per 64-byte
 // line), so that acc and v come from DRAM as in a decode step; the
-// clock's own cost (two reads back to back, median) is subtracted.
-func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdVector, error) {
+// clock's own cost (two reads back to back, median) is subtracted. It
+// times the same call after reads of each of others' sizes too (Points,
+// ascending, evict's included).
+func measureColdVector(ctx context.Context, cpu int, evict int64, others []int64) (results.ColdVector, error) {
+	sizes := slices.Sorted(slices.Values(append([]int64{evict}, others...)))
+	sizes = slices.Compact(sizes)
 	cv := results.ColdVector{Elems: coldElems, Bytes: 3 * 4 * coldElems, EvictBytes: evict,
 		Method: fmt.Sprintf("one residual add (acc += v, kernels.AxpyRows) of %d fp32 elements on a pinned kernels/pool worker, after reading %s of other memory (one load per line) before each of %d samples; the clock's own cost subtracted",
 			coldElems, sizeText(evict), coldSamples)}
+	if len(sizes) > 1 {
+		var txt []string
+		for _, s := range sizes {
+			txt = append(txt, sizeText(s))
+		}
+		cv.Method += fmt.Sprintf("; points: the same after reads of %s (%d samples each but the main one's)", strings.Join(txt, ", "), coldSamplesOther)
+	}
 	p, err := kpool.New(kpool.Options{CPUs: []int{cpu}})
 	if err != nil {
 		return cv, err
 	}
 	defer p.Close()
-	var secs []float64
+	secs := make([][]float64, len(sizes))
 	var sink uint64
 	err = p.Do(func(*kpool.Master) error {
-		buf := make([]uint64, evict/8)
+		buf := make([]uint64, sizes[len(sizes)-1]/8)
 		for i := range buf {
 			buf[i] = uint64(i)
 		}
 		acc, v, one := make([]float32, coldElems), make([]float32, coldElems), []float32{1}
+		for i := range acc {
+			acc[i], v[i] = float32(i%7), float32(i%5)
+		}
 		var clock []float64
 		for range coldSamples {
 			st := time.Now()
 			clock = append(clock, time.Since(st).Seconds())
 		}
 		c0 := results.Summarize(clock).Median
-		for s := -1; s < coldSamples; s++ {
-			if err := ctx.Err(); err != nil {
-				return err
+		for k, size := range sizes {
+			n := coldSamplesOther
+			if size == evict {
+				n = coldSamples
 			}
-			for i := 0; i < len(buf); i += 8 {
-				sink += buf[i]
-			}
-			st := time.Now()
-			kernels.AxpyRows(acc, one, v, 0)
-			if d := time.Since(st).Seconds() - c0; s >= 0 {
-				secs = append(secs, max(d, 0))
+			ev := buf[:size/8]
+			for s := -1; s < n; s++ {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				for i := 0; i < len(ev); i += 8 {
+					sink += ev[i]
+				}
+				st := time.Now()
+				kernels.AxpyRows(acc, one, v, 0)
+				if d := time.Since(st).Seconds() - c0; s >= 0 {
+					secs[k] = append(secs[k], max(d, 0))
+				}
 			}
 		}
 		return nil
@@ -117,10 +162,22 @@ func measureColdVector(ctx context.Context, cpu int, evict int64) (results.ColdV
 	if err != nil {
 		return cv, err
 	}
-	cv.Seconds = dispatchStat(secs, nil, nil, nil)
+	coldSink += sink
+	for k, size := range sizes {
+		st := dispatchStat(secs[k], nil, nil, nil)
+		if size == evict {
+			cv.Seconds = st
+		}
+		if len(sizes) > 1 {
+			cv.Points = append(cv.Points, results.ColdVectorPoint{EvictBytes: size, Seconds: st})
+		}
+	}
 	cv.SecondsPerLine = cv.Seconds.Median / float64(cv.Bytes/64)
 	return cv, nil
 }
+
+// coldSink keeps the eviction reads' sum alive.
+var coldSink uint64
 
 // MeasureDispatch measures one thread count's fixed costs on a fresh
 // kernels/pool pinned to cpus (see the dispatch section); `bench probe

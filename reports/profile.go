@@ -39,6 +39,53 @@ func FormatStat(s results.Stat, prec int) string {
 	return out
 }
 
+// microseconds is st (seconds) in µs.
+func microseconds(st results.Stat) results.Stat {
+	st.Median, st.Min, st.Max = st.Median*1e6, st.Min*1e6, st.Max*1e6
+	return st
+}
+
+// dispatchMarkdown writes the dispatch section (nil: nothing): the worker
+// pool's fixed cost per call and thread count, and the cold vector call
+// after each amount of other data read, in µs.
+func dispatchMarkdown(b *bytes.Buffer, d *results.Dispatch) error {
+	if d == nil {
+		return nil
+	}
+	b.WriteString("## Fixed costs per call (the roofline's per-call terms)\n\n")
+	fmt.Fprintf(b, "Method: %s.\n\n", d.Method)
+	var rows [][]string
+	for _, pt := range d.Points {
+		rows = append(rows, []string{strconv.Itoa(pt.Threads), cpuList(pt.CPUs), FormatStat(microseconds(pt.CallSeconds), 2), FormatStat(microseconds(pt.WakeSeconds), 1)})
+	}
+	if err := MarkdownTable(b, []string{"threads", "CPUs", "call µs (workers spinning)", "call µs after the workers parked"}, rows); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	cv := d.ColdVector
+	if cv == nil {
+		return nil
+	}
+	fmt.Fprintf(b, "Cold vector call: %s.\n\n", cv.Method)
+	pts := cv.Points
+	if len(pts) == 0 {
+		pts = []results.ColdVectorPoint{{EvictBytes: cv.EvictBytes, Seconds: cv.Seconds}}
+	}
+	rows = rows[:0]
+	for _, pt := range pts {
+		main := ""
+		if pt.EvictBytes == cv.EvictBytes {
+			main = fmt.Sprintf("main figure (%.1f ns a line)", cv.SecondsPerLine*1e9)
+		}
+		rows = append(rows, []string{FormatBytes(pt.EvictBytes), FormatStat(microseconds(pt.Seconds), 2), main})
+	}
+	if err := MarkdownTable(b, []string{"read before each call", "call µs", ""}, rows); err != nil {
+		return err
+	}
+	b.WriteString("\n")
+	return nil
+}
+
 // FormatCV renders a figure's coefficient of variation as "x.y%", with
 // " NOISY" after a figure the noise check marked (results.Noise).
 func FormatCV(s results.Stat) string {
@@ -195,6 +242,9 @@ func ProfileMarkdown(w io.Writer, p *results.Profile, plots []Plot) error {
 			return err
 		}
 		b.WriteString("\n")
+	}
+	if err := dispatchMarkdown(&b, p.Dispatch); err != nil {
+		return err
 	}
 	if s := p.Shared; s != nil {
 		b.WriteString("## Shared bandwidth (SMEPilot §3.1)\n\n")

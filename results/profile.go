@@ -836,6 +836,19 @@ type ColdVector struct {
 	// SecondsPerLine is Seconds' median over Bytes/64: the cost of one
 	// 64-byte line moved cold.
 	SecondsPerLine float64 `json:"seconds_per_line"`
+	// Points is the same call after reads of other sizes, EvictBytes'
+	// among them, in ascending order (absent in older profiles): the
+	// more a decode step streams between two calls of an operator (one
+	// layer's weights, or the LM head's before the first layer), the
+	// colder the call (measured here: 0.2–0.3 µs after 8 MiB, 1.1–1.2
+	// after 64, 2.7–2.8 after 512, 2.9–3.0 after 1 GiB).
+	Points []ColdVectorPoint `json:"points,omitempty"`
+}
+
+// ColdVectorPoint is one eviction size of ColdVector.
+type ColdVectorPoint struct {
+	EvictBytes int64 `json:"evict_bytes"`
+	Seconds    Stat  `json:"seconds"`
 }
 
 // DispatchPoint is the fixed cost of one parallel call at one thread count.

@@ -91,17 +91,40 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 		a.Notes = append(a.Notes, "one compute target: no matrix unit in this machine, so no operator is ridge-crossing")
 	}
 	resident := residentBytes(c)
-	for _, l := range c.Layers {
-		ps, err := PlaceCall(m, prec, l.Ops, resident)
+	// What streams between two calls of an operator on the caller, for
+	// its cold call (FixedCosts.ColdCallAt): a layer's weights and KV;
+	// before the first layer of a decode step, the LM head's too; the
+	// head's embedding after the LM head, its final norm after a layer.
+	headStream, lastStream := streamedBytes(c.Head), 0.0
+	for i, l := range c.Layers {
+		ls := streamedBytes(l.Ops)
+		lastStream = ls
+		ps, err := placeCall(m, prec, l.Ops, resident, func(Operator) float64 { return ls })
 		if err != nil {
 			return nil, err
+		}
+		if i == 0 && r.Phase == Decode && headStream > 0 && l.Count > 0 {
+			first, err := placeCall(m, prec, l.Ops, resident, func(Operator) float64 { return ls + headStream })
+			if err != nil {
+				return nil, err
+			}
+			if firstLayerCold(ps, first, l.Count) {
+				a.Notes = append(a.Notes, fmt.Sprintf("decode: a per-layer operator on the caller between GEMVs is timed as the mean of its first layer's call, cold after the LM head's %.0f MB and a layer's %.0f MB streamed (the probe's cold call %.2f µs), and the other %d layers' (%.2f µs after a layer's)",
+					headStream/1e6, ls/1e6, m.FixedCosts.ColdCallAt(ls+headStream)*1e6, l.Count-1, m.FixedCosts.ColdCallAt(ls)*1e6))
+			}
 		}
 		applyEffectiveBandwidth(m, r.Weight, ps)
 		lp := LayerPlan{Kind: l.Kind, Count: l.Count, IdleExperts: l.IdleExperts, Ops: ps, Totals: Total(m, ps, 1)}
 		a.Layers = append(a.Layers, lp)
 		a.Model.Add(Total(m, ps, float64(l.Count)))
 	}
-	if a.Head, err = PlaceCall(m, prec, c.Head, resident); err != nil {
+	headStreamed := func(o Operator) float64 {
+		if o.Name == OpFinalNorm {
+			return lastStream
+		}
+		return headStream
+	}
+	if a.Head, err = placeCall(m, prec, c.Head, resident, headStreamed); err != nil {
 		return nil, err
 	}
 	applyEffectiveBandwidth(m, r.Weight, a.Head)
@@ -115,6 +138,35 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 		}
 	}
 	return a, nil
+}
+
+// streamedBytes is the weights and KV that ops read: what a forward call
+// streams through the caches while they run.
+func streamedBytes(ops []Operator) float64 {
+	t := Sum(ops)
+	return t.Bytes.Weights + t.Bytes.KVRead
+}
+
+// firstLayerCold sets each cold-lines operator of ps (one layer kind's,
+// count layers of it) to the mean of count calls of which one is first's
+// (the same operator placed as the first layer's, colder) and the others
+// its own, on every target; it reports whether any changed.
+func firstLayerCold(ps, first []Placed, count int) bool {
+	changed := false
+	k := float64(count)
+	for i := range ps {
+		if ps[i].Bound != BoundColdLines || first[i].Time == ps[i].Time {
+			continue
+		}
+		ps[i].Time += (first[i].Time - ps[i].Time) / k
+		for t, v := range ps[i].Times {
+			if f, ok := first[i].Times[t]; ok {
+				ps[i].Times[t] = v + (f-v)/k
+			}
+		}
+		changed = true
+	}
+	return changed
 }
 
 // wakeUp is the wake-up term of one forward call of c on m: the first

@@ -391,9 +391,11 @@ func (m *Machine) maxRoofThreads() int {
 // plus max(F/π scaled to its threads, the memory time at the level roofs,
 // elems/the non-linear rate scaled to its threads for non-linear
 // operators), plus, for a decode-sized operator on the caller between
-// DRAM-streaming GEMVs, its cold stall (bound "cold lines"). It fills p's
+// DRAM-streaming GEMVs, its cold stall (bound "cold lines"; streamed is
+// the bytes of other data streamed since its last call, 0 if not known).
+// It fills p's
 // Threads, Calls, FixedSeconds, Roof and Bound.
-func (m *Machine) callTime(cores Target, prec string, o Operator, resident float64, p *Placed) float64 {
+func (m *Machine) callTime(cores Target, prec string, o Operator, resident, streamed float64, p *Placed) float64 {
 	workers := max(cores.Workers, 1)
 	n, calls := OpThreads(o, workers)
 	call, _ := m.FixedCall(n)
@@ -486,7 +488,11 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident float
 		// 24 and 15 more operator rows within ±10%, 6 fewer in the most
 		// contended (decode RoPE 5.65 → 1.41 of its prediction, the
 		// residual adds 1.99 and 1.68 → 1.20 and 1.04).
-		coldC = max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallSeconds)
+		// The whole call's floor grows with what streamed through the
+		// caches since the operator last ran (streamed: a layer's
+		// weights, or the LM head's too before the first layer;
+		// FixedCosts.ColdCallAt).
+		coldC = max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallAt(streamed))
 		cold = true
 	}
 	if g := m.nonlinearRate(o); o.Kind == KindNonlinear && g > 0 {
@@ -634,6 +640,16 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 		f.ColdLineSeconds = cv.SecondsPerLine
 		f.ColdCallSeconds = max(cv.Seconds.Median, 0)
 		f.Source += fmt.Sprintf("; a cold line %.1f ns, a cold call at least %.2f µs (dispatch.cold_vector: %s)", cv.SecondsPerLine*1e9, f.ColdCallSeconds*1e6, cv.Method)
+		var pts []string
+		for _, pt := range cv.Points {
+			if pt.EvictBytes > 0 && pt.Seconds.Median >= 0 && (len(f.ColdCalls) == 0 || float64(pt.EvictBytes) > f.ColdCalls[len(f.ColdCalls)-1].EvictBytes) {
+				f.ColdCalls = append(f.ColdCalls, ColdCall{EvictBytes: float64(pt.EvictBytes), Seconds: pt.Seconds.Median})
+				pts = append(pts, fmt.Sprintf("%.2f µs after %.0f MB", pt.Seconds.Median*1e6, float64(pt.EvictBytes)/1e6))
+			}
+		}
+		if len(pts) > 0 {
+			f.Source += "; by what streamed before it: " + strings.Join(pts, ", ")
+		}
 	}
 	if len(f.Points) > 0 {
 		m.FixedCosts = f

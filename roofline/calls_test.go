@@ -338,3 +338,100 @@ func TestStreamGBps(t *testing.T) {
 		t.Error("no curve")
 	}
 }
+
+// TestColdCallAt: the cold call interpolated in log bytes between the
+// probe's points, held beyond them; the main figure where what streamed
+// is not known or there are no points.
+func TestColdCallAt(t *testing.T) {
+	f := &FixedCosts{ColdCallSeconds: 1.5e-6, ColdCalls: []ColdCall{{16e6, 1e-6}, {64e6, 2e-6}, {256e6, 4e-6}}}
+	for _, c := range []struct{ streamed, want float64 }{
+		{0, 1.5e-6}, {-1, 1.5e-6}, {1e6, 1e-6}, {16e6, 1e-6}, {32e6, 1.5e-6}, {64e6, 2e-6}, {128e6, 3e-6}, {1e9, 4e-6},
+	} {
+		if got := f.ColdCallAt(c.streamed); !nearRel(got, c.want) {
+			t.Errorf("ColdCallAt(%g) = %g; want %g", c.streamed, got, c.want)
+		}
+	}
+	if got := (&FixedCosts{ColdCallSeconds: 1.5e-6}).ColdCallAt(1e9); got != 1.5e-6 {
+		t.Errorf("no points: %g; want the main 1.5 µs", got)
+	}
+}
+
+// TestColdCallFirstLayer: in decode, a per-layer operator on the caller
+// between GEMVs pays the cold call at a layer's streamed bytes, and, in
+// its first layer, at the LM head's as well: its per-layer time is the
+// mean over the layers, and Analyze says so; the final norm pays a
+// layer's, the embedding the LM head's. Prefill has no such term.
+func TestColdCallFirstLayer(t *testing.T) {
+	m := callMachine()
+	m.FixedCosts.ColdLineSeconds = 1e-15
+	m.FixedCosts.ColdCallSeconds = 5e-6
+	m.FixedCosts.ColdCalls = []ColdCall{{1e6, 1e-6}, {1e9, 4e-6}}
+	arch := Arch{Name: "t", Dim: 1024, Intermediate: 3072, Layers: 4, Heads: 16, KVHeads: 8, HeadDim: 64, Vocab: 32000}
+	r := Request{Phase: Decode, Batch: 1, Tokens: 1, Context: 64, Weight: "fp32", Act: "fp32", KV: "fp32", Routing: Routing{Kind: "uniform"}}
+	a, err := Analyze(m, arch, r, "fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := BuildCatalog(arch, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, head := streamedBytes(c.Layers[0].Ops), streamedBytes(c.Head)
+	var norm, fin *Placed
+	for i := range a.Layers[0].Ops {
+		if a.Layers[0].Ops[i].Name == OpAttnNorm {
+			norm = &a.Layers[0].Ops[i]
+		}
+	}
+	for i := range a.Head {
+		if a.Head[i].Name == OpFinalNorm {
+			fin = &a.Head[i]
+		}
+	}
+	if norm == nil || fin == nil || norm.Bound != BoundColdLines || fin.Bound != BoundColdLines {
+		t.Fatalf("attn_norm %+v, final_norm %+v: want both bound by cold lines", norm, fin)
+	}
+	// The roofs' times alone: the same analysis with a free cold call.
+	m0 := callMachine()
+	m0.FixedCosts.ColdLineSeconds = 1e-15
+	a0, err := Analyze(m0, arch, r, "fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	roof := map[string]float64{}
+	for _, o := range append(a0.Layers[0].Ops, a0.Head...) {
+		roof[o.Name] = o.Time
+	}
+	f := m.FixedCosts
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12 }
+	if want := roof[OpAttnNorm] + (3*f.ColdCallAt(layer)+f.ColdCallAt(layer+head))/4; !near(norm.Time, want) {
+		t.Errorf("attn_norm %v s; want its roof time + the mean cold call (3 layers after %g bytes, one after %g): %v", norm.Time, layer, layer+head, want)
+	}
+	if want := roof[OpFinalNorm] + f.ColdCallAt(layer); !near(fin.Time, want) {
+		t.Errorf("final_norm %v s; want its roof time + a layer's cold call: %v", fin.Time, want)
+	}
+	for _, o := range a.Head {
+		if o.Name == OpEmbed && o.Bound == BoundColdLines {
+			if want := roof[OpEmbed] + f.ColdCallAt(head); !near(o.Time, want) {
+				t.Errorf("embed %v s; want its roof time + the cold call after the LM head's bytes: %v", o.Time, want)
+			}
+		}
+	}
+	found := false
+	for _, n := range a.Notes {
+		found = found || strings.Contains(n, "mean of its first layer's call")
+	}
+	if !found {
+		t.Errorf("notes %q: no word of the first layer's colder call", a.Notes)
+	}
+	r.Phase, r.Tokens, r.Context = Prefill, 64, 64
+	p, err := Analyze(m, arch, r, "fp32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range p.Notes {
+		if strings.Contains(n, "first layer's call") {
+			t.Errorf("prefill notes the first layer's cold call: %q", n)
+		}
+	}
+}

@@ -196,7 +196,41 @@ type FixedCosts struct {
 	// lines are cold, since its code and address translations were
 	// evicted with its data (callTime). 0 in machine files without it.
 	ColdCallSeconds float64 `json:"cold_call_seconds,omitempty"`
-	Source          string  `json:"source,omitempty"`
+	// ColdCalls is that call's time after other amounts of streamed data
+	// (the probe's dispatch.cold_vector.points, medians), ascending in
+	// EvictBytes: ColdCallAt interpolates it. Empty: ColdCallSeconds
+	// whatever streamed.
+	ColdCalls []ColdCall `json:"cold_calls,omitempty"`
+	Source    string     `json:"source,omitempty"`
+}
+
+// ColdCall is one point of FixedCosts.ColdCalls: the cold call's seconds
+// after EvictBytes of other data streamed through the caches.
+type ColdCall struct {
+	EvictBytes float64 `json:"evict_bytes"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// ColdCallAt is the cold call's time after streamed bytes of other data:
+// ColdCalls interpolated linearly in log(bytes), held at the first and
+// last points beyond them; ColdCallSeconds where streamed ≤ 0 (not
+// known) or without points.
+func (f *FixedCosts) ColdCallAt(streamed float64) float64 {
+	pts := f.ColdCalls
+	if !(streamed > 0) || len(pts) == 0 {
+		return f.ColdCallSeconds
+	}
+	if streamed <= pts[0].EvictBytes {
+		return pts[0].Seconds
+	}
+	for i := 1; i < len(pts); i++ {
+		a, b := pts[i-1], pts[i]
+		if streamed <= b.EvictBytes {
+			x := math.Log(streamed/a.EvictBytes) / math.Log(b.EvictBytes/a.EvictBytes)
+			return a.Seconds + x*(b.Seconds-a.Seconds)
+		}
+	}
+	return pts[len(pts)-1].Seconds
 }
 
 // Nonlinear is the throughput of element-wise non-linear work (exp, rsqrt,

@@ -161,6 +161,14 @@ func Place(m *Machine, prec string, ops []Operator) ([]Placed, error) {
 // reads in all (resident; they are cache-resident for an operator only
 // when all of them fit a level, since each is read once per call).
 func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Placed, error) {
+	return placeCall(m, prec, ops, resident, nil)
+}
+
+// placeCall is PlaceCall with streamed(o), the bytes of other data a
+// forward call streams through the caches between two calls of operator o
+// (FixedCosts.ColdCallAt); nil, or 0 for an operator: not known (the
+// probe's main cold call).
+func placeCall(m *Machine, prec string, ops []Operator, resident float64, streamed func(Operator) float64) ([]Placed, error) {
 	if err := m.Validate(m.Name); err != nil {
 		return nil, err
 	}
@@ -174,6 +182,10 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 	attn := "" // the bound of the last QKᵀ, for its softmax and P·V
 	for _, o := range ops {
 		p := Placed{Operator: o, Intensity: o.Intensity(), Times: map[string]float64{}}
+		st := 0.0
+		if streamed != nil {
+			st = streamed(o)
+		}
 		any := m.HasCeilings(prec)
 		calls := m.callModel()
 		for _, t := range m.Targets {
@@ -182,7 +194,7 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 			}
 			switch {
 			case calls && t.Name == cores.Name:
-				p.Times[t.Name] = m.callTime(cores, prec, o, resident, &p)
+				p.Times[t.Name] = m.callTime(cores, prec, o, resident, st, &p)
 			case calls:
 				_, nc := OpThreads(o, max(t.Workers, cores.Workers, 1))
 				c, _ := m.FixedCall(max(t.Workers, cores.Workers, 1))
@@ -195,7 +207,7 @@ func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Pla
 		case o.Kind == KindNonlinear:
 			p.Regime, p.Target = NonLinear, cores.Name
 			if calls {
-				p.Time = m.callTime(cores, prec, o, resident, &p)
+				p.Time = m.callTime(cores, prec, o, resident, st, &p)
 			} else {
 				p.Time = cores.Time(prec, o.FLOPs, o.Bytes.Total())
 			}
