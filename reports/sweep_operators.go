@@ -167,10 +167,11 @@ func (d *sweepData) predPoints() []predPoint {
 			continue
 		}
 		for _, op := range d.cells[i].Ops {
-			if op.PredictedS == nil || !(*op.PredictedS > 0) || !(op.MeasuredS > 0) || !finite(*op.PredictedS) || !finite(op.MeasuredS) {
+			m := op.Compared()
+			if op.PredictedS == nil || !(*op.PredictedS > 0) || !(m > 0) || !finite(*op.PredictedS) || !finite(m) {
 				continue
 			}
-			out = append(out, predPoint{op.Phase, op.Op, OpGroup(op.Op), op.MeasuredS, *op.PredictedS})
+			out = append(out, predPoint{op.Phase, op.Op, OpGroup(op.Op), m, *op.PredictedS})
 		}
 	}
 	return out
@@ -269,7 +270,7 @@ func (r *sweepReport) predictionSection(b *bytes.Buffer) error {
 // placements).
 type regimeCell struct {
 	measuredS    float64 // seconds
-	predMeasured float64 // measured seconds of the samples with a prediction
+	predMeasured float64 // measured seconds (less interrupted calls' excess: SweepOp.Compared) of the samples with a prediction
 	predictedS   float64
 	flops, bytes float64
 	phaseTotalS  float64 // all operators of the phase at this batch
@@ -337,7 +338,7 @@ func (d *sweepData) regimeMaps() []*regimeMap {
 				}
 				rc.measuredS += op.MeasuredS
 				if op.PredictedS != nil && *op.PredictedS > 0 && finite(*op.PredictedS) {
-					rc.predMeasured += op.MeasuredS
+					rc.predMeasured += op.Compared()
 					rc.predictedS += *op.PredictedS
 					rm.hasPred = true
 				}

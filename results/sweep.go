@@ -193,13 +193,28 @@ type SweepRequest struct {
 
 // SweepOp is one operator's time in one phase, summed over a cell.
 type SweepOp struct {
-	Phase      string   `json:"phase"` // prefill or decode
-	Op         string   `json:"op"`
-	Calls      int      `json:"calls"`
-	MeasuredS  float64  `json:"measured_s"`
-	PredictedS *float64 `json:"predicted_s,omitempty"`
-	FLOPs      float64  `json:"flops,omitempty"`
-	Bytes      float64  `json:"bytes,omitempty"`
+	Phase     string  `json:"phase"` // prefill or decode
+	Op        string  `json:"op"`
+	Calls     int     `json:"calls"`
+	MeasuredS float64 `json:"measured_s"`
+	// UninterruptedS is MeasuredS less the excess of its interrupted
+	// calls (engine.Interrupted: a call ≥ 4× the median of its
+	// neighbours with as many tokens), present when any call was;
+	// InterruptedCalls counts them. The prediction error compares it.
+	UninterruptedS   *float64 `json:"uninterrupted_s,omitempty"`
+	InterruptedCalls int      `json:"interrupted_calls,omitempty"`
+	PredictedS       *float64 `json:"predicted_s,omitempty"`
+	FLOPs            float64  `json:"flops,omitempty"`
+	Bytes            float64  `json:"bytes,omitempty"`
+}
+
+// Compared is the measured time a prediction is held against:
+// UninterruptedS where present, else MeasuredS.
+func (o SweepOp) Compared() float64 {
+	if o.UninterruptedS != nil {
+		return *o.UninterruptedS
+	}
+	return o.MeasuredS
 }
 
 // Dist summarizes a per-request quantity: mean and empirical percentiles

@@ -307,3 +307,16 @@ func TestPlacementLabel(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepOpCompared: a prediction is held against the operator's time
+// less its interrupted calls' excess where the cell has it, else against
+// its measured time.
+func TestSweepOpCompared(t *testing.T) {
+	u := 0.4
+	if got := (SweepOp{MeasuredS: 0.9, UninterruptedS: &u, InterruptedCalls: 2}).Compared(); got != 0.4 {
+		t.Errorf("with uninterrupted_s: %v; want 0.4", got)
+	}
+	if got := (SweepOp{MeasuredS: 0.9}).Compared(); got != 0.9 {
+		t.Errorf("without: %v; want measured_s 0.9", got)
+	}
+}

@@ -190,23 +190,7 @@ func (e *engineCell) Decode(slots []int) error {
 func (e *engineCell) Reset(slot int) error { return e.b.Reset(slot) }
 
 func (e *engineCell) Ops() []results.SweepOp {
-	idx := map[[2]string]int{}
-	var ops []results.SweepOp
-	calls := map[[2]string]int{}
-	for _, t := range e.b.Timings() {
-		k := [2]string{string(t.Phase), t.Op}
-		i, ok := idx[k]
-		if !ok {
-			i = len(ops)
-			idx[k] = i
-			ops = append(ops, results.SweepOp{Phase: string(t.Phase), Op: t.Op})
-		}
-		ops[i].MeasuredS += t.Seconds
-		calls[k] = max(calls[k], t.Calls) // calls per layer
-	}
-	for k, c := range calls {
-		ops[idx[k]].Calls = c
-	}
+	ops := sweepOps(e.b.Timings())
 	if e.o.machine != nil && e.predErr == nil {
 		for i := range ops {
 			if p, ok := e.pred[[2]string{ops[i].Phase, ops[i].Op}]; ok {
@@ -222,6 +206,35 @@ func (e *engineCell) ResetOps() {
 	e.b.ResetTimings()
 	clear(e.pred)
 	e.steps, e.stepSlots, e.prefills = e.steps[:0], e.stepSlots[:0], e.prefills[:0]
+}
+
+// sweepOps sums timings per (phase, operator) in first-seen order: seconds
+// and interrupted calls over layers and calls, calls per layer, and the
+// uninterrupted time where any call was interrupted.
+func sweepOps(ts []engine.Timing) []results.SweepOp {
+	idx := map[[2]string]int{}
+	var ops []results.SweepOp
+	excess := map[int]float64{}
+	for _, t := range ts {
+		k := [2]string{string(t.Phase), t.Op}
+		i, ok := idx[k]
+		if !ok {
+			i = len(ops)
+			idx[k] = i
+			ops = append(ops, results.SweepOp{Phase: string(t.Phase), Op: t.Op})
+		}
+		ops[i].MeasuredS += t.Seconds
+		ops[i].Calls = max(ops[i].Calls, t.Calls) // calls per layer
+		if t.InterruptedCalls > 0 {
+			ops[i].InterruptedCalls += t.InterruptedCalls
+			excess[i] += t.InterruptedSeconds
+		}
+	}
+	for i, ex := range excess {
+		u := ops[i].MeasuredS - ex
+		ops[i].UninterruptedS = &u
+	}
+	return ops
 }
 
 // CPUs is where the model's workers run, and how many there are.
