@@ -393,8 +393,7 @@ func (m *Machine) maxRoofThreads() int {
 // operators), plus, for a decode-sized operator on the caller between
 // DRAM-streaming GEMVs, its cold stall (bound "cold lines"; streamed is
 // the bytes of other data streamed since its last call, 0 if not known).
-// It fills p's
-// Threads, Calls, FixedSeconds, Roof and Bound.
+// It fills p's Threads, Calls, FixedSeconds, Roof and Bound.
 func (m *Machine) callTime(cores Target, prec string, o Operator, resident, streamed float64, p *Placed) float64 {
 	workers := max(cores.Workers, 1)
 	n, calls := OpThreads(o, workers)
@@ -490,7 +489,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident, stre
 		// residual adds 1.99 and 1.68 → 1.20 and 1.04).
 		// The whole call's floor grows with what streamed through the
 		// caches since the operator last ran (streamed: a layer's
-		// weights, or the LM head's too before the first layer;
+		// weights and KV, the LM head's for the embedding;
 		// FixedCosts.ColdCallAt).
 		coldC = max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallAt(streamed))
 		cold = true
