@@ -499,7 +499,25 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident, stre
 			t, p.Bound = c, compute
 		}
 	}
-	if cold {
+	switch {
+	case cold && o.Name == OpEmbed:
+		// A gather of whole rows (the embedding's: no compute) moves
+		// nothing but its cold lines, so they are its memory time,
+		// counted once: the larger of the roofs' time, its cold lines'
+		// and the cold call's, not their sum (measured here: random 4
+		// KiB rows of the 622 MB qwen3-0.6b table took 0.59–0.96 µs a
+		// row in the engine's prefill, most 0.6–0.75, 4.7–5.9 ns a line
+		// of the 128 read and written, against the cold add's 6.8–7.1;
+		// the sum had predicted 1.26 µs a row). Replayed over eight
+		// fidelity passes of 48 runs each, noisy ones included, with the
+		// embedding's cold call after a layer's bytes (analysis.go): 15,
+		// 14, 16, 10, 8, 7 and 1 more operator rows within ±10%, 2 fewer
+		// on the pass whose profile's cold call a garbage collection had
+		// inflated (the prefill embedding 0–1 → 10–12 of 48 on the last
+		// four).
+		t = max(t, coldC)
+		p.Bound = BoundColdLines
+	case cold:
 		// The cold penalty comes before the work, not beside it: a call
 		// this short stalls on its evicted code, translations and lines
 		// and then computes (measured here with the probe's eviction, 64
