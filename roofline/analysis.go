@@ -111,7 +111,7 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 	for _, l := range c.Layers {
 		ls := streamedBytes(l.Ops)
 		lastStream = ls
-		ps, err := placeCall(m, prec, l.Ops, resident, func(Operator) float64 { return ls })
+		ps, err := placeCall(m, prec, l.Ops, resident, ls)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 		a.Layers = append(a.Layers, lp)
 		a.Model.Add(Total(m, ps, float64(l.Count)))
 	}
-	if a.Head, err = placeCall(m, prec, c.Head, resident, func(Operator) float64 { return lastStream }); err != nil {
+	if a.Head, err = placeCall(m, prec, c.Head, resident, lastStream); err != nil {
 		return nil, err
 	}
 	applyEffectiveBandwidth(m, r.Weight, a.Head)

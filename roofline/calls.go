@@ -489,7 +489,7 @@ func (m *Machine) callTime(cores Target, prec string, o Operator, resident, stre
 		// residual adds 1.99 and 1.68 → 1.20 and 1.04).
 		// The whole call's floor grows with what streamed through the
 		// caches since the operator last ran (streamed: a layer's
-		// weights and KV, the LM head's for the embedding;
+		// weights and KV, for the head's operators too; analysis.go,
 		// FixedCosts.ColdCallAt).
 		coldC = max(m.coldLines(o, n)*f.ColdLineSeconds, f.ColdCallAt(streamed))
 		cold = true

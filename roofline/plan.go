@@ -161,14 +161,13 @@ func Place(m *Machine, prec string, ops []Operator) ([]Placed, error) {
 // reads in all (resident; they are cache-resident for an operator only
 // when all of them fit a level, since each is read once per call).
 func PlaceCall(m *Machine, prec string, ops []Operator, resident float64) ([]Placed, error) {
-	return placeCall(m, prec, ops, resident, nil)
+	return placeCall(m, prec, ops, resident, 0)
 }
 
-// placeCall is PlaceCall with streamed(o), the bytes of other data a
-// forward call streams through the caches between two calls of operator o
-// (FixedCosts.ColdCallAt); nil, or 0 for an operator: not known (the
-// probe's main cold call).
-func placeCall(m *Machine, prec string, ops []Operator, resident float64, streamed func(Operator) float64) ([]Placed, error) {
+// placeCall is PlaceCall with streamed, the bytes of other data a forward
+// call streams through the caches between two calls of each operator of
+// ops (FixedCosts.ColdCallAt); 0: not known (the probe's main cold call).
+func placeCall(m *Machine, prec string, ops []Operator, resident, streamed float64) ([]Placed, error) {
 	if err := m.Validate(m.Name); err != nil {
 		return nil, err
 	}
@@ -182,10 +181,6 @@ func placeCall(m *Machine, prec string, ops []Operator, resident float64, stream
 	attn := "" // the bound of the last QKᵀ, for its softmax and P·V
 	for _, o := range ops {
 		p := Placed{Operator: o, Intensity: o.Intensity(), Times: map[string]float64{}}
-		st := 0.0
-		if streamed != nil {
-			st = streamed(o)
-		}
 		any := m.HasCeilings(prec)
 		calls := m.callModel()
 		for _, t := range m.Targets {
@@ -194,7 +189,7 @@ func placeCall(m *Machine, prec string, ops []Operator, resident float64, stream
 			}
 			switch {
 			case calls && t.Name == cores.Name:
-				p.Times[t.Name] = m.callTime(cores, prec, o, resident, st, &p)
+				p.Times[t.Name] = m.callTime(cores, prec, o, resident, streamed, &p)
 			case calls:
 				_, nc := OpThreads(o, max(t.Workers, cores.Workers, 1))
 				c, _ := m.FixedCall(max(t.Workers, cores.Workers, 1))
@@ -207,7 +202,7 @@ func placeCall(m *Machine, prec string, ops []Operator, resident float64, stream
 		case o.Kind == KindNonlinear:
 			p.Regime, p.Target = NonLinear, cores.Name
 			if calls {
-				p.Time = m.callTime(cores, prec, o, resident, st, &p)
+				p.Time = m.callTime(cores, prec, o, resident, streamed, &p)
 			} else {
 				p.Time = cores.Time(prec, o.FLOPs, o.Bytes.Total())
 			}
