@@ -64,7 +64,109 @@ func (r *runner) dispatchSection(ctx context.Context) (*results.Dispatch, error)
 		return nil, fmt.Errorf("dispatch cold vector: %w", err)
 	}
 	out.ColdVector = &cv
+	if r.plan.cores >= 2 {
+		call := 0.0
+		for _, pt := range out.Points {
+			if pt.Threads == r.plan.cores {
+				call = pt.CallSeconds.Median
+			}
+		}
+		cc, err := measureCoreToCore(ctx, r.place, cpusOf(workers), coreToCoreBytes, call)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch core to core: %w", err)
+		}
+		out.CoreToCore = &cc
+		r.step("dispatch core to core")
+	}
 	return out, nil
+}
+
+// Core-to-core reads: each worker's buffer (an activation slice of a
+// prefill operator's share: a 1024-wide model's 64 rows) and the samples
+// of each figure.
+const (
+	coreToCoreBytes   = 256 << 10
+	coreToCoreSamples = 31
+)
+
+// measureCoreToCore measures results.CoreToCore on a kernels/pool pinned
+// to cpus (at least two): per sample, every worker writes its own buffer
+// of bytes (the best memory kernel's regular stores), then, in one timed
+// fork-join, reads its neighbour's buffer (the read kernel); and the same
+// with each reading its own. call (the fork-join's hot cost at these
+// threads, seconds) is subtracted from each sample. guard (nil: none)
+// records the round trips before and after: the figure is core-to-core
+// traffic. Errors: the pool's or ctx's.
+func measureCoreToCore(ctx context.Context, guard *noise.PlacementGuard, cpus []int, bytes int64, call float64) (results.CoreToCore, error) {
+	n := len(cpus)
+	mem := kernels.BestMem()
+	cc := results.CoreToCore{Threads: n, CPUs: cpus, Bytes: bytes,
+		Method: fmt.Sprintf("kernels/pool over %d pinned workers: each writes its own %s (%s stores), then all read their neighbour's (worker k reads worker k+1's, cyclically; %s read kernel) in one fork-join, timed; local: each reads its own instead; GB/s = %d × %s / (the fork-join's time − its hot cost, %.2f µs); median of %d samples each after a warm-up",
+			n, sizeText(bytes), mem.ISA, mem.ISA, n, sizeText(bytes), call*1e6, coreToCoreSamples)}
+	if n < 2 {
+		return cc, fmt.Errorf("core to core: %d CPU(s): needs 2", n)
+	}
+	placeBefore, err := guard.Before(ctx, cpus)
+	if err != nil {
+		return cc, err
+	}
+	p, err := kpool.New(kpool.Options{CPUs: cpus})
+	if err != nil {
+		return cc, err
+	}
+	defer p.Close()
+	bufs := make([][]float64, n)
+	for i := range bufs {
+		bufs[i] = make([]float64, bytes/8)
+	}
+	runtime.GC() // as measureColdVector: no mark workers beside the samples
+	sums := [2][]float64{make([]float64, n), make([]float64, n)}
+	secs := [2][]float64{}
+	g := p.All()
+	err = p.Do(func(ms *kpool.Master) error {
+		for s := -1; s < coreToCoreSamples; s++ {
+			for k, shift := range []int{1, 0} {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				v := float64(s + k)
+				if err := ms.Run(g, func(local, _ int) error { mem.Write(bufs[local], v); return nil }); err != nil {
+					return err
+				}
+				st := time.Now()
+				if err := ms.Run(g, func(local, n int) error {
+					sums[k][local] += mem.Read(bufs[(local+shift)%n])
+					return nil
+				}); err != nil {
+					return err
+				}
+				el := time.Since(st).Seconds()
+				d := el - call
+				if d <= 0 { // a sample shorter than the fork-join's median
+					d = el
+				}
+				if s >= 0 {
+					secs[k] = append(secs[k], float64(n)*float64(bytes)/d/1e9)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return cc, err
+	}
+	for _, s := range sums {
+		for _, x := range s {
+			coldSink += uint64(x)
+		}
+	}
+	placeAfter, err := guard.After(ctx, cpus)
+	if err != nil {
+		return cc, err
+	}
+	cc.GBps = dispatchStat(secs[0], guard, placeBefore, placeAfter)
+	cc.LocalGBps = dispatchStat(secs[1], guard, placeBefore, placeAfter)
+	return cc, nil
 }
 
 // Cold vector call: a residual add of coldElems floats (a small model's

@@ -93,3 +93,34 @@ func TestMeasureColdVector(t *testing.T) {
 		t.Fatal("cancelled: want an error")
 	}
 }
+
+// TestMeasureCoreToCore checks the core-to-core figure's shape on two
+// workers (the same CPU twice where only one is allowed): positive rates,
+// the stated samples and buffer, one CPU an error, a cancelled context an
+// error (no timing bound: the machine may be loaded).
+func TestMeasureCoreToCore(t *testing.T) {
+	cpus, err := affinity.Allowed()
+	if err != nil || len(cpus) == 0 {
+		t.Skipf("no CPU list: %v", err)
+	}
+	two := []int{cpus[0], cpus[len(cpus)-1]}
+	cc, err := measureCoreToCore(context.Background(), nil, two, 64<<10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Threads != 2 || cc.Bytes != 64<<10 || cc.GBps.N != coreToCoreSamples || cc.LocalGBps.N != coreToCoreSamples ||
+		!(cc.GBps.Median > 0) || !(cc.LocalGBps.Median > 0) || cc.GBps.Noise == nil {
+		t.Fatalf("core to core %+v", cc)
+	}
+	if !strings.Contains(cc.Method, "64 KiB") {
+		t.Errorf("method %q does not name the buffer", cc.Method)
+	}
+	if _, err := measureCoreToCore(context.Background(), nil, two[:1], 64<<10, 0); err == nil {
+		t.Error("one CPU: want an error")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := measureCoreToCore(ctx, nil, two, 64<<10, 0); err == nil {
+		t.Error("cancelled: want an error")
+	}
+}

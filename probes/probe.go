@@ -662,6 +662,9 @@ func (r *runner) total(sections []string) int {
 			n += r.matrixSteps()
 		case results.SectionDispatch:
 			n += len(r.dispatchThreads())
+			if r.plan.cores >= 2 {
+				n++ // the core-to-core reads
+			}
 		}
 	}
 	return n

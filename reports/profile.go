@@ -46,8 +46,8 @@ func microseconds(st results.Stat) results.Stat {
 }
 
 // dispatchMarkdown writes the dispatch section (nil: nothing): the worker
-// pool's fixed cost per call and thread count, and the cold vector call
-// after each amount of other data read, in µs.
+// pool's fixed cost per call and thread count, the cold vector call
+// after each amount of other data read, in µs, and the core-to-core reads.
 func dispatchMarkdown(b *bytes.Buffer, d *results.Dispatch) error {
 	if d == nil {
 		return nil
@@ -83,6 +83,18 @@ func dispatchMarkdown(b *bytes.Buffer, d *results.Dispatch) error {
 		return err
 	}
 	b.WriteString("\n")
+	if cc := d.CoreToCore; cc != nil {
+		fmt.Fprintf(b, "Core-to-core reads: %s.\n\n", cc.Method)
+		ratio := ""
+		if cc.LocalGBps.Median > 0 {
+			ratio = fmt.Sprintf("%.2f", cc.GBps.Median/cc.LocalGBps.Median)
+		}
+		if err := MarkdownTable(b, []string{"threads", "CPUs", "each worker's buffer", "neighbour's GB/s", "own GB/s", "neighbour/own"},
+			[][]string{{strconv.Itoa(cc.Threads), cpuList(cc.CPUs), FormatBytes(cc.Bytes), FormatStat(cc.GBps, 1), FormatStat(cc.LocalGBps, 1), ratio}}); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
 	return nil
 }
 

@@ -816,6 +816,34 @@ type Dispatch struct {
 	// ColdVector is the time of one small vector call whose data the
 	// caches no longer hold (absent in older profiles).
 	ColdVector *ColdVector `json:"cold_vector,omitempty"`
+	// CoreToCore is the read rate of data another worker just wrote
+	// (absent in older profiles and on one core).
+	CoreToCore *CoreToCore `json:"core_to_core,omitempty"`
+}
+
+// CoreToCore is the core-to-core read rate of the pool's workers: each of
+// Threads pinned workers writes Bytes of its own buffer, then every worker
+// reads the buffer its neighbour (the next worker, cyclically) just wrote,
+// all at once — an operator reading activations that the previous one
+// split differently over the workers (a GEMM's output columns read by
+// rows, a serial operator's output read by every worker). Where the cores
+// share the cache level that holds the lines, the lines move at about
+// that level's rate; where they do not (cores on different chiplets, or a
+// VM's vCPUs on them), at about the DRAM's (measured on this project's
+// 2-vCPU Zen 5 guest: 25–37 GB/s for one reader of the other core's 64
+// KiB–4 MiB, against 94–117 for its own).
+type CoreToCore struct {
+	Method  string `json:"method"`
+	Threads int    `json:"threads"`
+	CPUs    []int  `json:"cpus"`
+	// Bytes is each worker's buffer.
+	Bytes int64 `json:"bytes"`
+	// GBps is Threads·Bytes over the time of the reads of the
+	// neighbours' buffers (all workers together, the pool's fork-join
+	// subtracted), GB/s; LocalGBps the same with each worker reading the
+	// buffer it wrote itself.
+	GBps      Stat `json:"gbps"`
+	LocalGBps Stat `json:"local_gbps"`
 }
 
 // ColdVector is one decode-sized vector call on data evicted since its

@@ -281,6 +281,13 @@ func (m *Machine) memTime(o Operator, threads int, resident float64) (callBytes,
 				continue
 			}
 			secs += p.Bytes / (r.rate(p.Write) * 1e9)
+			if f := remoteShare(p, threads); f > 0 && r.Level != "DRAM" {
+				// The share another worker wrote comes from its cache at
+				// the core-to-core rate where that is slower.
+				if g := m.coreToCoreGBps(threads); g > 0 && g < r.rate(false) {
+					secs += f * p.Bytes * (1/(g*1e9) - 1/(r.rate(false)*1e9))
+				}
+			}
 			if p.Bytes > most {
 				most, lvl = p.Bytes, r.Level
 			}
@@ -667,6 +674,10 @@ func addFixedCosts(m *Machine, p *results.Profile, name string) {
 		if len(pts) > 0 {
 			f.Source += "; by what streamed before it: " + strings.Join(pts, ", ")
 		}
+	}
+	if cc := d.CoreToCore; cc != nil && cc.GBps.Median > 0 && cc.Threads >= 2 {
+		f.CoreToCoreGBps, f.CoreToCoreThreads = cc.GBps.Median, cc.Threads
+		f.Source += fmt.Sprintf("; %d workers read what their neighbours wrote at %.1f GB/s together (dispatch.core_to_core: %s)", cc.Threads, cc.GBps.Median, cc.Method)
 	}
 	if len(f.Points) > 0 {
 		m.FixedCosts = f

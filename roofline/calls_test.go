@@ -282,6 +282,83 @@ func TestFromProfileCallTerms(t *testing.T) {
 	if c, _ := m.FixedCall(8); c != 1.5e-6 {
 		t.Errorf("fixed call at 8 threads (nearest measured below: 2): %v", c)
 	}
+	if m.FixedCosts.CoreToCoreGBps != 0 || m.coreToCoreGBps(2) != 0 {
+		t.Errorf("core-to-core rate %v without dispatch.core_to_core", m.FixedCosts.CoreToCoreGBps)
+	}
+	p.Dispatch.CoreToCore = &results.CoreToCore{Threads: 2, CPUs: []int{0, 1}, Bytes: 256 << 10, GBps: st(60), LocalGBps: st(290)}
+	if m, err = FromProfile(p, "p.json"); err != nil {
+		t.Fatal(err)
+	}
+	if g := m.coreToCoreGBps(2); g != 60 || m.coreToCoreGBps(4) != 120 || m.FixedCosts.CoreToCoreThreads != 2 {
+		t.Errorf("core-to-core rate at 2 threads %v (want 60), at 4 %v (want 120: each reader's rate held)", g, m.coreToCoreGBps(4))
+	}
+}
+
+// TestCoreToCoreOperands: the operands of a prefill's parallel vector
+// operators name their producer's split (a GEMM of fewer rows than output
+// columns by columns, the row-wise operators by rows), and with a
+// core-to-core rate a residual add pays it for the half of the GEMM's
+// output the other worker wrote — and only that: the norms, whose input a
+// residual add split by rows as they are, keep their time.
+func TestCoreToCoreOperands(t *testing.T) {
+	arch := Arch{Name: "t", Dim: 1024, Intermediate: 3072, Layers: 4, Heads: 16, KVHeads: 8, HeadDim: 64, Vocab: 32000}
+	r := Request{Phase: Prefill, Batch: 1, Tokens: 64, Context: 64, Weight: "fp32", Act: "fp32", KV: "fp32", Routing: Routing{Kind: "uniform"}}
+	c, err := BuildCatalog(arch, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]Operator{}
+	for _, o := range c.Layers[0].Ops {
+		ops[o.Name] = o
+	}
+	producer := func(op, buf string) string {
+		for _, p := range ops[op].Operands {
+			if p.Buffer == buf && !p.Write {
+				return p.Producer
+			}
+		}
+		t.Fatalf("%s reads no %s", op, buf)
+		return ""
+	}
+	for _, c := range []struct{ op, buf, want string }{
+		{OpAttnResidual, "ob", SplitCols}, {OpAttnResidual, "x", SplitRows}, {OpFFNNorm, "x", SplitRows},
+		{OpAttnNorm, "x", SplitRows}, {OpSiLUMul, "gate", SplitCols}, {OpFFNResidual, "ob", SplitCols},
+	} {
+		if got := producer(c.op, c.buf); got != c.want {
+			t.Errorf("%s's %s: producer split %q, want %q", c.op, c.buf, got, c.want)
+		}
+	}
+	if s := WorkSplit(Operator{Name: OpOProj, Kind: KindLinear, M: 2048, N: 1024}); s != SplitRows {
+		t.Errorf("a GEMM of 2048 rows and 1024 columns split %q, want rows (kernels/pool.SplitDim)", s)
+	}
+	if s := WorkSplit(Operator{Name: OpQK, Kind: KindAttention}); s != SplitHeads {
+		t.Errorf("qk split %q, want heads", s)
+	}
+	times := func(m *Machine) map[string]float64 {
+		a, err := Analyze(m, arch, r, "fp32")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, o := range a.Layers[0].Ops {
+			out[o.Name] = o.Time
+		}
+		return out
+	}
+	m0, m1 := callMachine(), callMachine()
+	m1.FixedCosts.CoreToCoreGBps, m1.FixedCosts.CoreToCoreThreads = 5, 2
+	t0, t1 := times(m0), times(m1)
+	for _, op := range []string{OpAttnNorm, OpFFNNorm, OpRoPE} {
+		if !nearRel(t0[op], t1[op]) {
+			t.Errorf("%s: %v s with the core-to-core rate, %v without: want the same", op, t1[op], t0[op])
+		}
+	}
+	// The residual reads ob (64×1024 fp32, 256 KiB) from the L2 at 2
+	// threads (100 GB/s); half of it now at 5 GB/s.
+	ob := 64 * 1024 * 4.0
+	if want := t0[OpAttnResidual] + ob/2*(1/5e9-1/100e9); !nearRel(t1[OpAttnResidual], want) {
+		t.Errorf("attn_residual: %v s with the core-to-core rate, want %v (%v without)", t1[OpAttnResidual], want, t0[OpAttnResidual])
+	}
 }
 
 // HoldingRoof picks the smallest level whose capacity at the thread count

@@ -201,7 +201,15 @@ type FixedCosts struct {
 	// EvictBytes: ColdCallAt interpolates it. Empty: ColdCallSeconds
 	// whatever streamed.
 	ColdCalls []ColdCall `json:"cold_calls,omitempty"`
-	Source    string     `json:"source,omitempty"`
+	// CoreToCoreGBps is the rate at which CoreToCoreThreads workers
+	// together read lines another worker just wrote (the probe's
+	// dispatch.core_to_core, median), GB/s: a parallel vector operator
+	// reads the share of an operand that the previous operator split
+	// differently over the workers at most at this rate (memTime). 0:
+	// not measured (older profiles, one core).
+	CoreToCoreGBps    float64 `json:"core_to_core_gbps,omitempty"`
+	CoreToCoreThreads int     `json:"core_to_core_threads,omitempty"`
+	Source            string  `json:"source,omitempty"`
 }
 
 // ColdCall is one point of FixedCosts.ColdCalls: the cold call's seconds

@@ -20,6 +20,78 @@ type Operand struct {
 	Weights bool `json:"weights,omitempty"`
 	// Distance is the reuse distance in bytes.
 	Distance float64 `json:"distance"`
+	// Producer is how the operator that last wrote the buffer split its
+	// work over the workers (WorkSplit of it; "" for weights, the KV
+	// cache and buffers nothing writes): with a split other than the
+	// reader's, most of what each worker reads another one wrote
+	// (remoteShare).
+	Producer string `json:"producer,omitempty"`
+}
+
+// The work splits of WorkSplit: how the engine divides an operator's
+// output over the pool's workers (engine/batch.go, kernels/pool).
+const (
+	// SplitRows: token rows in contiguous blocks, one per worker (the
+	// row-wise vector operators; a GEMM cut along M).
+	SplitRows = "rows"
+	// SplitCols: output columns in contiguous blocks (a GEMM cut along N,
+	// kernels/pool.SplitDim: when N ≥ M).
+	SplitCols = "cols"
+	// SplitHeads: attention's work units, a block of rows against one KV
+	// head each, claimed by the workers.
+	SplitHeads = "heads"
+	// SplitCaller: the caller alone (the embedding's gather, a vector
+	// operator too small for the pool).
+	SplitCaller = "caller"
+)
+
+// WorkSplit is how the engine splits operator o's output over its
+// workers: SplitHeads for the attention (qk, softmax, pv), SplitCaller for
+// the embedding and a vector operator small enough to stay on the caller
+// (OpThreads at two workers), SplitCols for a linear operator whose
+// output has at least as many columns as rows (kernels/pool.SplitDim
+// cuts the larger dimension, N on a tie), SplitRows otherwise.
+func WorkSplit(o Operator) string {
+	switch {
+	case o.Name == OpQK || o.Name == OpSoftmax || o.Name == OpPV:
+		return SplitHeads
+	case o.Kind == KindLinear && o.N >= max(o.M, 1):
+		return SplitCols
+	case o.Kind == KindLinear:
+		return SplitRows
+	case serialAtAnyWorkers(o):
+		return SplitCaller
+	}
+	return SplitRows
+}
+
+// remoteShare is the share of read operand p that a parallel vector
+// operator (SplitRows) on threads workers finds in another worker's
+// cache: (threads−1)/threads when p's producer split its output otherwise
+// (each worker's rows hold every worker's columns, heads or the caller's
+// writes), 0 for a write, a producer that split by rows too, or one
+// thread. Measured on this project's 2-vCPU Zen 5 guest (2026-11-28):
+// a worker read 64 KiB–4 MiB the other worker had just written at 25–37
+// GB/s against 94–117 for what it wrote itself, and the engine's prefill
+// residual adds and SiLU·mul, whose operands a GEMM had split by columns,
+// ran at 1.2–2.1× their prediction while the norms, whose input the
+// residual add had split by rows as they are, ran at 1.0–1.4.
+func remoteShare(p Operand, threads int) float64 {
+	if p.Write || threads < 2 || p.Producer == "" || p.Producer == SplitRows {
+		return 0
+	}
+	return float64(threads-1) / float64(threads)
+}
+
+// coreToCoreGBps is the core-to-core read rate of threads workers
+// together (FixedCosts.CoreToCoreGBps at its thread count, scaled by
+// threads: each reader's rate held), 0 when not measured.
+func (m *Machine) coreToCoreGBps(threads int) float64 {
+	f := m.FixedCosts
+	if f == nil || !(f.CoreToCoreGBps > 0) || f.CoreToCoreThreads < 2 {
+		return 0
+	}
+	return f.CoreToCoreGBps * float64(threads) / float64(f.CoreToCoreThreads)
 }
 
 // operandsOf is the buffers operator o of layer `layer` reads and writes
@@ -95,12 +167,13 @@ func setReuse(c *Catalog, qShare float64) {
 		return
 	}
 	type step struct {
-		ops  []Operand
-		dest *[]Operand // where the second run's operands go; nil for none
+		ops   []Operand
+		dest  *[]Operand // where the second run's operands go; nil for none
+		split string     // WorkSplit of the step's operator
 	}
 	var seq []step
 	head := func(o *Operator) {
-		seq = append(seq, step{ops: operandsOf(*o, -1, qShare), dest: &o.Operands})
+		seq = append(seq, step{ops: operandsOf(*o, -1, qShare), dest: &o.Operands, split: WorkSplit(*o)})
 	}
 	if len(c.Head) == 3 {
 		head(&c.Head[0])
@@ -112,7 +185,7 @@ func setReuse(c *Catalog, qShare float64) {
 			if li == l.Count-1 {
 				dest = &l.Ops[i].Operands
 			}
-			seq = append(seq, step{ops: operandsOf(l.Ops[i], li, qShare), dest: dest})
+			seq = append(seq, step{ops: operandsOf(l.Ops[i], li, qShare), dest: dest, split: WorkSplit(l.Ops[i])})
 		}
 	}
 	if len(c.Head) == 3 {
@@ -163,6 +236,16 @@ func setReuse(c *Catalog, qShare float64) {
 				}
 			}
 			o.Distance = d
+			if !o.Weights && !o.Write {
+				// The split of the buffer's last writer: this step's own
+				// write in place comes after its read.
+				for k := i - 1; k > i-n-1; k-- {
+					if wrote(seq[(k+n)%n].ops, o.Buffer) {
+						o.Producer = seq[(k+n)%n].split
+						break
+					}
+				}
+			}
 			if o.Write {
 				// Written in place after this operator read it (a
 				// residual add, RoPE, SiLU·mul into gate): the lines are
@@ -177,4 +260,14 @@ func setReuse(c *Catalog, qShare float64) {
 		}
 		*s.dest = out
 	}
+}
+
+// wrote reports whether ops write buffer buf.
+func wrote(ops []Operand, buf string) bool {
+	for _, p := range ops {
+		if p.Write && p.Buffer == buf {
+			return true
+		}
+	}
+	return false
 }
