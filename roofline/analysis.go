@@ -100,20 +100,32 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 	// µs), not after the LM head's 622 MB (2.7–2.8 µs; with its roof
 	// time added the model had predicted 3.0 µs). Why it runs warmer than
 	// the probe's add after as many bytes was not measured.
-	// (The first layer's operators of a decode step, after the LM head,
-	// run colder still, the earliest most: medians here, 4 layers, 32
+	// The first layer's operators of a decode step, after the LM head,
+	// run colder still, the earliest most (medians here, 4 layers, 32
 	// steps: attn_norm 3.8–4.0 µs in layer 0 against 1.6–2.1 in layers
 	// 1–3, qk_norm 3.9–4.6 against 2.4–3.4, the FFN's residual add 2.4
-	// against 1.7–2.1. Timing every operator of the first layer at the
-	// cold call after the LM head's bytes as well put 10 and 18 fewer
-	// operator rows within ±10% on two fidelity passes: not modelled.)
-	lastStream := 0.0
-	for _, l := range c.Layers {
+	// against 1.7–2.1): the first operator of the first layer, and it
+	// alone, takes its cold call after the LM head's bytes and a
+	// layer's (timing every operator of the first layer so put 10 and 18
+	// fewer operator rows within ±10% on two fidelity passes; the first
+	// alone, replayed over eight passes: see firstOpCold).
+	headStream, lastStream := streamedBytes(c.Head), 0.0
+	for i, l := range c.Layers {
 		ls := streamedBytes(l.Ops)
 		lastStream = ls
 		ps, err := placeCall(m, prec, l.Ops, resident, ls)
 		if err != nil {
 			return nil, err
+		}
+		if i == 0 && r.Phase == Decode && headStream > 0 && l.Count > 0 && len(l.Ops) > 0 {
+			first, err := placeCall(m, prec, l.Ops[:1], resident, ls+headStream)
+			if err != nil {
+				return nil, err
+			}
+			if firstOpCold(&ps[0], first[0], l.Count) {
+				a.Notes = append(a.Notes, fmt.Sprintf("decode: the first layer's %s is timed as the mean of its first call, cold after the LM head's %.0f MB and a layer's %.0f MB streamed (the probe's cold call %.2f µs), and the other %d layers' (%.2f µs after a layer's)",
+					ps[0].Name, headStream/1e6, ls/1e6, m.FixedCosts.ColdCallAt(ls+headStream)*1e6, l.Count-1, m.FixedCosts.ColdCallAt(ls)*1e6))
+			}
 		}
 		applyEffectiveBandwidth(m, r.Weight, ps)
 		lp := LayerPlan{Kind: l.Kind, Count: l.Count, IdleExperts: l.IdleExperts, Ops: ps, Totals: Total(m, ps, 1)}
@@ -134,6 +146,29 @@ func Analyze(m *Machine, arch Arch, r Request, prec string) (*Analysis, error) {
 		}
 	}
 	return a, nil
+}
+
+// firstOpCold sets p (a layer kind's first operator, placed for every
+// one of count layers) to the mean of count calls of which one is first's
+// (the same operator placed as the first layer's, after the LM head's
+// bytes too) and the others its own, on every target, where both are
+// bound by cold lines; it reports whether p changed. Replayed
+// (scripts/fidreplay) over eight fidelity passes of 48 runs each, noisy
+// ones included: 9, 9, 11 and 1 more operator rows within ±10% on four,
+// 2 fewer on one, none changed on three (decode attn_norm 1.32–1.59 →
+// 1.13–1.26 of its prediction where it changed).
+func firstOpCold(p *Placed, first Placed, count int) bool {
+	if p.Bound != BoundColdLines || first.Bound != BoundColdLines || first.Time == p.Time || count < 1 {
+		return false
+	}
+	k := float64(count)
+	p.Time += (first.Time - p.Time) / k
+	for t, v := range p.Times {
+		if f, ok := first.Times[t]; ok {
+			p.Times[t] = v + (f-v)/k
+		}
+	}
+	return true
 }
 
 // streamedBytes is the weights and KV that ops read: what a forward call
