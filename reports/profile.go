@@ -62,27 +62,25 @@ func dispatchMarkdown(b *bytes.Buffer, d *results.Dispatch) error {
 		return err
 	}
 	b.WriteString("\n")
-	cv := d.ColdVector
-	if cv == nil {
-		return nil
-	}
-	fmt.Fprintf(b, "Cold vector call: %s.\n\n", cv.Method)
-	pts := cv.Points
-	if len(pts) == 0 {
-		pts = []results.ColdVectorPoint{{EvictBytes: cv.EvictBytes, Seconds: cv.Seconds}}
-	}
-	rows = rows[:0]
-	for _, pt := range pts {
-		main := ""
-		if pt.EvictBytes == cv.EvictBytes {
-			main = fmt.Sprintf("main figure (%.1f ns a line)", cv.SecondsPerLine*1e9)
+	if cv := d.ColdVector; cv != nil {
+		fmt.Fprintf(b, "Cold vector call: %s.\n\n", cv.Method)
+		pts := cv.Points
+		if len(pts) == 0 {
+			pts = []results.ColdVectorPoint{{EvictBytes: cv.EvictBytes, Seconds: cv.Seconds}}
 		}
-		rows = append(rows, []string{FormatBytes(pt.EvictBytes), FormatStat(microseconds(pt.Seconds), 2), main})
+		rows = rows[:0]
+		for _, pt := range pts {
+			main := ""
+			if pt.EvictBytes == cv.EvictBytes {
+				main = fmt.Sprintf("main figure (%.1f ns a line)", cv.SecondsPerLine*1e9)
+			}
+			rows = append(rows, []string{FormatBytes(pt.EvictBytes), FormatStat(microseconds(pt.Seconds), 2), main})
+		}
+		if err := MarkdownTable(b, []string{"read before each call", "call µs", ""}, rows); err != nil {
+			return err
+		}
+		b.WriteString("\n")
 	}
-	if err := MarkdownTable(b, []string{"read before each call", "call µs", ""}, rows); err != nil {
-		return err
-	}
-	b.WriteString("\n")
 	if cc := d.CoreToCore; cc != nil {
 		fmt.Fprintf(b, "Core-to-core reads: %s.\n\n", cc.Method)
 		ratio := ""

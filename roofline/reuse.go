@@ -72,10 +72,14 @@ func WorkSplit(o Operator) string {
 // writes), 0 for a write, a producer that split by rows too, or one
 // thread. Measured on this project's 2-vCPU Zen 5 guest (2026-11-28):
 // a worker read 64 KiB–4 MiB the other worker had just written at 25–37
-// GB/s against 94–117 for what it wrote itself, and the engine's prefill
-// residual adds and SiLU·mul, whose operands a GEMM had split by columns,
-// ran at 1.2–2.1× their prediction while the norms, whose input the
-// residual add had split by rows as they are, ran at 1.0–1.4.
+// GB/s against 94–117 for what it wrote itself, and in the fidelity pass
+// of 2026-11-28 06:35 the engine's prefill residual adds and SiLU·mul,
+// whose operands a GEMM had split by columns, ran at 1.17–1.21 of their
+// prediction while the norms, whose input a residual add had split by
+// rows as they are, ran at 0.99–1.00. Replayed over eight passes with the
+// probe's figure of 2026-11-28 (59 GB/s on 2 workers) in each profile:
+// 0–8 more operator rows within ±10%, none fewer (the residual adds
+// 1.21 → 1.16 there; SiLU·mul, bound by its non-linear rate, unchanged).
 func remoteShare(p Operand, threads int) float64 {
 	if p.Write || threads < 2 || p.Producer == "" || p.Producer == SplitRows {
 		return 0
